@@ -1,0 +1,15 @@
+#pragma once
+// The subcommands of the zerotron binary. Each takes the arguments after its name and returns
+// the process exit code (2 for bad input).
+#include <span>
+#include <string_view>
+
+namespace zt::app {
+
+using Args = std::span<const std::string_view>;
+
+int train(Args args);
+int prepare_data(Args args);
+int train_tokenizer(Args args);
+
+}  // namespace zt::app

@@ -1,0 +1,101 @@
+#pragma once
+// MemoryPool is the only way a device byte is allocated. Each allocation carries a category so
+// memory reports (metrics, ZeRO's memory tests, the planner's check) read counters, not formulas.
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <string_view>
+
+#include "src/core/dtype.h"
+#include "src/core/tensor.h"
+
+namespace zt {
+
+enum class MemCategory : uint8_t {
+  Params,           // working (model-precision) parameters resident on this rank
+  Grads,            // gradients kept on this rank
+  Optimizer,        // fp32 master parameters and Adam moments
+  Activations,      // tensors saved for backward and their workspace
+  Checkpoints,      // activation checkpoints on the device
+  HostCheckpoints,  // activation checkpoints offloaded to host memory
+  Buffers,          // communication buckets, gathered parameters, staging, scratch
+  kCount
+};
+constexpr size_t kNumMemCategories = static_cast<size_t>(MemCategory::kCount);
+std::string_view mem_category_name(MemCategory c);
+
+// Where bytes come from: the CPU backend uses aligned host memory; the CUDA backend a caching
+// device allocator. Allocations are zero-filled so every run starts from the same bits.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void deallocate(void* p, size_t bytes) = 0;
+  virtual Device device() const = 0;
+};
+std::unique_ptr<Allocator> make_host_allocator();
+
+struct MemCounters {
+  std::array<size_t, kNumMemCategories> current{};
+  std::array<size_t, kNumMemCategories> peak{};
+  size_t total_current = 0;
+  size_t total_peak = 0;
+};
+
+class MemoryPool;
+
+// Buffer owns one allocation and returns it to its pool when destroyed. Move-only.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { reset(); }
+
+  void reset();
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  MemCategory category() const { return category_; }
+  // A view of the whole buffer (or a prefix) as a tensor.
+  Tensor view(Shape shape, DType dtype) const;
+
+ private:
+  friend class MemoryPool;
+  Buffer(MemoryPool* pool, void* data, size_t bytes, MemCategory c)
+      : pool_(pool), data_(data), bytes_(bytes), category_(c) {}
+  MemoryPool* pool_ = nullptr;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  MemCategory category_ = MemCategory::Buffers;
+};
+
+class MemoryPool {
+ public:
+  explicit MemoryPool(std::unique_ptr<Allocator> allocator);
+  MemoryPool(const MemoryPool&) = delete;
+  MemoryPool& operator=(const MemoryPool&) = delete;
+
+  Buffer allocate(size_t bytes, MemCategory category);
+  Buffer allocate(Shape shape, DType dtype, MemCategory category) {
+    return allocate(static_cast<size_t>(shape.numel()) * dtype_size(dtype), category);
+  }
+
+  const MemCounters& counters() const { return counters_; }
+  size_t current(MemCategory c) const { return counters_.current[static_cast<size_t>(c)]; }
+  size_t peak(MemCategory c) const { return counters_.peak[static_cast<size_t>(c)]; }
+  size_t total_current() const { return counters_.total_current; }
+  size_t total_peak() const { return counters_.total_peak; }
+  // Starts a new measurement window: every peak becomes the current value.
+  void reset_peaks();
+  Device device() const { return allocator_->device(); }
+
+ private:
+  friend class Buffer;
+  void release(void* p, size_t bytes, MemCategory c);
+  std::unique_ptr<Allocator> allocator_;
+  MemCounters counters_;
+};
+
+}  // namespace zt

@@ -1,0 +1,42 @@
+#pragma once
+// ActivationStore is where a layer's forward intermediates live between forward and backward.
+// Keeping every layer's workspace is one policy; activation checkpointing (keep only the layer
+// input, recompute in backward), partitioned checkpoints and CPU offload are others. The model
+// calls the same three functions under each.
+#include <vector>
+
+#include "src/model/layer_activations.h"
+
+namespace zt {
+
+class ActivationStore {
+ public:
+  virtual ~ActivationStore() = default;
+  // The workspace layer `layer`'s forward writes into.
+  virtual LayerActivations& begin_forward(int layer) = 0;
+  // Layer `layer`'s forward finished; `input` [N, C] is what it consumed.
+  virtual void end_forward(int layer, const float* input) = 0;
+  struct Restored {
+    LayerActivations* acts = nullptr;
+    const float* input = nullptr;  // the layer's input, as it was in forward
+    bool recompute = false;        // the caller must re-run forward into acts first
+  };
+  virtual Restored begin_backward(int layer) = 0;
+};
+
+// Keeps every layer's workspace resident: no recompute, most memory. One arena, category
+// activations.
+class KeepAllActivations final : public ActivationStore {
+ public:
+  KeepAllActivations(MemoryPool& pool, const GptConfig& config, int micro_batch);
+  LayerActivations& begin_forward(int layer) override;
+  void end_forward(int layer, const float* input) override;
+  Restored begin_backward(int layer) override;
+
+ private:
+  Arena arena_;
+  std::vector<LayerActivations> layers_;
+  std::vector<const float*> inputs_;
+};
+
+}  // namespace zt

@@ -1,0 +1,159 @@
+#include "src/model/gpt.h"
+
+#include <algorithm>
+
+#include "kernels/cpu/ops.h"
+
+namespace zt {
+namespace {
+
+size_t gpt_arena_bytes(const GptConfig& c, int micro_batch) {
+  const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length);
+  const size_t h = static_cast<size_t>(c.hidden);
+  const size_t v = static_cast<size_t>(c.padded_vocab_size);
+  return Arena::aligned(n * h * 4) * 4 + Arena::aligned(n * 4) * 3 + Arena::aligned(n * v * 4) +
+         LayerScratch::bytes(c, micro_batch);
+}
+
+}  // namespace
+
+Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, MemoryPool& pool)
+    : config_(config),
+      dims_{micro_batch, config.seq_length, config.hidden, config.heads},
+      arena_(pool, gpt_arena_bytes(config, micro_batch), MemCategory::Activations) {
+  for (int i = 0; i < config.num_layers; ++i) offsets_.push_back(LayerOffsets::from(layout, i));
+  const auto& blocks = layout.blocks();
+  wpe_offset_ =
+      layout.find("embedding.position").offset - blocks[ParamLayout::kEmbeddingBlock].begin;
+  lnf_b_offset_ =
+      layout.find("final_ln.bias").offset - blocks[static_cast<size_t>(layout.final_block())].begin;
+  const int64_t n = dims_.N(), h = config.hidden;
+  embed_out_ = arena_.carve({n * h}, DType::F32).f32();
+  lnf_out_ = arena_.carve({n * h}, DType::F32).f32();
+  dres_ = arena_.carve({n * h}, DType::F32).f32();
+  final_in_ = arena_.carve({n * h}, DType::F32).f32();
+  lnf_mean_ = arena_.carve({n}, DType::F32).f32();
+  lnf_rstd_ = arena_.carve({n}, DType::F32).f32();
+  losses_ = arena_.carve({n}, DType::F32).f32();
+  logits_ = arena_.carve({n * config.padded_vocab_size}, DType::F32).f32();
+  scratch_ = LayerScratch::carve(arena_, config, micro_batch);
+}
+
+LayerDropout Gpt::dropout(int layer, const DropoutSeeds* rng) const {
+  LayerDropout d;
+  if (rng == nullptr) return d;
+  // Masks are indexed by (global sample, position in the sample), so a sample gets the same
+  // mask whatever micro-batch or data-parallel rank it lands in.
+  const uint64_t sample = static_cast<uint64_t>(rng->first_sample);
+  const uint64_t n = static_cast<uint64_t>(dims_.T) * static_cast<uint64_t>(dims_.C);
+  const uint64_t att = static_cast<uint64_t>(dims_.H) * static_cast<uint64_t>(dims_.T) *
+                       static_cast<uint64_t>(dims_.T);
+  auto stream = [&](uint64_t site) {
+    return mix64(rng->seed, 3 * static_cast<uint64_t>(layer) + site);
+  };
+  d.attention = DropoutParams{config_.attention_dropout, stream(0), sample * att};
+  d.attn_out = DropoutParams{config_.hidden_dropout, stream(1), sample * n};
+  d.mlp_out = DropoutParams{config_.hidden_dropout, stream(2), sample * n};
+  return d;
+}
+
+void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
+                            const DropoutSeeds* rng) {
+  const int N = dims_.N(), C = dims_.C, L = config_.num_layers;
+  const int Vp = config_.padded_vocab_size;
+  {
+    float* e = const_cast<float*>(params.acquire(ParamLayout::kEmbeddingBlock));
+    cpu::embedding_forward(embed_out_, tokens, e, e + wpe_offset_, dims_.B, dims_.T, C, 0, Vp);
+    params.release(ParamLayout::kEmbeddingBlock);
+  }
+  const float* x = embed_out_;
+  for (int i = 0; i < L; ++i) {
+    const int block = ParamLayout::layer_block(i);
+    float* base = const_cast<float*>(params.acquire(block));
+    LayerActivations& a = acts.begin_forward(i);
+    layer_forward(dims_, offsets_[static_cast<size_t>(i)].at(base), x, a, scratch_,
+                  dropout(i, rng));
+    acts.end_forward(i, x);
+    params.release(block);
+    x = a.out;
+  }
+  // The final layernorm's input is kept by the model: a checkpointing store need not keep the
+  // last layer's output.
+  std::copy(x, x + int64_t{N} * C, final_in_);
+  const int fb = L + 1;
+  const float* lnf = params.acquire(fb);
+  cpu::layernorm_forward(lnf_out_, lnf_mean_, lnf_rstd_, final_in_, lnf, lnf + lnf_b_offset_, N, C);
+  params.release(fb);
+  const float* wte = params.acquire(ParamLayout::kEmbeddingBlock);
+  cpu::linear_forward(logits_, lnf_out_, wte, nullptr, N, C, Vp);
+  params.release(ParamLayout::kEmbeddingBlock);
+}
+
+double Gpt::forward(const int32_t* tokens, const int32_t* targets, float dloss, ParamSource& params,
+                    ActivationStore& acts, const DropoutSeeds* rng) {
+  const int N = dims_.N();
+  forward_to_logits(tokens, params, acts, rng);
+  cpu::softmax_cross_entropy(logits_, losses_, targets, N, config_.padded_vocab_size,
+                             config_.vocab_size, dloss);
+  double sum = 0;
+  for (int i = 0; i < N; ++i) sum += losses_[i];
+  return sum / N;
+}
+
+void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
+                   const DropoutSeeds* rng) {
+  const int N = dims_.N(), C = dims_.C, L = config_.num_layers;
+  const int Vp = config_.padded_vocab_size;
+  const int eb = ParamLayout::kEmbeddingBlock, fb = L + 1;
+  // Head: logits = lnf_out · wteᵀ, so d(lnf_out) = dlogits · wte and d(wte) += dlogitsᵀ · lnf_out.
+  {
+    const float* wte = params.acquire(eb);
+    float* gwte = params.grads(eb);
+    cpu::linear_backward(scratch_.d_a, gwte, nullptr, logits_, lnf_out_, wte, N, C, Vp, false);
+    params.release(eb);
+  }
+  {
+    const float* lnf = params.acquire(fb);
+    float* g = params.grads(fb);
+    std::fill(dres_, dres_ + int64_t{N} * C, 0.0f);
+    cpu::layernorm_backward(dres_, g, g + lnf_b_offset_, scratch_.d_a, final_in_, lnf, lnf_mean_,
+                            lnf_rstd_, N, C);
+    params.grads_done(fb);
+    params.release(fb);
+  }
+  for (int i = L - 1; i >= 0; --i) {
+    const int block = ParamLayout::layer_block(i);
+    const LayerOffsets& off = offsets_[static_cast<size_t>(i)];
+    float* base = const_cast<float*>(params.acquire(block));
+    const LayerParams p = off.at(base);
+    const ActivationStore::Restored r = acts.begin_backward(i);
+    const LayerDropout drop = dropout(i, rng);
+    if (r.recompute) layer_forward(dims_, p, r.input, *r.acts, scratch_, drop);
+    layer_backward(dims_, p, off.at(params.grads(block)), r.input, *r.acts, scratch_, drop, dres_);
+    params.grads_done(block);
+    params.release(block);
+  }
+  float* g = params.grads(eb);
+  cpu::embedding_backward(g, g + wpe_offset_, dres_, tokens, dims_.B, dims_.T, C, 0, Vp);
+  params.grads_done(eb);
+}
+
+double Gpt::forward_backward(const int32_t* tokens, const int32_t* targets, float dloss,
+                             ParamSource& params, ActivationStore& acts, const DropoutSeeds& rng) {
+  const double loss = forward(tokens, targets, dloss, params, acts, &rng);
+  backward(tokens, params, acts, &rng);
+  return loss;
+}
+
+void Gpt::forward_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
+                         float* out) {
+  forward_to_logits(tokens, params, acts, nullptr);
+  std::copy(logits_, logits_ + int64_t{dims_.N()} * config_.padded_vocab_size, out);
+}
+
+double Gpt::forward_loss(const int32_t* tokens, const int32_t* targets, ParamSource& params,
+                         ActivationStore& acts) {
+  return forward(tokens, targets, 0.0f, params, acts, nullptr);
+}
+
+}  // namespace zt

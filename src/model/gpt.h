@@ -1,0 +1,70 @@
+#pragma once
+// Gpt: token + position embedding -> layers -> final layernorm -> head tied to the word
+// embedding -> softmax cross-entropy. Forward and backward are explicit; parameters come from a
+// ParamSource and layer intermediates go to an ActivationStore, so the same code runs under
+// every memory policy.
+#include <cstdint>
+#include <vector>
+
+#include "src/core/arena.h"
+#include "src/model/activation_store.h"
+#include "src/model/gpt_config.h"
+#include "src/model/param_layout.h"
+#include "src/model/param_source.h"
+#include "src/model/transformer_layer.h"
+
+namespace zt {
+
+struct DropoutSeeds {
+  uint64_t seed = 0;         // --seed
+  int64_t first_sample = 0;  // global index of the micro-batch's first sample
+};
+
+class Gpt {
+ public:
+  Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, MemoryPool& pool);
+
+  // Forward and backward of one micro-batch of `micro_batch` sequences. tokens, targets: [B, T].
+  // Gradients are added into the ParamSource's grad regions, scaled by `dloss` per token (the
+  // caller folds in 1/tokens, gradient accumulation and the loss scale). Returns the mean loss
+  // over this micro-batch's tokens.
+  double forward_backward(const int32_t* tokens, const int32_t* targets, float dloss,
+                          ParamSource& params, ActivationStore& acts, const DropoutSeeds& rng);
+  // Forward only, dropout off: writes the logits [N, Vp] into `out` (inference, tests).
+  void forward_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
+                      float* out);
+  // Forward only (evaluation, dropout off). Returns the mean loss.
+  double forward_loss(const int32_t* tokens, const int32_t* targets, ParamSource& params,
+                      ActivationStore& acts);
+
+  const GptConfig& config() const { return config_; }
+  const float* logits() const { return logits_; }  // [N, Vp]; dlogits after forward_backward
+
+ private:
+  double forward(const int32_t* tokens, const int32_t* targets, float dloss, ParamSource& params,
+                 ActivationStore& acts, const DropoutSeeds* rng);
+  // Embedding, layers, final layernorm and head: leaves the logits in logits_.
+  void forward_to_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
+                         const DropoutSeeds* rng);
+  void backward(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
+                const DropoutSeeds* rng);
+  LayerDropout dropout(int layer, const DropoutSeeds* rng) const;
+
+  GptConfig config_;
+  LayerDims dims_;
+  std::vector<LayerOffsets> offsets_;
+  int64_t wpe_offset_ = 0;  // relative to the embedding block
+  int64_t lnf_b_offset_ = 0;
+  Arena arena_;  // embedding output, final layernorm, logits, losses, backward scratch
+  LayerScratch scratch_;
+  float* embed_out_ = nullptr;  // [N, C]
+  float* lnf_out_ = nullptr;    // [N, C]
+  float* lnf_mean_ = nullptr;   // [N]
+  float* lnf_rstd_ = nullptr;   // [N]
+  float* logits_ = nullptr;     // [N, Vp]
+  float* losses_ = nullptr;     // [N]
+  float* dres_ = nullptr;       // [N, C]
+  float* final_in_ = nullptr;   // [N, C] last layer's output, the final layernorm's input
+};
+
+}  // namespace zt

@@ -1,0 +1,20 @@
+#include "src/train/lr_schedule.h"
+
+#include <cmath>
+#include <numbers>
+
+namespace zt {
+
+double LrSchedule::at(int step) const {
+  if (warmup > 0 && step <= warmup) return lr * step / warmup;
+  if (style == "constant") return lr;
+  if (step > decay_iters) return min_lr;
+  const int span = decay_iters - warmup;
+  if (span <= 0) return lr;
+  const double ratio = static_cast<double>(step - warmup) / span;
+  const double coeff =
+      style == "cosine" ? 0.5 * (std::cos(std::numbers::pi * ratio) + 1.0) : 1.0 - ratio;
+  return min_lr + coeff * (lr - min_lr);
+}
+
+}  // namespace zt

@@ -1,0 +1,42 @@
+#pragma once
+// One record per optimizer step: printed as a Megatron-style console line every log interval
+// and written as one JSON object per line to --metrics-file.
+#include <array>
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+#include "src/core/memory_pool.h"
+
+namespace zt {
+
+struct StepMetrics {
+  int iteration = 0;
+  int train_iters = 0;
+  int64_t consumed_samples = 0;
+  double lm_loss = 0;
+  double lr = 0;
+  double grad_norm = 0;
+  double loss_scale = 1;
+  bool skipped = false;
+  double elapsed_ms = 0;
+  double tokens_per_s = 0;
+  double tflops_per_rank = 0;
+  int64_t num_parameters = 0;
+  // Peak bytes during this step: per category and in total (the max over ranks once there are
+  // several).
+  std::array<size_t, kNumMemCategories> memory_peak{};
+  size_t memory_total_peak = 0;
+};
+
+class MetricsWriter {
+ public:
+  explicit MetricsWriter(const std::string& path);  // empty path: console only
+  void write(const StepMetrics& m);                 // JSON line
+  static std::string console_line(const StepMetrics& m);
+
+ private:
+  std::ofstream out_;
+};
+
+}  // namespace zt

@@ -1,0 +1,274 @@
+#include "src/train/options.h"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include "src/core/error.h"
+
+namespace zt {
+namespace {
+
+using O = TrainOptions;
+using Field = std::variant<int O::*, int64_t O::*, double O::*, bool O::*, std::string O::*>;
+
+enum class Check : uint8_t { Any, Positive, NonNegative, Probability, Choice };
+
+struct Decl {
+  std::string_view flag;  // without the leading "--"
+  std::string_view json;  // key in the JSON config (dots for nesting)
+  Field field;
+  Check check;
+  std::string_view help;
+  std::string_view choices = {};  // "a|b|c" for Check::Choice
+};
+
+// The one declaration of every training option.
+const std::vector<Decl>& decls() {
+  static const std::vector<Decl> d = {
+      {"num-layers", "num_layers", &O::num_layers, Check::Positive, "transformer layers"},
+      {"hidden-size", "hidden_size", &O::hidden_size, Check::Positive, "model width"},
+      {"num-attention-heads", "num_attention_heads", &O::num_attention_heads, Check::Positive,
+       "attention heads (must divide --hidden-size)"},
+      {"seq-length", "seq_length", &O::seq_length, Check::Positive, "tokens per sample"},
+      {"vocab-size", "vocab_size", &O::vocab_size, Check::Positive,
+       "vocabulary size for --mock-data"},
+      {"make-vocab-size-divisible-by", "make_vocab_size_divisible_by",
+       &O::make_vocab_size_divisible_by, Check::Positive,
+       "pad the vocabulary to a multiple of this (times the tensor-parallel size)"},
+      {"attention-dropout", "attention_dropout", &O::attention_dropout, Check::Probability,
+       "dropout on attention probabilities"},
+      {"hidden-dropout", "hidden_dropout", &O::hidden_dropout, Check::Probability,
+       "dropout on the residual branches"},
+      {"micro-batch-size", "train_micro_batch_size_per_gpu", &O::micro_batch_size, Check::Positive,
+       "sequences per rank per forward/backward"},
+      {"global-batch-size", "train_batch_size", &O::global_batch_size, Check::NonNegative,
+       "sequences per optimizer step over all ranks (0: micro batch x data-parallel size)"},
+      {"train-iters", "train_iters", &O::train_iters, Check::Positive, "optimizer steps"},
+      {"lr", "lr", &O::lr, Check::NonNegative, "peak learning rate"},
+      {"min-lr", "min_lr", &O::min_lr, Check::NonNegative, "learning rate at the end of decay"},
+      {"lr-warmup-iters", "lr_warmup_iters", &O::lr_warmup_iters, Check::NonNegative,
+       "linear warm-up steps"},
+      {"lr-decay-iters", "lr_decay_iters", &O::lr_decay_iters, Check::NonNegative,
+       "steps over which the learning rate decays (0: --train-iters)"},
+      {"lr-decay-style", "lr_decay_style", &O::lr_decay_style, Check::Choice, "learning-rate decay",
+       "constant|linear|cosine"},
+      {"weight-decay", "weight_decay", &O::weight_decay, Check::NonNegative,
+       "decoupled weight decay (not applied to biases and layernorms)"},
+      {"clip-grad", "gradient_clipping", &O::clip_grad, Check::NonNegative,
+       "global gradient L2-norm bound (0: off)"},
+      {"adam-beta1", "adam_beta1", &O::adam_beta1, Check::Probability, "Adam beta1"},
+      {"adam-beta2", "adam_beta2", &O::adam_beta2, Check::Probability, "Adam beta2"},
+      {"adam-eps", "adam_eps", &O::adam_eps, Check::Positive, "Adam epsilon"},
+      {"seed", "seed", &O::seed, Check::NonNegative, "seed for initialisation, data and dropout"},
+      {"fp16", "fp16.enabled", &O::fp16, Check::Any,
+       "fp16 parameters and gradients, fp32 master weights, loss scaling"},
+      {"bf16", "bf16.enabled", &O::bf16, Check::Any,
+       "bf16 parameters and gradients, fp32 master weights"},
+      {"loss-scale", "fp16.loss_scale", &O::loss_scale, Check::NonNegative,
+       "fixed loss scale for fp16 (0: dynamic)"},
+      {"initial-loss-scale", "fp16.initial_loss_scale", &O::initial_loss_scale, Check::Positive,
+       "initial dynamic loss scale"},
+      {"loss-scale-window", "fp16.loss_scale_window", &O::loss_scale_window, Check::Positive,
+       "clean steps before the dynamic loss scale doubles"},
+      {"hysteresis", "fp16.hysteresis", &O::hysteresis, Check::Positive,
+       "overflows tolerated before the dynamic loss scale halves"},
+      {"min-loss-scale", "fp16.min_loss_scale", &O::min_loss_scale, Check::Positive,
+       "lowest dynamic loss scale"},
+      {"mock-data", "mock_data", &O::mock_data, Check::Any,
+       "deterministic synthetic documents from --seed instead of a dataset"},
+      {"log-interval", "log_interval", &O::log_interval, Check::Positive,
+       "steps between console lines"},
+      {"metrics-file", "metrics_file", &O::metrics_file, Check::Any,
+       "write one JSON object per step to this file"},
+      {"config", "", &O::config, Check::Any,
+       "JSON config (DeepSpeed-style keys) read before the flags"},
+  };
+  return d;
+}
+
+const Decl* find_flag(std::string_view name) {
+  for (const auto& d : decls())
+    if (d.flag == name) return &d;
+  return nullptr;
+}
+
+bool is_bool(const Decl& d) {
+  return std::holds_alternative<bool O::*>(d.field);
+}
+
+double parse_number(const Decl& d, std::string_view text) {
+  const std::string s(text);
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  ZT_REQUIRE(used == s.size() && !s.empty() && std::isfinite(v), "--{} expects a number, got '{}'",
+             d.flag, text);
+  return v;
+}
+
+void check_value(const Decl& d, double v) {
+  switch (d.check) {
+    case Check::Positive:
+      ZT_REQUIRE(v > 0, "--{} must be positive, got {}", d.flag, v);
+      break;
+    case Check::NonNegative:
+      ZT_REQUIRE(v >= 0, "--{} must not be negative, got {}", d.flag, v);
+      break;
+    case Check::Probability:
+      ZT_REQUIRE(v >= 0 && v < 1, "--{} must be in [0, 1), got {}", d.flag, v);
+      break;
+    default:
+      break;
+  }
+}
+
+void set_from_text(const Decl& d, std::string_view text, O& o) {
+  std::visit(
+      [&](auto member) {
+        using T = std::remove_reference_t<decltype(o.*member)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (d.check == Check::Choice) {
+            bool ok = false;
+            std::string_view rest = d.choices;
+            while (!rest.empty()) {
+              const size_t bar = rest.find('|');
+              ok |= rest.substr(0, bar) == text;
+              rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
+            }
+            ZT_REQUIRE(ok, "--{} must be one of {}, got '{}'", d.flag, d.choices, text);
+          }
+          o.*member = std::string(text);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          ZT_REQUIRE(text == "true" || text == "false" || text == "1" || text == "0",
+                     "--{} expects true or false, got '{}'", d.flag, text);
+          o.*member = text == "true" || text == "1";
+        } else {
+          const double v = parse_number(d, text);
+          if constexpr (!std::is_same_v<T, double>)
+            ZT_REQUIRE(v == std::floor(v) && std::abs(v) < 9.2e18,
+                       "--{} expects an integer, got '{}'", d.flag, text);
+          if constexpr (std::is_same_v<T, int>)
+            ZT_REQUIRE(std::abs(v) < 2147483648.0, "--{} is out of range: {}", d.flag, text);
+          check_value(d, v);
+          o.*member = static_cast<T>(v);
+        }
+      },
+      d.field);
+}
+
+void flatten(const nlohmann::json& j, const std::string& prefix,
+             std::vector<std::pair<std::string, nlohmann::json>>& out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object())
+      flatten(*it, key, out);
+    else
+      out.emplace_back(key, *it);
+  }
+}
+
+void read_json_config(const std::string& path, O& o) {
+  std::ifstream in(path);
+  ZT_REQUIRE(in.good(), "cannot open --config file '{}'", path);
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("--config file '{}' is not valid JSON: {}", path, e.what()));
+  }
+  ZT_REQUIRE(j.is_object(), "--config file '{}' must hold a JSON object", path);
+  std::vector<std::pair<std::string, nlohmann::json>> items;
+  flatten(j, "", items);
+  for (const auto& [key, value] : items) {
+    const Decl* d = nullptr;
+    for (const auto& cand : decls())
+      if (!cand.json.empty() && cand.json == key) d = &cand;
+    ZT_REQUIRE(d != nullptr, "unknown key '{}' in --config file '{}'", key, path);
+    const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+    set_from_text(*d, text, o);
+  }
+}
+
+}  // namespace
+
+std::string train_options_help() {
+  std::string s = "usage: zerotron train [flags]\n\nflags (JSON key in brackets):\n";
+  for (const auto& d : decls()) {
+    std::string name = "--" + std::string(d.flag);
+    if (!is_bool(d)) name += " X";
+    s += fmt::format("  {:<34} {}", name, d.help);
+    if (!d.choices.empty()) s += fmt::format(" ({})", d.choices);
+    if (!d.json.empty()) s += fmt::format(" [{}]", d.json);
+    s += "\n";
+  }
+  return s;
+}
+
+bool parse_train_options(std::span<const std::string_view> args, O& o) {
+  o = O{};
+  // The config file is read first so flags override it wherever it appears on the line.
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--help" || args[i] == "-h") {
+      std::fputs(train_options_help().c_str(), stdout);
+      return false;
+    }
+    if (args[i] == "--config" && i + 1 < args.size()) read_json_config(std::string(args[i + 1]), o);
+    if (args[i].starts_with("--config=")) read_json_config(std::string(args[i].substr(9)), o);
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view a = args[i];
+    ZT_REQUIRE(a.starts_with("--") && a.size() > 2, "unexpected argument '{}'", a);
+    std::string_view name = a.substr(2), value;
+    bool has_value = false;
+    if (const size_t eq = name.find('='); eq != std::string_view::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    const Decl* d = find_flag(name);
+    ZT_REQUIRE(d != nullptr, "unknown flag --{}, run 'zerotron train --help'", name);
+    if (is_bool(*d) && !has_value) {
+      o.*std::get<bool O::*>(d->field) = true;
+      continue;
+    }
+    if (!has_value) {
+      ZT_REQUIRE(i + 1 < args.size(), "--{} needs a value", name);
+      value = args[++i];
+    }
+    set_from_text(*d, value, o);
+  }
+  return true;
+}
+
+void validate_train_options(const O& o, int dp) {
+  ZT_REQUIRE(o.hidden_size % o.num_attention_heads == 0,
+             "--num-attention-heads ({}) must divide --hidden-size ({})", o.num_attention_heads,
+             o.hidden_size);
+  ZT_REQUIRE(!(o.fp16 && o.bf16), "--fp16 and --bf16 are exclusive");
+  ZT_REQUIRE(o.mock_data, "no data: pass --mock-data (datasets arrive with --data-path)");
+  ZT_REQUIRE(o.vocab_size > 0, "--mock-data needs --vocab-size");
+  ZT_REQUIRE(o.vocab_size >= 2, "--vocab-size must be at least 2");
+  const int64_t per_step = int64_t{o.micro_batch_size} * dp;
+  const int64_t global = o.global_batch_size == 0 ? per_step : o.global_batch_size;
+  ZT_REQUIRE(global % per_step == 0,
+             "--global-batch-size ({}) must be a multiple of --micro-batch-size ({}) x "
+             "data-parallel size ({})",
+             global, o.micro_batch_size, dp);
+  ZT_REQUIRE(o.min_lr <= o.lr, "--min-lr ({}) must not exceed --lr ({})", o.min_lr, o.lr);
+  const int decay = o.lr_decay_iters == 0 ? o.train_iters : o.lr_decay_iters;
+  ZT_REQUIRE(o.lr_warmup_iters <= decay,
+             "--lr-warmup-iters ({}) must not exceed the decay iterations ({})", o.lr_warmup_iters,
+             decay);
+  ZT_REQUIRE(o.min_loss_scale <= o.initial_loss_scale,
+             "--min-loss-scale must not exceed --initial-loss-scale");
+}
+
+}  // namespace zt

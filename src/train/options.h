@@ -1,0 +1,63 @@
+#pragma once
+// Training options. Each option is declared exactly once, in options.cpp's table: flag name,
+// JSON key, field, help text and check. The table yields the command-line parser, the JSON
+// config reader, --help and validation, so no option is parsed in two places.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace zt {
+
+struct TrainOptions {
+  // model
+  int num_layers = 2;
+  int hidden_size = 64;
+  int num_attention_heads = 4;
+  int seq_length = 64;
+  int vocab_size = 0;  // mock data: required; real data: from the tokenizer
+  int make_vocab_size_divisible_by = 128;
+  double attention_dropout = 0.1;
+  double hidden_dropout = 0.1;
+  // batch and schedule
+  int micro_batch_size = 1;
+  int global_batch_size = 0;  // 0: micro batch × data-parallel size
+  int train_iters = 10;
+  double lr = 1e-4;
+  double min_lr = 0.0;
+  int lr_warmup_iters = 0;
+  int lr_decay_iters = 0;  // 0: train_iters
+  std::string lr_decay_style = "linear";
+  double weight_decay = 0.01;
+  double clip_grad = 1.0;
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_eps = 1e-8;
+  int64_t seed = 1234;
+  // precision
+  bool fp16 = false;
+  bool bf16 = false;
+  double loss_scale = 0.0;  // 0: dynamic (fp16)
+  double initial_loss_scale = 4294967296.0;
+  int loss_scale_window = 1000;
+  int hysteresis = 2;
+  double min_loss_scale = 1.0;
+  // data
+  bool mock_data = false;
+  // logging
+  int log_interval = 100;
+  std::string metrics_file;
+  std::string config;  // JSON file read before the flags
+};
+
+// Parses `args` (JSON config first when --config is given, flags override it) and validates
+// every option and their combinations. Throws InputError with one line naming the problem.
+// Returns false (and prints help to stdout) when --help was asked.
+bool parse_train_options(std::span<const std::string_view> args, TrainOptions& out);
+
+// Checks that need the whole set (heads dividing hidden, batch divisibility, …).
+void validate_train_options(const TrainOptions& o, int data_parallel_size);
+
+std::string train_options_help();
+
+}  // namespace zt

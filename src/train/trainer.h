@@ -1,0 +1,51 @@
+#pragma once
+// Trainer: builds the model, its optimizer and activation store from validated options, then
+// runs the step loop (micro-batches with gradient accumulation, optimizer step, loss scaling,
+// logging).
+#include <memory>
+#include <vector>
+
+#include "src/core/memory_pool.h"
+#include "src/model/activation_store.h"
+#include "src/model/gpt.h"
+#include "src/train/lr_schedule.h"
+#include "src/train/metrics.h"
+#include "src/train/mock_data.h"
+#include "src/train/options.h"
+#include "src/zero/loss_scaler.h"
+#include "src/zero/zero_optimizer.h"
+
+namespace zt {
+
+GptConfig gpt_config_from(const TrainOptions& o);
+
+class Trainer {
+ public:
+  Trainer(const TrainOptions& options, MemoryPool& pool);
+  // Runs --train-iters steps. Returns every step's metrics.
+  const std::vector<StepMetrics>& run();
+  StepMetrics train_step();
+
+  ZeroOptimizer& optimizer() { return *optimizer_; }
+  Gpt& model() { return *model_; }
+
+ private:
+  TrainOptions o_;
+  MemoryPool& pool_;
+  GptConfig config_;
+  ParamLayout layout_;
+  int accumulation_ = 1;
+  int64_t global_batch_ = 0;
+  LrSchedule schedule_;
+  LossScaler scaler_;
+  MockData data_;
+  std::unique_ptr<ZeroOptimizer> optimizer_;
+  std::unique_ptr<KeepAllActivations> activations_;
+  std::unique_ptr<Gpt> model_;
+  Buffer batch_;  // tokens and targets of one micro-batch (int32)
+  MetricsWriter metrics_;
+  std::vector<StepMetrics> history_;
+  int iteration_ = 0;
+};
+
+}  // namespace zt

@@ -1,0 +1,48 @@
+#include <gtest/gtest.h>
+
+#include "src/train/lr_schedule.h"
+#include "src/zero/loss_scaler.h"
+
+namespace zt {
+namespace {
+
+TEST(LrSchedule, WarmupThenCosineToMin) {
+  LrSchedule s{1.0, 0.1, 10, 110, "cosine"};
+  EXPECT_DOUBLE_EQ(s.at(1), 0.1);
+  EXPECT_DOUBLE_EQ(s.at(10), 1.0);
+  EXPECT_NEAR(s.at(60), 0.55, 1e-12);  // half-way: min + (max - min) / 2
+  EXPECT_NEAR(s.at(110), 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(s.at(200), 0.1);
+}
+
+TEST(LrSchedule, LinearAndConstant) {
+  LrSchedule lin{2.0, 0.0, 0, 100, "linear"};
+  EXPECT_DOUBLE_EQ(lin.at(25), 1.5);
+  LrSchedule c{2.0, 0.0, 4, 100, "constant"};
+  EXPECT_DOUBLE_EQ(c.at(2), 1.0);
+  EXPECT_DOUBLE_EQ(c.at(90), 2.0);
+}
+
+TEST(LossScaler, HysteresisBackoffAndGrowth) {
+  LossScaler s(LossScalerConfig{true, 1024.0, 3, 2, 256.0});
+  s.update(true);  // first overflow: hysteresis absorbs it
+  EXPECT_EQ(s.scale(), 1024.0);
+  s.update(true);  // second: halve
+  EXPECT_EQ(s.scale(), 512.0);
+  s.update(true);
+  s.update(true);
+  s.update(true);
+  EXPECT_EQ(s.scale(), 256.0);  // floored at min_scale
+  for (int i = 0; i < 3; ++i) s.update(false);
+  EXPECT_EQ(s.scale(), 512.0);  // a clean window doubles
+}
+
+TEST(LossScaler, StaticScaleNeverMoves) {
+  LossScaler s(LossScalerConfig{false, 128.0, 1, 1, 1.0});
+  s.update(true);
+  s.update(false);
+  EXPECT_EQ(s.scale(), 128.0);
+}
+
+}  // namespace
+}  // namespace zt
