@@ -1,0 +1,90 @@
+#pragma once
+// MpiRuntime: MPI_Init/MPI_Finalize as RAII, who-am-I (rank, local rank, world; from MPI, checked
+// against SLURM's variables under srun), the abort path and the collective watchdog.
+//
+// The one correct main:
+//   int main(int argc, char** argv) {
+//     zt::comm::MpiRuntime rt(argc, argv);          // MPI up, watchdog + progress threads
+//     return rt.run_guarded([&] {                   // any exception: one line + MPI_Abort
+//       zt::MemoryPool pool(zt::make_host_allocator());
+//       auto world = rt.world(pool);                // MPI_COMM_WORLD dup, owned by the caller
+//       zt::comm::Topology topo(*world, tp, pp);
+//       rt.set_comm_timeout(args.comm_timeout);
+//       ...
+//       return 0;
+//     });                                           // communicators freed before MPI_Finalize
+//   }
+// An exception escaping the function on any rank prints
+//   zerotron: error: rank R: <what()>
+// and calls MPI_Abort (code 2 for zt::InputError, 1 otherwise), so no other rank waits forever.
+// An exception thrown on another thread, or out of a destructor, reaches std::terminate, which
+// the runtime also routes to the same line + MPI_Abort.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "src/comm/comm_stats.h"
+#include "src/comm/mpi_communicator.h"
+#include "src/comm/watchdog.h"
+
+namespace zt::comm {
+
+struct RuntimeOptions {
+  double comm_timeout_s = 600.0;  // the collective watchdog; <= 0 disables
+  ProgressMode progress = ProgressMode::Thread;
+  int poll_interval_us = 20;  // progress thread's sleep between polls while ops are in flight
+};
+
+// What the launcher says about this process, from the environment (no MPI needed, so a CUDA
+// build can pick its device before MPI_Init). Fields are -1 when the launcher did not set them.
+struct LaunchInfo {
+  int rank = -1, local_rank = -1, world = -1;
+  bool slurm = false;  // SLURM_PROCID was set (srun)
+};
+// SLURM_PROCID / SLURM_LOCALID / SLURM_NTASKS under srun, else Open MPI's
+// OMPI_COMM_WORLD_RANK / _LOCAL_RANK / _SIZE. `getenv` is injectable for tests.
+LaunchInfo launch_info_from_env(const char* (*getenv_fn)(const char*) = nullptr);
+
+class MpiRuntime {
+ public:
+  MpiRuntime(int& argc, char**& argv, RuntimeOptions opts = {});
+  ~MpiRuntime();
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  bool under_slurm() const { return launch_.slurm; }
+  bool thread_multiple() const { return thread_multiple_; }
+
+  // A communicator over all ranks (a duplicate of MPI_COMM_WORLD). Destroy it (and everything
+  // split from it) before the runtime. Staging buffers come from `pool`, which must outlive it.
+  std::unique_ptr<MpiCommunicator> world(MemoryPool& pool);
+
+  CommStats& stats() { return stats_; }
+  Watchdog& watchdog() { return *watchdog_; }
+  MpiProgress& progress() { return *progress_; }
+  void set_comm_timeout(double seconds) { watchdog_->set_timeout(seconds); }
+
+  // Runs `body`; an escaping exception prints one line naming this rank and aborts the job.
+  int run_guarded(const std::function<int()>& body);
+  // Prints "zerotron: error: rank R: <cause>" and MPI_Aborts the whole job.
+  [[noreturn]] void abort(std::string_view cause, int code = 1);
+
+ private:
+  int rank_ = 0, world_ = 1, local_rank_ = 0, local_size_ = 1;
+  bool thread_multiple_ = false;
+  LaunchInfo launch_;
+  CommStats stats_;
+  std::unique_ptr<Watchdog> watchdog_;
+  std::unique_ptr<MpiProgress> progress_;
+};
+
+// Prints the error line for this process and MPI_Aborts (usable without a runtime object,
+// e.g. from a signal-free terminate handler). Never returns.
+[[noreturn]] void abort_job(std::string_view cause, int code);
+
+}  // namespace zt::comm

@@ -1,0 +1,128 @@
+#include "src/comm/topology.h"
+
+namespace zt::comm {
+
+ParallelGrid::ParallelGrid(int world, int tp, int pp) : world_(world), tp_(tp), pp_(pp), dp_(0) {
+  ZT_REQUIRE(world >= 1, "world size must be >= 1, got {}", world);
+  ZT_REQUIRE(tp >= 1, "--tensor-model-parallel-size must be >= 1, got {}", tp);
+  ZT_REQUIRE(pp >= 1, "--pipeline-model-parallel-size must be >= 1, got {}", pp);
+  ZT_REQUIRE(world % (tp * pp) == 0,
+             "world size {} is not divisible by tensor-model-parallel-size {} x "
+             "pipeline-model-parallel-size {} = {}; launch a multiple of {} ranks or change "
+             "--tensor-model-parallel-size",
+             world, tp, pp, tp * pp, tp * pp);
+  dp_ = world / (tp * pp);
+}
+
+GridCoord ParallelGrid::coord_of(int rank) const {
+  ZT_CHECK(rank >= 0 && rank < world_, "rank {} outside world of {}", rank, world_);
+  GridCoord c;
+  c.tp = rank % tp_;
+  c.dp = (rank / tp_) % dp_;
+  c.pp = rank / (tp_ * dp_);
+  return c;
+}
+
+int ParallelGrid::group_color(GroupKind kind, int rank) const {
+  const GridCoord c = coord_of(rank);
+  switch (kind) {
+    case GroupKind::Tp:
+      return c.dp + dp_ * c.pp;
+    case GroupKind::Dp:
+      return c.tp + tp_ * c.pp;
+    case GroupKind::Pp:
+      return c.tp + tp_ * c.dp;
+    case GroupKind::Mp:
+      return c.dp;
+    case GroupKind::World:
+    case GroupKind::kCount:
+      break;
+  }
+  return 0;
+}
+
+int ParallelGrid::group_key(GroupKind kind, int rank) const {
+  const GridCoord c = coord_of(rank);
+  switch (kind) {
+    case GroupKind::Tp:
+      return c.tp;
+    case GroupKind::Dp:
+      return c.dp;
+    case GroupKind::Pp:
+      return c.pp;
+    case GroupKind::Mp:
+      return c.tp + tp_ * c.pp;
+    case GroupKind::World:
+    case GroupKind::kCount:
+      break;
+  }
+  return rank;
+}
+
+std::vector<int> ParallelGrid::group_ranks(GroupKind kind, int rank) const {
+  const GridCoord c = coord_of(rank);
+  std::vector<int> r;
+  switch (kind) {
+    case GroupKind::Tp:
+      for (int i = 0; i < tp_; ++i) r.push_back(rank_of({i, c.dp, c.pp}));
+      break;
+    case GroupKind::Dp:
+      for (int i = 0; i < dp_; ++i) r.push_back(rank_of({c.tp, i, c.pp}));
+      break;
+    case GroupKind::Pp:
+      for (int i = 0; i < pp_; ++i) r.push_back(rank_of({c.tp, c.dp, i}));
+      break;
+    case GroupKind::Mp:
+      for (int p = 0; p < pp_; ++p)
+        for (int t = 0; t < tp_; ++t) r.push_back(rank_of({t, c.dp, p}));
+      break;
+    case GroupKind::World:
+    case GroupKind::kCount:
+      for (int i = 0; i < world_; ++i) r.push_back(i);
+      break;
+  }
+  return r;
+}
+
+void validate_parallel_sizes(int world, int tp, int pp) {
+  const ParallelGrid grid(world, tp, pp);  // divisibility and ranges
+  ZT_REQUIRE(pp == 1,
+             "--pipeline-model-parallel-size {}: pipeline parallelism is not implemented yet; "
+             "use --pipeline-model-parallel-size 1",
+             pp);
+}
+
+Topology::Topology(Communicator& world, int tp, int pp)
+    : world_(&world), grid_((validate_parallel_sizes(world.size(), tp, pp), world.size()), tp, pp) {
+  ZT_CHECK(world.kind() == GroupKind::World, "Topology needs the world communicator, got {}",
+           world.name());
+  const int r = world.rank();
+  coord_ = grid_.coord_of(r);
+  tp_ = world.split(grid_.group_color(GroupKind::Tp, r), grid_.group_key(GroupKind::Tp, r),
+                    GroupKind::Tp);
+  dp_ = world.split(grid_.group_color(GroupKind::Dp, r), grid_.group_key(GroupKind::Dp, r),
+                    GroupKind::Dp);
+  pp_ = world.split(grid_.group_color(GroupKind::Pp, r), grid_.group_key(GroupKind::Pp, r),
+                    GroupKind::Pp);
+  mp_ = world.split(grid_.group_color(GroupKind::Mp, r), grid_.group_key(GroupKind::Mp, r),
+                    GroupKind::Mp);
+}
+
+Communicator& Topology::group(GroupKind kind) const {
+  switch (kind) {
+    case GroupKind::Tp:
+      return *tp_;
+    case GroupKind::Dp:
+      return *dp_;
+    case GroupKind::Pp:
+      return *pp_;
+    case GroupKind::Mp:
+      return *mp_;
+    case GroupKind::World:
+    case GroupKind::kCount:
+      break;
+  }
+  return *world_;
+}
+
+}  // namespace zt::comm

@@ -1,0 +1,93 @@
+#pragma once
+// Topology: the one process-group manager (Megatron-core parallel_state, without global state).
+// Built once from the world communicator and passed to whatever needs a group.
+//
+// The world is a grid TP × PP × DP with tp fastest, then dp, then pp:
+//   rank = tp_rank + tp·(dp_rank + dp·pp_rank)
+// so a node's consecutive ranks form its TP groups (TP traffic stays on the intra-node links).
+// Groups of a rank:
+//   tp: same (dp, pp), tp_rank varies      dp: same (tp, pp), dp_rank varies
+//   pp: same (tp, dp), pp_rank varies      mp (model parallel = TP×PP): same dp_rank
+// A group's members are ordered by the coordinate(s) that vary (mp: tp_rank + tp·pp_rank).
+#include <memory>
+#include <vector>
+
+#include "src/comm/communicator.h"
+
+namespace zt::comm {
+
+struct GridCoord {
+  int tp = 0, dp = 0, pp = 0;
+  bool operator==(const GridCoord&) const = default;
+};
+
+// The grid arithmetic, no MPI. Throws zt::InputError when world is not divisible by tp·pp or a
+// size is < 1. Does not reject pp > 1 (validate_parallel_sizes does), so the math is testable.
+class ParallelGrid {
+ public:
+  ParallelGrid(int world, int tp, int pp);
+  int world() const { return world_; }
+  int tp() const { return tp_; }
+  int pp() const { return pp_; }
+  int dp() const { return dp_; }
+  int rank_of(GridCoord c) const { return c.tp + tp_ * (c.dp + dp_ * c.pp); }
+  GridCoord coord_of(int rank) const;
+  // World ranks of `rank`'s group of this kind, in group-rank order.
+  std::vector<int> group_ranks(GroupKind kind, int rank) const;
+  // The MPI_Comm_split arguments that produce that group.
+  int group_color(GroupKind kind, int rank) const;
+  int group_key(GroupKind kind, int rank) const;
+
+ private:
+  int world_, tp_, pp_, dp_;
+};
+
+// The checks on --tensor-model-parallel-size / --pipeline-model-parallel-size for a world size,
+// as zt::InputError (the same on every rank, before anything is allocated).
+void validate_parallel_sizes(int world, int tp, int pp);
+
+class Topology {
+ public:
+  // Collective over `world` (which must outlive the Topology): validates the sizes and splits
+  // the tp, dp, pp and mp groups.
+  Topology(Communicator& world, int tp, int pp = 1);
+
+  const ParallelGrid& grid() const { return grid_; }
+  int rank() const { return world_->rank(); }
+  int world_size() const { return grid_.world(); }
+  GridCoord coord() const { return coord_; }
+  int tp_rank() const { return coord_.tp; }
+  int dp_rank() const { return coord_.dp; }
+  int pp_rank() const { return coord_.pp; }
+  int tp_size() const { return grid_.tp(); }
+  int dp_size() const { return grid_.dp(); }
+  int pp_size() const { return grid_.pp(); }
+
+  Communicator& world() const { return *world_; }
+  Communicator& tp() const { return *tp_; }
+  Communicator& dp() const { return *dp_; }
+  Communicator& pp() const { return *pp_; }
+  Communicator& mp() const { return *mp_; }
+  Communicator& group(GroupKind kind) const;
+
+  // World ranks of the first and last member of this rank's group of `kind`.
+  int first_rank(GroupKind kind) const { return group(kind).world_rank_of(0); }
+  int last_rank(GroupKind kind) const {
+    const Communicator& g = group(kind);
+    return g.world_rank_of(g.size() - 1);
+  }
+  bool is_first(GroupKind kind) const { return group(kind).rank() == 0; }
+  bool is_last(GroupKind kind) const {
+    const Communicator& g = group(kind);
+    return g.rank() == g.size() - 1;
+  }
+  CommStats& stats() const { return world_->stats(); }
+
+ private:
+  Communicator* world_;
+  ParallelGrid grid_;
+  GridCoord coord_;
+  std::unique_ptr<Communicator> tp_, dp_, pp_, mp_;
+};
+
+}  // namespace zt::comm

@@ -1,0 +1,51 @@
+// Topology on real MPI: the split groups are exactly the grid's groups, for every tp.
+#include <gtest/gtest.h>
+
+#include "tests/dist/dist_util.h"
+
+namespace zt::dist {
+namespace {
+
+using comm::GroupKind;
+
+TEST(Topology, GroupsMatchTheGrid) {
+  const int W = world().size(), me = world().rank();
+  for (int tp = 1; tp <= W; ++tp) {
+    if (W % tp) continue;
+    comm::Topology topo(world(), tp);
+    const comm::ParallelGrid& grid = topo.grid();
+    EXPECT_EQ(topo.dp_size(), W / tp);
+    EXPECT_EQ(topo.pp_size(), 1);
+    EXPECT_EQ(topo.coord(), grid.coord_of(me));
+    EXPECT_EQ(topo.tp_rank(), me % tp);
+    for (GroupKind k : {GroupKind::Tp, GroupKind::Dp, GroupKind::Pp, GroupKind::Mp}) {
+      const auto want = grid.group_ranks(k, me);
+      const comm::Communicator& g = topo.group(k);
+      EXPECT_EQ(g.kind(), k);
+      ASSERT_EQ(static_cast<size_t>(g.size()), want.size()) << "tp " << tp << " " << g.name();
+      for (int r = 0; r < g.size(); ++r)
+        EXPECT_EQ(g.world_rank_of(r), want[static_cast<size_t>(r)]) << "tp " << tp;
+      EXPECT_EQ(topo.first_rank(k), want.front());
+      EXPECT_EQ(topo.last_rank(k), want.back());
+      EXPECT_EQ(g.world_rank_of(g.rank()), me);
+    }
+    // TP ranks are adjacent (inside a node).
+    EXPECT_EQ(topo.last_rank(GroupKind::Tp) - topo.first_rank(GroupKind::Tp), tp - 1);
+  }
+}
+
+TEST(Topology, RejectsBadSizesOnEveryRank) {
+  const int W = world().size();
+  EXPECT_THROW(comm::Topology(world(), 1, 2), InputError);  // pipeline: not yet
+  EXPECT_THROW(comm::Topology(world(), 3), InputError);     // 2, 4, 8 % 3 != 0
+  EXPECT_THROW(comm::Topology(world(), 2 * W), InputError);
+  try {
+    comm::Topology t(world(), 1, 2);
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("pipeline parallelism is not implemented yet"),
+              std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace zt::dist

@@ -1,0 +1,100 @@
+// The TP × PP × DP grid, checked for many world sizes without MPI.
+#include "src/comm/topology.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+namespace zt::comm {
+namespace {
+
+TEST(ParallelGrid, EveryLayoutOfManyWorlds) {
+  for (int world = 1; world <= 64; ++world)
+    for (int tp = 1; tp <= world; ++tp)
+      for (int pp = 1; pp <= world; ++pp) {
+        if (world % (tp * pp)) continue;
+        const ParallelGrid g(world, tp, pp);
+        ASSERT_EQ(g.dp(), world / (tp * pp));
+        std::set<int> seen;
+        for (int r = 0; r < world; ++r) {
+          const GridCoord c = g.coord_of(r);
+          ASSERT_EQ(g.rank_of(c), r);
+          ASSERT_EQ(r, c.tp + tp * (c.dp + g.dp() * c.pp));  // Megatron-core order
+          ASSERT_TRUE(c.tp < tp && c.dp < g.dp() && c.pp < pp);
+          seen.insert(r);
+          const auto t = g.group_ranks(GroupKind::Tp, r);
+          const auto d = g.group_ranks(GroupKind::Dp, r);
+          const auto p = g.group_ranks(GroupKind::Pp, r);
+          const auto m = g.group_ranks(GroupKind::Mp, r);
+          ASSERT_EQ(t.size(), static_cast<size_t>(tp));
+          ASSERT_EQ(d.size(), static_cast<size_t>(g.dp()));
+          ASSERT_EQ(p.size(), static_cast<size_t>(pp));
+          ASSERT_EQ(m.size(), static_cast<size_t>(tp * pp));
+          // TP ranks are consecutive: one node holds a TP group.
+          for (int i = 0; i < tp; ++i) ASSERT_EQ(t[static_cast<size_t>(i)], t[0] + i);
+          // This rank sits at its coordinate in each group; members share the other coords.
+          ASSERT_EQ(t[static_cast<size_t>(c.tp)], r);
+          ASSERT_EQ(d[static_cast<size_t>(c.dp)], r);
+          ASSERT_EQ(p[static_cast<size_t>(c.pp)], r);
+          for (int x : d) ASSERT_EQ(g.coord_of(x).tp, c.tp);
+          for (int x : m) ASSERT_EQ(g.coord_of(x).dp, c.dp);
+          // Split arguments reproduce the groups: same color <=> same group, key = position.
+          for (GroupKind k : {GroupKind::Tp, GroupKind::Dp, GroupKind::Pp, GroupKind::Mp}) {
+            const auto grp = g.group_ranks(k, r);
+            for (int x = 0; x < world; ++x) {
+              const bool member = std::find(grp.begin(), grp.end(), x) != grp.end();
+              ASSERT_EQ(g.group_color(k, x) == g.group_color(k, r), member)
+                  << world << " " << tp << " " << pp;
+            }
+            for (size_t i = 0; i < grp.size(); ++i)
+              ASSERT_EQ(g.group_key(k, grp[i]), static_cast<int>(i));
+          }
+        }
+        ASSERT_EQ(seen.size(), static_cast<size_t>(world));
+      }
+}
+
+TEST(ParallelGrid, ExampleEightRanks) {
+  const ParallelGrid g(8, 2, 1);  // tp=2, dp=4
+  EXPECT_EQ(g.group_ranks(GroupKind::Tp, 5), (std::vector<int>{4, 5}));
+  EXPECT_EQ(g.group_ranks(GroupKind::Dp, 5), (std::vector<int>{1, 3, 5, 7}));
+  const ParallelGrid h(16, 2, 2);  // tp=2, dp=4, pp=2
+  EXPECT_EQ(h.group_ranks(GroupKind::Pp, 3), (std::vector<int>{3, 11}));
+  EXPECT_EQ(h.group_ranks(GroupKind::Mp, 3), (std::vector<int>{2, 3, 10, 11}));
+  EXPECT_EQ(h.coord_of(13), (GridCoord{1, 2, 1}));
+}
+
+TEST(ParallelGrid, RejectsIndivisibleWorlds) {
+  for (int world = 1; world <= 64; ++world)
+    for (int tp = 1; tp <= 2 * world; ++tp) {
+      if (world % tp == 0) {
+        EXPECT_NO_THROW(validate_parallel_sizes(world, tp, 1));
+        continue;
+      }
+      try {
+        validate_parallel_sizes(world, tp, 1);
+        ADD_FAILURE() << world << " " << tp;
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find(fmt::format("world size {} is not divisible", world)),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  EXPECT_THROW(validate_parallel_sizes(8, 0, 1), InputError);
+  EXPECT_THROW(validate_parallel_sizes(8, 1, 0), InputError);
+}
+
+TEST(ParallelGrid, PipelineRejectedForNow) {
+  EXPECT_NO_THROW(ParallelGrid(8, 2, 2));  // the math exists
+  try {
+    validate_parallel_sizes(8, 2, 2);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("pipeline parallelism is not implemented yet"),
+              std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace zt::comm
