@@ -1,0 +1,133 @@
+#include "src/data/bpe_tokenizer.h"
+
+#include <nlohmann/json.hpp>
+
+#include "src/core/error.h"
+#include "src/data/bpe_merge.h"
+#include "src/data/byte_unicode.h"
+#include "src/data/file_util.h"
+#include "src/data/pretokenize.h"
+
+namespace zt::data {
+
+BpeTokenizer BpeTokenizer::from_files(const std::string& vocab_json,
+                                      const std::string& merges_txt) {
+  return from_strings(read_file(vocab_json), read_file(merges_txt), vocab_json, merges_txt);
+}
+
+BpeTokenizer BpeTokenizer::from_strings(std::string_view vocab_json, std::string_view merges_txt,
+                                        std::string_view vocab_name, std::string_view merges_name) {
+  BpeTokenizer t;
+  nlohmann::json vocab;
+  try {
+    vocab = nlohmann::json::parse(vocab_json);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: not valid JSON ({})", vocab_name, e.what()));
+  }
+  ZT_REQUIRE(vocab.is_object() && !vocab.empty(),
+             "{}: expected a JSON object mapping token strings to ids", vocab_name);
+  const size_t n = vocab.size();
+  t.id_to_bytes_.resize(n);
+  std::vector<char> seen(n, 0);
+  std::unordered_map<std::string, int32_t> bytes_to_id;
+  for (const auto& [tok, idj] : vocab.items()) {
+    ZT_REQUIRE(idj.is_number_integer(), "{}: token '{}' has a non-integer id", vocab_name, tok);
+    const int64_t id = idj.get<int64_t>();
+    ZT_REQUIRE(id >= 0 && id < static_cast<int64_t>(n) && !seen[id],
+               "{}: token '{}' has id {}; ids must be distinct and in [0, {})", vocab_name, tok, id,
+               n);
+    seen[id] = 1;
+    // Added tokens need not be byte spellings; they decode as their own UTF-8 text.
+    std::string bytes = vocab_string_to_bytes(tok).value_or(tok);
+    if (tok == kEndOfText) t.eod_ = static_cast<int32_t>(id);
+    bytes_to_id.emplace(bytes, static_cast<int32_t>(id));
+    t.id_to_bytes_[id] = std::move(bytes);
+  }
+  for (int b = 0; b < 256; ++b) {
+    auto it = bytes_to_id.find(std::string(1, static_cast<char>(b)));
+    ZT_REQUIRE(it != bytes_to_id.end(),
+               "{}: no token for byte 0x{:02X} ('{}'); a byte-level BPE vocab needs all 256",
+               vocab_name, b, bytes_to_vocab_string(std::string(1, static_cast<char>(b))));
+    t.byte_id_[b] = it->second;
+  }
+
+  t.merges_ = PairMap(n);
+  size_t line_no = 0, start = 0;
+  int32_t rank = 0;
+  auto id_of = [&](std::string_view s, size_t line) {
+    auto bytes = vocab_string_to_bytes(s);
+    ZT_REQUIRE(bytes.has_value(), "{}:{}: '{}' is not a byte-level token", merges_name, line, s);
+    auto it = bytes_to_id.find(*bytes);
+    ZT_REQUIRE(it != bytes_to_id.end(), "{}:{}: token '{}' is not in {}", merges_name, line, s,
+               vocab_name);
+    return std::pair{it->second, std::move(*bytes)};
+  };
+  while (start < merges_txt.size()) {
+    size_t end = merges_txt.find('\n', start);
+    if (end == std::string_view::npos) end = merges_txt.size();
+    std::string_view line = merges_txt.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || (line_no == 1 && line.starts_with("#version"))) continue;
+    const size_t sp = line.find(' ');
+    ZT_REQUIRE(sp != std::string_view::npos && sp > 0 && sp + 1 < line.size() &&
+                   line.find(' ', sp + 1) == std::string_view::npos,
+               "{}:{}: expected two tokens separated by one space, got '{}'", merges_name, line_no,
+               line);
+    auto [a, abytes] = id_of(line.substr(0, sp), line_no);
+    auto [b, bbytes] = id_of(line.substr(sp + 1), line_no);
+    auto it = bytes_to_id.find(abytes + bbytes);
+    ZT_REQUIRE(it != bytes_to_id.end(), "{}:{}: merged token of '{}' is not in {}", merges_name,
+               line_no, line, vocab_name);
+    // A repeated pair keeps its first (lowest) rank; files written by BPE training have none.
+    t.merges_.insert(a, b, Merge{rank++, it->second});
+  }
+  return t;
+}
+
+void BpeTokenizer::encode_word(std::string_view word, EncodeCache& cache,
+                               std::vector<int32_t>& out) const {
+  if (word.size() == 1) {
+    out.push_back(byte_id_[static_cast<uint8_t>(word[0])]);
+    return;
+  }
+  if (auto it = cache.map_.find(word); it != cache.map_.end()) {
+    out.insert(out.end(), it->second.begin(), it->second.end());
+    return;
+  }
+  auto& s = cache.scratch_;
+  s.clear();
+  for (char c : word) s.push_back(byte_id_[static_cast<uint8_t>(c)]);
+  bpe_merge(merges_, s);
+  out.insert(out.end(), s.begin(), s.end());
+  if (cache.map_.size() >= cache.max_entries_)
+    cache.map_.clear();  // bounded memory on huge corpora
+  cache.map_.emplace(std::string(word), s);
+}
+
+void BpeTokenizer::encode(std::string_view text, EncodeCache& cache,
+                          std::vector<int32_t>& out) const {
+  Pretokenizer p(text);
+  std::string_view word;
+  while (p.next(word)) encode_word(word, cache, out);
+}
+
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
+  EncodeCache cache;
+  std::vector<int32_t> out;
+  encode(text, cache, out);
+  return out;
+}
+
+std::string BpeTokenizer::decode(std::span<const int32_t> ids) const {
+  std::string out;
+  for (int32_t id : ids) {
+    ZT_REQUIRE(id >= 0 && id < vocab_size(), "token id {} is outside the vocab (size {})", id,
+               vocab_size());
+    out += id_to_bytes_[id];
+  }
+  return out;
+}
+
+}  // namespace zt::data
