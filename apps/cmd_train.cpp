@@ -1,5 +1,9 @@
-// zerotron train: parse and validate every flag first, then allocate and train.
+// zerotron train: MPI up, every flag parsed and validated (identically on every rank, before
+// anything is allocated), then the process groups, then training.
 #include "apps/commands.h"
+#include "src/comm/runtime.h"
+#include "src/comm/topology.h"
+#include "src/core/log.h"
 #include "src/core/memory_pool.h"
 #include "src/train/options.h"
 #include "src/train/trainer.h"
@@ -9,11 +13,20 @@ namespace zt::app {
 int train(Args args) {
   TrainOptions o;
   if (!parse_train_options(args, o)) return 0;
-  validate_train_options(o, 1);
-  MemoryPool pool(make_host_allocator());
-  Trainer trainer(o, pool);
-  trainer.run();
-  return 0;
+  int argc = 0;
+  char** argv = nullptr;
+  comm::MpiRuntime rt(argc, argv);
+  return rt.run_guarded([&] {
+    log::set_rank(rt.rank(), rt.world_size());
+    validate_train_options(o, data_parallel_size(o, rt.world_size()));
+    rt.set_comm_timeout(o.comm_timeout);
+    MemoryPool pool(make_host_allocator());
+    auto world = rt.world(pool);
+    comm::Topology topo(*world, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
+    Trainer trainer(o, pool, &topo);
+    trainer.run();
+    return 0;
+  });
 }
 
 }  // namespace zt::app

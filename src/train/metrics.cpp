@@ -20,18 +20,22 @@ void MetricsWriter::write(const StepMetrics& m) {
   mem["peak"] = m.memory_total_peak;
   for (size_t c = 0; c < kNumMemCategories; ++c)
     mem[std::string(mem_category_name(static_cast<MemCategory>(c)))] = m.memory_peak[c];
-  nlohmann::json j = {{"iteration", m.iteration},
-                      {"consumed_samples", m.consumed_samples},
-                      {"lm_loss", m.lm_loss},
-                      {"lr", m.lr},
-                      {"grad_norm", m.grad_norm},
-                      {"loss_scale", m.loss_scale},
-                      {"skipped", m.skipped},
-                      {"elapsed_ms", m.elapsed_ms},
-                      {"tokens_per_s", m.tokens_per_s},
-                      {"tflops_per_rank", m.tflops_per_rank},
-                      {"num_parameters", m.num_parameters},
-                      {"memory", mem}};
+  nlohmann::json j = {
+      {"iteration", m.iteration},
+      {"consumed_samples", m.consumed_samples},
+      {"lm_loss", m.lm_loss},
+      {"lr", m.lr},
+      {"grad_norm", m.grad_norm},
+      {"loss_scale", m.loss_scale},
+      {"skipped", m.skipped},
+      {"elapsed_ms", m.elapsed_ms},
+      {"tokens_per_s", m.tokens_per_s},
+      {"tflops_per_rank", m.tflops_per_rank},
+      {"num_parameters", m.num_parameters},
+      {"memory", mem},
+      {"comm_bytes", {{"dp", m.comm_bytes_dp}, {"tp", m.comm_bytes_tp}, {"pp", m.comm_bytes_pp}}},
+      {"comm_hidden_fraction", m.comm_hidden_fraction},
+      {"comm_exposed_ms", m.comm_exposed_ms}};
   out_ << j.dump() << '\n';
   out_.flush();
 }

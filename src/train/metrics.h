@@ -27,6 +27,10 @@ struct StepMetrics {
   // several).
   std::array<size_t, kNumMemCategories> memory_peak{};
   size_t memory_total_peak = 0;
+  // Paper-convention bytes this rank sent per group during the step (CommStats).
+  uint64_t comm_bytes_dp = 0, comm_bytes_tp = 0, comm_bytes_pp = 0;
+  double comm_hidden_fraction = 0;  // of data-parallel gradient communication, behind backward
+  double comm_exposed_ms = 0;       // time the step waited for it after backward
 };
 
 class MetricsWriter {

@@ -78,6 +78,17 @@ const std::vector<Decl>& decls() {
        "overflows tolerated before the dynamic loss scale halves"},
       {"min-loss-scale", "fp16.min_loss_scale", &O::min_loss_scale, Check::Positive,
        "lowest dynamic loss scale"},
+      {"tensor-model-parallel-size", "tensor_model_parallel_size", &O::tensor_model_parallel_size,
+       Check::Positive, "ranks one layer is split across (adjacent ranks: keep it inside a node)"},
+      {"pipeline-model-parallel-size", "pipeline_model_parallel_size",
+       &O::pipeline_model_parallel_size, Check::Positive,
+       "pipeline stages (only 1: pipeline parallelism is not implemented)"},
+      {"reduce-bucket-size", "zero_optimization.reduce_bucket_size", &O::reduce_bucket_size,
+       Check::Positive, "elements per gradient-reduction bucket (constant, not model-sized)"},
+      {"overlap-comm", "zero_optimization.overlap_comm", &O::overlap_comm, Check::Any,
+       "start each gradient bucket's reduction during backward as soon as it is complete"},
+      {"comm-timeout", "comm_timeout", &O::comm_timeout, Check::Positive,
+       "seconds a collective may take before the job is aborted"},
       {"mock-data", "mock_data", &O::mock_data, Check::Any,
        "deterministic synthetic documents from --seed instead of a dataset"},
       {"log-interval", "log_interval", &O::log_interval, Check::Positive,
@@ -246,6 +257,19 @@ bool parse_train_options(std::span<const std::string_view> args, O& o) {
     set_from_text(*d, value, o);
   }
   return true;
+}
+
+int data_parallel_size(const O& o, int world) {
+  ZT_REQUIRE(o.pipeline_model_parallel_size == 1,
+             "--pipeline-model-parallel-size {} is not supported: pipeline parallelism is not "
+             "implemented yet, use 1",
+             o.pipeline_model_parallel_size);
+  const int mp = o.tensor_model_parallel_size * o.pipeline_model_parallel_size;
+  ZT_REQUIRE(world % mp == 0,
+             "world size {} is not divisible by --tensor-model-parallel-size {} x "
+             "--pipeline-model-parallel-size {}",
+             world, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
+  return world / mp;
 }
 
 void validate_train_options(const O& o, int dp) {

@@ -42,6 +42,12 @@ struct TrainOptions {
   int loss_scale_window = 1000;
   int hysteresis = 2;
   double min_loss_scale = 1.0;
+  // parallelism
+  int tensor_model_parallel_size = 1;
+  int pipeline_model_parallel_size = 1;
+  int64_t reduce_bucket_size = 500'000'000;  // elements
+  bool overlap_comm = false;
+  double comm_timeout = 600.0;  // seconds
   // data
   bool mock_data = false;
   // logging
@@ -54,6 +60,9 @@ struct TrainOptions {
 // every option and their combinations. Throws InputError with one line naming the problem.
 // Returns false (and prints help to stdout) when --help was asked.
 bool parse_train_options(std::span<const std::string_view> args, TrainOptions& out);
+
+// DP = world / (TP·PP); throws InputError when it does not divide (or PP > 1).
+int data_parallel_size(const TrainOptions& o, int world);
 
 // Checks that need the whole set (heads dividing hidden, batch divisibility, …).
 void validate_train_options(const TrainOptions& o, int data_parallel_size);

@@ -1,6 +1,9 @@
 #include "src/train/trainer.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
 
 #include "src/core/log.h"
 
@@ -39,34 +42,64 @@ GptConfig gpt_config_from(const TrainOptions& o) {
   return c;
 }
 
-Trainer::Trainer(const TrainOptions& options, MemoryPool& pool)
+Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* topology)
     : o_(options),
       pool_(pool),
+      topo_(topology),
       config_(gpt_config_from(options)),
       layout_(ParamLayout::gpt(config_)),
       schedule_{o_.lr, o_.min_lr, o_.lr_warmup_iters,
                 o_.lr_decay_iters == 0 ? o_.train_iters : o_.lr_decay_iters, o_.lr_decay_style},
       scaler_(scaler_config(options)),
       data_(static_cast<uint64_t>(o_.seed), o_.seq_length, o_.vocab_size),
-      metrics_(o_.metrics_file) {
-  const int dp = 1;
-  global_batch_ =
-      o_.global_batch_size == 0 ? int64_t{o_.micro_batch_size} * dp : int64_t{o_.global_batch_size};
-  accumulation_ = static_cast<int>(global_batch_ / (int64_t{o_.micro_batch_size} * dp));
+      // Metrics are reduced over ranks; rank 0 alone writes them.
+      metrics_(topology == nullptr || topology->rank() == 0 ? o_.metrics_file : std::string()) {
+  if (topo_ != nullptr) {
+    dp_ = topo_->dp_size();
+    dp_rank_ = topo_->dp_rank();
+    world_ = topo_->world_size();
+    meter_ = std::make_unique<comm::StepCommMeter>(topo_->world().stats());
+    reducer_ = std::make_unique<RankReducer>(topo_->world(), pool_, kNumMemCategories + 2);
+  }
+  global_batch_ = o_.global_batch_size == 0 ? int64_t{o_.micro_batch_size} * dp_
+                                            : int64_t{o_.global_batch_size};
+  accumulation_ = static_cast<int>(global_batch_ / (int64_t{o_.micro_batch_size} * dp_));
   AdamConfig adam{o_.adam_beta1, o_.adam_beta2, o_.adam_eps, o_.weight_decay, o_.clip_grad};
+  DataParallelConfig dpc{topo_ != nullptr ? &topo_->dp() : nullptr, o_.reduce_bucket_size,
+                         o_.overlap_comm};
   optimizer_ = std::make_unique<ZeroOptimizer>(layout_, working_dtype(o_), adam, pool_,
-                                               static_cast<uint64_t>(o_.seed));
+                                               static_cast<uint64_t>(o_.seed), dpc);
+  if (const char* f = std::getenv("ZT_INJECT_FAULT")) {
+    const std::string spec(f);
+    const size_t a = spec.find(':'), b = spec.rfind(':');
+    ZT_REQUIRE(a != std::string::npos && b > a, "ZT_INJECT_FAULT must be KIND:RANK:STEP");
+    const std::string kind = spec.substr(0, a);
+    fault_.kind = kind == "throw" ? Fault::Throw : kind == "hang" ? Fault::Hang : Fault::None;
+    ZT_REQUIRE(fault_.kind != Fault::None, "ZT_INJECT_FAULT kind must be throw or hang");
+    fault_.rank = std::stoi(spec.substr(a + 1, b - a - 1));
+    fault_.step = std::stoi(spec.substr(b + 1));
+  }
   activations_ = std::make_unique<KeepAllActivations>(pool_, config_, o_.micro_batch_size);
   model_ = std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, pool_);
   batch_ = pool_.allocate(static_cast<size_t>(2 * o_.micro_batch_size * o_.seq_length) * 4,
                           MemCategory::Activations);
 }
 
+void Trainer::maybe_inject_fault() {
+  const int rank = topo_ != nullptr ? topo_->rank() : 0;
+  if (fault_.kind == Fault::None || rank != fault_.rank || iteration_ + 1 != fault_.step) return;
+  if (fault_.kind == Fault::Throw)
+    throw Error("injected fault (ZT_INJECT_FAULT) in the middle of step " +
+                std::to_string(fault_.step));
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // never joins a collective again
+}
+
 StepMetrics Trainer::train_step() {
   using Clock = std::chrono::steady_clock;
   pool_.reset_peaks();
+  if (meter_) meter_->begin_step();
   const auto t0 = Clock::now();
-  const int mb = o_.micro_batch_size, T = o_.seq_length, dp = 1, dp_rank = 0;
+  const int mb = o_.micro_batch_size, T = o_.seq_length, dp = dp_, dp_rank = dp_rank_;
   const double scale = scaler_.scale();
   // d(loss)/d(token loss): the loss is the mean over every token of the global batch.
   const float dloss = static_cast<float>(scale / (static_cast<double>(global_batch_) * T));
@@ -79,8 +112,10 @@ StepMetrics Trainer::train_step() {
     // Megatron's order: micro-step m takes mb·dp consecutive samples, rank r the r-th slice.
     const int64_t first = base + int64_t{m} * mb * dp + int64_t{dp_rank} * mb;
     for (int j = 0; j < mb; ++j) data_.sample(first + j, tokens + j * T, targets + j * T);
+    optimizer_->begin_microbatch(m == accumulation_ - 1);
     loss += model_->forward_backward(tokens, targets, dloss, *optimizer_, *activations_,
                                      DropoutSeeds{static_cast<uint64_t>(o_.seed), first});
+    maybe_inject_fault();
   }
   loss /= accumulation_;
   ++iteration_;
@@ -93,26 +128,47 @@ StepMetrics Trainer::train_step() {
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   const double tokens_per_step = static_cast<double>(global_batch_) * T;
   m.consumed_samples = int64_t{iteration_} * global_batch_;
+  const GradSyncTiming sync = optimizer_->grad_sync_timing();
+  m.comm_hidden_fraction = sync.hidden_fraction;
+  m.comm_exposed_ms = sync.exposed_ms;
+  if (meter_) {
+    const comm::CommSnapshot c = meter_->end_step();
+    m.comm_bytes_dp = c.group(comm::GroupKind::Dp).bytes;
+    m.comm_bytes_tp = c.group(comm::GroupKind::Tp).bytes;
+    m.comm_bytes_pp = c.group(comm::GroupKind::Pp).bytes;
+  }
+  // Every data-parallel rank saw different samples: the step's loss is their mean.
+  if (reducer_) {
+    double l[1] = {loss};
+    reducer_->mean(l);
+    loss = l[0];
+  }
   m.lm_loss = loss;
   m.grad_norm = r.grad_norm;
   m.loss_scale = scale;
   m.skipped = r.skipped;
   m.elapsed_ms = ms;
   m.tokens_per_s = tokens_per_step / (ms / 1e3);
-  m.tflops_per_rank = config_.flops_per_token() * tokens_per_step / (ms / 1e3) / 1e12;
+  m.tflops_per_rank = config_.flops_per_token() * tokens_per_step / world_ / (ms / 1e3) / 1e12;
   m.num_parameters = config_.num_parameters();
-  for (size_t c = 0; c < kNumMemCategories; ++c) m.memory_peak[c] = pool_.counters().peak[c];
-  m.memory_total_peak = pool_.total_peak();
+  // Memory is reported as the maximum over ranks: the rank that runs out first.
+  double mem[kNumMemCategories + 1];
+  for (size_t c = 0; c < kNumMemCategories; ++c)
+    mem[c] = static_cast<double>(pool_.counters().peak[c]);
+  mem[kNumMemCategories] = static_cast<double>(pool_.total_peak());
+  if (reducer_) reducer_->max(mem);
+  for (size_t c = 0; c < kNumMemCategories; ++c) m.memory_peak[c] = static_cast<size_t>(mem[c]);
+  m.memory_total_peak = static_cast<size_t>(mem[kNumMemCategories]);
   return m;
 }
 
 const std::vector<StepMetrics>& Trainer::run() {
   log::info(
       "zerotron: {} parameters, {} layers, hidden {}, {} heads, seq {}, vocab {} (padded {}), "
-      "{} precision, global batch {} = micro {} x accumulation {}",
+      "{} precision, global batch {} = micro {} x data-parallel {} x accumulation {}",
       config_.num_parameters(), config_.num_layers, config_.hidden, config_.heads,
       config_.seq_length, config_.vocab_size, config_.padded_vocab_size,
-      dtype_name(working_dtype(o_)), global_batch_, o_.micro_batch_size, accumulation_);
+      dtype_name(working_dtype(o_)), global_batch_, o_.micro_batch_size, dp_, accumulation_);
   while (iteration_ < o_.train_iters) {
     const StepMetrics m = train_step();
     metrics_.write(m);

@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include "src/comm/comm_stats.h"
+#include "src/comm/topology.h"
 #include "src/core/memory_pool.h"
 #include "src/model/activation_store.h"
 #include "src/model/gpt.h"
@@ -12,6 +14,7 @@
 #include "src/train/metrics.h"
 #include "src/train/mock_data.h"
 #include "src/train/options.h"
+#include "src/train/rank_reduce.h"
 #include "src/zero/loss_scaler.h"
 #include "src/zero/zero_optimizer.h"
 
@@ -21,7 +24,8 @@ GptConfig gpt_config_from(const TrainOptions& o);
 
 class Trainer {
  public:
-  Trainer(const TrainOptions& options, MemoryPool& pool);
+  // `topology` may be null: one process, no communication.
+  Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* topology = nullptr);
   // Runs --train-iters steps. Returns every step's metrics.
   const std::vector<StepMetrics>& run();
   StepMetrics train_step();
@@ -32,6 +36,8 @@ class Trainer {
  private:
   TrainOptions o_;
   MemoryPool& pool_;
+  comm::Topology* topo_;
+  int dp_ = 1, dp_rank_ = 0, world_ = 1;
   GptConfig config_;
   ParamLayout layout_;
   int accumulation_ = 1;
@@ -44,8 +50,17 @@ class Trainer {
   std::unique_ptr<Gpt> model_;
   Buffer batch_;  // tokens and targets of one micro-batch (int32)
   MetricsWriter metrics_;
+  std::unique_ptr<comm::StepCommMeter> meter_;
+  std::unique_ptr<RankReducer> reducer_;
   std::vector<StepMetrics> history_;
   int iteration_ = 0;
+  // Fault injection for the failure tests: ZT_INJECT_FAULT="throw:RANK:STEP" makes rank RANK
+  // throw in the middle of step STEP; "hang:RANK:STEP" makes it stop participating there.
+  struct Fault {
+    enum Kind : uint8_t { None, Throw, Hang } kind = None;
+    int rank = -1, step = -1;
+  } fault_;
+  void maybe_inject_fault();
 };
 
 }  // namespace zt

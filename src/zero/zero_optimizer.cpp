@@ -38,7 +38,7 @@ double sum_squares(const void* x, DType t, int64_t n) {
 }  // namespace
 
 ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const AdamConfig& adam,
-                             MemoryPool& pool, uint64_t seed)
+                             MemoryPool& pool, uint64_t seed, const DataParallelConfig& dp)
     : layout_(layout), working_(working), adam_(adam) {
   const int64_t n = layout_.numel();
   params_ = pool.allocate({n}, working_, MemCategory::Params);
@@ -54,6 +54,19 @@ ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const Ada
   }
   init_parameters(layout_, seed, master_params().f32());
   sync_working_from_master();
+  if (dp.group != nullptr && dp.group->size() > 1)
+    sync_ = std::make_unique<DpGradSync>(*dp.group, layout_, working_grads(),
+                                         dp.reduce_bucket_elems, dp.overlap_comm);
+}
+
+ZeroOptimizer::~ZeroOptimizer() = default;
+
+void ZeroOptimizer::begin_microbatch(bool last) {
+  if (sync_) sync_->begin_backward(last);
+}
+
+GradSyncTiming ZeroOptimizer::grad_sync_timing() const {
+  return sync_ ? sync_->timing() : GradSyncTiming{};
 }
 
 Tensor ZeroOptimizer::master_params() const {
@@ -104,7 +117,10 @@ float* ZeroOptimizer::grads(int block) {
 }
 
 void ZeroOptimizer::grads_done(int block) {
-  if (!half()) return;
+  if (!half()) {
+    if (sync_) sync_->block_done(block);
+    return;
+  }
   const BlockRange& b = layout_.blocks().at(static_cast<size_t>(block));
   Slot& s = grad_slot(block);
   char* dst = static_cast<char*>(grads_.data()) + b.begin * 2;
@@ -114,6 +130,7 @@ void ZeroOptimizer::grads_done(int block) {
   else
     cpu::accumulate(reinterpret_cast<fp16*>(dst), src, b.numel());
   s.block = -1;
+  if (sync_) sync_->block_done(block);
 }
 
 void ZeroOptimizer::sync_working_from_master() {
@@ -128,6 +145,7 @@ void ZeroOptimizer::zero_grad() {
 
 StepResult ZeroOptimizer::step(double lr, double loss_scale) {
   StepResult r;
+  if (sync_) sync_->finish();
   const int64_t n = layout_.numel();
   const double sumsq = sum_squares(grads_.data(), working_, n);
   if (!std::isfinite(sumsq)) {

@@ -5,10 +5,12 @@
 // stages change what is resident and how gradients reach the optimizer, never the model.
 #include <array>
 #include <cstdint>
+#include <memory>
 
 #include "src/core/memory_pool.h"
 #include "src/model/param_layout.h"
 #include "src/model/param_source.h"
+#include "src/zero/dp_grad_sync.h"
 
 namespace zt {
 
@@ -20,6 +22,13 @@ struct AdamConfig {
   double clip_grad = 0.0;  // global L2 norm bound; 0 disables clipping
 };
 
+// The data-parallel group and how gradients cross it. A null group (or one rank) trains alone.
+struct DataParallelConfig {
+  comm::Communicator* group = nullptr;
+  int64_t reduce_bucket_elems = 500'000'000;  // DeepSpeed's reduce_bucket_size default
+  bool overlap_comm = true;
+};
+
 struct StepResult {
   double grad_norm = 0;  // before clipping, after unscaling
   bool skipped = false;  // non-finite gradients: no parameter changed
@@ -28,7 +37,8 @@ struct StepResult {
 class ZeroOptimizer final : public ParamSource {
  public:
   ZeroOptimizer(const ParamLayout& layout, DType working, const AdamConfig& adam, MemoryPool& pool,
-                uint64_t seed);
+                uint64_t seed, const DataParallelConfig& dp = {});
+  ~ZeroOptimizer() override;
 
   const float* acquire(int block) override;
   void release(int block) override;
@@ -36,6 +46,11 @@ class ZeroOptimizer final : public ParamSource {
   void grads_done(int block) override;
 
   void zero_grad();
+  // Before each micro-batch's forward/backward: gradients cross the data-parallel group only
+  // during the last one of a step.
+  void begin_microbatch(bool last);
+  // Timing of the last step's gradient communication (zeros without data parallelism).
+  GradSyncTiming grad_sync_timing() const;
   // After master parameters were written (loading weights): re-derive the working copy.
   void sync_working_from_master();
   // Unscales by loss_scale, clips, and applies one AdamW step at learning rate lr.
@@ -73,6 +88,7 @@ class ZeroOptimizer final : public ParamSource {
   Slot param_slot_;
   std::array<Slot, 2> grad_slots_;
   Buffer chunk_;  // fp32 staging for the optimizer step, constant size
+  std::unique_ptr<DpGradSync> sync_;
   int64_t adam_step_ = 0;
 };
 

@@ -1,0 +1,50 @@
+#include "src/train/rank_reduce.h"
+
+#include <algorithm>
+
+namespace zt {
+
+RankReducer::RankReducer(comm::Communicator& world, MemoryPool& pool, size_t max_values)
+    : world_(world),
+      buffer_(pool.allocate(static_cast<size_t>(world.size()) * max_values * 2 * sizeof(float),
+                            MemCategory::Buffers)),
+      max_values_(max_values) {}
+
+void RankReducer::gather(std::span<const double> values) {
+  ZT_CHECK(values.size() <= max_values_, "{} values, room for {}", values.size(), max_values_);
+  const auto n = static_cast<int64_t>(max_values_ * 2);
+  Tensor all = buffer_.view({n * world_.size()}, DType::F32);
+  float* mine = all.f32() + n * world_.rank();
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float hi = static_cast<float>(values[i]);
+    mine[2 * i] = hi;
+    mine[2 * i + 1] = static_cast<float>(values[i] - static_cast<double>(hi));
+  }
+  world_.all_gather(all);
+}
+
+void RankReducer::mean(std::span<double> values) {
+  gather(values);
+  const float* all = static_cast<const float*>(buffer_.data());
+  const auto n = max_values_ * 2;
+  for (size_t i = 0; i < values.size(); ++i) {
+    double sum = 0;
+    for (int r = 0; r < world_.size(); ++r)
+      sum += double{all[r * n + 2 * i]} + double{all[r * n + 2 * i + 1]};
+    values[i] = sum / world_.size();
+  }
+}
+
+void RankReducer::max(std::span<double> values) {
+  gather(values);
+  const float* all = static_cast<const float*>(buffer_.data());
+  const auto n = max_values_ * 2;
+  for (size_t i = 0; i < values.size(); ++i) {
+    double m = -1e300;
+    for (int r = 0; r < world_.size(); ++r)
+      m = std::max(m, double{all[r * n + 2 * i]} + double{all[r * n + 2 * i + 1]});
+    values[i] = m;
+  }
+}
+
+}  // namespace zt
