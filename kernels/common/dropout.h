@@ -9,9 +9,9 @@
 namespace zt {
 
 struct DropoutParams {
-  float p = 0;            // drop probability; 0 disables dropout
-  uint64_t seed = 0;      // the stream
-  uint64_t offset = 0;    // first counter value for element 0
+  float p = 0;          // drop probability; 0 disables dropout
+  uint64_t seed = 0;    // the stream
+  uint64_t offset = 0;  // first counter value for element 0
 };
 
 // splitmix64 finaliser over (seed, counter): a well-mixed 64-bit hash.
@@ -22,9 +22,11 @@ ZT_HD uint64_t mix64(uint64_t seed, uint64_t counter) {
   return z ^ (z >> 31);
 }
 
-// 24-bit uniform in [0, 1).
+// 24-bit uniform in [0, 1). (The value fits in int32; converting through int32 gives the same
+// float and lets CPU loops vectorise: AVX2 has no uint64 -> float conversion.)
 ZT_HD float uniform01(uint64_t seed, uint64_t counter) {
-  return static_cast<float>(mix64(seed, counter) >> 40) * (1.0f / 16777216.0f);
+  return static_cast<float>(static_cast<int32_t>(mix64(seed, counter) >> 40)) *
+         (1.0f / 16777216.0f);
 }
 
 // Multiplier for element i: 0 when dropped, 1/(1-p) when kept.

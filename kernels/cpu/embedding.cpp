@@ -1,0 +1,62 @@
+#include <cstdint>
+
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/parallel.h"
+#include "src/core/error.h"
+
+namespace zt::cpu {
+
+void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
+                       int T, int C, int v_begin, int v_local) {
+  ZT_CHECK(B > 0 && T > 0 && C > 0 && v_local >= 0, "embedding_forward: bad shape");
+  const int BT = B * T;
+#pragma omp parallel for schedule(static) if (int64_t{BT} * C >= detail::kParallelMin)
+  for (int bt = 0; bt < BT; ++bt) {
+    float* o = out + int64_t{bt} * C;
+    const int64_t row = int64_t{tokens[bt]} - v_begin;
+    const bool in_range = row >= 0 && row < v_local;
+    const float* e = wte + (in_range ? row : 0) * C;
+    const float* p = wpe != nullptr ? wpe + int64_t{bt % T} * C : nullptr;
+    if (in_range && p != nullptr) {
+      for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
+    } else if (in_range) {
+      for (int c = 0; c < C; ++c) o[c] = e[c];
+    } else if (p != nullptr) {
+      for (int c = 0; c < C; ++c) o[c] = p[c];
+    } else {
+      for (int c = 0; c < C; ++c) o[c] = 0.0f;
+    }
+  }
+}
+
+// Deterministic without atomics: the channels are split into fixed blocks, a block belongs to
+// one thread, and within it the tokens are added in (b, t) order — the same order whatever the
+// thread count.
+void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+                        int T, int C, int v_begin, int v_local) {
+  ZT_CHECK(B > 0 && T > 0 && C > 0 && v_local >= 0, "embedding_backward: bad shape");
+  constexpr int kBlock = 64;
+  const int nblocks = (C + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (int64_t{B} * T * C >= detail::kParallelMin)
+  for (int blk = 0; blk < nblocks; ++blk) {
+    const int c0 = blk * kBlock;
+    const int len = C - c0 < kBlock ? C - c0 : kBlock;
+    for (int b = 0; b < B; ++b) {
+      for (int t = 0; t < T; ++t) {
+        const int64_t bt = int64_t{b} * T + t;
+        const float* d = dout + bt * C + c0;
+        const int64_t row = int64_t{tokens[bt]} - v_begin;
+        if (row >= 0 && row < v_local) {
+          float* g = dwte + row * C + c0;
+          for (int j = 0; j < len; ++j) g[j] += d[j];
+        }
+        if (dwpe != nullptr) {
+          float* g = dwpe + int64_t{t} * C + c0;
+          for (int j = 0; j < len; ++j) g[j] += d[j];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace zt::cpu

@@ -1,0 +1,31 @@
+#pragma once
+// Internal helpers for the CPU kernels (not part of the API).
+#include <cblas.h>
+
+#include <cstdint>
+
+namespace zt::cpu::detail {
+
+// Element-wise loops below this size run on the calling thread: a parallel region costs a few
+// microseconds, which is more than the work.
+inline constexpr int64_t kParallelMin = 1 << 15;
+
+// Runs OpenBLAS single-threaded in this scope (for GEMMs issued from inside an OpenMP loop)
+// and restores the previous thread count on exit. The count is process-global, so no other
+// thread may call BLAS while one of these is alive.
+class BlasSingleThreaded {
+ public:
+  BlasSingleThreaded() : prev_(openblas_get_num_threads()) {
+    if (prev_ != 1) openblas_set_num_threads(1);
+  }
+  ~BlasSingleThreaded() {
+    if (prev_ != 1) openblas_set_num_threads(prev_);
+  }
+  BlasSingleThreaded(const BlasSingleThreaded&) = delete;
+  BlasSingleThreaded& operator=(const BlasSingleThreaded&) = delete;
+
+ private:
+  int prev_;
+};
+
+}  // namespace zt::cpu::detail
