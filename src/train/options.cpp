@@ -83,6 +83,23 @@ const std::vector<Decl>& decls() {
       {"pipeline-model-parallel-size", "pipeline_model_parallel_size",
        &O::pipeline_model_parallel_size, Check::Positive,
        "pipeline stages (only 1: pipeline parallelism is not implemented)"},
+      {"zero-stage", "zero_optimization.stage", &O::zero_stage, Check::NonNegative,
+       "ZeRO stage: 0 plain data parallel, 1 optimizer states, 2 + gradients, 3 + parameters "
+       "partitioned over the data-parallel group"},
+      {"allgather-bucket-size", "zero_optimization.allgather_bucket_size",
+       &O::allgather_bucket_size, Check::Positive,
+       "elements in flight while all-gathering updated parameters (stages 1-2)"},
+      {"contiguous-gradients", "zero_optimization.contiguous_gradients", &O::contiguous_gradients,
+       Check::Any, "kept gradients live in one pre-allocated contiguous buffer (always true here)"},
+      {"prefetch-bucket-size", "zero_optimization.stage3_prefetch_bucket_size",
+       &O::prefetch_bucket_size, Check::Positive,
+       "stage 3: largest block (elements) whose gather starts while the previous one computes"},
+      {"param-persistence-threshold", "zero_optimization.stage3_param_persistence_threshold",
+       &O::param_persistence_threshold, Check::NonNegative,
+       "stage 3: blocks this small (elements) stay gathered for the whole step"},
+      {"max-live-parameters", "zero_optimization.stage3_max_live_parameters",
+       &O::max_live_parameters, Check::Positive,
+       "stage 3: bound on gathered parameters (elements) held at once"},
       {"reduce-bucket-size", "zero_optimization.reduce_bucket_size", &O::reduce_bucket_size,
        Check::Positive, "elements per gradient-reduction bucket (constant, not model-sized)"},
       {"overlap-comm", "zero_optimization.overlap_comm", &O::overlap_comm, Check::Any,
@@ -286,6 +303,10 @@ void validate_train_options(const O& o, int dp) {
              "--global-batch-size ({}) must be a multiple of --micro-batch-size ({}) x "
              "data-parallel size ({})",
              global, o.micro_batch_size, dp);
+  ZT_REQUIRE(o.zero_stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got {}", o.zero_stage);
+  ZT_REQUIRE(o.contiguous_gradients,
+             "--contiguous-gradients false is not supported: zerotron always keeps gradients in "
+             "one contiguous pre-allocated buffer");
   ZT_REQUIRE(o.min_lr <= o.lr, "--min-lr ({}) must not exceed --lr ({})", o.min_lr, o.lr);
   const int decay = o.lr_decay_iters == 0 ? o.train_iters : o.lr_decay_iters;
   ZT_REQUIRE(o.lr_warmup_iters <= decay,

@@ -45,8 +45,14 @@ struct TrainOptions {
   // parallelism
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
+  int zero_stage = 0;
   int64_t reduce_bucket_size = 500'000'000;  // elements
+  int64_t allgather_bucket_size = 500'000'000;
   bool overlap_comm = false;
+  bool contiguous_gradients = true;
+  int64_t prefetch_bucket_size = 50'000'000;
+  int64_t param_persistence_threshold = 100'000;
+  int64_t max_live_parameters = 1'000'000'000;
   double comm_timeout = 600.0;  // seconds
   // data
   bool mock_data = false;

@@ -59,16 +59,27 @@ Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* 
     dp_rank_ = topo_->dp_rank();
     world_ = topo_->world_size();
     meter_ = std::make_unique<comm::StepCommMeter>(topo_->world().stats());
-    reducer_ = std::make_unique<RankReducer>(topo_->world(), pool_, kNumMemCategories + 2);
+    reducer_ = std::make_unique<comm::ScalarReducer>(topo_->world(), pool_, kNumMemCategories + 2);
   }
   global_batch_ = o_.global_batch_size == 0 ? int64_t{o_.micro_batch_size} * dp_
                                             : int64_t{o_.global_batch_size};
   accumulation_ = static_cast<int>(global_batch_ / (int64_t{o_.micro_batch_size} * dp_));
   AdamConfig adam{o_.adam_beta1, o_.adam_beta2, o_.adam_eps, o_.weight_decay, o_.clip_grad};
-  DataParallelConfig dpc{topo_ != nullptr ? &topo_->dp() : nullptr, o_.reduce_bucket_size,
-                         o_.overlap_comm};
+  ZeroConfig zero;
+  zero.stage = o_.zero_stage;
+  if (topo_ != nullptr) {
+    zero.dp = &topo_->dp();
+    zero.world = &topo_->world();
+    zero.tp_rank = topo_->tp_rank();
+  }
+  zero.reduce_bucket_elems = o_.reduce_bucket_size;
+  zero.allgather_bucket_elems = o_.allgather_bucket_size;
+  zero.overlap_comm = o_.overlap_comm;
+  zero.prefetch_bucket_elems = o_.prefetch_bucket_size;
+  zero.param_persistence_threshold = o_.param_persistence_threshold;
+  zero.max_live_parameters = o_.max_live_parameters;
   optimizer_ = std::make_unique<ZeroOptimizer>(layout_, working_dtype(o_), adam, pool_,
-                                               static_cast<uint64_t>(o_.seed), dpc);
+                                               static_cast<uint64_t>(o_.seed), zero);
   if (const char* f = std::getenv("ZT_INJECT_FAULT")) {
     const std::string spec(f);
     const size_t a = spec.find(':'), b = spec.rfind(':');

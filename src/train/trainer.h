@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "src/comm/comm_stats.h"
+#include "src/comm/scalar_reducer.h"
 #include "src/comm/topology.h"
 #include "src/core/memory_pool.h"
 #include "src/model/activation_store.h"
@@ -14,7 +15,6 @@
 #include "src/train/metrics.h"
 #include "src/train/mock_data.h"
 #include "src/train/options.h"
-#include "src/train/rank_reduce.h"
 #include "src/zero/loss_scaler.h"
 #include "src/zero/zero_optimizer.h"
 
@@ -51,7 +51,7 @@ class Trainer {
   Buffer batch_;  // tokens and targets of one micro-batch (int32)
   MetricsWriter metrics_;
   std::unique_ptr<comm::StepCommMeter> meter_;
-  std::unique_ptr<RankReducer> reducer_;
+  std::unique_ptr<comm::ScalarReducer> reducer_;
   std::vector<StepMetrics> history_;
   int iteration_ = 0;
   // Fault injection for the failure tests: ZT_INJECT_FAULT="throw:RANK:STEP" makes rank RANK

@@ -1,16 +1,16 @@
-#include "src/train/rank_reduce.h"
+#include "src/comm/scalar_reducer.h"
 
 #include <algorithm>
 
-namespace zt {
+namespace zt::comm {
 
-RankReducer::RankReducer(comm::Communicator& world, MemoryPool& pool, size_t max_values)
+ScalarReducer::ScalarReducer(Communicator& world, MemoryPool& pool, size_t max_values)
     : world_(world),
       buffer_(pool.allocate(static_cast<size_t>(world.size()) * max_values * 2 * sizeof(float),
                             MemCategory::Buffers)),
       max_values_(max_values) {}
 
-void RankReducer::gather(std::span<const double> values) {
+void ScalarReducer::gather(std::span<const double> values) {
   ZT_CHECK(values.size() <= max_values_, "{} values, room for {}", values.size(), max_values_);
   const auto n = static_cast<int64_t>(max_values_ * 2);
   Tensor all = buffer_.view({n * world_.size()}, DType::F32);
@@ -23,7 +23,12 @@ void RankReducer::gather(std::span<const double> values) {
   world_.all_gather(all);
 }
 
-void RankReducer::mean(std::span<double> values) {
+void ScalarReducer::mean(std::span<double> values) {
+  sum(values);
+  for (double& v : values) v /= world_.size();
+}
+
+void ScalarReducer::sum(std::span<double> values) {
   gather(values);
   const float* all = static_cast<const float*>(buffer_.data());
   const auto n = max_values_ * 2;
@@ -31,11 +36,11 @@ void RankReducer::mean(std::span<double> values) {
     double sum = 0;
     for (int r = 0; r < world_.size(); ++r)
       sum += double{all[r * n + 2 * i]} + double{all[r * n + 2 * i + 1]};
-    values[i] = sum / world_.size();
+    values[i] = sum;
   }
 }
 
-void RankReducer::max(std::span<double> values) {
+void ScalarReducer::max(std::span<double> values) {
   gather(values);
   const float* all = static_cast<const float*>(buffer_.data());
   const auto n = max_values_ * 2;
@@ -47,4 +52,4 @@ void RankReducer::max(std::span<double> values) {
   }
 }
 
-}  // namespace zt
+}  // namespace zt::comm

@@ -1,0 +1,30 @@
+#pragma once
+// Exact reductions of a few doubles over a group (metrics, gradient norms), summed in rank order
+// so every rank gets the same bits. Values travel as pairs of floats (hi + lo) through an
+// all-gather: exact for integers below 2^47 and to ~48 bits for doubles. Use the world group for
+// bookkeeping, so the dp/tp byte counters hold only training traffic.
+#include <cstddef>
+#include <span>
+
+#include "src/comm/communicator.h"
+#include "src/core/memory_pool.h"
+
+namespace zt::comm {
+
+class ScalarReducer {
+ public:
+  // mean, max and sum over the group of `values`, in place.
+  ScalarReducer(Communicator& world, MemoryPool& pool, size_t max_values);
+  // In place: each value becomes the mean (or max) over ranks, summed in rank order.
+  void mean(std::span<double> values);
+  void max(std::span<double> values);
+  void sum(std::span<double> values);
+
+ private:
+  void gather(std::span<const double> values);
+  Communicator& world_;
+  Buffer buffer_;  // [world][max_values][2] floats
+  size_t max_values_;
+};
+
+}  // namespace zt::comm

@@ -1,0 +1,57 @@
+#pragma once
+// ModelStates: one ZeRO stage's policy for the model states (working parameters, gradients,
+// fp32 master parameters, Adam moments): which of them a rank keeps, and how gradients and
+// parameters cross the data-parallel group. It serves the model as its ParamSource.
+#include <cstdint>
+
+#include "src/comm/communicator.h"
+#include "src/model/param_layout.h"
+#include "src/model/param_source.h"
+#include "src/zero/dp_grad_sync.h"
+
+namespace zt {
+
+struct AdamConfig {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  double clip_grad = 0.0;  // global L2 norm bound; 0 disables clipping
+};
+
+struct ZeroConfig {
+  int stage = 0;
+  comm::Communicator* dp = nullptr;     // the data-parallel group; null: one rank
+  comm::Communicator* world = nullptr;  // for the global gradient norm across dp and tp
+  int tp_rank = 0;  // parameters replicated over tp count in the norm on tp rank 0 only
+  // Constant-size buckets (ZeRO-R's CB), in elements; DeepSpeed's defaults.
+  int64_t reduce_bucket_elems = 500'000'000;
+  int64_t allgather_bucket_elems = 500'000'000;
+  bool overlap_comm = true;
+  // Stage 3.
+  int64_t prefetch_bucket_elems = 50'000'000;
+  int64_t param_persistence_threshold = 100'000;
+  int64_t max_live_parameters = 1'000'000'000;
+};
+
+struct StepResult {
+  double grad_norm = 0;  // before clipping, after unscaling
+  bool skipped = false;  // non-finite gradients somewhere: no parameter changed on any rank
+};
+
+class ModelStates : public ParamSource {
+ public:
+  virtual void zero_grad() = 0;
+  virtual void begin_microbatch(bool last) = 0;
+  // Unscales by loss_scale, clips to the global norm, applies one AdamW step at lr.
+  virtual StepResult step(double lr, double loss_scale) = 0;
+  virtual GradSyncTiming grad_sync_timing() const = 0;
+  // The full fp32 master parameters in ParamLayout order, on every rank (collective over dp).
+  virtual void gather_master(float* full) = 0;
+  // Sets the master parameters from a full fp32 copy (every rank passes the same) and
+  // re-derives the working parameters.
+  virtual void set_master(const float* full) = 0;
+  virtual int64_t adam_step() const = 0;
+};
+
+}  // namespace zt

@@ -1,0 +1,74 @@
+#pragma once
+// ZeRO's partition of one rank's parameters (its tensor-parallel shard) over the Nd ranks of
+// its data-parallel group. The one implementation used by the optimizer, checkpoints and the
+// planner.
+//
+// The layout's blocks are placed in a *padded space*: each block padded at its end to a
+// multiple of Nd·kAlign elements, so a block's tensors keep their offsets and the model's view
+// of a block stays contiguous. Each padded block is cut into units of at most `unit_elems`
+// (rounded to Nd·kAlign), and every unit into Nd equal parts: part r belongs to rank r. A
+// rank's shard is its parts of all units, back to back. A unit is what one reduce-scatter or
+// all-gather moves (a constant-size bucket), and never crosses a block, so a block's gradient
+// can be reduced the moment the block is done and a block's parameters gathered alone.
+#include <cstdint>
+#include <vector>
+
+#include "src/model/param_layout.h"
+
+namespace zt {
+
+struct PartitionUnit {
+  int block = 0;
+  int64_t padded_begin = 0;  // first element in padded space
+  int64_t padded_len = 0;    // multiple of Nd·kAlign
+  int64_t part_len = 0;      // padded_len / Nd
+  int64_t shard_offset = 0;  // where every rank keeps its part in its shard
+};
+
+// A run of real (non-padding) elements of one parameter inside a rank's shard.
+struct ShardSegment {
+  int64_t shard_offset = 0;
+  int64_t layout_offset = 0;  // the same element in ParamLayout's flat order
+  int64_t len = 0;
+  int param = 0;  // index into ParamLayout::params()
+  int unit = 0;   // index into Partition::units()
+};
+
+class Partition {
+ public:
+  static constexpr int64_t kAlign = 16;  // elements: 64 bytes of fp32, 32 of bf16
+
+  Partition(const ParamLayout& layout, int dp_size, int dp_rank, int64_t unit_elems);
+
+  int dp_size() const { return dp_; }
+  int dp_rank() const { return rank_; }
+  const std::vector<PartitionUnit>& units() const { return units_; }
+  // Units of `block`: [first, last) indices into units().
+  std::pair<int, int> block_units(int block) const {
+    return block_units_[static_cast<size_t>(block)];
+  }
+  int64_t padded_block_begin(int block) const { return padded_begin_[static_cast<size_t>(block)]; }
+  int64_t padded_block_len(int block) const { return padded_len_[static_cast<size_t>(block)]; }
+  int64_t max_padded_block() const { return max_block_; }
+  int64_t padded_numel() const { return padded_numel_; }
+  int64_t shard_numel() const { return shard_numel_; }
+  // This rank's real elements, in shard order.
+  const std::vector<ShardSegment>& segments() const { return segments_; }
+  // Where this rank's shard element `shard_offset` of unit `unit` sits in padded space.
+  int64_t padded_of_shard(int unit, int64_t shard_offset) const {
+    const auto& u = units_[static_cast<size_t>(unit)];
+    return u.padded_begin + int64_t{rank_} * u.part_len + (shard_offset - u.shard_offset);
+  }
+  // The padded-space element of a layout element.
+  int64_t padded_of(int64_t layout_offset) const;
+
+ private:
+  int dp_, rank_;
+  std::vector<PartitionUnit> units_;
+  std::vector<std::pair<int, int>> block_units_;
+  std::vector<int64_t> padded_begin_, padded_len_, layout_begin_;
+  int64_t max_block_ = 0, padded_numel_ = 0, shard_numel_ = 0;
+  std::vector<ShardSegment> segments_;
+};
+
+}  // namespace zt

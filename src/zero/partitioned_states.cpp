@@ -1,0 +1,421 @@
+#include "src/zero/partitioned_states.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/ops.h"
+#include "src/zero/precision.h"
+#include "src/zero/replicated_states.h"
+
+namespace zt {
+namespace {
+
+constexpr int64_t kChunk = int64_t{1} << 20;  // fp32 staging: 4 MiB
+constexpr int kReductionsInFlight = 2;        // DeepSpeed's double-buffered reduce buckets
+
+double ms_between(std::chrono::steady_clock::time_point a,
+                  std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
+                                     const AdamConfig& adam, MemoryPool& pool, uint64_t seed,
+                                     const ZeroConfig& zero)
+    : layout_(layout),
+      working_(working),
+      adam_(adam),
+      zero_(zero),
+      dp_(*zero.dp),
+      part_(layout, zero.dp->size(), zero.dp->rank(), zero.reduce_bucket_elems) {
+  ZT_CHECK(zero.stage >= 1 && zero.stage <= 3, "stage {} is not partitioned", zero.stage);
+  const int64_t shard = part_.shard_numel(), padded = part_.padded_numel();
+  const int64_t block = part_.max_padded_block();
+  int64_t max_unit = 0, max_part = 0;
+  for (const auto& u : part_.units()) {
+    max_unit = std::max(max_unit, u.padded_len);
+    max_part = std::max(max_part, u.part_len);
+  }
+  if (zero.stage <= 2) full_params_ = pool.allocate({padded}, working_, MemCategory::Params);
+  if (zero.stage == 3) shard_params_ = pool.allocate({shard}, working_, MemCategory::Params);
+  if (zero.stage == 1) full_grads_ = pool.allocate({padded}, working_, MemCategory::Grads);
+  if (zero.stage >= 2) shard_grads_ = pool.allocate({shard}, working_, MemCategory::Grads);
+  master_ = pool.allocate({shard}, DType::F32, MemCategory::Optimizer);
+  m_ = pool.allocate({shard}, DType::F32, MemCategory::Optimizer);
+  v_ = pool.allocate({shard}, DType::F32, MemCategory::Optimizer);
+  // Constant-size buffers: none grows with the number of layers.
+  if (half()) f32_slot_ = pool.allocate({block}, DType::F32, MemCategory::Buffers);
+  f32_chunk_ = pool.allocate({std::max(kChunk, max_part)}, DType::F32, MemCategory::Buffers);
+  if (zero.stage >= 2 || half())
+    for (auto& s : grad_slots_) s.buffer = pool.allocate({block}, DType::F32, MemCategory::Buffers);
+  if (zero.stage >= 2) {
+    reductions_.resize(kReductionsInFlight);
+    for (auto& r : reductions_) {
+      r.input = pool.allocate({max_unit}, working_, MemCategory::Buffers);
+      r.output = pool.allocate({max_part}, working_, MemCategory::Buffers);
+    }
+  }
+  if (zero.stage == 1) {
+    stage1_handles_.resize(part_.units().size());
+    stage1_launched_.assign(part_.units().size(), 0);
+    stage1_times_.resize(part_.units().size());
+  }
+  if (zero.stage == 3) {
+    // Blocks at or below the persistence threshold keep their gathered copy for the whole step;
+    // the others share a few slots, as many as --max-live-parameters allows (1 to 3: the block
+    // in use, the prefetched next one, and the one the model is about to come back to).
+    for (int b = 0; b < layout_.num_blocks(); ++b) {
+      if (block_numel(b) > zero.param_persistence_threshold) continue;
+      Gathered g;
+      g.buffer = pool.allocate({part_.padded_block_len(b)}, working_, MemCategory::Buffers);
+      g.persistent = true;
+      g.reserved = b;
+      gathered_.push_back(std::move(g));
+    }
+    const int64_t slots = std::clamp<int64_t>(zero.max_live_parameters / block, 1, 3);
+    for (int64_t i = 0; i < slots; ++i) {
+      Gathered g;
+      g.buffer = pool.allocate({block}, working_, MemCategory::Buffers);
+      gathered_.push_back(std::move(g));
+    }
+  }
+  if (zero.world != nullptr && zero.world->size() > 1)
+    norm_ = std::make_unique<comm::ScalarReducer>(*zero.world, pool, 1);
+  // Initialisation needs the full fp32 tensor once (a transient; the per-step peaks the
+  // metrics report start after it is freed).
+  Buffer init = pool.allocate({layout_.numel()}, DType::F32, MemCategory::Buffers);
+  init_parameters(layout_, seed, init.view({layout_.numel()}, DType::F32).f32());
+  set_master(init.view({layout_.numel()}, DType::F32).f32());
+}
+
+PartitionedStates::~PartitionedStates() {
+  for (auto& r : reductions_) r.handle = comm::Handle();
+  for (auto& g : gathered_) g.pending.clear();
+}
+
+Tensor PartitionedStates::typed(const Buffer& b, int64_t offset, int64_t n, DType t) const {
+  return b.view({offset + n}, t).slice(offset, {n});
+}
+
+void PartitionedStates::set_master(const float* full) {
+  float* master = master_.view({part_.shard_numel()}, DType::F32).f32();
+  for (const auto& s : part_.segments())
+    std::copy(full + s.layout_offset, full + s.layout_offset + s.len, master + s.shard_offset);
+  if (zero_.stage == 3) {
+    from_f32(shard_params_.data(), working_, master, part_.shard_numel());
+    for (auto& g : gathered_) g.block = -1;
+    return;
+  }
+  // Every rank has the full copy: convert it into padded space directly.
+  for (int b = 0; b < layout_.num_blocks(); ++b) {
+    const auto& range = layout_.blocks()[static_cast<size_t>(b)];
+    from_f32(at(full_params_.data(), working_, part_.padded_block_begin(b)), working_,
+             full + range.begin, range.numel());
+  }
+}
+
+void PartitionedStates::gather_master(float* full) {
+  int64_t max_unit = 0;
+  for (const auto& u : part_.units()) max_unit = std::max(max_unit, u.padded_len);
+  std::vector<float> tmp(static_cast<size_t>(max_unit));
+  const float* master = master_.view({part_.shard_numel()}, DType::F32).f32();
+  for (const auto& u : part_.units()) {
+    Tensor out(tmp.data(), {u.padded_len}, DType::F32);
+    Tensor in(const_cast<float*>(master) + u.shard_offset, {u.part_len}, DType::F32);
+    dp_.all_gather(in, out);
+    const int64_t block_begin = part_.padded_block_begin(u.block);
+    const int64_t rel = u.padded_begin - block_begin;
+    const int64_t real = std::clamp<int64_t>(block_numel(u.block) - rel, 0, u.padded_len);
+    const int64_t dst = layout_.blocks()[static_cast<size_t>(u.block)].begin + rel;
+    std::copy(tmp.data(), tmp.data() + real, full + dst);
+  }
+}
+
+// ---- parameters -------------------------------------------------------------------------------
+
+PartitionedStates::Gathered* PartitionedStates::find_gathered(int block) {
+  for (auto& g : gathered_)
+    if (g.block == block) return &g;
+  return nullptr;
+}
+
+PartitionedStates::Gathered& PartitionedStates::gather(int block) {
+  if (Gathered* g = find_gathered(block)) return *g;
+  Gathered* slot = nullptr;
+  for (auto& g : gathered_)  // a persistent slot reserved for this block
+    if (g.reserved == block) slot = &g;
+  if (slot == nullptr) {
+    for (auto& g : gathered_) {  // else the least recently used free shared slot
+      if (g.persistent || g.in_use || !g.pending.empty()) continue;
+      if (slot == nullptr || g.last_use < slot->last_use) slot = &g;
+    }
+  }
+  ZT_CHECK(slot != nullptr, "no free slot to gather block {}", block);
+  slot->block = block;
+  const int64_t base = part_.padded_block_begin(block);
+  const auto [first, last] = part_.block_units(block);
+  for (int k = first; k < last; ++k) {
+    const auto& u = part_.units()[static_cast<size_t>(k)];
+    Tensor in = typed(shard_params_, u.shard_offset, u.part_len, working_);
+    Tensor out = typed(slot->buffer, u.padded_begin - base, u.padded_len, working_);
+    slot->pending.push_back(dp_.all_gather_async(in, out));
+  }
+  return *slot;
+}
+
+void PartitionedStates::prefetch_after(int block) {
+  if (!trace_valid_) return;
+  if (trace_pos_ >= trace_.size() || trace_[trace_pos_] != block) {
+    trace_valid_ = false;  // the model changed its order: stop guessing
+    return;
+  }
+  if (trace_pos_ + 1 >= trace_.size()) return;
+  const int next = trace_[trace_pos_ + 1];
+  if (find_gathered(next) != nullptr || part_.padded_block_len(next) > zero_.prefetch_bucket_elems)
+    return;
+  for (const auto& g : gathered_)
+    if ((!g.persistent && !g.in_use && g.pending.empty() && g.block != next) ||
+        g.reserved == next) {
+      gather(next);
+      return;
+    }
+}
+
+const float* PartitionedStates::acquire(int block) {
+  ZT_CHECK(held_ < 0, "block {} acquired while block {} is held", block, held_);
+  held_ = block;
+  const int64_t base = part_.padded_block_begin(block);
+  const void* src = nullptr;
+  if (zero_.stage == 3) {
+    // A released block's gathered copy is dropped once another block is needed: only the rank's
+    // shard stays resident, and every block is gathered once in forward and once in backward.
+    if (last_released_ >= 0 && last_released_ != block)
+      if (Gathered* old = find_gathered(last_released_); old != nullptr && !old->persistent)
+        old->block = -1;
+    last_released_ = -1;
+    Gathered& g = gather(block);
+    for (auto& h : g.pending) h.wait();
+    g.pending.clear();
+    g.in_use = true;
+    g.last_use = ++use_clock_;
+    src = g.buffer.data();
+    if (recording_) trace_.push_back(block);
+    prefetch_after(block);
+    ++trace_pos_;
+  } else {
+    src = at(full_params_.data(), working_, base);
+  }
+  if (!half()) return static_cast<const float*>(src);
+  auto* dst = static_cast<float*>(f32_slot_.data());
+  to_f32(dst, src, working_, block_numel(block));
+  return dst;
+}
+
+void PartitionedStates::release(int block) {
+  ZT_CHECK(held_ == block, "release of block {} which is not held", block);
+  held_ = -1;
+  if (zero_.stage != 3) return;
+  // The gathered copy stays valid until the next acquire of another block (parameters change
+  // only in step()), so the block the model comes straight back to — the tied embedding, from
+  // the head's forward to its backward — is not gathered again.
+  if (Gathered* g = find_gathered(block)) {
+    g->in_use = false;
+    if (!g->persistent) last_released_ = block;
+  }
+}
+
+// ---- gradients --------------------------------------------------------------------------------
+
+PartitionedStates::GradSlot& PartitionedStates::grad_slot(int block) {
+  for (auto& s : grad_slots_)
+    if (s.block == block) return s;
+  for (auto& s : grad_slots_) {
+    if (s.block >= 0) continue;
+    s.block = block;
+    std::fill_n(static_cast<float*>(s.buffer.data()), part_.padded_block_len(block), 0.0f);
+    return s;
+  }
+  throw Error("more than two gradient blocks open at once");
+}
+
+float* PartitionedStates::grads(int block) {
+  if (zero_.stage == 1 && !half())
+    return static_cast<float*>(full_grads_.data()) + part_.padded_block_begin(block);
+  return static_cast<float*>(grad_slot(block).buffer.data());
+}
+
+void PartitionedStates::complete(Reduction& r) {
+  const auto t0 = Clock::now();
+  r.handle.wait();
+  const auto t1 = Clock::now();
+  comm_ms_ += ms_between(r.launched, t1);
+  hidden_ms_ += ms_between(r.launched, t1) - ms_between(t0, t1);
+  const auto& u = part_.units()[static_cast<size_t>(r.unit)];
+  auto* tmp = static_cast<float*>(f32_chunk_.data());
+  to_f32(tmp, r.output.data(), working_, u.part_len);
+  accumulate_f32(at(shard_grads_.data(), working_, u.shard_offset), working_, tmp, u.part_len);
+  r.unit = -1;
+}
+
+void PartitionedStates::reduce_unit(int unit, const float* block_grad) {
+  Reduction& r = reductions_[next_reduction_];
+  next_reduction_ = (next_reduction_ + 1) % reductions_.size();
+  if (r.unit >= 0) complete(r);  // both buffers busy: wait for the older one
+  const auto& u = part_.units()[static_cast<size_t>(unit)];
+  from_f32(r.input.data(), working_,
+           block_grad + (u.padded_begin - part_.padded_block_begin(u.block)), u.padded_len);
+  r.unit = unit;
+  r.launched = Clock::now();
+  r.handle = dp_.reduce_scatter_async(typed(r.input, 0, u.padded_len, working_),
+                                      typed(r.output, 0, u.part_len, working_));
+  if (!zero_.overlap_comm) complete(r);
+}
+
+void PartitionedStates::launch_stage1(int block) {
+  const auto [first, last] = part_.block_units(block);
+  for (int k = first; k < last; ++k) {
+    const auto& u = part_.units()[static_cast<size_t>(k)];
+    const auto i = static_cast<size_t>(k);
+    if (stage1_launched_[i]) continue;
+    stage1_launched_[i] = 1;
+    stage1_times_[i] = Clock::now();
+    // In place: the own part of the summed gradient lands where the rank's own part already is.
+    Tensor in = typed(full_grads_, u.padded_begin, u.padded_len, working_);
+    stage1_handles_[i] =
+        dp_.reduce_scatter_async(in, in.slice(dp_.rank() * u.part_len, {u.part_len}));
+  }
+}
+
+void PartitionedStates::grads_done(int block) {
+  if (zero_.stage == 1) {
+    if (half()) {
+      GradSlot& s = grad_slot(block);
+      accumulate_f32(at(full_grads_.data(), working_, part_.padded_block_begin(block)), working_,
+                     static_cast<const float*>(s.buffer.data()), block_numel(block));
+      s.block = -1;
+    }
+    if (last_microbatch_ && zero_.overlap_comm) launch_stage1(block);
+    return;
+  }
+  GradSlot& s = grad_slot(block);
+  const auto [first, last] = part_.block_units(block);
+  for (int k = first; k < last; ++k) reduce_unit(k, static_cast<const float*>(s.buffer.data()));
+  s.block = -1;
+}
+
+void PartitionedStates::finish_reductions() {
+  const auto backward_end = Clock::now();
+  double exposed = 0;
+  if (zero_.stage == 1) {
+    for (int b = 0; b < layout_.num_blocks(); ++b) launch_stage1(b);
+    for (size_t i = 0; i < stage1_handles_.size(); ++i) {
+      const bool was_done = stage1_handles_[i].test();
+      const auto t0 = Clock::now();
+      stage1_handles_[i].wait();
+      const auto t1 = Clock::now();
+      exposed += ms_between(t0, t1);
+      comm_ms_ += ms_between(stage1_times_[i], was_done ? backward_end : t1);
+      hidden_ms_ +=
+          ms_between(stage1_times_[i], std::min(backward_end, was_done ? backward_end : t1));
+      stage1_launched_[i] = 0;
+    }
+  } else {
+    for (auto& r : reductions_) {
+      if (r.unit < 0) continue;
+      const auto t0 = Clock::now();
+      complete(r);
+      exposed += ms_between(t0, Clock::now());
+    }
+  }
+  timing_ = GradSyncTiming{};
+  timing_.buckets = static_cast<int>(part_.units().size());
+  timing_.comm_ms = comm_ms_;
+  timing_.exposed_ms = exposed;
+  timing_.hidden_fraction = comm_ms_ > 0 ? std::clamp(hidden_ms_ / comm_ms_, 0.0, 1.0) : 0;
+  comm_ms_ = hidden_ms_ = 0;
+}
+
+void PartitionedStates::zero_grad() {
+  if (full_grads_.data() != nullptr) std::memset(full_grads_.data(), 0, full_grads_.bytes());
+  if (shard_grads_.data() != nullptr) std::memset(shard_grads_.data(), 0, shard_grads_.bytes());
+  trace_pos_ = 0;
+}
+
+void PartitionedStates::begin_microbatch(bool last) {
+  last_microbatch_ = last;
+}
+
+// ---- optimizer step ---------------------------------------------------------------------------
+
+const void* PartitionedStates::shard_grad(const ShardSegment& s) const {
+  if (zero_.stage == 1)
+    return at(full_grads_.data(), working_, part_.padded_of_shard(s.unit, s.shard_offset));
+  return at(shard_grads_.data(), working_, s.shard_offset);
+}
+
+void PartitionedStates::all_gather_updated_params() {
+  // Each rank's updated part already sits in place in the padded full buffer; all-gather unit by
+  // unit with at most --allgather-bucket-size elements in flight.
+  std::vector<comm::Handle> inflight;
+  int64_t inflight_elems = 0;
+  for (const auto& u : part_.units()) {
+    if (inflight_elems + u.padded_len > zero_.allgather_bucket_elems && !inflight.empty()) {
+      for (auto& h : inflight) h.wait();
+      inflight.clear();
+      inflight_elems = 0;
+    }
+    inflight.push_back(
+        dp_.all_gather_async(typed(full_params_, u.padded_begin, u.padded_len, working_)));
+    inflight_elems += u.padded_len;
+  }
+  for (auto& h : inflight) h.wait();
+}
+
+StepResult PartitionedStates::step(double lr, double loss_scale) {
+  finish_reductions();
+  if (recording_ && zero_.stage == 3) {
+    recording_ = false;  // the first step's acquire order drives prefetching from now on
+    trace_valid_ = true;
+  }
+  const auto& params = layout_.params();
+  double local = 0;
+  for (const auto& s : part_.segments())
+    if (!params[static_cast<size_t>(s.param)].tp_replicated || zero_.tp_rank == 0)
+      local += sum_squares(shard_grad(s), working_, s.len);
+  const AdamStep a =
+      prepare_adam_step(adam_, global_sum(norm_.get(), local), lr, loss_scale, adam_step_ + 1);
+  StepResult r{a.grad_norm, !a.finite};
+  if (r.skipped) return r;
+  ++adam_step_;
+  cpu::AdamWParams p = a.params;
+  float* master = master_.view({part_.shard_numel()}, DType::F32).f32();
+  float* m = m_.view({part_.shard_numel()}, DType::F32).f32();
+  float* v = v_.view({part_.shard_numel()}, DType::F32).f32();
+  auto* g32 = static_cast<float*>(f32_chunk_.data());
+  const int64_t chunk = static_cast<int64_t>(f32_chunk_.bytes() / 4);
+  for (const auto& s : part_.segments()) {
+    p.weight_decay = params[static_cast<size_t>(s.param)].weight_decay
+                         ? static_cast<float>(adam_.weight_decay)
+                         : 0.0f;
+    const void* g = shard_grad(s);
+    for (int64_t i = s.shard_offset; i < s.shard_offset + s.len; i += chunk) {
+      const int64_t len = std::min(chunk, s.shard_offset + s.len - i);
+      to_f32(g32, at(g, working_, i - s.shard_offset), working_, len);
+      cpu::adamw(master + i, m + i, v + i, g32, len, p);
+    }
+  }
+  if (zero_.stage == 3) {
+    from_f32(shard_params_.data(), working_, master, part_.shard_numel());
+    for (auto& g : gathered_) g.block = -1;  // every gathered copy is stale now
+    return r;
+  }
+  const int rank = dp_.rank();
+  for (const auto& u : part_.units())
+    from_f32(at(full_params_.data(), working_, u.padded_begin + int64_t{rank} * u.part_len),
+             working_, master + u.shard_offset, u.part_len);
+  all_gather_updated_params();
+  return r;
+}
+
+}  // namespace zt

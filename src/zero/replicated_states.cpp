@@ -1,0 +1,178 @@
+#include "src/zero/replicated_states.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "src/zero/precision.h"
+
+namespace zt {
+namespace {
+constexpr int64_t kChunk = int64_t{1} << 20;  // optimizer staging: 4 MiB of fp32
+}  // namespace
+
+double global_sum(comm::ScalarReducer* reducer, double local) {
+  if (reducer == nullptr) return local;
+  double v[1] = {local};
+  reducer->sum(v);
+  return v[0];
+}
+
+AdamStep prepare_adam_step(const AdamConfig& adam, double sumsq, double lr, double loss_scale,
+                           int64_t step) {
+  AdamStep s;
+  s.finite = std::isfinite(sumsq);
+  s.grad_norm = s.finite ? std::sqrt(sumsq) / loss_scale : sumsq;
+  // torch.nn.utils.clip_grad_norm_'s rule, so runs compare with PyTorch's.
+  double coef = 1.0;
+  if (s.finite && adam.clip_grad > 0) coef = std::min(1.0, adam.clip_grad / (s.grad_norm + 1e-6));
+  s.params.lr = static_cast<float>(lr);
+  s.params.beta1 = static_cast<float>(adam.beta1);
+  s.params.beta2 = static_cast<float>(adam.beta2);
+  s.params.eps = static_cast<float>(adam.eps);
+  s.params.grad_scale = static_cast<float>(coef / loss_scale);
+  s.params.step = step;
+  return s;
+}
+
+ReplicatedStates::ReplicatedStates(const ParamLayout& layout, DType working, const AdamConfig& adam,
+                                   MemoryPool& pool, uint64_t seed, const ZeroConfig& zero)
+    : layout_(layout), working_(working), adam_(adam), zero_(zero) {
+  const int64_t n = layout_.numel();
+  params_ = pool.allocate({n}, working_, MemCategory::Params);
+  grads_ = pool.allocate({n}, working_, MemCategory::Grads);
+  m_ = pool.allocate({n}, DType::F32, MemCategory::Optimizer);
+  v_ = pool.allocate({n}, DType::F32, MemCategory::Optimizer);
+  if (half()) {
+    master_ = pool.allocate({n}, DType::F32, MemCategory::Optimizer);
+    int64_t slot = 0;
+    for (const auto& b : layout_.blocks()) slot = std::max(slot, b.numel());
+    param_slot_.buffer = pool.allocate({slot}, DType::F32, MemCategory::Buffers);
+    for (auto& s : grad_slots_) s.buffer = pool.allocate({slot}, DType::F32, MemCategory::Buffers);
+    chunk_ = pool.allocate({kChunk}, DType::F32, MemCategory::Buffers);
+  }
+  init_parameters(layout_, seed, master_params().f32());
+  sync_working_from_master();
+  if (zero.dp != nullptr && zero.dp->size() > 1)
+    sync_ = std::make_unique<DpGradSync>(*zero.dp, layout_, working_grads(),
+                                         zero.reduce_bucket_elems, zero.overlap_comm);
+  if (zero.world != nullptr && zero.world->size() > 1)
+    norm_ = std::make_unique<comm::ScalarReducer>(*zero.world, pool, 1);
+}
+
+Tensor ReplicatedStates::master_params() const {
+  return half() ? master_.view({layout_.numel()}, DType::F32)
+                : params_.view({layout_.numel()}, DType::F32);
+}
+
+void ReplicatedStates::sync_working_from_master() {
+  if (half()) from_f32(params_.data(), working_, master_params().f32(), layout_.numel());
+}
+
+void ReplicatedStates::gather_master(float* full) {
+  const float* m = master_params().f32();
+  std::copy(m, m + layout_.numel(), full);
+}
+
+void ReplicatedStates::set_master(const float* full) {
+  std::copy(full, full + layout_.numel(), master_params().f32());
+  sync_working_from_master();
+}
+
+void ReplicatedStates::begin_microbatch(bool last) {
+  if (sync_) sync_->begin_backward(last);
+}
+
+GradSyncTiming ReplicatedStates::grad_sync_timing() const {
+  return sync_ ? sync_->timing() : GradSyncTiming{};
+}
+
+const float* ReplicatedStates::acquire(int block) {
+  const BlockRange& b = layout_.blocks().at(static_cast<size_t>(block));
+  if (!half()) return static_cast<const float*>(params_.data()) + b.begin;
+  ZT_CHECK(param_slot_.block < 0, "block {} acquired while block {} is held", block,
+           param_slot_.block);
+  param_slot_.block = block;
+  auto* dst = static_cast<float*>(param_slot_.buffer.data());
+  to_f32(dst, at(params_.data(), working_, b.begin), working_, b.numel());
+  return dst;
+}
+
+void ReplicatedStates::release(int block) {
+  if (!half()) return;
+  ZT_CHECK(param_slot_.block == block, "release of block {} which is not held", block);
+  param_slot_.block = -1;
+}
+
+ReplicatedStates::Slot& ReplicatedStates::grad_slot(int block) {
+  for (auto& s : grad_slots_)
+    if (s.block == block) return s;
+  for (auto& s : grad_slots_) {
+    if (s.block >= 0) continue;
+    s.block = block;
+    const int64_t n = layout_.blocks().at(static_cast<size_t>(block)).numel();
+    std::fill_n(static_cast<float*>(s.buffer.data()), n, 0.0f);
+    return s;
+  }
+  throw Error("more than two gradient blocks open at once");
+}
+
+float* ReplicatedStates::grads(int block) {
+  const BlockRange& b = layout_.blocks().at(static_cast<size_t>(block));
+  if (!half()) return static_cast<float*>(grads_.data()) + b.begin;
+  return static_cast<float*>(grad_slot(block).buffer.data());
+}
+
+void ReplicatedStates::grads_done(int block) {
+  if (half()) {
+    const BlockRange& b = layout_.blocks().at(static_cast<size_t>(block));
+    Slot& s = grad_slot(block);
+    accumulate_f32(at(grads_.data(), working_, b.begin), working_,
+                   static_cast<const float*>(s.buffer.data()), b.numel());
+    s.block = -1;
+  }
+  if (sync_) sync_->block_done(block);
+}
+
+void ReplicatedStates::zero_grad() {
+  std::memset(grads_.data(), 0, grads_.bytes());
+}
+
+StepResult ReplicatedStates::step(double lr, double loss_scale) {
+  if (sync_) sync_->finish();
+  // After the all-reduce every data-parallel replica holds the same gradient: dp rank 0 speaks
+  // for its replica; parameters replicated over tp speak on tp rank 0 only.
+  double local = 0;
+  const bool speaks = zero_.dp == nullptr || zero_.dp->rank() == 0;
+  if (speaks)
+    for (const auto& p : layout_.params())
+      if (!p.tp_replicated || zero_.tp_rank == 0)
+        local += sum_squares(at(grads_.data(), working_, p.offset), working_, p.numel());
+  const AdamStep a =
+      prepare_adam_step(adam_, global_sum(norm_.get(), local), lr, loss_scale, adam_step_ + 1);
+  StepResult r{a.grad_norm, !a.finite};
+  if (r.skipped) return r;
+  ++adam_step_;
+  cpu::AdamWParams p = a.params;
+  float* master = master_params().f32();
+  float* m = m_.view({layout_.numel()}, DType::F32).f32();
+  float* v = v_.view({layout_.numel()}, DType::F32).f32();
+  for (const auto& spec : layout_.params()) {
+    p.weight_decay = spec.weight_decay ? static_cast<float>(adam_.weight_decay) : 0.0f;
+    if (!half()) {
+      const float* g = static_cast<const float*>(grads_.data()) + spec.offset;
+      cpu::adamw(master + spec.offset, m + spec.offset, v + spec.offset, g, spec.numel(), p);
+      continue;
+    }
+    auto* g32 = static_cast<float*>(chunk_.data());
+    for (int64_t i = spec.offset; i < spec.offset + spec.numel(); i += kChunk) {
+      const int64_t len = std::min(kChunk, spec.offset + spec.numel() - i);
+      to_f32(g32, at(grads_.data(), working_, i), working_, len);
+      cpu::adamw(master + i, m + i, v + i, g32, len, p);
+      from_f32(at(params_.data(), working_, i), working_, master + i, len);
+    }
+  }
+  return r;
+}
+
+}  // namespace zt

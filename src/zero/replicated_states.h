@@ -1,0 +1,77 @@
+#pragma once
+// Stage 0: every rank keeps all model states. Gradients are summed over the data-parallel group
+// in constant-size buckets started during backward (DpGradSync).
+#include <array>
+#include <memory>
+
+#include "kernels/cpu/ops.h"
+#include "src/comm/scalar_reducer.h"
+#include "src/core/memory_pool.h"
+#include "src/zero/model_states.h"
+
+namespace zt {
+
+class ReplicatedStates final : public ModelStates {
+ public:
+  ReplicatedStates(const ParamLayout& layout, DType working, const AdamConfig& adam,
+                   MemoryPool& pool, uint64_t seed, const ZeroConfig& zero);
+
+  const float* acquire(int block) override;
+  void release(int block) override;
+  float* grads(int block) override;
+  void grads_done(int block) override;
+
+  void zero_grad() override;
+  void begin_microbatch(bool last) override;
+  StepResult step(double lr, double loss_scale) override;
+  GradSyncTiming grad_sync_timing() const override;
+  void gather_master(float* full) override;
+  void set_master(const float* full) override;
+  int64_t adam_step() const override { return adam_step_; }
+
+  Tensor working_params() const { return params_.view({layout_.numel()}, working_); }
+  Tensor working_grads() const { return grads_.view({layout_.numel()}, working_); }
+  Tensor master_params() const;
+  void sync_working_from_master();
+
+ private:
+  struct Slot {
+    Buffer buffer;
+    int block = -1;
+  };
+  bool half() const { return working_ != DType::F32; }
+  Slot& grad_slot(int block);
+
+  ParamLayout layout_;
+  DType working_;
+  AdamConfig adam_;
+  ZeroConfig zero_;
+  Buffer params_;  // working precision
+  Buffer grads_;   // working precision
+  Buffer master_;  // fp32, only when working precision is half
+  Buffer m_, v_;
+  // Half precision only: fp32 views the model computes with. One parameter slot (the model
+  // holds one block at a time) and two gradient slots (the tied embedding's gradient is open
+  // from the head's backward until the embedding's).
+  Slot param_slot_;
+  std::array<Slot, 2> grad_slots_;
+  Buffer chunk_;  // fp32 staging for the optimizer step, constant size
+  std::unique_ptr<DpGradSync> sync_;
+  std::unique_ptr<comm::ScalarReducer> norm_;
+  int64_t adam_step_ = 0;
+};
+
+// Σ over the world group of each rank's share of the squared gradient norm (exact, rank order).
+// Without a world group of several ranks: the local value.
+double global_sum(comm::ScalarReducer* reducer, double local);
+
+// The shared tail of every stage's step: unscale, clip coefficient, AdamW parameters.
+struct AdamStep {
+  double grad_norm = 0;
+  bool finite = true;
+  cpu::AdamWParams params;
+};
+AdamStep prepare_adam_step(const AdamConfig& adam, double sumsq, double lr, double loss_scale,
+                           int64_t step);
+
+}  // namespace zt
