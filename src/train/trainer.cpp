@@ -1,6 +1,7 @@
 #include "src/train/trainer.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -85,8 +86,11 @@ Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* 
     const size_t a = spec.find(':'), b = spec.rfind(':');
     ZT_REQUIRE(a != std::string::npos && b > a, "ZT_INJECT_FAULT must be KIND:RANK:STEP");
     const std::string kind = spec.substr(0, a);
-    fault_.kind = kind == "throw" ? Fault::Throw : kind == "hang" ? Fault::Hang : Fault::None;
-    ZT_REQUIRE(fault_.kind != Fault::None, "ZT_INJECT_FAULT kind must be throw or hang");
+    fault_.kind = kind == "throw"  ? Fault::Throw
+                  : kind == "hang" ? Fault::Hang
+                  : kind == "inf"  ? Fault::Inf
+                                   : Fault::None;
+    ZT_REQUIRE(fault_.kind != Fault::None, "ZT_INJECT_FAULT kind must be throw, hang or inf");
     fault_.rank = std::stoi(spec.substr(a + 1, b - a - 1));
     fault_.step = std::stoi(spec.substr(b + 1));
   }
@@ -96,9 +100,16 @@ Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* 
                           MemCategory::Activations);
 }
 
+bool Trainer::inject_inf() const {
+  const int rank = topo_ != nullptr ? topo_->rank() : 0;
+  return fault_.kind == Fault::Inf && rank == fault_.rank && iteration_ + 1 == fault_.step;
+}
+
 void Trainer::maybe_inject_fault() {
   const int rank = topo_ != nullptr ? topo_->rank() : 0;
-  if (fault_.kind == Fault::None || rank != fault_.rank || iteration_ + 1 != fault_.step) return;
+  if (fault_.kind == Fault::None || fault_.kind == Fault::Inf || rank != fault_.rank ||
+      iteration_ + 1 != fault_.step)
+    return;
   if (fault_.kind == Fault::Throw)
     throw Error("injected fault (ZT_INJECT_FAULT) in the middle of step " +
                 std::to_string(fault_.step));
@@ -113,7 +124,9 @@ StepMetrics Trainer::train_step() {
   const int mb = o_.micro_batch_size, T = o_.seq_length, dp = dp_, dp_rank = dp_rank_;
   const double scale = scaler_.scale();
   // d(loss)/d(token loss): the loss is the mean over every token of the global batch.
-  const float dloss = static_cast<float>(scale / (static_cast<double>(global_batch_) * T));
+  const float dloss = inject_inf()
+                          ? INFINITY
+                          : static_cast<float>(scale / (static_cast<double>(global_batch_) * T));
   auto* tokens = static_cast<int32_t*>(batch_.data());
   int32_t* targets = tokens + mb * T;
   optimizer_->zero_grad();
@@ -173,17 +186,18 @@ StepMetrics Trainer::train_step() {
   return m;
 }
 
-const std::vector<StepMetrics>& Trainer::run() {
-  log::info(
-      "zerotron: {} parameters, {} layers, hidden {}, {} heads, seq {}, vocab {} (padded {}), "
-      "{} precision, global batch {} = micro {} x data-parallel {} x accumulation {}",
-      config_.num_parameters(), config_.num_layers, config_.hidden, config_.heads,
-      config_.seq_length, config_.vocab_size, config_.padded_vocab_size,
-      dtype_name(working_dtype(o_)), global_batch_, o_.micro_batch_size, dp_, accumulation_);
+const std::vector<StepMetrics>& Trainer::run(bool print) {
+  if (print)
+    log::info(
+        "zerotron: {} parameters, {} layers, hidden {}, {} heads, seq {}, vocab {} (padded {}), "
+        "{} precision, global batch {} = micro {} x data-parallel {} x accumulation {}",
+        config_.num_parameters(), config_.num_layers, config_.hidden, config_.heads,
+        config_.seq_length, config_.vocab_size, config_.padded_vocab_size,
+        dtype_name(working_dtype(o_)), global_batch_, o_.micro_batch_size, dp_, accumulation_);
   while (iteration_ < o_.train_iters) {
     const StepMetrics m = train_step();
     metrics_.write(m);
-    if (m.iteration % o_.log_interval == 0 || m.iteration == o_.train_iters)
+    if (print && (m.iteration % o_.log_interval == 0 || m.iteration == o_.train_iters))
       log::line(MetricsWriter::console_line(m));
     history_.push_back(m);
   }

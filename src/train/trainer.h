@@ -26,8 +26,9 @@ class Trainer {
  public:
   // `topology` may be null: one process, no communication.
   Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* topology = nullptr);
-  // Runs --train-iters steps. Returns every step's metrics.
-  const std::vector<StepMetrics>& run();
+  // Runs --train-iters steps (printing the console log when `print`). Returns every step's
+  // metrics.
+  const std::vector<StepMetrics>& run(bool print = true);
   StepMetrics train_step();
 
   ZeroOptimizer& optimizer() { return *optimizer_; }
@@ -55,12 +56,14 @@ class Trainer {
   std::vector<StepMetrics> history_;
   int iteration_ = 0;
   // Fault injection for the failure tests: ZT_INJECT_FAULT="throw:RANK:STEP" makes rank RANK
-  // throw in the middle of step STEP; "hang:RANK:STEP" makes it stop participating there.
+  // throw in the middle of step STEP; "hang:RANK:STEP" makes it stop participating there;
+  // "inf:RANK:STEP" makes its gradients of that step infinite (an fp16 overflow on one rank).
   struct Fault {
-    enum Kind : uint8_t { None, Throw, Hang } kind = None;
+    enum Kind : uint8_t { None, Throw, Hang, Inf } kind = None;
     int rank = -1, step = -1;
   } fault_;
   void maybe_inject_fault();
+  bool inject_inf() const;
 };
 
 }  // namespace zt

@@ -45,7 +45,7 @@ TrainRun run(const TrainOptions& o, bool distributed) {
   comm::Topology topo(dist::world(), 1);
   Trainer t(o, distributed ? dist::pool() : local, distributed ? &topo : nullptr);
   TrainRun r;
-  r.steps = t.run();
+  r.steps = t.run(false);
   const float* p = t.optimizer().master_params().f32();
   r.params.assign(p, p + t.optimizer().layout().numel());
   return r;

@@ -35,7 +35,7 @@ std::vector<double> losses(const TrainOptions& o) {
   MemoryPool pool(make_host_allocator());
   Trainer t(o, pool);
   std::vector<double> out;
-  for (const auto& m : t.run()) out.push_back(m.lm_loss);
+  for (const auto& m : t.run(false)) out.push_back(m.lm_loss);
   return out;
 }
 
@@ -74,7 +74,7 @@ TEST(Trainer, Fp16OverflowSkipsAndLowersTheLossScale) {
   o.train_iters = 30;
   MemoryPool pool(make_host_allocator());
   Trainer t(o, pool);
-  const auto& h = t.run();
+  const auto& h = t.run(false);
   EXPECT_TRUE(h.front().skipped);
   EXPECT_LT(h.back().loss_scale, 1e12);
   EXPECT_FALSE(h.back().skipped);
@@ -96,7 +96,7 @@ TEST(Trainer, MemoryCategoriesAreReported) {
   o.train_iters = 1;
   MemoryPool pool(make_host_allocator());
   Trainer t(o, pool);
-  const StepMetrics m = t.run().front();
+  const StepMetrics m = t.run(false).front();
   const size_t psi = static_cast<size_t>(t.optimizer().layout().numel());
   EXPECT_EQ(m.memory_peak[static_cast<size_t>(MemCategory::Params)], 2 * psi);
   EXPECT_EQ(m.memory_peak[static_cast<size_t>(MemCategory::Grads)], 2 * psi);
