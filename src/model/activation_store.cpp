@@ -2,12 +2,13 @@
 
 namespace zt {
 
-KeepAllActivations::KeepAllActivations(MemoryPool& pool, const GptConfig& config, int micro_batch)
-    : arena_(pool, LayerActivations::bytes(config, micro_batch) * config.num_layers,
+KeepAllActivations::KeepAllActivations(MemoryPool& pool, const GptConfig& config, int micro_batch,
+                                       int tp_size)
+    : arena_(pool, LayerActivations::bytes(config, micro_batch, tp_size) * config.num_layers,
              MemCategory::Activations),
       inputs_(static_cast<size_t>(config.num_layers), nullptr) {
   for (int i = 0; i < config.num_layers; ++i)
-    layers_.push_back(LayerActivations::carve(arena_, config, micro_batch));
+    layers_.push_back(LayerActivations::carve(arena_, config, micro_batch, tp_size));
 }
 
 LayerActivations& KeepAllActivations::begin_forward(int layer) {

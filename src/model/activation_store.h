@@ -18,17 +18,22 @@ class ActivationStore {
   virtual void end_forward(int layer, const float* input) = 0;
   struct Restored {
     LayerActivations* acts = nullptr;
-    const float* input = nullptr;  // the layer's input, as it was in forward
-    bool recompute = false;        // the caller must re-run forward into acts first
+    // The layer's input as it was in forward (valid once any recomputation below is done).
+    const float* input = nullptr;
+    // When set, the caller first re-runs the forward of layers [recompute_from, layer] — a
+    // checkpointed span — starting from recompute_input, each into begin_forward(j)'s workspace.
+    bool recompute = false;
+    int recompute_from = 0;
+    const float* recompute_input = nullptr;
   };
   virtual Restored begin_backward(int layer) = 0;
 };
 
 // Keeps every layer's workspace resident: no recompute, most memory. One arena, category
-// activations.
+// activations. Sized for one of `tp_size` tensor-parallel ranks.
 class KeepAllActivations final : public ActivationStore {
  public:
-  KeepAllActivations(MemoryPool& pool, const GptConfig& config, int micro_batch);
+  KeepAllActivations(MemoryPool& pool, const GptConfig& config, int micro_batch, int tp_size = 1);
   LayerActivations& begin_forward(int layer) override;
   void end_forward(int layer, const float* input) override;
   Restored begin_backward(int layer) override;

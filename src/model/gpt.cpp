@@ -3,24 +3,39 @@
 #include <algorithm>
 
 #include "kernels/cpu/ops.h"
+#include "src/tensor_parallel/mappings.h"
+#include "src/tensor_parallel/parallel_linear.h"
+#include "src/tensor_parallel/rng_tracker.h"
+#include "src/tensor_parallel/vocab_parallel_cross_entropy.h"
+#include "src/tensor_parallel/vocab_parallel_embedding.h"
 
 namespace zt {
 namespace {
 
-size_t gpt_arena_bytes(const GptConfig& c, int micro_batch) {
+size_t gpt_arena_bytes(const GptConfig& c, int micro_batch, int tp_size) {
   const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length);
   const size_t h = static_cast<size_t>(c.hidden);
-  const size_t v = static_cast<size_t>(c.padded_vocab_size);
+  const size_t v = static_cast<size_t>(c.padded_vocab_size / tp_size);
   return Arena::aligned(n * h * 4) * 4 + Arena::aligned(n * 4) * 3 + Arena::aligned(n * v * 4) +
-         LayerScratch::bytes(c, micro_batch);
+         (tp_size > 1 ? Arena::aligned(n * 3 * 4) : 0) +
+         LayerScratch::bytes(c, micro_batch, tp_size);
 }
 
 }  // namespace
 
-Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, MemoryPool& pool)
+Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, MemoryPool& pool,
+         comm::Communicator* tp)
     : config_(config),
-      dims_{micro_batch, config.seq_length, config.hidden, config.heads},
-      arena_(pool, gpt_arena_bytes(config, micro_batch), MemCategory::Activations) {
+      dims_(LayerDims::of(config, micro_batch, layout.tp_size(), layout.tp_rank(), tp)),
+      arena_(pool, gpt_arena_bytes(config, micro_batch, layout.tp_size()),
+             MemCategory::Activations) {
+  ZT_CHECK(tp::size_of(tp) == layout.tp_size() && tp::rank_of(tp) == layout.tp_rank(),
+           "the layout is for tp rank {} of {} but the tensor-parallel group has rank {} of {}",
+           layout.tp_rank(), layout.tp_size(), tp::rank_of(tp), tp::size_of(tp));
+  const tp::VocabRange vr =
+      tp::vocab_range(config.padded_vocab_size, layout.tp_size(), layout.tp_rank());
+  vocab_begin_ = vr.begin;
+  vocab_local_ = vr.local;
   for (int i = 0; i < config.num_layers; ++i) offsets_.push_back(LayerOffsets::from(layout, i));
   const auto& blocks = layout.blocks();
   wpe_offset_ =
@@ -35,35 +50,36 @@ Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, Me
   lnf_mean_ = arena_.carve({n}, DType::F32).f32();
   lnf_rstd_ = arena_.carve({n}, DType::F32).f32();
   losses_ = arena_.carve({n}, DType::F32).f32();
-  logits_ = arena_.carve({n * config.padded_vocab_size}, DType::F32).f32();
-  scratch_ = LayerScratch::carve(arena_, config, micro_batch);
+  logits_ = arena_.carve({n * vocab_local_}, DType::F32).f32();
+  if (layout.tp_size() > 1) ce_scratch_ = arena_.carve({3 * n}, DType::F32).f32();
+  scratch_ = LayerScratch::carve(arena_, config, micro_batch, layout.tp_size());
 }
 
 LayerDropout Gpt::dropout(int layer, const DropoutSeeds* rng) const {
   LayerDropout d;
   if (rng == nullptr) return d;
-  // Masks are indexed by (global sample, position in the sample), so a sample gets the same
-  // mask whatever micro-batch or data-parallel rank it lands in.
-  const uint64_t sample = static_cast<uint64_t>(rng->first_sample);
+  // Masks are indexed by (global sample, position in the full tensor), so a sample gets the
+  // same mask whatever micro-batch, data-parallel rank or tensor-parallel split it lands in
+  // (tensor_parallel/rng_tracker.h).
+  const tp::RngTracker rt(rng->seed, rng->first_sample);
   const uint64_t n = static_cast<uint64_t>(dims_.T) * static_cast<uint64_t>(dims_.C);
-  const uint64_t att = static_cast<uint64_t>(dims_.H) * static_cast<uint64_t>(dims_.T) *
+  const uint64_t att = static_cast<uint64_t>(dims_.heads_total) * static_cast<uint64_t>(dims_.T) *
                        static_cast<uint64_t>(dims_.T);
-  auto stream = [&](uint64_t site) {
-    return mix64(rng->seed, 3 * static_cast<uint64_t>(layer) + site);
-  };
-  d.attention = DropoutParams{config_.attention_dropout, stream(0), sample * att};
-  d.attn_out = DropoutParams{config_.hidden_dropout, stream(1), sample * n};
-  d.mlp_out = DropoutParams{config_.hidden_dropout, stream(2), sample * n};
+  const uint64_t site = 3 * static_cast<uint64_t>(layer);
+  d.attention = rt.mask(site, config_.attention_dropout, att);
+  d.attn_out = rt.mask(site + 1, config_.hidden_dropout, n);
+  d.mlp_out = rt.mask(site + 2, config_.hidden_dropout, n);
   return d;
 }
 
 void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                             const DropoutSeeds* rng) {
   const int N = dims_.N(), C = dims_.C, L = config_.num_layers;
-  const int Vp = config_.padded_vocab_size;
+  const tp::VocabRange vr{vocab_begin_, vocab_local_};
   {
-    float* e = const_cast<float*>(params.acquire(ParamLayout::kEmbeddingBlock));
-    cpu::embedding_forward(embed_out_, tokens, e, e + wpe_offset_, dims_.B, dims_.T, C, 0, Vp);
+    const float* e = params.acquire(ParamLayout::kEmbeddingBlock);
+    tp::vocab_parallel_embedding_forward(dims_.tp, embed_out_, tokens, e, e + wpe_offset_, dims_.B,
+                                         dims_.T, C, vr);
     params.release(ParamLayout::kEmbeddingBlock);
   }
   const float* x = embed_out_;
@@ -84,8 +100,10 @@ void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, Activati
   const float* lnf = params.acquire(fb);
   cpu::layernorm_forward(lnf_out_, lnf_mean_, lnf_rstd_, final_in_, lnf, lnf + lnf_b_offset_, N, C);
   params.release(fb);
+  // The head tied to this rank's vocabulary shard: column-parallel, copy-to-TP on its input.
   const float* wte = params.acquire(ParamLayout::kEmbeddingBlock);
-  cpu::linear_forward(logits_, lnf_out_, wte, nullptr, N, C, Vp);
+  tp::copy_to_tp_forward(dims_.tp, lnf_out_, int64_t{N} * C);
+  tp::column_parallel_forward(logits_, lnf_out_, wte, nullptr, N, C, vr.local);
   params.release(ParamLayout::kEmbeddingBlock);
 }
 
@@ -93,8 +111,13 @@ double Gpt::forward(const int32_t* tokens, const int32_t* targets, float dloss, 
                     ActivationStore& acts, const DropoutSeeds* rng) {
   const int N = dims_.N();
   forward_to_logits(tokens, params, acts, rng);
-  cpu::softmax_cross_entropy(logits_, losses_, targets, N, config_.padded_vocab_size,
-                             config_.vocab_size, dloss);
+  if (tp::active(dims_.tp))
+    tp::vocab_parallel_cross_entropy(dims_.tp, logits_, losses_, targets, N,
+                                     {vocab_begin_, vocab_local_}, config_.vocab_size, dloss,
+                                     ce_scratch_);
+  else
+    cpu::softmax_cross_entropy(logits_, losses_, targets, N, config_.padded_vocab_size,
+                               config_.vocab_size, dloss);
   double sum = 0;
   for (int i = 0; i < N; ++i) sum += losses_[i];
   return sum / N;
@@ -103,13 +126,15 @@ double Gpt::forward(const int32_t* tokens, const int32_t* targets, float dloss, 
 void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                    const DropoutSeeds* rng) {
   const int N = dims_.N(), C = dims_.C, L = config_.num_layers;
-  const int Vp = config_.padded_vocab_size;
+  const tp::VocabRange vr{vocab_begin_, vocab_local_};
   const int eb = ParamLayout::kEmbeddingBlock, fb = L + 1;
-  // Head: logits = lnf_out · wteᵀ, so d(lnf_out) = dlogits · wte and d(wte) += dlogitsᵀ · lnf_out.
+  // Head: logits = lnf_out · wteᵀ, so d(lnf_out) = dlogits · wte and d(wte) += dlogitsᵀ · lnf_out;
+  // with tp each rank's shard gives a partial d(lnf_out), all-reduced (copy-to-TP backward).
   {
     const float* wte = params.acquire(eb);
     float* gwte = params.grads(eb);
-    cpu::linear_backward(scratch_.d_a, gwte, nullptr, logits_, lnf_out_, wte, N, C, Vp, false);
+    tp::column_parallel_backward(dims_.tp, scratch_.d_a, gwte, nullptr, logits_, lnf_out_, wte, N,
+                                 C, vr.local);
     params.release(eb);
   }
   {
@@ -134,7 +159,7 @@ void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& 
     params.release(block);
   }
   float* g = params.grads(eb);
-  cpu::embedding_backward(g, g + wpe_offset_, dres_, tokens, dims_.B, dims_.T, C, 0, Vp);
+  tp::vocab_parallel_embedding_backward(g, g + wpe_offset_, dres_, tokens, dims_.B, dims_.T, C, vr);
   params.grads_done(eb);
 }
 
@@ -148,7 +173,7 @@ double Gpt::forward_backward(const int32_t* tokens, const int32_t* targets, floa
 void Gpt::forward_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                          float* out) {
   forward_to_logits(tokens, params, acts, nullptr);
-  std::copy(logits_, logits_ + int64_t{dims_.N()} * config_.padded_vocab_size, out);
+  std::copy(logits_, logits_ + int64_t{dims_.N()} * vocab_local_, out);
 }
 
 double Gpt::forward_loss(const int32_t* tokens, const int32_t* targets, ParamSource& params,

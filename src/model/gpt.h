@@ -3,9 +3,17 @@
 // embedding -> softmax cross-entropy. Forward and backward are explicit; parameters come from a
 // ParamSource and layer intermediates go to an ActivationStore, so the same code runs under
 // every memory policy.
+//
+// Under tensor parallelism (layout.tp_size() > 1, `tp` its group) every rank computes on its
+// shard: a vocab-parallel embedding, tensor-parallel layers (transformer_layer.h), a replicated
+// final layernorm, the head tied to this rank's vocabulary shard (logits [N, Vp/tp] only) and the
+// vocab-parallel cross-entropy. Per micro-batch the tp group all-reduces, in floats:
+//   (4L + 2)·N·C + 3N   (per layer 2 forward + 2 backward [N, C]; the embedding's partial rows;
+//                        the head's input gradient; the cross-entropy's max (N) and sums (2N))
 #include <cstdint>
 #include <vector>
 
+#include "src/comm/communicator.h"
 #include "src/core/arena.h"
 #include "src/model/activation_store.h"
 #include "src/model/gpt_config.h"
@@ -22,7 +30,9 @@ struct DropoutSeeds {
 
 class Gpt {
  public:
-  Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, MemoryPool& pool);
+  // `tp`: the tensor-parallel group of size layout.tp_size(), null when that is 1.
+  Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, MemoryPool& pool,
+      comm::Communicator* tp = nullptr);
 
   // Forward and backward of one micro-batch of `micro_batch` sequences. tokens, targets: [B, T].
   // Gradients are added into the ParamSource's grad regions, scaled by `dloss` per token (the
@@ -30,7 +40,8 @@ class Gpt {
   // over this micro-batch's tokens.
   double forward_backward(const int32_t* tokens, const int32_t* targets, float dloss,
                           ParamSource& params, ActivationStore& acts, const DropoutSeeds& rng);
-  // Forward only, dropout off: writes the logits [N, Vp] into `out` (inference, tests).
+  // Forward only, dropout off: writes this rank's logits [N, Vp/tp] into `out` (inference,
+  // tests; the columns of global vocabulary rows [tp_rank·Vp/tp, (tp_rank+1)·Vp/tp)).
   void forward_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                       float* out);
   // Forward only (evaluation, dropout off). Returns the mean loss.
@@ -38,7 +49,8 @@ class Gpt {
                       ActivationStore& acts);
 
   const GptConfig& config() const { return config_; }
-  const float* logits() const { return logits_; }  // [N, Vp]; dlogits after forward_backward
+  const float* logits() const { return logits_; }  // [N, Vp/tp]; dlogits after forward_backward
+  const LayerDims& dims() const { return dims_; }
 
  private:
   double forward(const int32_t* tokens, const int32_t* targets, float dloss, ParamSource& params,
@@ -52,19 +64,22 @@ class Gpt {
 
   GptConfig config_;
   LayerDims dims_;
+  int vocab_begin_ = 0;  // this rank's vocabulary rows [vocab_begin_, vocab_begin_ + vocab_local_)
+  int vocab_local_ = 0;
   std::vector<LayerOffsets> offsets_;
   int64_t wpe_offset_ = 0;  // relative to the embedding block
   int64_t lnf_b_offset_ = 0;
   Arena arena_;  // embedding output, final layernorm, logits, losses, backward scratch
   LayerScratch scratch_;
-  float* embed_out_ = nullptr;  // [N, C]
-  float* lnf_out_ = nullptr;    // [N, C]
-  float* lnf_mean_ = nullptr;   // [N]
-  float* lnf_rstd_ = nullptr;   // [N]
-  float* logits_ = nullptr;     // [N, Vp]
-  float* losses_ = nullptr;     // [N]
-  float* dres_ = nullptr;       // [N, C]
-  float* final_in_ = nullptr;   // [N, C] last layer's output, the final layernorm's input
+  float* embed_out_ = nullptr;   // [N, C]
+  float* lnf_out_ = nullptr;     // [N, C]
+  float* lnf_mean_ = nullptr;    // [N]
+  float* lnf_rstd_ = nullptr;    // [N]
+  float* logits_ = nullptr;      // [N, Vp/tp]
+  float* ce_scratch_ = nullptr;  // [3N] the vocab-parallel cross-entropy's reductions
+  float* losses_ = nullptr;      // [N]
+  float* dres_ = nullptr;        // [N, C]
+  float* final_in_ = nullptr;    // [N, C] last layer's output, the final layernorm's input
 };
 
 }  // namespace zt

@@ -1,5 +1,7 @@
 #include "src/model/gpt_config.h"
 
+#include "src/core/error.h"
+
 namespace zt {
 
 int64_t GptConfig::num_parameters() const {
@@ -16,6 +18,43 @@ double GptConfig::flops_per_token() const {
 
 int pad_vocab(int vocab_size, int divisible_by) {
   return (vocab_size + divisible_by - 1) / divisible_by * divisible_by;
+}
+
+int padded_vocab_size(int vocab_size, int divisible_by, int tp) {
+  return pad_vocab(vocab_size, divisible_by * tp);
+}
+
+void validate_tensor_parallel(const GptConfig& c, int tp) {
+  ZT_REQUIRE(tp >= 1, "--tensor-model-parallel-size must be >= 1, got {}", tp);
+  ZT_REQUIRE(c.heads % tp == 0,
+             "--num-attention-heads {} is not divisible by --tensor-model-parallel-size {}; "
+             "choose a tensor-parallel size that divides the number of heads",
+             c.heads, tp);
+  ZT_REQUIRE(c.hidden % tp == 0,
+             "--hidden-size {} is not divisible by --tensor-model-parallel-size {}", c.hidden, tp);
+  ZT_REQUIRE(c.ffn_hidden() % tp == 0,
+             "the MLP width {} (4 x --hidden-size) is not divisible by "
+             "--tensor-model-parallel-size {}",
+             c.ffn_hidden(), tp);
+  ZT_REQUIRE(
+      c.padded_vocab_size % tp == 0,
+      "padded vocabulary {} is not divisible by --tensor-model-parallel-size {}; pad it with "
+      "padded_vocab_size(vocab, --make-vocab-size-divisible-by, tp)",
+      c.padded_vocab_size, tp);
+}
+
+TpDims TpDims::of(const GptConfig& c, int tp_size, int tp_rank) {
+  validate_tensor_parallel(c, tp_size);
+  ZT_CHECK(tp_rank >= 0 && tp_rank < tp_size, "tp rank {} outside [0, {})", tp_rank, tp_size);
+  TpDims d;
+  d.size = tp_size;
+  d.rank = tp_rank;
+  d.heads = c.heads / tp_size;
+  d.hidden = d.heads * c.head_dim();
+  d.ffn = c.ffn_hidden() / tp_size;
+  d.vocab = c.padded_vocab_size / tp_size;
+  d.vocab_begin = tp_rank * d.vocab;
+  return d;
 }
 
 }  // namespace zt

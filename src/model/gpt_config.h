@@ -1,6 +1,8 @@
 #pragma once
 // The model's shape. Everything derived from it (parameter layout, FLOPs, memory plan) is a
 // function of this struct, so the trainer, the checkpoint code and the planner agree.
+// It is always the whole (unsharded) model; a tensor-parallel rank's share of it is described
+// by ParamLayout::gpt(config, tp_size, tp_rank) and the local sizes below.
 #include <cstdint>
 
 namespace zt {
@@ -27,5 +29,24 @@ struct GptConfig {
 // Rounds the vocabulary up to a multiple of `divisible_by` (Megatron's
 // --make-vocab-size-divisible-by times the tensor-parallel size).
 int pad_vocab(int vocab_size, int divisible_by);
+// Megatron's rule in one place: the padded vocabulary of a run with `tp` tensor-parallel ranks,
+// pad_vocab(vocab, divisible_by · tp), so every rank's vocabulary shard has the same size.
+int padded_vocab_size(int vocab_size, int divisible_by, int tp);
+
+// The checks tensor parallelism puts on the shape, as zt::InputError naming the flag to change:
+// heads, hidden, ffn hidden and padded vocabulary divisible by tp.
+void validate_tensor_parallel(const GptConfig& config, int tp);
+
+// One tensor-parallel rank's sizes (tp = 1: the whole model).
+struct TpDims {
+  int size = 1;    // tensor-parallel ranks
+  int rank = 0;    // this rank
+  int heads = 0;   // local attention heads
+  int hidden = 0;  // local attention width, heads · head_dim
+  int ffn = 0;     // local MLP width
+  int vocab = 0;   // local (padded) vocabulary rows
+  int vocab_begin = 0;
+  static TpDims of(const GptConfig& config, int tp_size, int tp_rank);
+};
 
 }  // namespace zt

@@ -1,6 +1,8 @@
 #pragma once
 // The intermediates one transformer layer's forward writes and its backward reads.
-// N = micro_batch * seq tokens, C = hidden (this rank's), H = heads (this rank's).
+// N = micro_batch * seq tokens, C = hidden, H = this rank's heads, C/tp and 4C/tp this rank's
+// attention and MLP widths (tensor parallelism splits qkv, att, atty and fch; the rest is
+// replicated).
 // The layernorm outputs and the GeLU output are not kept: backward recomputes them from what is
 // kept (input, mean, rstd; the pre-GeLU values) for a few element-wise passes, which saves
 // 6·N·C floats per layer.
@@ -12,18 +14,19 @@ namespace zt {
 struct LayerActivations {
   float* ln1_mean = nullptr;  // [N]
   float* ln1_rstd = nullptr;  // [N]
-  float* qkv = nullptr;       // [N, 3C]
+  float* qkv = nullptr;       // [N, 3C/tp]
   float* att = nullptr;       // [B, H, T, T] softmax probabilities
-  float* atty = nullptr;      // [N, C] attention output before the projection
+  float* atty = nullptr;      // [N, C/tp] attention output before the projection
   float* res2 = nullptr;      // [N, C] input + attention branch
   float* ln2_mean = nullptr;  // [N]
   float* ln2_rstd = nullptr;  // [N]
-  float* fch = nullptr;       // [N, 4C] before GeLU
+  float* fch = nullptr;       // [N, 4C/tp] before GeLU
   float* out = nullptr;       // [N, C] layer output (the next layer's input)
 
-  // Bytes of one workspace for `micro_batch` sequences, as carve() lays it out.
-  static size_t bytes(const GptConfig& c, int micro_batch);
-  static LayerActivations carve(Arena& arena, const GptConfig& c, int micro_batch);
+  // Bytes of one workspace for `micro_batch` sequences on one of `tp_size` tensor-parallel
+  // ranks, as carve() lays it out.
+  static size_t bytes(const GptConfig& c, int micro_batch, int tp_size = 1);
+  static LayerActivations carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);
 };
 
 }  // namespace zt

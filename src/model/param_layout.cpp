@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "kernels/common/dropout.h"
+#include "src/core/error.h"
 
 namespace zt {
 
@@ -11,49 +12,94 @@ void ParamLayout::begin_block(std::string name) {
   blocks_.push_back(BlockRange{std::move(name), numel_, numel_});
 }
 
-void ParamLayout::add(std::string name, Shape shape, ParamInit init, float std, bool wd) {
+void ParamLayout::add(std::string name, Shape full, TpSplit split, ParamInit init, float std,
+                      bool wd, int row_groups) {
   ParamSpec p;
   p.name = std::move(name);
-  p.shape = shape;
+  p.full_shape = full;
+  p.split = split;
+  p.tp_replicated = split == TpSplit::Replicated;
+  p.row_groups = row_groups;
+  p.tp_size = tp_size_;
+  p.tp_rank = tp_rank_;
+  const int64_t n = tp_size_;
+  switch (split) {
+    case TpSplit::Replicated:
+      p.shape = full;
+      break;
+    case TpSplit::OutputRows:
+    case TpSplit::VocabRows:
+      p.shape = full.rank() == 1 ? Shape{full[0] / n} : Shape{full[0] / n, full[1]};
+      break;
+    case TpSplit::InputColumns:
+      p.shape = Shape{full[0], full[1] / n};
+      break;
+  }
   p.block = static_cast<int>(blocks_.size()) - 1;
   p.offset = numel_;
   p.weight_decay = wd;
   p.init = init;
   p.init_std = std;
-  numel_ += shape.numel();
+  numel_ += p.shape.numel();
   blocks_.back().end = numel_;
   params_.push_back(std::move(p));
 }
 
-ParamLayout ParamLayout::gpt(const GptConfig& c) {
+int64_t ParamSpec::full_index(int64_t i) const {
+  if (split == TpSplit::Replicated || tp_size == 1) return i;
+  const int64_t cols = shape.rank() == 2 ? shape[1] : 1;
+  const int64_t r = i / cols, c = i % cols;
+  if (split == TpSplit::InputColumns) return r * full_shape[1] + int64_t{tp_rank} * cols + c;
+  // Rows split, in groups: local row r is row `within` of group g's shard.
+  const int64_t group_local = shape[0] / row_groups, group_full = full_shape[0] / row_groups;
+  const int64_t g = r / group_local, within = r % group_local;
+  const int64_t full_row = g * group_full + int64_t{tp_rank} * group_local + within;
+  return full_row * cols + c;
+}
+
+int64_t ParamLayout::replicated_numel() const {
+  int64_t n = 0;
+  for (const auto& p : params_)
+    if (p.tp_replicated) n += p.numel();
+  return n;
+}
+
+ParamLayout ParamLayout::gpt(const GptConfig& c, int tp_size, int tp_rank) {
+  validate_tensor_parallel(c, tp_size);
+  ZT_CHECK(tp_rank >= 0 && tp_rank < tp_size, "tp rank {} outside [0, {})", tp_rank, tp_size);
   ParamLayout l;
+  l.tp_size_ = tp_size;
+  l.tp_rank_ = tp_rank;
   const int64_t h = c.hidden, f = c.ffn_hidden();
   constexpr float kStd = 0.02f;
   // GPT-2 scales the residual-path projections by 1/sqrt(2L) so the residual stream's variance
   // does not grow with depth.
   const float proj_std = kStd / std::sqrt(2.0f * static_cast<float>(c.num_layers));
+  using S = TpSplit;
   l.begin_block("embedding");
-  l.add("embedding.word", {c.padded_vocab_size, h}, ParamInit::Normal, kStd, true);
-  l.add("embedding.position", {c.seq_length, h}, ParamInit::Normal, kStd, true);
+  l.add("embedding.word", {c.padded_vocab_size, h}, S::VocabRows, ParamInit::Normal, kStd, true);
+  l.add("embedding.position", {c.seq_length, h}, S::Replicated, ParamInit::Normal, kStd, true);
   for (int i = 0; i < c.num_layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     l.begin_block("layers." + std::to_string(i));
-    l.add(p + "ln1.weight", {h}, ParamInit::Ones, 0, false);
-    l.add(p + "ln1.bias", {h}, ParamInit::Zeros, 0, false);
-    l.add(p + "attn.qkv.weight", {3 * h, h}, ParamInit::Normal, kStd, true);
-    l.add(p + "attn.qkv.bias", {3 * h}, ParamInit::Zeros, 0, false);
-    l.add(p + "attn.proj.weight", {h, h}, ParamInit::Normal, proj_std, true);
-    l.add(p + "attn.proj.bias", {h}, ParamInit::Zeros, 0, false);
-    l.add(p + "ln2.weight", {h}, ParamInit::Ones, 0, false);
-    l.add(p + "ln2.bias", {h}, ParamInit::Zeros, 0, false);
-    l.add(p + "mlp.fc.weight", {f, h}, ParamInit::Normal, kStd, true);
-    l.add(p + "mlp.fc.bias", {f}, ParamInit::Zeros, 0, false);
-    l.add(p + "mlp.proj.weight", {h, f}, ParamInit::Normal, proj_std, true);
-    l.add(p + "mlp.proj.bias", {h}, ParamInit::Zeros, 0, false);
+    l.add(p + "ln1.weight", {h}, S::Replicated, ParamInit::Ones, 0, false);
+    l.add(p + "ln1.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
+    // Column-parallel by heads: q, k and v are each split by rows, so a rank's 3h/tp rows are
+    // the q, k and v rows of its own heads (what the attention kernel reads as q|k|v).
+    l.add(p + "attn.qkv.weight", {3 * h, h}, S::OutputRows, ParamInit::Normal, kStd, true, 3);
+    l.add(p + "attn.qkv.bias", {3 * h}, S::OutputRows, ParamInit::Zeros, 0, false, 3);
+    l.add(p + "attn.proj.weight", {h, h}, S::InputColumns, ParamInit::Normal, proj_std, true);
+    l.add(p + "attn.proj.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
+    l.add(p + "ln2.weight", {h}, S::Replicated, ParamInit::Ones, 0, false);
+    l.add(p + "ln2.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
+    l.add(p + "mlp.fc.weight", {f, h}, S::OutputRows, ParamInit::Normal, kStd, true);
+    l.add(p + "mlp.fc.bias", {f}, S::OutputRows, ParamInit::Zeros, 0, false);
+    l.add(p + "mlp.proj.weight", {h, f}, S::InputColumns, ParamInit::Normal, proj_std, true);
+    l.add(p + "mlp.proj.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
   }
   l.begin_block("final_ln");
-  l.add("final_ln.weight", {h}, ParamInit::Ones, 0, false);
-  l.add("final_ln.bias", {h}, ParamInit::Zeros, 0, false);
+  l.add("final_ln.weight", {h}, S::Replicated, ParamInit::Ones, 0, false);
+  l.add("final_ln.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
   return l;
 }
 
@@ -95,7 +141,7 @@ void init_parameters(const ParamLayout& layout, uint64_t seed, float* flat) {
       case ParamInit::Normal:
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < n; ++i)
-          dst[i] = p.init_std * normal(stream, static_cast<uint64_t>(i));
+          dst[i] = p.init_std * normal(stream, static_cast<uint64_t>(p.full_index(i)));
         break;
     }
   }

@@ -3,6 +3,11 @@
 // flat buffer, in forward order, grouped into blocks (embedding, each layer, final layernorm).
 // The same layout indexes the parameter, gradient and optimizer-state buffers, and it is what
 // ZeRO partitions, what checkpoints name and what the planner counts.
+//
+// Each parameter also says how it relates to the full (tp = 1) tensor: its full shape, how it
+// is split, and full_index(), the map from a local element to the full tensor's element. Every
+// TP rank's layout has the same names, order and sizes (the splits are even), so rank r's
+// shard of every tensor sits at the same offset on every rank.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,16 +19,34 @@ namespace zt {
 
 enum class ParamInit : uint8_t { Normal, Zeros, Ones };
 
+// How a parameter is divided over the tensor-parallel group.
+enum class TpSplit : uint8_t {
+  Replicated,    // whole on every rank (layernorms, row-parallel biases, position embedding)
+  OutputRows,    // column-parallel weight/bias: dim 0 split, in `row_groups` equal groups
+  InputColumns,  // row-parallel weight: dim 1 split
+  VocabRows,     // word embedding: dim 0 (padded vocabulary) split
+};
+
 struct ParamSpec {
   std::string name;
   Shape shape;         // this rank's shape
+  Shape full_shape;    // the whole tensor's shape (= shape at tp = 1)
   int block = 0;       // index into ParamLayout::blocks
   int64_t offset = 0;  // first element in the flat buffer
   bool weight_decay = false;
   bool tp_replicated = true;  // identical on every tensor-parallel rank
+  TpSplit split = TpSplit::Replicated;
+  // OutputRows only: dim 0 is `row_groups` stacked tensors each split separately — the fused
+  // QKV weight is q|k|v (3 groups), and a rank's shard holds the q, k and v rows of its heads.
+  int row_groups = 1;
+  int tp_size = 1;
+  int tp_rank = 0;
   ParamInit init = ParamInit::Zeros;
   float init_std = 0;
   int64_t numel() const { return shape.numel(); }
+  int64_t full_numel() const { return full_shape.numel(); }
+  // The full tensor's row-major element index of local element `i` (i in [0, numel())).
+  int64_t full_index(int64_t i) const;
 };
 
 struct BlockRange {
@@ -35,12 +58,17 @@ struct BlockRange {
 
 class ParamLayout {
  public:
-  // The GPT layout (tp = 1: the whole model).
-  static ParamLayout gpt(const GptConfig& config);
+  // The GPT layout of tensor-parallel rank `tp_rank` of `tp_size` (tp = 1: the whole model).
+  // Throws zt::InputError when the shape does not split (validate_tensor_parallel).
+  static ParamLayout gpt(const GptConfig& config, int tp_size = 1, int tp_rank = 0);
 
   const std::vector<ParamSpec>& params() const { return params_; }
   const std::vector<BlockRange>& blocks() const { return blocks_; }
   int64_t numel() const { return numel_; }
+  // Elements of the replicated parameters (counted once per rank).
+  int64_t replicated_numel() const;
+  int tp_size() const { return tp_size_; }
+  int tp_rank() const { return tp_rank_; }
   const ParamSpec& find(const std::string& name) const;
   int num_blocks() const { return static_cast<int>(blocks_.size()); }
   // Block indices of the GPT layout.
@@ -50,14 +78,18 @@ class ParamLayout {
 
  private:
   void begin_block(std::string name);
-  void add(std::string name, Shape shape, ParamInit init, float std, bool weight_decay);
+  void add(std::string name, Shape full, TpSplit split, ParamInit init, float std,
+           bool weight_decay, int row_groups = 1);
   std::vector<ParamSpec> params_;
   std::vector<BlockRange> blocks_;
   int64_t numel_ = 0;
+  int tp_size_ = 1;
+  int tp_rank_ = 0;
 };
 
 // Deterministic GPT-2 initialisation of an fp32 flat buffer laid out by `layout`: each element
-// is a pure function of (seed, parameter name, element index), so any layout reproduces it.
+// is a pure function of (seed, parameter name, element index in the FULL tensor), so every
+// layout — any tp rank's shard included — holds exactly its slice of the tp = 1 values.
 void init_parameters(const ParamLayout& layout, uint64_t seed, float* flat);
 
 }  // namespace zt

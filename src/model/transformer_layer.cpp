@@ -1,6 +1,9 @@
 #include "src/model/transformer_layer.h"
 
 #include "kernels/cpu/ops.h"
+#include "src/tensor_parallel/mappings.h"
+#include "src/tensor_parallel/parallel_linear.h"
+#include "src/tensor_parallel/rng_tracker.h"
 
 namespace zt {
 
@@ -20,43 +23,88 @@ LayerParams LayerOffsets::at(float* b) const {
                      b + ln2_w, b + ln2_b, b + fc_w,  b + fc_b,  b + fcproj_w, b + fcproj_b};
 }
 
-size_t LayerScratch::bytes(const GptConfig& c, int micro_batch) {
-  const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length);
-  const size_t h = static_cast<size_t>(c.hidden);
-  const size_t att = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.heads) *
-                     static_cast<size_t>(c.seq_length) * static_cast<size_t>(c.seq_length);
-  return Arena::aligned(n * h * 4) * 3 + Arena::aligned(n * 4 * h * 4) * 2 +
-         Arena::aligned(n * 3 * h * 4) + Arena::aligned(att * 4);
+LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp_rank,
+                        comm::Communicator* tp) {
+  const TpDims t = TpDims::of(c, tp_size, tp_rank);
+  return LayerDims{micro_batch, c.seq_length, c.hidden,          t.heads, t.hidden,
+                   t.ffn,       c.heads,      t.heads * tp_rank, tp};
 }
 
-LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_batch) {
-  const int64_t n = int64_t{micro_batch} * c.seq_length, h = c.hidden;
-  const int64_t att = int64_t{micro_batch} * c.heads * c.seq_length * c.seq_length;
+size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
+  const TpDims t = TpDims::of(c, tp_size, 0);
+  const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length);
+  const size_t h = static_cast<size_t>(c.hidden), hl = static_cast<size_t>(t.hidden);
+  const size_t f = static_cast<size_t>(t.ffn);
+  const size_t att = static_cast<size_t>(micro_batch) * static_cast<size_t>(t.heads) *
+                     static_cast<size_t>(c.seq_length) * static_cast<size_t>(c.seq_length);
+  return Arena::aligned(n * h * 4) * 3 + Arena::aligned(n * f * 4) * 2 +
+         Arena::aligned(n * 3 * hl * 4) + Arena::aligned(att * 4);
+}
+
+LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size) {
+  const TpDims t = TpDims::of(c, tp_size, 0);
+  const int64_t n = int64_t{micro_batch} * c.seq_length, h = c.hidden, hl = t.hidden, f = t.ffn;
+  const int64_t att = int64_t{micro_batch} * t.heads * c.seq_length * c.seq_length;
   LayerScratch s;
   s.ln = arena.carve({n * h}, DType::F32).f32();
-  s.ff = arena.carve({n * 4 * h}, DType::F32).f32();
+  s.ff = arena.carve({n * f}, DType::F32).f32();
   s.d_a = arena.carve({n * h}, DType::F32).f32();
   s.d_b = arena.carve({n * h}, DType::F32).f32();
-  s.d_ff = arena.carve({n * 4 * h}, DType::F32).f32();
-  s.d_qkv = arena.carve({n * 3 * h}, DType::F32).f32();
+  s.d_ff = arena.carve({n * f}, DType::F32).f32();
+  s.d_qkv = arena.carve({n * 3 * hl}, DType::F32).f32();
   s.d_att = arena.carve({att}, DType::F32).f32();
   return s;
 }
 
+namespace {
+
+// Attention over this rank's heads. At tp = 1 one call over the batch (the mask counters are the
+// flat index into [B, H, T, T]). With tp > 1 one call per sample, each with the counter offset
+// of its global heads (tp::head_slice), so every element draws the mask tp = 1 draws for it.
+void attention_forward(const LayerDims& d, float* out, float* att, const float* qkv,
+                       const DropoutParams& drop) {
+  if (!tp::active(d.tp)) {
+    cpu::attention_forward(out, att, qkv, d.B, d.T, d.Cl, d.H, drop);
+    return;
+  }
+  const int64_t tt = int64_t{d.T} * d.T;
+  for (int b = 0; b < d.B; ++b)
+    cpu::attention_forward(out + int64_t{b} * d.T * d.Cl, att + b * d.H * tt,
+                           qkv + int64_t{b} * d.T * 3 * d.Cl, 1, d.T, d.Cl, d.H,
+                           tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
+}
+
+void attention_backward(const LayerDims& d, float* dqkv, float* scratch, const float* dout,
+                        const float* qkv, const float* att, const DropoutParams& drop) {
+  if (!tp::active(d.tp)) {
+    cpu::attention_backward(dqkv, scratch, dout, qkv, att, d.B, d.T, d.Cl, d.H, drop);
+    return;
+  }
+  const int64_t tt = int64_t{d.T} * d.T, q = int64_t{d.T} * 3 * d.Cl;
+  for (int b = 0; b < d.B; ++b)
+    cpu::attention_backward(dqkv + b * q, scratch + b * d.H * tt, dout + int64_t{b} * d.T * d.Cl,
+                            qkv + b * q, att + b * d.H * tt, 1, d.T, d.Cl, d.H,
+                            tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
+}
+
+}  // namespace
+
 void layer_forward(const LayerDims& d, const LayerParams& p, const float* x, LayerActivations& a,
                    const LayerScratch& s, const LayerDropout& drop) {
   const int N = d.N(), C = d.C;
-  const int64_t nc = int64_t{N} * C, nf = nc * 4;
+  const int64_t nc = int64_t{N} * C, nf = int64_t{N} * d.F;
   cpu::layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, N, C);
-  cpu::linear_forward(a.qkv, s.ln, p.qkv_w, p.qkv_b, N, C, 3 * C);
-  cpu::attention_forward(a.atty, a.att, a.qkv, d.B, d.T, C, d.H, drop.attention);
+  tp::copy_to_tp_forward(d.tp, s.ln, nc);
+  tp::column_parallel_forward(a.qkv, s.ln, p.qkv_w, p.qkv_b, N, C, 3 * d.Cl);
+  attention_forward(d, a.atty, a.att, a.qkv, drop.attention);
   float* proj = s.d_a;  // backward scratch is free during forward
-  cpu::linear_forward(proj, a.atty, p.proj_w, p.proj_b, N, C, C);
+  tp::row_parallel_forward(d.tp, proj, a.atty, p.proj_w, p.proj_b, N, d.Cl, C);
   cpu::dropout_add_forward(a.res2, x, proj, nc, drop.attn_out);
   cpu::layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, p.ln2_w, p.ln2_b, N, C);
-  cpu::linear_forward(a.fch, s.ln, p.fc_w, p.fc_b, N, C, 4 * C);
+  tp::copy_to_tp_forward(d.tp, s.ln, nc);
+  tp::column_parallel_forward(a.fch, s.ln, p.fc_w, p.fc_b, N, C, d.F);
   cpu::gelu_forward(s.ff, a.fch, nf);
-  cpu::linear_forward(proj, s.ff, p.fcproj_w, p.fcproj_b, N, 4 * C, C);
+  tp::row_parallel_forward(d.tp, proj, s.ff, p.fcproj_w, p.fcproj_b, N, d.F, C);
   cpu::dropout_add_forward(a.out, a.res2, proj, nc, drop.mlp_out);
 }
 
@@ -64,23 +112,26 @@ void layer_backward(const LayerDims& d, const LayerParams& p, const LayerParams&
                     const LayerActivations& a, const LayerScratch& s, const LayerDropout& drop,
                     float* dres) {
   const int N = d.N(), C = d.C;
-  const int64_t nc = int64_t{N} * C, nf = nc * 4;
+  const int64_t nc = int64_t{N} * C, nf = int64_t{N} * d.F;
   // MLP branch: out = res2 + drop(fcproj(gelu(fc(ln2(res2)))))
   cpu::dropout_backward(s.d_a, dres, nc, drop.mlp_out);
   cpu::gelu_forward(s.ff, a.fch, nf);
-  cpu::linear_backward(s.d_ff, g.fcproj_w, g.fcproj_b, s.d_a, s.ff, p.fcproj_w, N, 4 * C, C, false);
+  tp::row_parallel_backward(s.d_ff, g.fcproj_w, g.fcproj_b, s.d_a, s.ff, p.fcproj_w, N, d.F, C);
   cpu::gelu_backward(s.d_ff, a.fch, s.d_ff, nf);
   // The layernorm is recomputed from the kept mean and rstd: the same bits as in forward.
   cpu::layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, p.ln2_w, p.ln2_b, N, C);
-  cpu::linear_backward(s.d_b, g.fc_w, g.fc_b, s.d_ff, s.ln, p.fc_w, N, C, 4 * C, false);
+  // copy-to-TP backward: the all-reduce of d(ln2 out) comes before the (replicated) layernorm
+  // backward, so its gradients are identical on every rank.
+  tp::column_parallel_backward(d.tp, s.d_b, g.fc_w, g.fc_b, s.d_ff, s.ln, p.fc_w, N, C, d.F);
   cpu::layernorm_backward(dres, g.ln2_w, g.ln2_b, s.d_b, a.res2, p.ln2_w, a.ln2_mean, a.ln2_rstd, N,
                           C);
   // Attention branch: res2 = x + drop(proj(attn(ln1(x))))
   cpu::dropout_backward(s.d_a, dres, nc, drop.attn_out);
-  cpu::linear_backward(s.d_b, g.proj_w, g.proj_b, s.d_a, a.atty, p.proj_w, N, C, C, false);
-  cpu::attention_backward(s.d_qkv, s.d_att, s.d_b, a.qkv, a.att, d.B, d.T, C, d.H, drop.attention);
+  tp::row_parallel_backward(s.d_b, g.proj_w, g.proj_b, s.d_a, a.atty, p.proj_w, N, d.Cl, C);
+  attention_backward(d, s.d_qkv, s.d_att, s.d_b, a.qkv, a.att, drop.attention);
   cpu::layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, N, C);
-  cpu::linear_backward(s.d_a, g.qkv_w, g.qkv_b, s.d_qkv, s.ln, p.qkv_w, N, C, 3 * C, false);
+  tp::column_parallel_backward(d.tp, s.d_a, g.qkv_w, g.qkv_b, s.d_qkv, s.ln, p.qkv_w, N, C,
+                               3 * d.Cl);
   cpu::layernorm_backward(dres, g.ln1_w, g.ln1_b, s.d_a, x, p.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
 }
 

@@ -1,9 +1,15 @@
 #pragma once
 // One pre-LN GPT block with explicit forward and backward (no autograd):
 //   res2 = x + drop(proj(attn(ln1(x))));   out = res2 + drop(mlp_proj(gelu(fc(ln2(res2)))))
+// Megatron tensor parallelism (src/tensor_parallel): qkv and fc are column-parallel (this
+// rank's heads / MLP columns), proj and mlp_proj row-parallel (all-reduce, then the bias, then
+// dropout-add); copy-to-TP in front of qkv and fc all-reduces their input gradients in backward.
+// So per layer forward and backward each all-reduce [N, C] twice. Layernorms, residuals and the
+// row-parallel biases are replicated and stay identical on every rank without communication.
 #include <cstdint>
 
 #include "kernels/common/dropout.h"
+#include "src/comm/communicator.h"
 #include "src/model/layer_activations.h"
 #include "src/model/param_layout.h"
 
@@ -38,22 +44,33 @@ struct LayerDropout {
   DropoutParams mlp_out;    // on the MLP branch before the residual add
 };
 
-// Workspace shared by all layers (one layer runs at a time).
+// Workspace shared by all layers (one layer runs at a time). F = this rank's MLP width 4C/tp,
+// Cl = its attention width C/tp, H its heads.
 struct LayerScratch {
   float* ln = nullptr;     // [N, C] a layernorm output, produced again in backward
-  float* ff = nullptr;     // [N, 4C] the GeLU output, produced again in backward
+  float* ff = nullptr;     // [N, F] the GeLU output, produced again in backward
   float* d_a = nullptr;    // [N, C]
   float* d_b = nullptr;    // [N, C]
-  float* d_ff = nullptr;   // [N, 4C]
-  float* d_qkv = nullptr;  // [N, 3C]
+  float* d_ff = nullptr;   // [N, F]
+  float* d_qkv = nullptr;  // [N, 3Cl]
   float* d_att = nullptr;  // [B, H, T, T]
-  static size_t bytes(const GptConfig& c, int micro_batch);
-  static LayerScratch carve(Arena& arena, const GptConfig& c, int micro_batch);
+  static size_t bytes(const GptConfig& c, int micro_batch, int tp_size = 1);
+  static LayerScratch carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);
 };
 
+// One rank's view of a layer: the full hidden size C (residual stream, layernorms) and its
+// tensor-parallel shares.
 struct LayerDims {
-  int B, T, C, H;
+  int B, T, C;
+  int H;                             // this rank's attention heads
+  int Cl;                            // this rank's attention width H · head_dim (C at tp = 1)
+  int F;                             // this rank's MLP width (4C at tp = 1)
+  int heads_total;                   // heads of the whole layer
+  int head_begin;                    // global index of this rank's first head
+  comm::Communicator* tp = nullptr;  // the tensor-parallel group; null at tp = 1
   int N() const { return B * T; }
+  static LayerDims of(const GptConfig& c, int micro_batch, int tp_size, int tp_rank,
+                      comm::Communicator* tp);
 };
 
 void layer_forward(const LayerDims& d, const LayerParams& p, const float* x, LayerActivations& a,

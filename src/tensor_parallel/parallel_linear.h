@@ -1,0 +1,38 @@
+#pragma once
+// Megatron's two halves of a tensor-parallel MLP / attention block, on raw fp32 buffers.
+//
+// Column-parallel: W [out, in] split by output rows, each rank holds W_r [out/tp, in] and b_r.
+//   forward  y_r = x W_rᵀ + b_r      (x replicated: copy-to-TP, identity)
+//   backward dx = Σ_r dy_r W_r       (copy-to-TP backward: the all-reduce), dW_r, db_r local
+// Row-parallel: W [out, in] split by input columns, each rank holds W_r [out, in/tp]; b whole.
+//   forward  y = Σ_r x_r W_rᵀ + b   (reduce-from-TP: all-reduce, then the bias once)
+//   backward dx_r = dy W_r, dW_r += dyᵀ x_r, db += colsum(dy) — dy is replicated, so db comes
+//            out identical on every rank with no communication.
+//
+// At tp = 1 (`tp` null or a group of one) both are exactly cpu::linear_forward/backward with
+// the bias fused into the GEMM as before, so tp = 1 keeps its bits.
+#include "src/comm/communicator.h"
+
+namespace zt::tp {
+
+// y [N, out_local] = x [N, in] · wᵀ + b (b may be null). No communication in forward.
+void column_parallel_forward(float* y, const float* x, const float* w, const float* b, int N,
+                             int in, int out_local);
+// dx [N, in] (overwritten) = this rank's partial input gradient dy·W_r, then — the copy-to-TP
+// backward — all-reduced into the full one when `reduce_dx`; dw and db are added into.
+// dx may be null (no input gradient, nothing reduced).
+void column_parallel_backward(comm::Communicator* tp, float* dx, float* dw, float* db,
+                              const float* dy, const float* x, const float* w, int N, int in,
+                              int out_local, bool reduce_dx = true);
+
+// y [N, out] = all-reduce(x [N, in_local] · wᵀ) + b. b may be null.
+void row_parallel_forward(comm::Communicator* tp, float* y, const float* x, const float* w,
+                          const float* b, int N, int in_local, int out);
+// dx [N, in_local] = dy · w (overwritten), dw += dyᵀ x, db += colsum(dy). No communication.
+void row_parallel_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
+                           const float* w, int N, int in_local, int out);
+
+// y[n, :] += b for every row (the bias of a row-parallel layer, after the reduction).
+void add_bias(float* y, const float* b, int N, int out);
+
+}  // namespace zt::tp

@@ -1,0 +1,43 @@
+#include "src/tensor_parallel/vocab_parallel_embedding.h"
+
+#include "kernels/cpu/ops.h"
+#include "src/tensor_parallel/mappings.h"
+
+namespace zt::tp {
+
+VocabRange vocab_range(int padded_vocab, int tp_size, int tp_rank) {
+  ZT_CHECK(tp_size > 0 && padded_vocab % tp_size == 0,
+           "padded vocabulary {} does not split over {} tensor-parallel ranks", padded_vocab,
+           tp_size);
+  const int local = padded_vocab / tp_size;
+  return VocabRange{tp_rank * local, local};
+}
+
+void vocab_parallel_embedding_forward(comm::Communicator* tp, float* out, const int32_t* tokens,
+                                      const float* wte, const float* wpe, int B, int T, int C,
+                                      VocabRange range) {
+  if (!active(tp)) {
+    // tp = 1: one fused pass, the same bits as before tensor parallelism existed.
+    cpu::embedding_forward(out, tokens, wte, wpe, B, T, C, range.begin, range.local);
+    return;
+  }
+  cpu::embedding_forward(out, tokens, wte, nullptr, B, T, C, range.begin, range.local);
+  reduce_from_tp_forward(tp, out, int64_t{B} * T * C);
+  // After the reduction, not before: added on every rank before the sum it would count tp times.
+  // (wte row + 0 + … + wpe row rounds exactly like tp = 1's wte row + wpe row.)
+  for (int t = 0; t < T; ++t) {
+    const float* p = wpe + int64_t{t} * C;
+    for (int b = 0; b < B; ++b) {
+      float* o = out + (int64_t{b} * T + t) * C;
+      for (int c = 0; c < C; ++c) o[c] += p[c];
+    }
+  }
+}
+
+void vocab_parallel_embedding_backward(float* dwte, float* dwpe, const float* dout,
+                                       const int32_t* tokens, int B, int T, int C,
+                                       VocabRange range) {
+  cpu::embedding_backward(dwte, dwpe, dout, tokens, B, T, C, range.begin, range.local);
+}
+
+}  // namespace zt::tp

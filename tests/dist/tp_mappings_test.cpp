@@ -1,0 +1,105 @@
+// The tensor-parallel building blocks on their own, at tp = world size: the conjugate mappings
+// (values and CommStats counts), and the vocab-parallel cross-entropy against the single-rank
+// kernel on the full logits, including shards that are partly or entirely vocabulary padding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/ops.h"
+#include "src/comm/topology.h"
+#include "src/tensor_parallel/mappings.h"
+#include "src/tensor_parallel/vocab_parallel_cross_entropy.h"
+#include "tests/dist/dist_util.h"
+
+namespace zt::dist {
+namespace {
+
+using comm::CommOp;
+using comm::GroupKind;
+
+float full_value(int64_t r, int64_t c) {
+  return static_cast<float>(r * 100 + c);
+}
+
+TEST(TpMappings, ScatterGatherCopyReduce) {
+  comm::Topology topo(world(), world().size());
+  comm::Communicator* tp = &topo.tp();
+  const int n = tp->size(), me = tp->rank();
+  const int64_t rows = 3, cl = 5, cols = cl * n;
+  std::vector<float> full(static_cast<size_t>(rows * cols)), local(static_cast<size_t>(rows * cl));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) full[static_cast<size_t>(r * cols + c)] = full_value(r, c);
+  comm::StepCommMeter meter(topo.stats());
+  meter.begin_step();
+
+  tp::scatter_last_dim_forward(tp, local.data(), full.data(), rows, cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cl; ++c)
+      EXPECT_EQ(local[static_cast<size_t>(r * cl + c)], full_value(r, me * cl + c));
+
+  std::vector<float> back(full.size(), -1.0f), scratch(full.size());
+  tp::gather_last_dim_forward(tp, back.data(), local.data(), rows, cl, scratch.data());
+  EXPECT_EQ(back, full);
+  std::vector<float> dlocal(local.size());
+  tp::gather_last_dim_backward(tp, dlocal.data(), full.data(), rows, cl);
+  EXPECT_EQ(dlocal, local);
+  std::fill(back.begin(), back.end(), -1.0f);
+  tp::scatter_last_dim_backward(tp, back.data(), local.data(), rows, cols, scratch.data());
+  EXPECT_EQ(back, full);
+
+  // copy-to-TP backward and reduce-from-TP forward sum over the group; their other halves are
+  // the identity and move nothing.
+  std::vector<float> x(7, static_cast<float>(me + 1));
+  tp::copy_to_tp_forward(tp, x.data(), 7);
+  EXPECT_EQ(x[0], static_cast<float>(me + 1));
+  tp::copy_to_tp_backward(tp, x.data(), 7);
+  EXPECT_EQ(x[3], static_cast<float>(n * (n + 1) / 2));
+  tp::reduce_from_tp_backward(tp, x.data(), 7);
+  tp::reduce_from_tp_forward(tp, x.data(), 7);
+  EXPECT_EQ(x[6], static_cast<float>(n * n * (n + 1) / 2));
+
+  const comm::CommSnapshot s = meter.end_step();
+  EXPECT_EQ(s.at(GroupKind::Tp, CommOp::AllGather).calls, 2u);
+  EXPECT_EQ(s.at(GroupKind::Tp, CommOp::AllGather).elements, 2u * rows * cols);
+  EXPECT_EQ(s.at(GroupKind::Tp, CommOp::AllReduce).calls, 2u);
+  EXPECT_EQ(s.at(GroupKind::Tp, CommOp::AllReduce).bytes, 2u * 2 * 7 * 4);
+}
+
+// vocab 10 padded to 16: with tp = 4 the shards are [0,4) [4,8) [8,12) (two real columns)
+// [12,16) (padding only); with tp = 2 [0,8) [8,16).
+TEST(TpCrossEntropy, MatchesTheFullKernelAndExcludesPadding) {
+  comm::Topology topo(world(), world().size());
+  comm::Communicator* tp = &topo.tp();
+  const int N = 6, V = 16, v_real = 10;
+  const tp::VocabRange range = tp::vocab_range(V, tp->size(), tp->rank());
+  std::vector<float> logits(static_cast<size_t>(N * V));
+  std::vector<int32_t> targets(N);
+  for (int n = 0; n < N; ++n) {
+    targets[static_cast<size_t>(n)] = (3 * n + 1) % v_real;
+    for (int v = 0; v < V; ++v)
+      logits[static_cast<size_t>(n * V + v)] =
+          v < v_real ? std::sin(0.7f * static_cast<float>(n * V + v)) * 3.0f : 50.0f;  // padding
+  }
+  std::vector<float> local(static_cast<size_t>(N * range.local));
+  for (int n = 0; n < N; ++n)
+    for (int v = 0; v < range.local; ++v)
+      local[static_cast<size_t>(n * range.local + v)] =
+          logits[static_cast<size_t>(n * V + range.begin + v)];
+  std::vector<float> want_loss(N), got_loss(N), scratch(3 * N);
+  const float dloss = 0.25f;
+  cpu::softmax_cross_entropy(logits.data(), want_loss.data(), targets.data(), N, V, v_real, dloss);
+  tp::vocab_parallel_cross_entropy(tp, local.data(), got_loss.data(), targets.data(), N, range,
+                                   v_real, dloss, scratch.data());
+  for (int n = 0; n < N; ++n) {
+    EXPECT_NEAR(got_loss[static_cast<size_t>(n)], want_loss[static_cast<size_t>(n)],
+                1e-6 * std::abs(want_loss[static_cast<size_t>(n)]));
+    for (int v = 0; v < range.local; ++v)
+      EXPECT_NEAR(local[static_cast<size_t>(n * range.local + v)],
+                  logits[static_cast<size_t>(n * V + range.begin + v)], 1e-7)
+          << "dlogits row " << n << " column " << range.begin + v;
+  }
+}
+
+}  // namespace
+}  // namespace zt::dist
