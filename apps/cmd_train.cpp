@@ -1,11 +1,13 @@
-// zerotron train: MPI up, every flag parsed and validated (identically on every rank, before
-// anything is allocated), then the process groups, then training.
+// zerotron train: MPI up, every flag parsed and validated and every data file opened and checked
+// (identically on every rank, before anything is allocated), then the process groups, then
+// training.
 #include "apps/commands.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
 #include "src/core/log.h"
 #include "src/core/memory_pool.h"
 #include "src/train/options.h"
+#include "src/train/train_data.h"
 #include "src/train/trainer.h"
 
 namespace zt::app {
@@ -19,11 +21,12 @@ int train(Args args) {
   return rt.run_guarded([&] {
     log::set_rank(rt.rank(), rt.world_size());
     validate_train_options(o, data_parallel_size(o, rt.world_size()));
+    TrainData data = open_train_data(o);  // sets o.vocab_size from the tokenizer
     rt.set_comm_timeout(o.comm_timeout);
     MemoryPool pool(make_host_allocator());
     auto world = rt.world(pool);
     comm::Topology topo(*world, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
-    Trainer trainer(o, pool, &topo);
+    Trainer trainer(o, pool, &topo, std::move(data));
     trainer.run();
     return 0;
   });

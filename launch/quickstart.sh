@@ -1,12 +1,48 @@
 #!/usr/bin/env bash
-# Fresh machine to a training log: installs what is missing, builds, then trains a small GPT.
+# Fresh machine to a training log on real text: installs what is missing, builds, prepares the
+# King James Bible (Debian package bible-kjv, public domain) as a Megatron indexed dataset, then
+# trains a small GPT on it on 4 ranks with ZeRO stage 3, printing the validation loss as it falls.
+# The prepared corpus and tokenizer are cached in build/quickstart/ (delete it to redo them).
 # Extra flags are passed to `zerotron train` (e.g. --train-iters 50).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh" release
-exec "$root/build/bin/zerotron" train \
+zt="$root/build/bin/zerotron"
+data="$root/build/quickstart"
+prefix="$data/kjv_text_document"
+
+if [[ ! -f "$prefix.idx" || ! -f "$data/tokenizer/merges.txt" ]]; then
+  mkdir -p "$data"
+  # 4.4 MB, one verse per reference ("Ge1:1 In the beginning ..."), long verses wrapped. Each
+  # chapter becomes one document (1189 of them): references dropped, wrapped lines joined, one
+  # verse per line, a blank line between chapters (prepare-data's plain-text document break).
+  bible -f -l 'Gen1:1-Rev22:21' | awk '
+    match($0, /^[1-3]?[A-Za-z]+[0-9]+:[0-9]+ /) {
+      verse = substr($0, 1, RLENGTH - 1); sub(/^[1-3]?[A-Za-z]+[0-9]+:/, "", verse)
+      if (n++ > 0) printf (verse == "1" ? "\n\n" : "\n")
+      printf "%s", substr($0, RLENGTH + 1); next
+    }
+    { printf " %s", $0 }
+    END { printf "\n" }' >"$data/kjv.txt.tmp"
+  mv "$data/kjv.txt.tmp" "$data/kjv.txt"
+  "$zt" train-tokenizer --input "$data/kjv.txt" --vocab-size 4096 --output-dir "$data/tokenizer"
+  "$zt" prepare-data --input "$data/kjv.txt" --output-prefix "$data/kjv" \
+    --tokenizer-type GPT2BPETokenizer --vocab-file "$data/tokenizer/vocab.json" \
+    --merge-file "$data/tokenizer/merges.txt" --append-eod
+else
+  echo "zerotron: using the prepared corpus in $data"
+fi
+
+# 4 ranks as dp=4, ZeRO stage 3 (parameters, gradients and optimizer states partitioned). The
+# intended layout is tp=2 x dp=2 (--tensor-model-parallel-size 2), but the trainer does not build
+# the tensor-parallel model yet: switch to it once tensor parallelism lands in src/train.
+exec "$root/launch/mpirun.sh" -np 4 "$zt" train \
+  --data-path "$prefix" --split 969,30,1 --tokenizer-type GPT2BPETokenizer \
+  --vocab-file "$data/tokenizer/vocab.json" --merge-file "$data/tokenizer/merges.txt" \
+  --zero-stage 3 \
   --num-layers 4 --hidden-size 128 --num-attention-heads 4 --seq-length 128 \
-  --mock-data --vocab-size 512 --micro-batch-size 4 --global-batch-size 8 \
-  --train-iters 150 --lr 3e-3 --min-lr 3e-4 --lr-warmup-iters 15 --lr-decay-style cosine \
-  --attention-dropout 0 --hidden-dropout 0 --log-interval 10 "$@"
+  --micro-batch-size 4 --global-batch-size 16 \
+  --train-iters 600 --lr 3e-3 --min-lr 3e-4 --lr-warmup-iters 60 --lr-decay-style cosine \
+  --attention-dropout 0 --hidden-dropout 0 --log-interval 20 \
+  --eval-interval 100 --eval-iters 10 "$@"

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "src/core/error.h"
@@ -38,6 +41,27 @@ void MetricsWriter::write(const StepMetrics& m) {
       {"comm_exposed_ms", m.comm_exposed_ms}};
   out_ << j.dump() << '\n';
   out_.flush();
+}
+
+namespace {
+// Megatron caps the exponent so an untrained model's perplexity stays printable.
+double perplexity(double loss) {
+  return std::exp(std::min(20.0, loss));
+}
+}  // namespace
+
+void MetricsWriter::write_validation(int iteration, double loss) {
+  if (!out_.is_open()) return;
+  const nlohmann::json j = {
+      {"iteration", iteration}, {"validation_loss", loss}, {"validation_ppl", perplexity(loss)}};
+  out_ << j.dump() << '\n';
+  out_.flush();
+}
+
+std::string MetricsWriter::validation_line(int iteration, double loss) {
+  return fmt::format(
+      " validation loss at iteration {} | lm loss value: {:.6E} | lm loss PPL: {:.6E} |", iteration,
+      loss, perplexity(loss));
 }
 
 std::string MetricsWriter::console_line(const StepMetrics& m) {

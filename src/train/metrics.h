@@ -38,6 +38,10 @@ class MetricsWriter {
   explicit MetricsWriter(const std::string& path);  // empty path: console only
   void write(const StepMetrics& m);                 // JSON line
   static std::string console_line(const StepMetrics& m);
+  // An evaluation: {"iteration", "validation_loss", "validation_ppl"} as one JSON line, and
+  // Megatron's console line (the word "validation", loss and perplexity).
+  void write_validation(int iteration, double loss);
+  static std::string validation_line(int iteration, double loss);
 
  private:
   std::ofstream out_;

@@ -5,14 +5,16 @@
 // ln(vocab). Sample i depends only on (seed, i): any data-parallel split sees the same data.
 #include <cstdint>
 
+#include "src/train/batch_source.h"
+
 namespace zt {
 
-class MockData {
+class MockData final : public BatchSource {
  public:
   MockData(uint64_t seed, int seq_length, int vocab_size)
       : seed_(seed), seq_(seq_length), vocab_(vocab_size) {}
   // tokens[0..seq) and targets[0..seq) (= tokens shifted by one) of sample `index`.
-  void sample(int64_t index, int32_t* tokens, int32_t* targets) const;
+  void sample(int64_t index, int32_t* tokens, int32_t* targets) const override;
   int32_t eod() const { return vocab_ - 1; }
 
  private:

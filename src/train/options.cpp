@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/core/error.h"
+#include "src/data/gpt_dataset.h"
 
 namespace zt {
 namespace {
@@ -24,6 +25,8 @@ struct Decl {
   Check check;
   std::string_view help;
   std::string_view choices = {};  // "a|b|c" for Check::Choice
+  // Takes every following word up to the next flag (Megatron's nargs='*'), joined by spaces.
+  bool words = false;
 };
 
 // The one declaration of every training option.
@@ -35,7 +38,7 @@ const std::vector<Decl>& decls() {
        "attention heads (must divide --hidden-size)"},
       {"seq-length", "seq_length", &O::seq_length, Check::Positive, "tokens per sample"},
       {"vocab-size", "vocab_size", &O::vocab_size, Check::Positive,
-       "vocabulary size for --mock-data"},
+       "vocabulary size for --mock-data (--data-path takes it from --vocab-file)"},
       {"make-vocab-size-divisible-by", "make_vocab_size_divisible_by",
        &O::make_vocab_size_divisible_by, Check::Positive,
        "pad the vocabulary to a multiple of this (times the tensor-parallel size)"},
@@ -108,6 +111,20 @@ const std::vector<Decl>& decls() {
        "seconds a collective may take before the job is aborted"},
       {"mock-data", "mock_data", &O::mock_data, Check::Any,
        "deterministic synthetic documents from --seed instead of a dataset"},
+      {"data-path", "data_path", &O::data_path, Check::Any,
+       "indexed dataset prefix (P for P.bin/P.idx), or a blend 'w1 P1 w2 P2 ...' by weight", "",
+       true},
+      {"split", "split", &O::split, Check::Any,
+       "train,valid,test weights over each dataset's documents"},
+      {"tokenizer-type", "tokenizer_type", &O::tokenizer_type, Check::Choice,
+       "tokenizer of --data-path", "GPT2BPETokenizer"},
+      {"vocab-file", "vocab_file", &O::vocab_file, Check::Any,
+       "GPT-2 vocab.json (sets the vocabulary size)"},
+      {"merge-file", "merge_file", &O::merge_file, Check::Any, "GPT-2 merges.txt"},
+      {"eval-interval", "eval_interval", &O::eval_interval, Check::Positive,
+       "steps between validation-loss evaluations (and one at the end)"},
+      {"eval-iters", "eval_iters", &O::eval_iters, Check::NonNegative,
+       "global batches of the validation split per evaluation (0: no evaluation)"},
       {"log-interval", "log_interval", &O::log_interval, Check::Positive,
        "steps between console lines"},
       {"metrics-file", "metrics_file", &O::metrics_file, Check::Any,
@@ -220,7 +237,14 @@ void read_json_config(const std::string& path, O& o) {
     for (const auto& cand : decls())
       if (!cand.json.empty() && cand.json == key) d = &cand;
     ZT_REQUIRE(d != nullptr, "unknown key '{}' in --config file '{}'", key, path);
-    const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+    std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+    if (d->words && value.is_array()) {  // "data_path": ["0.7", "a", "0.3", "b"]
+      text.clear();
+      for (const auto& w : value) {
+        if (!text.empty()) text += ' ';
+        text += w.is_string() ? w.get<std::string>() : w.dump();
+      }
+    }
     set_from_text(*d, text, o);
   }
 }
@@ -231,7 +255,7 @@ std::string train_options_help() {
   std::string s = "usage: zerotron train [flags]\n\nflags (JSON key in brackets):\n";
   for (const auto& d : decls()) {
     std::string name = "--" + std::string(d.flag);
-    if (!is_bool(d)) name += " X";
+    if (!is_bool(d)) name += d.words ? " X..." : " X";
     s += fmt::format("  {:<34} {}", name, d.help);
     if (!d.choices.empty()) s += fmt::format(" ({})", d.choices);
     if (!d.json.empty()) s += fmt::format(" [{}]", d.json);
@@ -267,6 +291,16 @@ bool parse_train_options(std::span<const std::string_view> args, O& o) {
       o.*std::get<bool O::*>(d->field) = true;
       continue;
     }
+    if (d->words && !has_value) {
+      std::string joined;
+      while (i + 1 < args.size() && !args[i + 1].starts_with("--")) {
+        if (!joined.empty()) joined += ' ';
+        joined += args[++i];
+      }
+      ZT_REQUIRE(!joined.empty(), "--{} needs a value", name);
+      set_from_text(*d, joined, o);
+      continue;
+    }
     if (!has_value) {
       ZT_REQUIRE(i + 1 < args.size(), "--{} needs a value", name);
       value = args[++i];
@@ -294,9 +328,17 @@ void validate_train_options(const O& o, int dp) {
              "--num-attention-heads ({}) must divide --hidden-size ({})", o.num_attention_heads,
              o.hidden_size);
   ZT_REQUIRE(!(o.fp16 && o.bf16), "--fp16 and --bf16 are exclusive");
-  ZT_REQUIRE(o.mock_data, "no data: pass --mock-data (datasets arrive with --data-path)");
-  ZT_REQUIRE(o.vocab_size > 0, "--mock-data needs --vocab-size");
-  ZT_REQUIRE(o.vocab_size >= 2, "--vocab-size must be at least 2");
+  ZT_REQUIRE(o.mock_data || !o.data_path.empty(), "no data: pass --data-path or --mock-data");
+  ZT_REQUIRE(!(o.mock_data && !o.data_path.empty()), "--mock-data and --data-path are exclusive");
+  if (o.mock_data) {
+    ZT_REQUIRE(o.vocab_size > 0, "--mock-data needs --vocab-size");
+    ZT_REQUIRE(o.vocab_size >= 2, "--vocab-size must be at least 2");
+  } else {
+    // The files themselves are opened and checked by open_train_data (src/train/train_data.h).
+    ZT_REQUIRE(!o.vocab_file.empty() && !o.merge_file.empty(),
+               "--data-path needs --vocab-file and --merge-file");
+    data::split_documents(o.split, 1);  // the form only; throws on a malformed --split
+  }
   const int64_t per_step = int64_t{o.micro_batch_size} * dp;
   const int64_t global = o.global_batch_size == 0 ? per_step : o.global_batch_size;
   ZT_REQUIRE(global % per_step == 0,

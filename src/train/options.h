@@ -56,6 +56,13 @@ struct TrainOptions {
   double comm_timeout = 600.0;  // seconds
   // data
   bool mock_data = false;
+  std::string data_path;  // Megatron's words ("P" or "w1 P1 w2 P2 ..."), joined by spaces
+  std::string split = "969,30,1";
+  std::string tokenizer_type = "GPT2BPETokenizer";
+  std::string vocab_file;
+  std::string merge_file;
+  int eval_interval = 1000;
+  int eval_iters = 100;  // global batches per evaluation; 0: none
   // logging
   int log_interval = 100;
   std::string metrics_file;

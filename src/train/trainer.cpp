@@ -37,24 +37,32 @@ GptConfig gpt_config_from(const TrainOptions& o) {
   c.heads = o.num_attention_heads;
   c.seq_length = o.seq_length;
   c.vocab_size = o.vocab_size;
-  c.padded_vocab_size = pad_vocab(o.vocab_size, o.make_vocab_size_divisible_by);
+  c.padded_vocab_size =
+      padded_vocab_size(o.vocab_size, o.make_vocab_size_divisible_by, o.tensor_model_parallel_size);
   c.attention_dropout = static_cast<float>(o.attention_dropout);
   c.hidden_dropout = static_cast<float>(o.hidden_dropout);
   return c;
 }
 
-Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* topology)
+Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* topology,
+                 TrainData data)
     : o_(options),
       pool_(pool),
       topo_(topology),
       config_(gpt_config_from(options)),
-      layout_(ParamLayout::gpt(config_)),
+      layout_(ParamLayout::gpt(config_, topology != nullptr ? topology->tp_size() : 1,
+                               topology != nullptr ? topology->tp_rank() : 0)),
       schedule_{o_.lr, o_.min_lr, o_.lr_warmup_iters,
                 o_.lr_decay_iters == 0 ? o_.train_iters : o_.lr_decay_iters, o_.lr_decay_style},
       scaler_(scaler_config(options)),
-      data_(static_cast<uint64_t>(o_.seed), o_.seq_length, o_.vocab_size),
+      data_(std::move(data)),
       // Metrics are reduced over ranks; rank 0 alone writes them.
       metrics_(topology == nullptr || topology->rank() == 0 ? o_.metrics_file : std::string()) {
+  if (data_.train == nullptr) {
+    ZT_CHECK(o_.data_path.empty(), "a --data-path run must pass open_train_data()'s streams");
+    data_ = open_train_data(o_);
+  }
+  ZT_CHECK(config_.vocab_size > 0, "the options' vocab_size must be set (open_train_data sets it)");
   if (topo_ != nullptr) {
     dp_ = topo_->dp_size();
     dp_rank_ = topo_->dp_rank();
@@ -94,8 +102,10 @@ Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* 
     fault_.rank = std::stoi(spec.substr(a + 1, b - a - 1));
     fault_.step = std::stoi(spec.substr(b + 1));
   }
-  activations_ = std::make_unique<KeepAllActivations>(pool_, config_, o_.micro_batch_size);
-  model_ = std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, pool_);
+  activations_ =
+      std::make_unique<KeepAllActivations>(pool_, config_, o_.micro_batch_size, layout_.tp_size());
+  model_ = std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, pool_,
+                                 topo_ != nullptr ? &topo_->tp() : nullptr);
   batch_ = pool_.allocate(static_cast<size_t>(2 * o_.micro_batch_size * o_.seq_length) * 4,
                           MemCategory::Activations);
 }
@@ -135,7 +145,7 @@ StepMetrics Trainer::train_step() {
   for (int m = 0; m < accumulation_; ++m) {
     // Megatron's order: micro-step m takes mb·dp consecutive samples, rank r the r-th slice.
     const int64_t first = base + int64_t{m} * mb * dp + int64_t{dp_rank} * mb;
-    for (int j = 0; j < mb; ++j) data_.sample(first + j, tokens + j * T, targets + j * T);
+    for (int j = 0; j < mb; ++j) data_.train->sample(first + j, tokens + j * T, targets + j * T);
     optimizer_->begin_microbatch(m == accumulation_ - 1);
     loss += model_->forward_backward(tokens, targets, dloss, *optimizer_, *activations_,
                                      DropoutSeeds{static_cast<uint64_t>(o_.seed), first});
@@ -186,6 +196,41 @@ StepMetrics Trainer::train_step() {
   return m;
 }
 
+double Trainer::evaluate() {
+  ZT_CHECK(data_.valid != nullptr, "evaluate() without validation data");
+  const int mb = o_.micro_batch_size, T = o_.seq_length;
+  auto* tokens = static_cast<int32_t*>(batch_.data());
+  int32_t* targets = tokens + mb * T;
+  double loss = 0;
+  for (int it = 0; it < o_.eval_iters; ++it) {
+    // The training step's sample order, on the validation stream.
+    for (int m = 0; m < accumulation_; ++m) {
+      const int64_t first = consumed_valid_ + int64_t{m} * mb * dp_ + int64_t{dp_rank_} * mb;
+      for (int j = 0; j < mb; ++j) data_.valid->sample(first + j, tokens + j * T, targets + j * T);
+      // No gradient is made here; zero_grad restarts ZeRO stage 3's recorded acquire order at
+      // the step's beginning, so each forward-only pass follows it and prefetching stays valid.
+      optimizer_->zero_grad();
+      loss += model_->forward_loss(tokens, targets, *optimizer_, *activations_);
+    }
+    consumed_valid_ += global_batch_;
+  }
+  // Every micro-batch has the same token count: the mean of their means is the token mean.
+  loss /= static_cast<double>(o_.eval_iters) * accumulation_;
+  if (reducer_) {
+    double l[1] = {loss};
+    reducer_->mean(l);
+    loss = l[0];
+  }
+  return loss;
+}
+
+void Trainer::report_validation(bool print) {
+  const double loss = evaluate();
+  validation_.emplace_back(iteration_, loss);
+  metrics_.write_validation(iteration_, loss);
+  if (print) log::line(MetricsWriter::validation_line(iteration_, loss));
+}
+
 const std::vector<StepMetrics>& Trainer::run(bool print) {
   if (print)
     log::info(
@@ -200,7 +245,10 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
     if (print && (m.iteration % o_.log_interval == 0 || m.iteration == o_.train_iters))
       log::line(MetricsWriter::console_line(m));
     history_.push_back(m);
+    if (data_.valid && m.iteration % o_.eval_interval == 0) report_validation(print);
   }
+  if (data_.valid && (validation_.empty() || validation_.back().first != iteration_))
+    report_validation(print);
   return history_;
 }
 

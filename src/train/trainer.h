@@ -13,8 +13,8 @@
 #include "src/model/gpt.h"
 #include "src/train/lr_schedule.h"
 #include "src/train/metrics.h"
-#include "src/train/mock_data.h"
 #include "src/train/options.h"
+#include "src/train/train_data.h"
 #include "src/zero/loss_scaler.h"
 #include "src/zero/zero_optimizer.h"
 
@@ -24,12 +24,26 @@ GptConfig gpt_config_from(const TrainOptions& o);
 
 class Trainer {
  public:
-  // `topology` may be null: one process, no communication.
-  Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* topology = nullptr);
-  // Runs --train-iters steps (printing the console log when `print`). Returns every step's
+  // `topology` may be null: one process, no communication. `data`: the streams from
+  // open_train_data(options); left empty, --mock-data's stream is made here (a --data-path run
+  // must pass its opened data).
+  Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* topology = nullptr,
+          TrainData data = {});
+  // Runs --train-iters steps (printing the console log when `print`), evaluating every
+  // --eval-interval steps and at the end when there is validation data. Returns every step's
   // metrics.
   const std::vector<StepMetrics>& run(bool print = true);
   StepMetrics train_step();
+  // Mean loss over --eval-iters global batches of the validation stream (every rank its slice,
+  // averaged over ranks, dropout off), continuing where the previous evaluation stopped, as
+  // Megatron's persistent validation iterator does.
+  double evaluate();
+
+  // The stream positions a checkpoint must save to resume exactly.
+  int64_t consumed_train_samples() const { return int64_t{iteration_} * global_batch_; }
+  int64_t consumed_valid_samples() const { return consumed_valid_; }
+  // Every evaluation so far: (iteration, validation loss).
+  const std::vector<std::pair<int, double>>& validation_history() const { return validation_; }
 
   ZeroOptimizer& optimizer() { return *optimizer_; }
   Gpt& model() { return *model_; }
@@ -45,7 +59,9 @@ class Trainer {
   int64_t global_batch_ = 0;
   LrSchedule schedule_;
   LossScaler scaler_;
-  MockData data_;
+  TrainData data_;
+  int64_t consumed_valid_ = 0;
+  std::vector<std::pair<int, double>> validation_;
   std::unique_ptr<ZeroOptimizer> optimizer_;
   std::unique_ptr<KeepAllActivations> activations_;
   std::unique_ptr<Gpt> model_;
@@ -64,6 +80,7 @@ class Trainer {
   } fault_;
   void maybe_inject_fault();
   bool inject_inf() const;
+  void report_validation(bool print);
 };
 
 }  // namespace zt

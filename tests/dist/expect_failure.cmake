@@ -1,4 +1,4 @@
-# cmake -DCMD="prog|arg|..." -DREGEX=... [-DREGEX2=...] -DLIMIT=seconds [-DMPIRUN_ARGS=...] -P expect_failure.cmake
+# cmake -DCMD="prog|arg|..." -DREGEX=... [-DREGEX2=...] [-DEXIT=status] -DLIMIT=seconds [-DMPIRUN_ARGS=...] -P expect_failure.cmake
 # Runs CMD and passes only when it exits non-zero, within LIMIT seconds, with output matching
 # REGEX (and REGEX2, if given; stdout and stderr together). Used for the hang and harness tests: a job that fails
 # without the message, fails too late, or does not fail at all is a test failure.
@@ -17,6 +17,9 @@ if(rc MATCHES "timeout")
 endif()
 if(rc EQUAL 0)
   message(FATAL_ERROR "FAIL: exited 0, expected a non-zero status")
+endif()
+if(DEFINED EXIT AND NOT rc EQUAL EXIT)
+  message(FATAL_ERROR "FAIL: exit status ${rc}, expected ${EXIT}")
 endif()
 foreach(re IN ITEMS "${REGEX}" "${REGEX2}")
   if(NOT re STREQUAL "" AND NOT out MATCHES "${re}")
