@@ -147,13 +147,26 @@ void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& 
     params.release(fb);
   }
   for (int i = L - 1; i >= 0; --i) {
+    const ActivationStore::Restored r = acts.begin_backward(i);
+    if (r.recompute) {
+      // The store kept only the checkpointed span's input: replay the span's forward (the same
+      // dropout masks: they are a function of the sample, not of when they are drawn).
+      const float* x = r.recompute_input;
+      for (int j = r.recompute_from; j <= i; ++j) {
+        const int bj = ParamLayout::layer_block(j);
+        float* bp = const_cast<float*>(params.acquire(bj));
+        LayerActivations& a = acts.begin_forward(j);
+        layer_forward(dims_, offsets_[static_cast<size_t>(j)].at(bp), x, a, scratch_,
+                      dropout(j, rng));
+        params.release(bj);
+        x = a.out;
+      }
+    }
     const int block = ParamLayout::layer_block(i);
     const LayerOffsets& off = offsets_[static_cast<size_t>(i)];
     float* base = const_cast<float*>(params.acquire(block));
     const LayerParams p = off.at(base);
-    const ActivationStore::Restored r = acts.begin_backward(i);
     const LayerDropout drop = dropout(i, rng);
-    if (r.recompute) layer_forward(dims_, p, r.input, *r.acts, scratch_, drop);
     layer_backward(dims_, p, off.at(params.grads(block)), r.input, *r.acts, scratch_, drop, dres_);
     params.grads_done(block);
     params.release(block);

@@ -107,6 +107,15 @@ const std::vector<Decl>& decls() {
        Check::Positive, "elements per gradient-reduction bucket (constant, not model-sized)"},
       {"overlap-comm", "zero_optimization.overlap_comm", &O::overlap_comm, Check::Any,
        "start each gradient bucket's reduction during backward as soon as it is complete"},
+      {"checkpoint-activations", "checkpoint_activations", &O::checkpoint_activations, Check::Any,
+       "keep only each span's input; recompute its forward in backward"},
+      {"checkpoint-num-layers", "checkpoint_num_layers", &O::checkpoint_num_layers, Check::Positive,
+       "layers per checkpointed span"},
+      {"partition-activations", "activation_checkpointing.partition_activations",
+       &O::partition_activations, Check::Any,
+       "ZeRO-R Pa: each tensor-parallel rank keeps 1/tp of every checkpoint"},
+      {"cpu-checkpointing", "activation_checkpointing.cpu_checkpointing", &O::cpu_checkpointing,
+       Check::Any, "ZeRO-R Pa+cpu: checkpoints live in host memory"},
       {"comm-timeout", "comm_timeout", &O::comm_timeout, Check::Positive,
        "seconds a collective may take before the job is aborted"},
       {"mock-data", "mock_data", &O::mock_data, Check::Any,
@@ -345,6 +354,10 @@ void validate_train_options(const O& o, int dp) {
              "--global-batch-size ({}) must be a multiple of --micro-batch-size ({}) x "
              "data-parallel size ({})",
              global, o.micro_batch_size, dp);
+  ZT_REQUIRE(!o.partition_activations || o.checkpoint_activations,
+             "--partition-activations needs --checkpoint-activations");
+  ZT_REQUIRE(!o.cpu_checkpointing || o.partition_activations,
+             "--cpu-checkpointing needs --partition-activations (DeepSpeed's rule)");
   ZT_REQUIRE(o.zero_stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got {}", o.zero_stage);
   ZT_REQUIRE(o.contiguous_gradients,
              "--contiguous-gradients false is not supported: zerotron always keeps gradients in "

@@ -54,6 +54,11 @@ struct TrainOptions {
   int64_t param_persistence_threshold = 100'000;
   int64_t max_live_parameters = 1'000'000'000;
   double comm_timeout = 600.0;  // seconds
+  // activation memory (ZeRO-R)
+  bool checkpoint_activations = false;
+  int checkpoint_num_layers = 1;
+  bool partition_activations = false;
+  bool cpu_checkpointing = false;
   // data
   bool mock_data = false;
   std::string data_path;  // Megatron's words ("P" or "w1 P1 w2 P2 ..."), joined by spaces

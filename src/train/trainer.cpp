@@ -102,8 +102,19 @@ Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* 
     fault_.rank = std::stoi(spec.substr(a + 1, b - a - 1));
     fault_.step = std::stoi(spec.substr(b + 1));
   }
-  activations_ =
-      std::make_unique<KeepAllActivations>(pool_, config_, o_.micro_batch_size, layout_.tp_size());
+  if (o_.checkpoint_activations) {
+    CheckpointConfig cp;
+    cp.span = o_.checkpoint_num_layers;
+    cp.partition = o_.partition_activations;
+    cp.cpu = o_.cpu_checkpointing;
+    cp.tp = topo_ != nullptr ? &topo_->tp() : nullptr;
+    // On the CPU backend host memory is the same pool; the category tells them apart.
+    activations_ = std::make_unique<ActivationCheckpointer>(
+        pool_, pool_, config_, o_.micro_batch_size, layout_.tp_size(), cp);
+  } else {
+    activations_ = std::make_unique<KeepAllActivations>(pool_, config_, o_.micro_batch_size,
+                                                        layout_.tp_size());
+  }
   model_ = std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, pool_,
                                  topo_ != nullptr ? &topo_->tp() : nullptr);
   batch_ = pool_.allocate(static_cast<size_t>(2 * o_.micro_batch_size * o_.seq_length) * 4,

@@ -15,6 +15,7 @@
 #include "src/train/metrics.h"
 #include "src/train/options.h"
 #include "src/train/train_data.h"
+#include "src/zero/activation_checkpointer.h"
 #include "src/zero/loss_scaler.h"
 #include "src/zero/zero_optimizer.h"
 
@@ -63,7 +64,7 @@ class Trainer {
   int64_t consumed_valid_ = 0;
   std::vector<std::pair<int, double>> validation_;
   std::unique_ptr<ZeroOptimizer> optimizer_;
-  std::unique_ptr<KeepAllActivations> activations_;
+  std::unique_ptr<ActivationStore> activations_;
   std::unique_ptr<Gpt> model_;
   Buffer batch_;  // tokens and targets of one micro-batch (int32)
   MetricsWriter metrics_;

@@ -1,0 +1,83 @@
+#include "src/zero/activation_checkpointer.h"
+
+#include <algorithm>
+
+namespace zt {
+
+ActivationCheckpointer::ActivationCheckpointer(MemoryPool& device, MemoryPool& host,
+                                               const GptConfig& config, int micro_batch,
+                                               int tp_size, const CheckpointConfig& cp)
+    : config_(config), cp_(cp), tp_size_(tp_size), tp_rank_(cp.tp ? cp.tp->rank() : 0) {
+  ZT_REQUIRE(cp.span >= 1, "--checkpoint-num-layers must be positive, got {}", cp.span);
+  ZT_CHECK(!cp.partition || tp_size == 1 || cp.tp != nullptr,
+           "partitioned activations need the tensor-parallel group");
+  input_elems_ = int64_t{micro_batch} * config.seq_length * config.hidden;
+  const bool split = cp.partition && tp_size > 1;
+  ZT_REQUIRE(!split || input_elems_ % tp_size == 0,
+             "--partition-activations: micro_batch x seq x hidden ({}) must divide by the "
+             "tensor-parallel size {}",
+             input_elems_, tp_size);
+  checkpoint_elems_ = split ? input_elems_ / tp_size : input_elems_;
+  const int spans = (config.num_layers + cp.span - 1) / cp.span;
+  const size_t ws = LayerActivations::bytes(config, micro_batch, tp_size);
+  workspace_arena_ = Arena(
+      device,
+      ws * static_cast<size_t>(cp.span + 1) + Arena::aligned(static_cast<size_t>(input_elems_) * 4),
+      MemCategory::Activations);
+  for (int i = 0; i <= cp.span; ++i)
+    workspaces_.push_back(LayerActivations::carve(workspace_arena_, config, micro_batch, tp_size));
+  restored_ = workspace_arena_.carve({input_elems_}, DType::F32).f32();
+  checkpoint_arena_ =
+      Arena(cp.cpu ? host : device,
+            Arena::aligned(static_cast<size_t>(checkpoint_elems_) * 4) * static_cast<size_t>(spans),
+            cp.cpu ? MemCategory::HostCheckpoints : MemCategory::Checkpoints);
+  for (int s = 0; s < spans; ++s)
+    checkpoints_.push_back(checkpoint_arena_.carve({checkpoint_elems_}, DType::F32).f32());
+}
+
+LayerActivations& ActivationCheckpointer::workspace(int layer) {
+  // span + 1 workspaces: the layers of one span never share one, and a layer's output (the
+  // next layer's input) survives the next layer's forward.
+  return workspaces_[static_cast<size_t>(layer % (cp_.span + 1))];
+}
+
+LayerActivations& ActivationCheckpointer::begin_forward(int layer) {
+  return workspace(layer);
+}
+
+void ActivationCheckpointer::end_forward(int layer, const float* input) {
+  if (layer % cp_.span != 0) return;
+  // Pa: the input is identical on every tp rank; this rank keeps its slice.
+  const int64_t offset = checkpoint_elems_ == input_elems_ ? 0 : tp_rank_ * checkpoint_elems_;
+  std::copy(input + offset, input + offset + checkpoint_elems_,
+            checkpoints_[static_cast<size_t>(layer / cp_.span)]);
+}
+
+void ActivationCheckpointer::restore(int span_index) {
+  const float* kept = checkpoints_[static_cast<size_t>(span_index)];
+  if (checkpoint_elems_ == input_elems_) {
+    std::copy(kept, kept + input_elems_, restored_);
+  } else {
+    std::copy(kept, kept + checkpoint_elems_, restored_ + tp_rank_ * checkpoint_elems_);
+    cp_.tp->all_gather(Tensor(restored_, {input_elems_}, DType::F32));
+  }
+  restored_span_ = span_index;
+}
+
+ActivationStore::Restored ActivationCheckpointer::begin_backward(int layer) {
+  const int span = layer / cp_.span;
+  const int first = span * cp_.span;
+  const int last = std::min(first + cp_.span, config_.num_layers) - 1;
+  Restored r;
+  r.acts = &workspace(layer);
+  if (layer == last) {
+    restore(span);
+    r.recompute = true;
+    r.recompute_from = first;
+    r.recompute_input = restored_;
+  }
+  r.input = layer == first ? restored_ : workspace(layer - 1).out;
+  return r;
+}
+
+}  // namespace zt

@@ -1,0 +1,60 @@
+#pragma once
+// ActivationCheckpointer: ZeRO-R's activation policy (DESIGN.md's ActivationStore).
+//   --checkpoint-activations     keep only the input of every span of --checkpoint-num-layers
+//                                layers; backward recomputes the span's forward first.
+//   --partition-activations (Pa) a layer input is replicated across the tensor-parallel group,
+//                                so each tp rank keeps only its 1/tp slice; the slices are
+//                                all-gathered on the tp group just before recomputation.
+//   --cpu-checkpointing (Pa+cpu) the kept slices live in host memory (category
+//                                host_checkpoints), none in the device's checkpoints category.
+// Checkpoints and workspaces are carved from arenas sized from the plan at construction (ZeRO-R's
+// MD): nothing is allocated while training, so long- and short-lived memory never interleave.
+//
+// The save/restore pair is where the CUDA backend puts its asynchronous device<->pinned-host
+// copies: save() after a span's forward starts the copy, prefetch() before the span's
+// recomputation starts the copy back; on the CPU both are plain copies.
+#include <vector>
+
+#include "src/comm/communicator.h"
+#include "src/core/arena.h"
+#include "src/model/activation_store.h"
+
+namespace zt {
+
+struct CheckpointConfig {
+  int span = 1;                      // layers per checkpoint (--checkpoint-num-layers)
+  bool partition = false;            // Pa
+  bool cpu = false;                  // Pa+cpu
+  comm::Communicator* tp = nullptr;  // required with partition when tp > 1
+};
+
+class ActivationCheckpointer final : public ActivationStore {
+ public:
+  // `device` holds workspaces (and checkpoints without cpu); `host` holds checkpoints with cpu.
+  ActivationCheckpointer(MemoryPool& device, MemoryPool& host, const GptConfig& config,
+                         int micro_batch, int tp_size, const CheckpointConfig& checkpoint);
+
+  LayerActivations& begin_forward(int layer) override;
+  void end_forward(int layer, const float* input) override;
+  Restored begin_backward(int layer) override;
+
+  // Bytes of the kept checkpoints: (layers / span) · micro_batch · seq · hidden · 4, / tp with Pa.
+  size_t checkpoint_bytes() const { return checkpoint_elems_ * 4 * checkpoints_.size(); }
+
+ private:
+  LayerActivations& workspace(int layer);
+  void restore(int span_index);
+
+  GptConfig config_;
+  CheckpointConfig cp_;
+  int tp_size_, tp_rank_;
+  int64_t input_elems_ = 0;       // N·C of one layer input
+  int64_t checkpoint_elems_ = 0;  // kept per checkpoint (input_elems_ / tp with Pa)
+  Arena workspace_arena_, checkpoint_arena_;
+  std::vector<LayerActivations> workspaces_;  // span + 1: a span plus the input it consumed
+  std::vector<float*> checkpoints_;
+  float* restored_ = nullptr;  // [N·C] the gathered input of the span being recomputed
+  int restored_span_ = -1;
+};
+
+}  // namespace zt

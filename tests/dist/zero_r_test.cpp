@@ -1,0 +1,103 @@
+// ZeRO-R activation memory on every rank count CTest runs: activation checkpointing, Pa
+// (partitioned over tp) and Pa+cpu give the losses of the run without checkpointing under every
+// ZeRO stage, and the checkpoint bytes per rank are the formula
+//   layers / span · micro_batch · seq · hidden · 4 bytes, / tp with Pa; 0 on the device with cpu.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "src/comm/topology.h"
+#include "src/train/trainer.h"
+#include "tests/dist/dist_env.h"
+
+namespace zt {
+namespace {
+
+TrainOptions small(int stage, int tp) {
+  TrainOptions o;
+  o.num_layers = 4;
+  o.hidden_size = 32;
+  o.num_attention_heads = 4;
+  o.seq_length = 16;
+  o.vocab_size = 50;
+  o.make_vocab_size_divisible_by = 16;
+  o.attention_dropout = 0.1;
+  o.hidden_dropout = 0.1;
+  o.micro_batch_size = 2;
+  o.global_batch_size = 4 * dist::world().size() / tp;
+  o.train_iters = 6;
+  o.lr = 3e-3;
+  o.mock_data = true;
+  o.zero_stage = stage;
+  o.tensor_model_parallel_size = tp;
+  o.reduce_bucket_size = 4000;
+  o.overlap_comm = true;
+  return o;
+}
+
+std::vector<StepMetrics> train(const TrainOptions& o) {
+  comm::Topology topo(dist::world(), o.tensor_model_parallel_size);
+  Trainer t(o, dist::pool(), &topo);
+  return t.run(false);
+}
+
+size_t cat(const StepMetrics& m, MemCategory c) {
+  return m.memory_peak[static_cast<size_t>(c)];
+}
+
+TEST(ZeroR, CheckpointingPaAndCpuKeepTheLossesUnderEveryStage) {
+  const int world = dist::world().size();
+  for (int tp : {1, 2, 4}) {
+    if (world % tp != 0) continue;
+    for (int stage = 0; stage <= 3; ++stage) {
+      const TrainOptions base = small(stage, tp);
+      const auto ref = train(base);
+      uint64_t ckpt_tp_bytes = 0;
+      struct Variant {
+        const char* name;
+        int span;
+        bool pa, cpu;
+      };
+      for (const Variant v :
+           {Variant{"ckpt", 1, false, false}, Variant{"ckpt span 3", 3, false, false},
+            Variant{"Pa", 1, true, false}, Variant{"Pa+cpu", 2, true, true}}) {
+        TrainOptions o = base;
+        o.checkpoint_activations = true;
+        o.checkpoint_num_layers = v.span;
+        o.partition_activations = v.pa;
+        o.cpu_checkpointing = v.cpu;
+        const auto got = train(o);
+        // Recompute replays the same kernels on the same inputs with the same dropout masks.
+        for (size_t i = 0; i < got.size(); ++i)
+          EXPECT_EQ(got[i].lm_loss, ref[i].lm_loss)
+              << v.name << " tp " << tp << " stage " << stage << " step " << i + 1;
+        const size_t spans = static_cast<size_t>((o.num_layers + v.span - 1) / v.span);
+        const size_t expect =
+            spans * static_cast<size_t>(o.micro_batch_size * o.seq_length * o.hidden_size) * 4 /
+            static_cast<size_t>(v.pa ? tp : 1);
+        const StepMetrics& m = got.back();
+        EXPECT_EQ(cat(m, MemCategory::Checkpoints), v.cpu ? 0u : expect) << v.name;
+        EXPECT_EQ(cat(m, MemCategory::HostCheckpoints), v.cpu ? expect : 0u) << v.name;
+        // span + 1 workspaces replace num_layers of them.
+        if (v.span + 1 < o.num_layers) {
+          EXPECT_LT(cat(m, MemCategory::Activations), cat(ref.back(), MemCategory::Activations))
+              << v.name;
+        }
+        if (v.span == 1 && !v.pa) ckpt_tp_bytes = m.comm_bytes_tp;
+        // Pa adds, per span and micro-batch, one all-gather of the span input (N·C elements of
+        // output) on the tp group.
+        if (v.pa && v.span == 1 && tp > 1) {
+          const int accumulation = o.global_batch_size / (o.micro_batch_size * world / tp);
+          EXPECT_EQ(m.comm_bytes_tp - ckpt_tp_bytes,
+                    static_cast<uint64_t>(accumulation) * spans *
+                        static_cast<uint64_t>(o.micro_batch_size * o.seq_length * o.hidden_size) *
+                        4)
+              << "tp " << tp << " stage " << stage;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zt
