@@ -34,13 +34,14 @@ else
   echo "zerotron: using the prepared corpus in $data"
 fi
 
-# 4 ranks as dp=4, ZeRO stage 3 (parameters, gradients and optimizer states partitioned). The
-# intended layout is tp=2 x dp=2 (--tensor-model-parallel-size 2), but the trainer does not build
-# the tensor-parallel model yet: switch to it once tensor parallelism lands in src/train.
+# The layout zerotron exists for, on 4 ranks: tensor parallel 2 x data parallel 2, ZeRO stage 3
+# (parameters, gradients and optimizer states partitioned over the data-parallel pair), and
+# partitioned activation checkpoints (each tensor-parallel rank keeps half of every layer input).
 exec "$root/launch/mpirun.sh" -np 4 "$zt" train \
   --data-path "$prefix" --split 969,30,1 --tokenizer-type GPT2BPETokenizer \
   --vocab-file "$data/tokenizer/vocab.json" --merge-file "$data/tokenizer/merges.txt" \
-  --zero-stage 3 \
+  --tensor-model-parallel-size 2 --zero-stage 3 \
+  --checkpoint-activations --partition-activations \
   --num-layers 4 --hidden-size 128 --num-attention-heads 4 --seq-length 128 \
   --micro-batch-size 4 --global-batch-size 16 \
   --train-iters 600 --lr 3e-3 --min-lr 3e-4 --lr-warmup-iters 60 --lr-decay-style cosine \

@@ -8,4 +8,4 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 ctest --preset release -j "$(nproc)" --timeout 600
 "$root/scripts/build.sh" asan --target kernel_tests
-ctest --test-dir build-asan -L kernels -j "$(nproc)" --output-on-failure --timeout 600
+ctest --test-dir build-asan -j "$(nproc)" --output-on-failure --timeout 600
