@@ -22,6 +22,7 @@ int train(Args args) {
     log::set_rank(rt.rank(), rt.world_size());
     validate_train_options(o, data_parallel_size(o, rt.world_size()));
     TrainData data = open_train_data(o);  // sets o.vocab_size from the tokenizer
+    validate_tensor_parallel(gpt_config_from(o), o.tensor_model_parallel_size);
     rt.set_comm_timeout(o.comm_timeout);
     MemoryPool pool(make_host_allocator());
     auto world = rt.world(pool);
