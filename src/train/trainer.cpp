@@ -246,10 +246,16 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
   if (print)
     log::info(
         "zerotron: {} parameters, {} layers, hidden {}, {} heads, seq {}, vocab {} (padded {}), "
-        "{} precision, global batch {} = micro {} x data-parallel {} x accumulation {}",
+        "{} precision, global batch {} = micro {} x data-parallel {} x accumulation {}; "
+        "tensor-parallel {}, ZeRO stage {}, activations: {}",
         config_.num_parameters(), config_.num_layers, config_.hidden, config_.heads,
         config_.seq_length, config_.vocab_size, config_.padded_vocab_size,
-        dtype_name(working_dtype(o_)), global_batch_, o_.micro_batch_size, dp_, accumulation_);
+        dtype_name(working_dtype(o_)), global_batch_, o_.micro_batch_size, dp_, accumulation_,
+        layout_.tp_size(), o_.zero_stage,
+        !o_.checkpoint_activations ? "all kept"
+        : o_.cpu_checkpointing     ? "checkpointed, partitioned, in host memory"
+        : o_.partition_activations ? "checkpointed, partitioned (Pa)"
+                                   : "checkpointed");
   while (iteration_ < o_.train_iters) {
     const StepMetrics m = train_step();
     metrics_.write(m);
