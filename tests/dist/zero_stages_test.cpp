@@ -48,7 +48,7 @@ struct Result {
 };
 
 Result train(const TrainOptions& o) {
-  comm::Topology topo(dist::world(), 1);
+  comm::Topology topo(dist::world(), o.tensor_model_parallel_size);
   Trainer t(o, dist::pool(), &topo);
   Result r;
   r.steps = t.run(false);
@@ -90,6 +90,21 @@ TEST(ZeroStages, SameLossesAndParametersAsStage0) {
       EXPECT_LE(max_rel(r.master, r0.master), bf16 ? 5e-2 : 1e-5)
           << "final parameters, stage " << stage << (bf16 ? " bf16" : " fp32");
     }
+  }
+}
+
+// Any stage combines with tensor parallelism: stage s at tp = 2 (dp = world / 2) gives the losses
+// of stage 0 at tp = 1 with the same global batch.
+TEST(ZeroStages, EveryStageWithTensorParallelismMatchesStage0) {
+  if (dist::world().size() % 2 != 0) GTEST_SKIP() << "needs an even number of ranks";
+  const Result r0 = train(small(0));
+  for (int stage = 0; stage <= 3; ++stage) {
+    TrainOptions o = small(stage);
+    o.tensor_model_parallel_size = 2;
+    const Result r = train(o);
+    for (size_t i = 0; i < r.steps.size(); ++i)
+      EXPECT_NEAR(r.steps[i].lm_loss, r0.steps[i].lm_loss, 1e-5 * r0.steps[i].lm_loss)
+          << "tp 2, stage " << stage << ", step " << i + 1;
   }
 }
 
