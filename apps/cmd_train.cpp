@@ -6,6 +6,7 @@
 #include "src/comm/topology.h"
 #include "src/core/log.h"
 #include "src/core/memory_pool.h"
+#include "src/core/slab_allocator.h"
 #include "src/train/options.h"
 #include "src/train/train_data.h"
 #include "src/train/trainer.h"
@@ -24,7 +25,9 @@ int train(Args args) {
     TrainData data = open_train_data(o);  // sets o.vocab_size from the tokenizer
     validate_tensor_parallel(gpt_config_from(o), o.tensor_model_parallel_size);
     rt.set_comm_timeout(o.comm_timeout);
-    MemoryPool pool(make_host_allocator());
+    MemoryPool pool(o.device_memory > 0
+                        ? std::make_unique<SlabAllocator>(static_cast<size_t>(o.device_memory))
+                        : make_host_allocator());
     auto world = rt.world(pool);
     comm::Topology topo(*world, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
     Trainer trainer(o, pool, &topo, std::move(data));

@@ -118,6 +118,14 @@ class Communicator {
   // manual progress mode the trainer calls it between layers). Never blocks.
   virtual void progress() = 0;
 
+  // Allocates now the staging a caller will need for up to `count` concurrent half-precision
+  // reductions of `elements` elements each (a constant-size bucket plan), so none is allocated —
+  // and no hole left in a fixed device memory — while training. A no-op where nothing stages.
+  virtual void reserve_staging(size_t elements, int count) {
+    (void)elements;
+    (void)count;
+  }
+
   // A new communicator for the ranks of this group that pass the same `color`, ordered by
   // `key`. Collective over this group. Used by Topology.
   virtual std::unique_ptr<Communicator> split(int color, int key, GroupKind kind) = 0;

@@ -186,6 +186,26 @@ StagingPool::Lease StagingPool::acquire(size_t floats) {
   return Lease(this, best, static_cast<float*>(slots_[best].buf.data()));
 }
 
+void StagingPool::reserve(size_t floats, int count) {
+  const size_t bytes = std::max<size_t>(floats, 1) * sizeof(float);
+  int have = 0;
+  for (const Slot& s : slots_)
+    if (!s.leased && s.buf.bytes() >= bytes) ++have;
+  for (Slot& s : slots_) {  // grow the small free ones first
+    if (have >= count) return;
+    if (s.leased || s.buf.bytes() >= bytes) continue;
+    s.buf.reset();
+    s.buf = pool_->allocate(bytes, MemCategory::Buffers);
+    ++allocations_;
+    ++have;
+  }
+  for (; have < count; ++have) {
+    slots_.emplace_back();
+    slots_.back().buf = pool_->allocate(bytes, MemCategory::Buffers);
+    ++allocations_;
+  }
+}
+
 size_t StagingPool::bytes() const {
   size_t b = 0;
   for (const Slot& s : slots_) b += s.buf.bytes();
@@ -194,6 +214,11 @@ size_t StagingPool::bytes() const {
 
 // ---------------------------------------------------------------------------------------------
 // MpiCommunicator
+
+void MpiCommunicator::reserve_staging(size_t elements, int count) {
+  // A reduce-scatter stages its input and its output chunk: at most elements + elements / size.
+  staging_.reserve(elements + elements / static_cast<size_t>(size()) + 1, count);
+}
 
 namespace {
 

@@ -98,6 +98,8 @@ class StagingPool {
     float* data_ = nullptr;
   };
   Lease acquire(size_t floats);
+  // At least `count` free buffers of at least `floats` each exist afterwards.
+  void reserve(size_t floats, int count);
   size_t allocations() const { return allocations_; }  // buffers allocated so far
   size_t bytes() const;                                // bytes held now
 
@@ -134,6 +136,7 @@ class MpiCommunicator final : public Communicator {
   CommStats& stats() override { return *ctx_.stats; }
   MPI_Comm native() const { return comm_; }
   const StagingPool& staging() const { return staging_; }
+  void reserve_staging(size_t elements, int count) override;
 
   void all_reduce(Tensor t, ReduceOp op = ReduceOp::Sum) override;
   Handle all_reduce_async(Tensor t, ReduceOp op = ReduceOp::Sum) override;

@@ -97,6 +97,12 @@ void MemoryPool::release(void* p, size_t bytes, MemCategory category) {
   counters_.total_current -= bytes;
 }
 
+double MemoryPool::fragmentation() const {
+  const Allocator::FreeSpace f = allocator_->free_space();
+  if (f.free_bytes == 0) return 1.0;
+  return static_cast<double>(f.largest_block) / static_cast<double>(f.free_bytes);
+}
+
 void MemoryPool::reset_peaks() {
   counters_.peak = counters_.current;
   counters_.total_peak = counters_.total_current;

@@ -32,6 +32,13 @@ class Allocator {
   virtual void* allocate(size_t bytes) = 0;
   virtual void deallocate(void* p, size_t bytes) = 0;
   virtual Device device() const = 0;
+  // Free bytes and the largest free block, for allocators that manage a fixed region; the host
+  // allocator (plain malloc) reports nothing.
+  struct FreeSpace {
+    size_t free_bytes = 0;
+    size_t largest_block = 0;
+  };
+  virtual FreeSpace free_space() const { return {}; }
 };
 std::unique_ptr<Allocator> make_host_allocator();
 
@@ -90,6 +97,9 @@ class MemoryPool {
   // Starts a new measurement window: every peak becomes the current value.
   void reset_peaks();
   Device device() const { return allocator_->device(); }
+  // Largest free block over free bytes of the allocator's region (1.0: the free space is one
+  // piece); 1.0 for allocators without a fixed region.
+  double fragmentation() const;
 
  private:
   friend class Buffer;

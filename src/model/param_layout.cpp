@@ -126,25 +126,27 @@ float normal(uint64_t stream, uint64_t i) {
 
 }  // namespace
 
-void init_parameters(const ParamLayout& layout, uint64_t seed, float* flat) {
-  for (const auto& p : layout.params()) {
-    float* dst = flat + p.offset;
-    const int64_t n = p.numel();
-    const uint64_t stream = mix64(seed, name_hash(p.name));
-    switch (p.init) {
-      case ParamInit::Zeros:
-        for (int64_t i = 0; i < n; ++i) dst[i] = 0.0f;
-        break;
-      case ParamInit::Ones:
-        for (int64_t i = 0; i < n; ++i) dst[i] = 1.0f;
-        break;
-      case ParamInit::Normal:
+void init_parameter_range(const ParamSpec& p, uint64_t seed, int64_t first, int64_t count,
+                          float* dst) {
+  const uint64_t stream = mix64(seed, name_hash(p.name));
+  switch (p.init) {
+    case ParamInit::Zeros:
+      for (int64_t i = 0; i < count; ++i) dst[i] = 0.0f;
+      break;
+    case ParamInit::Ones:
+      for (int64_t i = 0; i < count; ++i) dst[i] = 1.0f;
+      break;
+    case ParamInit::Normal:
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n; ++i)
-          dst[i] = p.init_std * normal(stream, static_cast<uint64_t>(p.full_index(i)));
-        break;
-    }
+      for (int64_t i = 0; i < count; ++i)
+        dst[i] = p.init_std * normal(stream, static_cast<uint64_t>(p.full_index(first + i)));
+      break;
   }
+}
+
+void init_parameters(const ParamLayout& layout, uint64_t seed, float* flat) {
+  for (const auto& p : layout.params())
+    init_parameter_range(p, seed, 0, p.numel(), flat + p.offset);
 }
 
 }  // namespace zt

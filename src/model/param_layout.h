@@ -91,5 +91,9 @@ class ParamLayout {
 // is a pure function of (seed, parameter name, element index in the FULL tensor), so every
 // layout — any tp rank's shard included — holds exactly its slice of the tp = 1 values.
 void init_parameters(const ParamLayout& layout, uint64_t seed, float* flat);
+// Elements [first, first + count) of one parameter, the same values init_parameters gives them:
+// a partitioned owner initialises its shard without materialising the whole model.
+void init_parameter_range(const ParamSpec& p, uint64_t seed, int64_t first, int64_t count,
+                          float* dst);
 
 }  // namespace zt

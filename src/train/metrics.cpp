@@ -21,6 +21,7 @@ void MetricsWriter::write(const StepMetrics& m) {
   if (!out_.is_open()) return;
   nlohmann::json mem;
   mem["peak"] = m.memory_total_peak;
+  mem["fragmentation"] = m.memory_fragmentation;
   for (size_t c = 0; c < kNumMemCategories; ++c)
     mem[std::string(mem_category_name(static_cast<MemCategory>(c)))] = m.memory_peak[c];
   nlohmann::json j = {

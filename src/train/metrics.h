@@ -27,6 +27,9 @@ struct StepMetrics {
   // several).
   std::array<size_t, kNumMemCategories> memory_peak{};
   size_t memory_total_peak = 0;
+  // Largest free block over free bytes of the device memory after the step (min over ranks);
+  // 1.0 without --device-memory.
+  double memory_fragmentation = 1.0;
   // Paper-convention bytes this rank sent per group during the step (CommStats).
   uint64_t comm_bytes_dp = 0, comm_bytes_tp = 0, comm_bytes_pp = 0;
   double comm_hidden_fraction = 0;  // of data-parallel gradient communication, behind backward

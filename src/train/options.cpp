@@ -107,6 +107,9 @@ const std::vector<Decl>& decls() {
        Check::Positive, "elements per gradient-reduction bucket (constant, not model-sized)"},
       {"overlap-comm", "zero_optimization.overlap_comm", &O::overlap_comm, Check::Any,
        "start each gradient bucket's reduction during backward as soon as it is complete"},
+      {"device-memory", "device_memory", &O::device_memory, Check::NonNegative,
+       "bytes of device memory (e.g. 32e9): allocate every byte from one region of this size, "
+       "first fit, and report its fragmentation (0: allocate as needed)"},
       {"checkpoint-activations", "checkpoint_activations", &O::checkpoint_activations, Check::Any,
        "keep only each span's input; recompute its forward in backward"},
       {"checkpoint-num-layers", "checkpoint_num_layers", &O::checkpoint_num_layers, Check::Positive,

@@ -197,11 +197,13 @@ StepMetrics Trainer::train_step() {
   m.tflops_per_rank = config_.flops_per_token() * tokens_per_step / world_ / (ms / 1e3) / 1e12;
   m.num_parameters = config_.num_parameters();
   // Memory is reported as the maximum over ranks: the rank that runs out first.
-  double mem[kNumMemCategories + 1];
+  double mem[kNumMemCategories + 2];
   for (size_t c = 0; c < kNumMemCategories; ++c)
     mem[c] = static_cast<double>(pool_.counters().peak[c]);
   mem[kNumMemCategories] = static_cast<double>(pool_.total_peak());
+  mem[kNumMemCategories + 1] = 1.0 - pool_.fragmentation();  // max of this = worst rank
   if (reducer_) reducer_->max(mem);
+  m.memory_fragmentation = 1.0 - mem[kNumMemCategories + 1];
   for (size_t c = 0; c < kNumMemCategories; ++c) m.memory_peak[c] = static_cast<size_t>(mem[c]);
   m.memory_total_peak = static_cast<size_t>(mem[kNumMemCategories]);
   return m;

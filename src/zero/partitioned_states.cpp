@@ -50,6 +50,7 @@ PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
   if (zero.stage >= 2 || half())
     for (auto& s : grad_slots_) s.buffer = pool.allocate({block}, DType::F32, MemCategory::Buffers);
   if (zero.stage >= 2) {
+    if (half()) dp_.reserve_staging(static_cast<size_t>(max_unit), kReductionsInFlight);
     reductions_.resize(kReductionsInFlight);
     for (auto& r : reductions_) {
       r.input = pool.allocate({max_unit}, working_, MemCategory::Buffers);
@@ -82,11 +83,29 @@ PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
   }
   if (zero.world != nullptr && zero.world->size() > 1)
     norm_ = std::make_unique<comm::ScalarReducer>(*zero.world, pool, 1);
-  // Initialisation needs the full fp32 tensor once (a transient; the per-step peaks the
-  // metrics report start after it is freed).
-  Buffer init = pool.allocate({layout_.numel()}, DType::F32, MemCategory::Buffers);
-  init_parameters(layout_, seed, init.view({layout_.numel()}, DType::F32).f32());
-  set_master(init.view({layout_.numel()}, DType::F32).f32());
+  // Initialise the own shard of the master parameters element by element, and the working
+  // parameters (all of them in stages 1-2, the shard in stage 3) from the same values, through the
+  // constant-size staging chunk: the full model is never materialised in fp32.
+  float* master = master_.view({shard}, DType::F32).f32();
+  const auto& params = layout_.params();
+  for (const auto& s : part_.segments()) {
+    const auto& p = params[static_cast<size_t>(s.param)];
+    init_parameter_range(p, seed, s.layout_offset - p.offset, s.len, master + s.shard_offset);
+  }
+  if (zero.stage == 3) {
+    from_f32(shard_params_.data(), working_, master, shard);
+  } else {
+    auto* chunk = static_cast<float*>(f32_chunk_.data());
+    const int64_t room = static_cast<int64_t>(f32_chunk_.bytes() / 4);
+    for (const auto& p : params) {
+      const int64_t base = part_.padded_of(p.offset);
+      for (int64_t i = 0; i < p.numel(); i += room) {
+        const int64_t len = std::min(room, p.numel() - i);
+        init_parameter_range(p, seed, i, len, chunk);
+        from_f32(at(full_params_.data(), working_, base + i), working_, chunk, len);
+      }
+    }
+  }
 }
 
 PartitionedStates::~PartitionedStates() {
