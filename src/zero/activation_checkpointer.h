@@ -10,9 +10,9 @@
 // Checkpoints and workspaces are carved from arenas sized from the plan at construction (ZeRO-R's
 // MD): nothing is allocated while training, so long- and short-lived memory never interleave.
 //
-// The save/restore pair is where the CUDA backend puts its asynchronous device<->pinned-host
-// copies: save() after a span's forward starts the copy, prefetch() before the span's
-// recomputation starts the copy back; on the CPU both are plain copies.
+// Checkpoints come from their own pool (`host` for Pa+cpu), and the copy out (end_forward) and
+// back (begin_backward's restore) are the two points where the CUDA backend will issue
+// asynchronous device<->pinned-host copies on a side stream; on the CPU both are plain copies.
 #include <vector>
 
 #include "src/comm/communicator.h"
