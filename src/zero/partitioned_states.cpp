@@ -47,8 +47,7 @@ PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
   // Constant-size buffers: none grows with the number of layers.
   if (half()) f32_slot_ = pool.allocate({block}, DType::F32, MemCategory::Buffers);
   f32_chunk_ = pool.allocate({std::max(kChunk, max_part)}, DType::F32, MemCategory::Buffers);
-  if (zero.stage >= 2 || half())
-    for (auto& s : grad_slots_) s.buffer = pool.allocate({block}, DType::F32, MemCategory::Buffers);
+  if (zero.stage >= 2 || half()) grad_slots_ = GradSlots(pool, block);
   if (zero.stage >= 2) {
     if (half()) dp_.reserve_staging(static_cast<size_t>(max_unit), kReductionsInFlight);
     reductions_.resize(kReductionsInFlight);
@@ -246,22 +245,10 @@ void PartitionedStates::release(int block) {
 
 // ---- gradients --------------------------------------------------------------------------------
 
-PartitionedStates::GradSlot& PartitionedStates::grad_slot(int block) {
-  for (auto& s : grad_slots_)
-    if (s.block == block) return s;
-  for (auto& s : grad_slots_) {
-    if (s.block >= 0) continue;
-    s.block = block;
-    std::fill_n(static_cast<float*>(s.buffer.data()), part_.padded_block_len(block), 0.0f);
-    return s;
-  }
-  throw Error("more than two gradient blocks open at once");
-}
-
 float* PartitionedStates::grads(int block) {
   if (zero_.stage == 1 && !half())
     return static_cast<float*>(full_grads_.data()) + part_.padded_block_begin(block);
-  return static_cast<float*>(grad_slot(block).buffer.data());
+  return grad_slot(block);
 }
 
 void PartitionedStates::complete(Reduction& r) {
@@ -309,18 +296,17 @@ void PartitionedStates::launch_stage1(int block) {
 void PartitionedStates::grads_done(int block) {
   if (zero_.stage == 1) {
     if (half()) {
-      GradSlot& s = grad_slot(block);
       accumulate_f32(at(full_grads_.data(), working_, part_.padded_block_begin(block)), working_,
-                     static_cast<const float*>(s.buffer.data()), block_numel(block));
-      s.block = -1;
+                     grad_slot(block), block_numel(block));
+      grad_slots_.close(block);
     }
     if (last_microbatch_ && zero_.overlap_comm) launch_stage1(block);
     return;
   }
-  GradSlot& s = grad_slot(block);
+  const float* g = grad_slot(block);
   const auto [first, last] = part_.block_units(block);
-  for (int k = first; k < last; ++k) reduce_unit(k, static_cast<const float*>(s.buffer.data()));
-  s.block = -1;
+  for (int k = first; k < last; ++k) reduce_unit(k, g);
+  grad_slots_.close(block);
 }
 
 void PartitionedStates::finish_reductions() {

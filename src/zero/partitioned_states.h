@@ -14,6 +14,7 @@
 
 #include "src/comm/scalar_reducer.h"
 #include "src/core/memory_pool.h"
+#include "src/zero/grad_slots.h"
 #include "src/zero/model_states.h"
 #include "src/zero/partition.h"
 
@@ -41,10 +42,6 @@ class PartitionedStates final : public ModelStates {
 
  private:
   using Clock = std::chrono::steady_clock;
-  struct GradSlot {
-    Buffer buffer;  // fp32, one padded block
-    int block = -1;
-  };
   struct Gathered {  // stage 3: one block's parameters in working precision
     Buffer buffer;
     int block = -1;
@@ -66,7 +63,7 @@ class PartitionedStates final : public ModelStates {
     return layout_.blocks()[static_cast<size_t>(block)].numel();
   }
   Tensor typed(const Buffer& b, int64_t offset, int64_t n, DType t) const;
-  GradSlot& grad_slot(int block);
+  float* grad_slot(int block) { return grad_slots_.open(block, part_.padded_block_len(block)); }
   // Stage 3.
   Gathered& gather(int block);  // starts (or finds) the gather of `block`
   Gathered* find_gathered(int block);
@@ -91,9 +88,9 @@ class PartitionedStates final : public ModelStates {
   Buffer shard_params_;  // stage 3: own shard, working precision
   Buffer shard_grads_;   // stages 2–3: own shard, working precision (stage 1: in full_grads_)
   Buffer master_, m_, v_;
-  Buffer f32_slot_;   // fp32 view of the acquired block (when it must be converted)
-  Buffer f32_chunk_;  // fp32 staging for accumulation and the optimizer step
-  std::array<GradSlot, 2> grad_slots_;
+  Buffer f32_slot_;       // fp32 view of the acquired block (when it must be converted)
+  Buffer f32_chunk_;      // fp32 staging for accumulation and the optimizer step
+  GradSlots grad_slots_;  // fp32, one padded block each
   std::vector<Gathered> gathered_;
   std::vector<Reduction> reductions_;
   size_t next_reduction_ = 0;

@@ -47,8 +47,8 @@ ReplicatedStates::ReplicatedStates(const ParamLayout& layout, DType working, con
     master_ = pool.allocate({n}, DType::F32, MemCategory::Optimizer);
     int64_t slot = 0;
     for (const auto& b : layout_.blocks()) slot = std::max(slot, b.numel());
-    param_slot_.buffer = pool.allocate({slot}, DType::F32, MemCategory::Buffers);
-    for (auto& s : grad_slots_) s.buffer = pool.allocate({slot}, DType::F32, MemCategory::Buffers);
+    param_slot_ = pool.allocate({slot}, DType::F32, MemCategory::Buffers);
+    grad_slots_ = GradSlots(pool, slot);
     chunk_ = pool.allocate({kChunk}, DType::F32, MemCategory::Buffers);
   }
   init_parameters(layout_, seed, master_params().f32());
@@ -90,46 +90,31 @@ GradSyncTiming ReplicatedStates::grad_sync_timing() const {
 const float* ReplicatedStates::acquire(int block) {
   const BlockRange& b = layout_.blocks().at(static_cast<size_t>(block));
   if (!half()) return static_cast<const float*>(params_.data()) + b.begin;
-  ZT_CHECK(param_slot_.block < 0, "block {} acquired while block {} is held", block,
-           param_slot_.block);
-  param_slot_.block = block;
-  auto* dst = static_cast<float*>(param_slot_.buffer.data());
+  ZT_CHECK(held_ < 0, "block {} acquired while block {} is held", block, held_);
+  held_ = block;
+  auto* dst = static_cast<float*>(param_slot_.data());
   to_f32(dst, at(params_.data(), working_, b.begin), working_, b.numel());
   return dst;
 }
 
 void ReplicatedStates::release(int block) {
   if (!half()) return;
-  ZT_CHECK(param_slot_.block == block, "release of block {} which is not held", block);
-  param_slot_.block = -1;
-}
-
-ReplicatedStates::Slot& ReplicatedStates::grad_slot(int block) {
-  for (auto& s : grad_slots_)
-    if (s.block == block) return s;
-  for (auto& s : grad_slots_) {
-    if (s.block >= 0) continue;
-    s.block = block;
-    const int64_t n = layout_.blocks().at(static_cast<size_t>(block)).numel();
-    std::fill_n(static_cast<float*>(s.buffer.data()), n, 0.0f);
-    return s;
-  }
-  throw Error("more than two gradient blocks open at once");
+  ZT_CHECK(held_ == block, "release of block {} which is not held", block);
+  held_ = -1;
 }
 
 float* ReplicatedStates::grads(int block) {
   const BlockRange& b = layout_.blocks().at(static_cast<size_t>(block));
   if (!half()) return static_cast<float*>(grads_.data()) + b.begin;
-  return static_cast<float*>(grad_slot(block).buffer.data());
+  return grad_slots_.open(block, b.numel());
 }
 
 void ReplicatedStates::grads_done(int block) {
   if (half()) {
     const BlockRange& b = layout_.blocks().at(static_cast<size_t>(block));
-    Slot& s = grad_slot(block);
     accumulate_f32(at(grads_.data(), working_, b.begin), working_,
-                   static_cast<const float*>(s.buffer.data()), b.numel());
-    s.block = -1;
+                   grad_slots_.open(block, b.numel()), b.numel());
+    grad_slots_.close(block);
   }
   if (sync_) sync_->block_done(block);
 }

@@ -7,6 +7,7 @@
 #include "kernels/cpu/ops.h"
 #include "src/comm/scalar_reducer.h"
 #include "src/core/memory_pool.h"
+#include "src/zero/grad_slots.h"
 #include "src/zero/model_states.h"
 
 namespace zt {
@@ -35,12 +36,7 @@ class ReplicatedStates final : public ModelStates {
   void sync_working_from_master();
 
  private:
-  struct Slot {
-    Buffer buffer;
-    int block = -1;
-  };
   bool half() const { return working_ != DType::F32; }
-  Slot& grad_slot(int block);
 
   ParamLayout layout_;
   DType working_;
@@ -50,11 +46,11 @@ class ReplicatedStates final : public ModelStates {
   Buffer grads_;   // working precision
   Buffer master_;  // fp32, only when working precision is half
   Buffer m_, v_;
-  // Half precision only: fp32 views the model computes with. One parameter slot (the model
-  // holds one block at a time) and two gradient slots (the tied embedding's gradient is open
-  // from the head's backward until the embedding's).
-  Slot param_slot_;
-  std::array<Slot, 2> grad_slots_;
+  // Half precision only: fp32 views the model computes with — the one block it holds, and its
+  // open gradient blocks.
+  Buffer param_slot_;
+  int held_ = -1;
+  GradSlots grad_slots_;
   Buffer chunk_;  // fp32 staging for the optimizer step, constant size
   std::unique_ptr<DpGradSync> sync_;
   std::unique_ptr<comm::ScalarReducer> norm_;
