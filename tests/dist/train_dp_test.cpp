@@ -10,6 +10,7 @@
 #include "src/comm/topology.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/max_rel_error.h"
 
 namespace zt {
 namespace {
@@ -52,12 +53,7 @@ TrainRun run(const TrainOptions& o, bool distributed) {
 }
 
 double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(double{a[i]} - b[i]));
-    ref = std::max(ref, std::abs(double{b[i]}));
-  }
-  return diff / ref;
+  return test::max_rel_error(a.data(), b.data(), b.size());
 }
 
 TEST(DataParallel, MatchesOneRankWithTheSameGlobalBatch) {

@@ -14,6 +14,7 @@
 #include "src/model/activation_store.h"
 #include "src/model/gpt.h"
 #include "src/zero/zero_optimizer.h"
+#include "tests/max_rel_error.h"
 #include "tests/reference/reference_file.h"
 
 namespace zt {
@@ -45,14 +46,8 @@ RefSetup setup_from(const test::ReferenceFile& ref) {
   return s;
 }
 
-// max |a - b| over max |b|: the relative error measure the issue states.
 double rel_error(const float* a, const std::vector<float>& b) {
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    ref = std::max(ref, std::abs(static_cast<double>(b[i])));
-  }
-  return diff / std::max(ref, 1e-30);
+  return test::max_rel_error(a, b.data(), b.size());
 }
 
 class Reference : public ::testing::Test {
