@@ -1,12 +1,15 @@
 // zerotron train: MPI up, every flag parsed and validated and every data file opened and checked
 // (identically on every rank, before anything is allocated), then the process groups, then
 // training.
+#include <filesystem>
 #include "apps/commands.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
 #include "src/core/log.h"
 #include "src/core/memory_pool.h"
 #include "src/core/slab_allocator.h"
+
+#include "src/train/checkpoint.h"
 #include "src/train/options.h"
 #include "src/train/train_data.h"
 #include "src/train/trainer.h"
@@ -31,6 +34,14 @@ int train(Args args) {
     auto world = rt.world(pool);
     comm::Topology topo(*world, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
     Trainer trainer(o, pool, &topo, std::move(data));
+    if (!o.load.empty()) {
+      if (std::filesystem::exists(std::filesystem::path(o.load) / "latest")) {
+        const int it = load_checkpoint(o.load, trainer);
+        log::info(" loaded checkpoint {} at iteration {}", o.load, it);
+      } else {
+        log::info(" no checkpoint in {}: starting from scratch", o.load);
+      }
+    }
     trainer.run();
     return 0;
   });

@@ -70,6 +70,10 @@ struct TrainOptions {
   std::string merge_file;
   int eval_interval = 1000;
   int eval_iters = 100;  // global batches per evaluation; 0: none
+  // checkpoints
+  std::string save;
+  int save_interval = 0;  // 0: only at the end (with --save)
+  std::string load;
   // logging
   int log_interval = 100;
   std::string metrics_file;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "src/core/log.h"
+#include "src/train/checkpoint.h"
 
 namespace zt {
 namespace {
@@ -137,6 +138,20 @@ void Trainer::maybe_inject_fault() {
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // never joins a collective again
 }
 
+void Trainer::save(bool print) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string where = save_checkpoint(o_.save, *this);
+  saved_iteration_ = iteration_;
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (print) log::info(" saved checkpoint at iteration {} to {} ({:.2f} s)", iteration_, where, s);
+}
+
+void Trainer::restore_loop_state(const LoopState& s) {
+  iteration_ = s.iteration;
+  consumed_valid_ = s.consumed_valid;
+  scaler_.restore(s.scaler);
+}
+
 StepMetrics Trainer::train_step() {
   using Clock = std::chrono::steady_clock;
   pool_.reset_peaks();
@@ -265,9 +280,13 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
       log::line(MetricsWriter::console_line(m));
     history_.push_back(m);
     if (data_.valid && m.iteration % o_.eval_interval == 0) report_validation(print);
+    if (!o_.save.empty() && o_.save_interval > 0 && m.iteration % o_.save_interval == 0 &&
+        m.iteration != o_.train_iters)
+      save(print);
   }
   if (data_.valid && (validation_.empty() || validation_.back().first != iteration_))
     report_validation(print);
+  if (!o_.save.empty() && (saved_iteration_ != iteration_)) save(print);
   return history_;
 }
 

@@ -48,6 +48,20 @@ class Trainer {
 
   ZeroOptimizer& optimizer() { return *optimizer_; }
   Gpt& model() { return *model_; }
+  const TrainOptions& options() const { return o_; }
+  const GptConfig& config() const { return config_; }
+  comm::Topology* topology() const { return topo_; }
+
+  // The loop state a checkpoint carries besides the model states.
+  struct LoopState {
+    int iteration = 0;
+    int64_t consumed_valid = 0;
+    LossScaler::State scaler{};
+  };
+  LoopState loop_state() const { return {iteration_, consumed_valid_, scaler_.state()}; }
+  void restore_loop_state(const LoopState& s);
+  // Writes a checkpoint of this step to --save.
+  void save(bool print);
 
  private:
   TrainOptions o_;
@@ -72,6 +86,7 @@ class Trainer {
   std::unique_ptr<comm::ScalarReducer> reducer_;
   std::vector<StepMetrics> history_;
   int iteration_ = 0;
+  int saved_iteration_ = -1;
   // Fault injection for the failure tests: ZT_INJECT_FAULT="throw:RANK:STEP" makes rank RANK
   // throw in the middle of step STEP; "hang:RANK:STEP" makes it stop participating there;
   // "inf:RANK:STEP" makes its gradients of that step infinite (an fp16 overflow on one rank).

@@ -3,6 +3,7 @@
 // fp32 master parameters, Adam moments): which of them a rank keeps, and how gradients and
 // parameters cross the data-parallel group. It serves the model as its ParamSource.
 #include <cstdint>
+#include <vector>
 
 #include "src/comm/communicator.h"
 #include "src/model/param_layout.h"
@@ -52,6 +53,16 @@ class ModelStates : public ParamSource {
   // re-derives the working parameters.
   virtual void set_master(const float* full) = 0;
   virtual int64_t adam_step() const = 0;
+
+  // What a checkpoint saves for this rank: fp32 master parameters, Adam m and v — the rank's
+  // shard (stages 1–3) or everything (stage 0) — in a fixed order. Working parameters are not
+  // saved: they are always the master rounded to the working precision.
+  virtual std::vector<Tensor> owned_state() = 0;
+  // Stage 0 holds identical states on every data-parallel rank: only one needs writing.
+  virtual bool state_replicated_over_dp() const = 0;
+  // After owned_state() was overwritten from a checkpoint: re-derive the working parameters
+  // (collective over dp in stages 1–2) and set the Adam step counter.
+  virtual void after_load(int64_t adam_step) = 0;
 };
 
 }  // namespace zt

@@ -150,6 +150,26 @@ void PartitionedStates::gather_master(float* full) {
   }
 }
 
+std::vector<Tensor> PartitionedStates::owned_state() {
+  const int64_t n = part_.shard_numel();
+  return {master_.view({n}, DType::F32), m_.view({n}, DType::F32), v_.view({n}, DType::F32)};
+}
+
+void PartitionedStates::after_load(int64_t adam_step) {
+  adam_step_ = adam_step;
+  const float* master = master_.view({part_.shard_numel()}, DType::F32).f32();
+  if (zero_.stage == 3) {
+    from_f32(shard_params_.data(), working_, master, part_.shard_numel());
+    for (auto& g : gathered_) g.block = -1;
+    return;
+  }
+  const int rank = dp_.rank();
+  for (const auto& u : part_.units())
+    from_f32(at(full_params_.data(), working_, u.padded_begin + int64_t{rank} * u.part_len),
+             working_, master + u.shard_offset, u.part_len);
+  all_gather_updated_params();
+}
+
 // ---- parameters -------------------------------------------------------------------------------
 
 PartitionedStates::Gathered* PartitionedStates::find_gathered(int block) {

@@ -38,6 +38,9 @@ class PartitionedStates final : public ModelStates {
   void gather_master(float* full) override;
   void set_master(const float* full) override;
   int64_t adam_step() const override { return adam_step_; }
+  std::vector<Tensor> owned_state() override;
+  bool state_replicated_over_dp() const override { return false; }
+  void after_load(int64_t adam_step) override;
   const Partition& partition() const { return part_; }
 
  private:

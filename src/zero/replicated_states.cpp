@@ -79,6 +79,16 @@ void ReplicatedStates::set_master(const float* full) {
   sync_working_from_master();
 }
 
+std::vector<Tensor> ReplicatedStates::owned_state() {
+  const int64_t n = layout_.numel();
+  return {master_params(), m_.view({n}, DType::F32), v_.view({n}, DType::F32)};
+}
+
+void ReplicatedStates::after_load(int64_t adam_step) {
+  sync_working_from_master();
+  adam_step_ = adam_step;
+}
+
 void ReplicatedStates::begin_microbatch(bool last) {
   if (sync_) sync_->begin_backward(last);
 }

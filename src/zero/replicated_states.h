@@ -29,6 +29,9 @@ class ReplicatedStates final : public ModelStates {
   void gather_master(float* full) override;
   void set_master(const float* full) override;
   int64_t adam_step() const override { return adam_step_; }
+  std::vector<Tensor> owned_state() override;
+  bool state_replicated_over_dp() const override { return true; }
+  void after_load(int64_t adam_step) override;
 
   Tensor working_params() const { return params_.view({layout_.numel()}, working_); }
   Tensor working_grads() const { return grads_.view({layout_.numel()}, working_); }

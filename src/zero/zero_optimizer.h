@@ -30,6 +30,9 @@ class ZeroOptimizer final : public ParamSource {
   void gather_master(float* full) { states_->gather_master(full); }
   void set_master(const float* full) { states_->set_master(full); }
   int64_t adam_step() const { return states_->adam_step(); }
+  std::vector<Tensor> owned_state() { return states_->owned_state(); }
+  bool state_replicated_over_dp() const { return states_->state_replicated_over_dp(); }
+  void after_load(int64_t adam_step) { states_->after_load(adam_step); }
 
   int stage() const { return zero_.stage; }
   const ParamLayout& layout() const { return layout_; }

@@ -1,0 +1,263 @@
+#include "src/train/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+#include "src/core/error.h"
+
+namespace zt {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr char kMagic[8] = {'Z', 'T', 'C', 'K', 'P', 'T', '0', '1'};
+
+// An open file descriptor, closed on scope exit.
+class Fd {
+ public:
+  Fd(const std::string& path, int flags) : fd_(::open(path.c_str(), flags, 0644)), path_(path) {
+    if (fd_ < 0) throw InputError(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  }
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  void write(const void* p, size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (n > 0) {
+      const ssize_t w = ::write(fd_, c, n);
+      ZT_CHECK(w > 0, "writing '{}': {}", path_, std::strerror(errno));
+      c += w;
+      n -= static_cast<size_t>(w);
+    }
+  }
+  void sync() { ZT_CHECK(::fsync(fd_) == 0, "fsync '{}': {}", path_, std::strerror(errno)); }
+
+ private:
+  int fd_;
+  std::string path_;
+};
+
+std::string iter_name(int iteration) {
+  return fmt::format("iter_{:07d}", iteration);
+}
+
+std::string shard_name(int tp_rank, int dp_rank) {
+  return fmt::format("mp_rank_{:02d}_dp_{:03d}.bin", tp_rank, dp_rank);
+}
+
+std::vector<char> read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  ZT_REQUIRE(in.good(), "checkpoint file '{}' is missing or unreadable", p.string());
+  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_atomically(const fs::path& p, const std::string& text) {
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    Fd f(tmp.string(), O_WRONLY | O_CREAT | O_TRUNC);
+    f.write(text.data(), text.size());
+    f.sync();
+  }
+  fs::rename(tmp, p);
+}
+
+void sync_dir(const fs::path& p) {
+  Fd d(p.string(), O_RDONLY | O_DIRECTORY);
+  d.sync();
+}
+
+struct Identity {
+  int tp_rank = 0, dp_rank = 0, tp = 1, dp = 1;
+  bool writes = true;
+  int shard_dp = 0;  // the dp index whose file holds this rank's states
+};
+
+Identity identity(Trainer& t) {
+  Identity id;
+  if (comm::Topology* topo = t.topology()) {
+    id.tp_rank = topo->tp_rank();
+    id.dp_rank = topo->dp_rank();
+    id.tp = topo->tp_size();
+    id.dp = topo->dp_size();
+  }
+  const bool replicated = t.optimizer().state_replicated_over_dp();
+  id.shard_dp = replicated ? 0 : id.dp_rank;
+  id.writes = !replicated || id.dp_rank == 0;
+  return id;
+}
+
+void barrier(Trainer& t) {
+  if (t.topology() != nullptr) t.topology()->world().barrier();
+}
+
+nlohmann::json model_json(const Trainer& t) {
+  const GptConfig& c = t.config();
+  return {{"num_layers", c.num_layers},
+          {"hidden_size", c.hidden},
+          {"num_attention_heads", c.heads},
+          {"seq_length", c.seq_length},
+          {"vocab_size", c.vocab_size},
+          {"padded_vocab_size", c.padded_vocab_size},
+          {"attention_dropout", c.attention_dropout},
+          {"hidden_dropout", c.hidden_dropout}};
+}
+
+}  // namespace
+
+uint32_t crc32(const void* data, size_t n, uint32_t crc) {
+  static const std::array<uint32_t, 256> table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  crc = ~crc;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) crc = table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
+  return ~crc;
+}
+
+std::string save_checkpoint(const std::string& dir, Trainer& t) {
+  const Trainer::LoopState loop = t.loop_state();
+  const Identity id = identity(t);
+  const bool root = t.topology() == nullptr || t.topology()->rank() == 0;
+  const fs::path final_dir = fs::path(dir) / iter_name(loop.iteration);
+  const fs::path tmp_dir = final_dir.string() + ".tmp";
+  if (root) {
+    fs::create_directories(dir);
+    fs::remove_all(tmp_dir);  // a previous attempt that died
+    fs::create_directories(tmp_dir);
+  }
+  barrier(t);
+  if (id.writes) {
+    Fd f((tmp_dir / shard_name(id.tp_rank, id.shard_dp)).string(), O_WRONLY | O_CREAT | O_TRUNC);
+    const std::vector<Tensor> state = t.optimizer().owned_state();
+    const uint64_t count = state.size();
+    f.write(kMagic, sizeof kMagic);
+    f.write(&count, sizeof count);
+    for (const Tensor& s : state) {
+      const uint64_t n = static_cast<uint64_t>(s.numel());
+      f.write(&n, sizeof n);
+    }
+    for (const Tensor& s : state) f.write(s.data(), s.bytes());
+    f.sync();
+  }
+  barrier(t);  // every shard is on disk
+  if (root) {
+    nlohmann::json meta;
+    meta["format"] = "zerotron-checkpoint-1";
+    meta["iteration"] = loop.iteration;
+    meta["consumed_train_samples"] = t.consumed_train_samples();
+    meta["consumed_valid_samples"] = loop.consumed_valid;
+    meta["model"] = model_json(t);
+    meta["layout"] = {{"tensor_model_parallel_size", id.tp},
+                      {"data_parallel_size", id.dp},
+                      {"zero_stage", t.optimizer().stage()},
+                      {"precision", std::string(dtype_name(t.optimizer().working_dtype()))}};
+    meta["adam_step"] = t.optimizer().adam_step();
+    meta["loss_scaler"] = {{"scale", loop.scaler.scale},
+                           {"growth_tracker", loop.scaler.growth_tracker},
+                           {"hysteresis_left", loop.scaler.hysteresis_left}};
+    // Dropout and the data order are pure functions of (seed, sample index): the seed and the
+    // consumed samples are the whole random state.
+    meta["seed"] = t.options().seed;
+    nlohmann::json shards = nlohmann::json::object();
+    for (const auto& e : fs::directory_iterator(tmp_dir)) {
+      const std::vector<char> bytes = read_file(e.path());
+      shards[e.path().filename().string()] = crc32(bytes.data(), bytes.size());
+    }
+    meta["shards"] = shards;
+    write_atomically(tmp_dir / "meta.json", meta.dump(2));
+    sync_dir(tmp_dir);
+    fs::remove_all(final_dir);
+    fs::rename(tmp_dir, final_dir);
+    sync_dir(dir);
+    write_atomically(fs::path(dir) / "latest", iter_name(loop.iteration) + "\n");
+    sync_dir(dir);
+  }
+  barrier(t);
+  return final_dir.string();
+}
+
+int load_checkpoint(const std::string& dir, Trainer& t) {
+  const fs::path latest = fs::path(dir) / "latest";
+  ZT_REQUIRE(fs::exists(latest), "--load '{}': no 'latest' file, so no complete checkpoint", dir);
+  std::string name;
+  std::ifstream(latest) >> name;
+  const fs::path iter_dir = fs::path(dir) / name;
+  const std::vector<char> meta_bytes = read_file(iter_dir / "meta.json");
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(meta_bytes.begin(), meta_bytes.end());
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(
+        fmt::format("'{}' is not valid JSON: {}", (iter_dir / "meta.json").string(), e.what()));
+  }
+  const Identity id = identity(t);
+  const nlohmann::json want_layout = {
+      {"tensor_model_parallel_size", id.tp},
+      {"data_parallel_size", id.dp},
+      {"zero_stage", t.optimizer().stage()},
+      {"precision", std::string(dtype_name(t.optimizer().working_dtype()))}};
+  ZT_REQUIRE(meta.at("layout") == want_layout,
+             "checkpoint '{}' was saved with layout {} but this run is {}; loading across "
+             "layouts (reshaping) is not supported yet",
+             iter_dir.string(), meta.at("layout").dump(), want_layout.dump());
+  ZT_REQUIRE(meta.at("model") == model_json(t), "checkpoint '{}' holds model {} but this run is {}",
+             iter_dir.string(), meta.at("model").dump(), model_json(t).dump());
+  const std::string file = shard_name(id.tp_rank, id.shard_dp);
+  const fs::path path = iter_dir / file;
+  const std::vector<char> bytes = read_file(path);
+  ZT_REQUIRE(meta.at("shards").contains(file), "'{}' lists no shard '{}'",
+             (iter_dir / "meta.json").string(), file);
+  ZT_REQUIRE(crc32(bytes.data(), bytes.size()) == meta["shards"][file].get<uint32_t>(),
+             "checkpoint shard '{}' is corrupt: its CRC-32 does not match meta.json",
+             path.string());
+  std::vector<Tensor> state = t.optimizer().owned_state();
+  size_t at = sizeof kMagic + 8 + 8 * state.size();
+  ZT_REQUIRE(bytes.size() >= at && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0,
+             "'{}' is not a zerotron shard", path.string());
+  uint64_t count = 0;
+  std::memcpy(&count, bytes.data() + sizeof kMagic, 8);
+  ZT_REQUIRE(count == state.size(), "'{}' holds {} tensors, expected {}", path.string(), count,
+             state.size());
+  for (size_t i = 0; i < state.size(); ++i) {
+    uint64_t n = 0;
+    std::memcpy(&n, bytes.data() + sizeof kMagic + 8 + 8 * i, 8);
+    ZT_REQUIRE(n == static_cast<uint64_t>(state[i].numel()),
+               "'{}': tensor {} has {} elements, "
+               "expected {}",
+               path.string(), i, n, state[i].numel());
+  }
+  for (Tensor& s : state) {
+    ZT_REQUIRE(at + s.bytes() <= bytes.size(), "'{}' is truncated", path.string());
+    std::memcpy(s.data(), bytes.data() + at, s.bytes());
+    at += s.bytes();
+  }
+  ZT_REQUIRE(at == bytes.size(), "'{}' has {} trailing bytes", path.string(), bytes.size() - at);
+  t.optimizer().after_load(meta.at("adam_step").get<int64_t>());
+  Trainer::LoopState loop;
+  loop.iteration = meta.at("iteration").get<int>();
+  loop.consumed_valid = meta.at("consumed_valid_samples").get<int64_t>();
+  loop.scaler.scale = meta["loss_scaler"].at("scale").get<double>();
+  loop.scaler.growth_tracker = meta["loss_scaler"].at("growth_tracker").get<int>();
+  loop.scaler.hysteresis_left = meta["loss_scaler"].at("hysteresis_left").get<int>();
+  t.restore_loop_state(loop);
+  barrier(t);
+  return loop.iteration;
+}
+
+}  // namespace zt

@@ -1,0 +1,25 @@
+#pragma once
+// Sharded checkpoints: DIR/iter_NNNNNNN/ holds meta.json (rank 0: model, layout, loop state,
+// one CRC-32 per shard file) and one shard file per rank that owns model states (its fp32
+// master parameters and Adam moments; working parameters are re-derived). DIR/latest names the
+// newest complete iteration.
+//
+// Atomic: every rank writes into iter_NNNNNNN.tmp/ and fsyncs; only when all have finished does
+// rank 0 write meta.json, rename the directory into place and then move `latest`. A crash
+// mid-save leaves the previous checkpoint as `latest`. Loading verifies the layout and every
+// checksum and refuses (zerotron: error: naming the file) on any mismatch or truncation.
+#include <string>
+
+#include "src/train/trainer.h"
+
+namespace zt {
+
+// Collective over the world. Returns the iteration directory written.
+std::string save_checkpoint(const std::string& dir, Trainer& trainer);
+// Collective over the world. Loads DIR/latest into `trainer` (built with the same layout).
+// Returns the iteration loaded.
+int load_checkpoint(const std::string& dir, Trainer& trainer);
+
+uint32_t crc32(const void* data, size_t n, uint32_t crc = 0);
+
+}  // namespace zt
