@@ -3,16 +3,19 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
 
 #include "src/core/error.h"
+#include "src/zero/partition.h"
 
 namespace zt {
 namespace fs = std::filesystem;
@@ -112,6 +115,141 @@ nlohmann::json model_json(const Trainer& t) {
           {"hidden_dropout", c.hidden_dropout}};
 }
 
+// Keeps the newest `keep` complete iteration directories (0: all); never the one `latest` names.
+void prune(const std::string& dir, int keep) {
+  if (keep <= 0) return;
+  std::vector<fs::path> iters;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (e.is_directory() && n.starts_with("iter_") && !n.ends_with(".tmp"))
+      iters.push_back(e.path());
+  }
+  std::sort(iters.begin(), iters.end());
+  for (size_t i = 0; i + static_cast<size_t>(keep) < iters.size(); ++i) fs::remove_all(iters[i]);
+}
+
+// One shard file, checked against meta.json's CRC-32 and the expected tensor sizes.
+std::vector<std::vector<float>> read_shard(const fs::path& iter_dir, const nlohmann::json& meta,
+                                           const std::string& file,
+                                           const std::vector<int64_t>& sizes) {
+  const fs::path path = iter_dir / file;
+  const std::vector<char> bytes = read_file(path);
+  ZT_REQUIRE(meta.at("shards").contains(file), "'{}' lists no shard '{}'",
+             (iter_dir / "meta.json").string(), file);
+  ZT_REQUIRE(crc32(bytes.data(), bytes.size()) == meta["shards"][file].get<uint32_t>(),
+             "checkpoint shard '{}' is corrupt: its CRC-32 does not match meta.json",
+             path.string());
+  size_t at = sizeof kMagic + 8 + 8 * sizes.size();
+  ZT_REQUIRE(bytes.size() >= at && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0,
+             "'{}' is not a zerotron shard", path.string());
+  uint64_t count = 0;
+  std::memcpy(&count, bytes.data() + sizeof kMagic, 8);
+  ZT_REQUIRE(count == sizes.size(), "'{}' holds {} tensors, expected {}", path.string(), count,
+             sizes.size());
+  std::vector<std::vector<float>> out;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    uint64_t n = 0;
+    std::memcpy(&n, bytes.data() + sizeof kMagic + 8 + 8 * i, 8);
+    ZT_REQUIRE(n == static_cast<uint64_t>(sizes[i]), "'{}': tensor {} has {} elements, expected {}",
+               path.string(), i, n, sizes[i]);
+    ZT_REQUIRE(at + n * 4 <= bytes.size(), "'{}' is truncated", path.string());
+    out.emplace_back(n);
+    std::memcpy(out.back().data(), bytes.data() + at, n * 4);
+    at += n * 4;
+  }
+  ZT_REQUIRE(at == bytes.size(), "'{}' has {} trailing bytes", path.string(), bytes.size() - at);
+  return out;
+}
+
+GptConfig config_from_json(const nlohmann::json& j) {
+  GptConfig c;
+  c.num_layers = j.at("num_layers").get<int>();
+  c.hidden = j.at("hidden_size").get<int>();
+  c.heads = j.at("num_attention_heads").get<int>();
+  c.seq_length = j.at("seq_length").get<int>();
+  c.vocab_size = j.at("vocab_size").get<int>();
+  c.padded_vocab_size = j.at("padded_vocab_size").get<int>();
+  c.attention_dropout = j.at("attention_dropout").get<float>();
+  c.hidden_dropout = j.at("hidden_dropout").get<float>();
+  return c;
+}
+
+// The universal path: every saved shard of every saved rank, re-assembled into whole tensors by
+// name (through the saved layout's full_index and partition), then cut for this rank's layout.
+void load_reshaped(const fs::path& iter_dir, const nlohmann::json& meta, Trainer& t) {
+  const GptConfig saved = config_from_json(meta.at("model"));
+  const auto& lay = meta.at("layout");
+  const int tp_s = lay.at("tensor_model_parallel_size").get<int>();
+  const int dp_s = lay.at("data_parallel_size").get<int>();
+  const int stage_s = lay.at("zero_stage").get<int>();
+  const int64_t unit = meta.at("partition_unit_elems").get<int64_t>();
+  struct Whole {
+    Shape shape;
+    std::array<std::vector<float>, 3> v;
+  };
+  std::map<std::string, Whole> whole;
+  for (int r = 0; r < tp_s; ++r) {
+    const ParamLayout L = ParamLayout::gpt(saved, tp_s, r);
+    const int64_t n = L.numel();
+    std::array<std::vector<float>, 3> local;
+    if (stage_s == 0) {
+      auto s = read_shard(iter_dir, meta, shard_name(r, 0), {n, n, n});
+      for (int k = 0; k < 3; ++k)
+        local[static_cast<size_t>(k)] = std::move(s[static_cast<size_t>(k)]);
+    } else {
+      for (auto& l : local) l.assign(static_cast<size_t>(n), 0.0f);
+      for (int d = 0; d < dp_s; ++d) {
+        const Partition P(L, dp_s, d, unit);
+        const int64_t m = P.shard_numel();
+        const auto s = read_shard(iter_dir, meta, shard_name(r, d), {m, m, m});
+        for (const auto& seg : P.segments())
+          for (size_t k = 0; k < 3; ++k)
+            std::copy_n(s[k].begin() + seg.shard_offset, seg.len,
+                        local[k].begin() + seg.layout_offset);
+      }
+    }
+    for (const auto& p : L.params()) {
+      Whole& w = whole[p.name];
+      if (w.v[0].empty()) {
+        w.shape = p.full_shape;
+        for (auto& v : w.v) v.assign(static_cast<size_t>(p.full_numel()), 0.0f);
+      }
+      for (int64_t i = 0; i < p.numel(); ++i)
+        for (size_t k = 0; k < 3; ++k)
+          w.v[k][static_cast<size_t>(p.full_index(i))] =
+              local[k][static_cast<size_t>(p.offset + i)];
+    }
+  }
+  const ParamLayout& C = t.optimizer().layout();
+  const auto n = static_cast<size_t>(C.numel());
+  std::array<std::vector<float>, 3> cur{std::vector<float>(n), std::vector<float>(n, 0.0f),
+                                        std::vector<float>(n, 0.0f)};
+  t.optimizer().gather_master(cur[0].data());  // rows no checkpoint covers keep their values
+  for (const auto& p : C.params()) {
+    const auto it = whole.find(p.name);
+    ZT_REQUIRE(it != whole.end(), "checkpoint '{}' has no tensor '{}'", iter_dir.string(), p.name);
+    const Whole& w = it->second;
+    // Only the vocabulary padding (a multiple of 128·tp) may differ; its rows carry no signal.
+    const bool same = w.shape == p.full_shape;
+    ZT_REQUIRE(
+        same || (p.full_shape.rank() == 2 && w.shape.rank() == 2 && w.shape[1] == p.full_shape[1]),
+        "checkpoint tensor '{}' has shape {}, this model {}", p.name, w.shape.str(),
+        p.full_shape.str());
+    for (int64_t i = 0; i < p.numel(); ++i) {
+      const int64_t f = p.full_index(i);
+      int64_t src = f;
+      if (!same) {
+        const int64_t row = f / p.full_shape[1], col = f % p.full_shape[1];
+        if (row >= w.shape[0]) continue;
+        src = row * w.shape[1] + col;
+      }
+      for (size_t k = 0; k < 3; ++k)
+        cur[k][static_cast<size_t>(p.offset + i)] = w.v[k][static_cast<size_t>(src)];
+    }
+  }
+  t.optimizer().set_state_from_layout_order(cur[0].data(), cur[1].data(), cur[2].data());
+}
+
 }  // namespace
 
 uint32_t crc32(const void* data, size_t n, uint32_t crc) {
@@ -168,6 +306,9 @@ std::string save_checkpoint(const std::string& dir, Trainer& t) {
                       {"zero_stage", t.optimizer().stage()},
                       {"precision", std::string(dtype_name(t.optimizer().working_dtype()))}};
     meta["adam_step"] = t.optimizer().adam_step();
+    // The partition unit (Partition's constant bucket): what a reshaping load needs to find
+    // every element in the stage 1-3 shards.
+    meta["partition_unit_elems"] = t.options().reduce_bucket_size;
     meta["loss_scaler"] = {{"scale", loop.scaler.scale},
                            {"growth_tracker", loop.scaler.growth_tracker},
                            {"hysteresis_left", loop.scaler.hysteresis_left}};
@@ -187,6 +328,7 @@ std::string save_checkpoint(const std::string& dir, Trainer& t) {
     sync_dir(dir);
     write_atomically(fs::path(dir) / "latest", iter_name(loop.iteration) + "\n");
     sync_dir(dir);
+    prune(dir, t.options().keep_last);
   }
   barrier(t);
   return final_dir.string();
@@ -212,42 +354,21 @@ int load_checkpoint(const std::string& dir, Trainer& t) {
       {"data_parallel_size", id.dp},
       {"zero_stage", t.optimizer().stage()},
       {"precision", std::string(dtype_name(t.optimizer().working_dtype()))}};
-  ZT_REQUIRE(meta.at("layout") == want_layout,
-             "checkpoint '{}' was saved with layout {} but this run is {}; loading across "
-             "layouts (reshaping) is not supported yet",
-             iter_dir.string(), meta.at("layout").dump(), want_layout.dump());
-  ZT_REQUIRE(meta.at("model") == model_json(t), "checkpoint '{}' holds model {} but this run is {}",
+  nlohmann::json saved_model = meta.at("model"), want_model = model_json(t);
+  saved_model.erase("padded_vocab_size");  // follows tp (Megatron pads to 128·tp)
+  want_model.erase("padded_vocab_size");
+  ZT_REQUIRE(saved_model == want_model, "checkpoint '{}' holds model {} but this run is {}",
              iter_dir.string(), meta.at("model").dump(), model_json(t).dump());
-  const std::string file = shard_name(id.tp_rank, id.shard_dp);
-  const fs::path path = iter_dir / file;
-  const std::vector<char> bytes = read_file(path);
-  ZT_REQUIRE(meta.at("shards").contains(file), "'{}' lists no shard '{}'",
-             (iter_dir / "meta.json").string(), file);
-  ZT_REQUIRE(crc32(bytes.data(), bytes.size()) == meta["shards"][file].get<uint32_t>(),
-             "checkpoint shard '{}' is corrupt: its CRC-32 does not match meta.json",
-             path.string());
-  std::vector<Tensor> state = t.optimizer().owned_state();
-  size_t at = sizeof kMagic + 8 + 8 * state.size();
-  ZT_REQUIRE(bytes.size() >= at && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0,
-             "'{}' is not a zerotron shard", path.string());
-  uint64_t count = 0;
-  std::memcpy(&count, bytes.data() + sizeof kMagic, 8);
-  ZT_REQUIRE(count == state.size(), "'{}' holds {} tensors, expected {}", path.string(), count,
-             state.size());
-  for (size_t i = 0; i < state.size(); ++i) {
-    uint64_t n = 0;
-    std::memcpy(&n, bytes.data() + sizeof kMagic + 8 + 8 * i, 8);
-    ZT_REQUIRE(n == static_cast<uint64_t>(state[i].numel()),
-               "'{}': tensor {} has {} elements, "
-               "expected {}",
-               path.string(), i, n, state[i].numel());
+  if (meta.at("layout") == want_layout) {
+    std::vector<Tensor> state = t.optimizer().owned_state();
+    std::vector<int64_t> sizes;
+    for (const Tensor& s : state) sizes.push_back(s.numel());
+    const auto loaded = read_shard(iter_dir, meta, shard_name(id.tp_rank, id.shard_dp), sizes);
+    for (size_t i = 0; i < state.size(); ++i)
+      std::copy(loaded[i].begin(), loaded[i].end(), state[i].f32());
+  } else {
+    load_reshaped(iter_dir, meta, t);
   }
-  for (Tensor& s : state) {
-    ZT_REQUIRE(at + s.bytes() <= bytes.size(), "'{}' is truncated", path.string());
-    std::memcpy(s.data(), bytes.data() + at, s.bytes());
-    at += s.bytes();
-  }
-  ZT_REQUIRE(at == bytes.size(), "'{}' has {} trailing bytes", path.string(), bytes.size() - at);
   t.optimizer().after_load(meta.at("adam_step").get<int64_t>());
   Trainer::LoopState loop;
   loop.iteration = meta.at("iteration").get<int>();

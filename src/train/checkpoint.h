@@ -16,8 +16,10 @@ namespace zt {
 
 // Collective over the world. Returns the iteration directory written.
 std::string save_checkpoint(const std::string& dir, Trainer& trainer);
-// Collective over the world. Loads DIR/latest into `trainer` (built with the same layout).
-// Returns the iteration loaded.
+// Collective over the world. Loads DIR/latest into `trainer`. Under the saved layout each rank
+// reads its own shard; under another (tp, dp, zero stage) every rank re-assembles the whole
+// tensors from all shards and cuts its own part (optimizer states included). Returns the
+// iteration loaded.
 int load_checkpoint(const std::string& dir, Trainer& trainer);
 
 uint32_t crc32(const void* data, size_t n, uint32_t crc = 0);

@@ -143,6 +143,8 @@ const std::vector<Decl>& decls() {
        "steps between checkpoints (0: only at the end)"},
       {"load", "load", &O::load, Check::Any,
        "resume from DIR/latest (same layout); starts from scratch when DIR has no checkpoint"},
+      {"keep-last", "keep_last", &O::keep_last, Check::NonNegative,
+       "keep only the newest K checkpoints in --save (0: all)"},
       {"log-interval", "log_interval", &O::log_interval, Check::Positive,
        "steps between console lines"},
       {"metrics-file", "metrics_file", &O::metrics_file, Check::Any,

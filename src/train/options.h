@@ -74,6 +74,7 @@ struct TrainOptions {
   std::string save;
   int save_interval = 0;  // 0: only at the end (with --save)
   std::string load;
+  int keep_last = 0;  // 0: keep every checkpoint
   // logging
   int log_interval = 100;
   std::string metrics_file;

@@ -63,6 +63,10 @@ class ModelStates : public ParamSource {
   // After owned_state() was overwritten from a checkpoint: re-derive the working parameters
   // (collective over dp in stages 1–2) and set the Adam step counter.
   virtual void after_load(int64_t adam_step) = 0;
+  // Sets master, m and v from full copies in ParamLayout order (this rank's tensor-parallel
+  // shard, the same on every dp rank) — the reshaping path, when the saved layout differs.
+  virtual void set_state_from_layout_order(const float* master, const float* m,
+                                           const float* v) = 0;
 };
 
 }  // namespace zt

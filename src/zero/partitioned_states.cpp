@@ -155,6 +155,17 @@ std::vector<Tensor> PartitionedStates::owned_state() {
   return {master_.view({n}, DType::F32), m_.view({n}, DType::F32), v_.view({n}, DType::F32)};
 }
 
+void PartitionedStates::set_state_from_layout_order(const float* master, const float* m,
+                                                    const float* v) {
+  const int64_t n = part_.shard_numel();
+  float* dst[3] = {master_.view({n}, DType::F32).f32(), m_.view({n}, DType::F32).f32(),
+                   v_.view({n}, DType::F32).f32()};
+  const float* src[3] = {master, m, v};
+  for (int k = 0; k < 3; ++k)
+    for (const auto& s : part_.segments())
+      std::copy(src[k] + s.layout_offset, src[k] + s.layout_offset + s.len, dst[k] + s.shard_offset);
+}
+
 void PartitionedStates::after_load(int64_t adam_step) {
   adam_step_ = adam_step;
   const float* master = master_.view({part_.shard_numel()}, DType::F32).f32();

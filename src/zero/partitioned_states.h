@@ -41,6 +41,7 @@ class PartitionedStates final : public ModelStates {
   std::vector<Tensor> owned_state() override;
   bool state_replicated_over_dp() const override { return false; }
   void after_load(int64_t adam_step) override;
+  void set_state_from_layout_order(const float* master, const float* m, const float* v) override;
   const Partition& partition() const { return part_; }
 
  private:

@@ -84,6 +84,14 @@ std::vector<Tensor> ReplicatedStates::owned_state() {
   return {master_params(), m_.view({n}, DType::F32), v_.view({n}, DType::F32)};
 }
 
+void ReplicatedStates::set_state_from_layout_order(const float* master, const float* m,
+                                                   const float* v) {
+  const int64_t n = layout_.numel();
+  std::copy(master, master + n, master_params().f32());
+  std::copy(m, m + n, m_.view({n}, DType::F32).f32());
+  std::copy(v, v + n, v_.view({n}, DType::F32).f32());
+}
+
 void ReplicatedStates::after_load(int64_t adam_step) {
   sync_working_from_master();
   adam_step_ = adam_step;

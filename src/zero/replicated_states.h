@@ -32,6 +32,7 @@ class ReplicatedStates final : public ModelStates {
   std::vector<Tensor> owned_state() override;
   bool state_replicated_over_dp() const override { return true; }
   void after_load(int64_t adam_step) override;
+  void set_state_from_layout_order(const float* master, const float* m, const float* v) override;
 
   Tensor working_params() const { return params_.view({layout_.numel()}, working_); }
   Tensor working_grads() const { return grads_.view({layout_.numel()}, working_); }

@@ -33,6 +33,9 @@ class ZeroOptimizer final : public ParamSource {
   std::vector<Tensor> owned_state() { return states_->owned_state(); }
   bool state_replicated_over_dp() const { return states_->state_replicated_over_dp(); }
   void after_load(int64_t adam_step) { states_->after_load(adam_step); }
+  void set_state_from_layout_order(const float* master, const float* m, const float* v) {
+    states_->set_state_from_layout_order(master, m, v);
+  }
 
   int stage() const { return zero_.stage; }
   const ParamLayout& layout() const { return layout_; }
