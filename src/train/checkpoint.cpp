@@ -268,7 +268,8 @@ uint32_t crc32(const void* data, size_t n, uint32_t crc) {
   return ~crc;
 }
 
-std::string save_checkpoint(const std::string& dir, Trainer& t) {
+std::string save_checkpoint(const std::string& dir, Trainer& t,
+                            const std::function<void()>& after_shard) {
   const Trainer::LoopState loop = t.loop_state();
   const Identity id = identity(t);
   const bool root = t.topology() == nullptr || t.topology()->rank() == 0;
@@ -293,6 +294,7 @@ std::string save_checkpoint(const std::string& dir, Trainer& t) {
     for (const Tensor& s : state) f.write(s.data(), s.bytes());
     f.sync();
   }
+  if (after_shard) after_shard();
   barrier(t);  // every shard is on disk
   if (root) {
     nlohmann::json meta;

@@ -8,14 +8,17 @@
 // rank 0 write meta.json, rename the directory into place and then move `latest`. A crash
 // mid-save leaves the previous checkpoint as `latest`. Loading verifies the layout and every
 // checksum and refuses (zerotron: error: naming the file) on any mismatch or truncation.
+#include <functional>
 #include <string>
 
 #include "src/train/trainer.h"
 
 namespace zt {
 
-// Collective over the world. Returns the iteration directory written.
-std::string save_checkpoint(const std::string& dir, Trainer& trainer);
+// Collective over the world. Returns the iteration directory written. `after_shard` runs on each
+// rank once its shard is on disk (the failure tests kill a rank there).
+std::string save_checkpoint(const std::string& dir, Trainer& trainer,
+                            const std::function<void()>& after_shard = {});
 // Collective over the world. Loads DIR/latest into `trainer`. Under the saved layout each rank
 // reads its own shard; under another (tp, dp, zero stage) every rank re-assembles the whole
 // tensors from all shards and cuts its own part (optimizer states included). Returns the

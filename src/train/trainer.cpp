@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -95,11 +96,13 @@ Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* 
     const size_t a = spec.find(':'), b = spec.rfind(':');
     ZT_REQUIRE(a != std::string::npos && b > a, "ZT_INJECT_FAULT must be KIND:RANK:STEP");
     const std::string kind = spec.substr(0, a);
-    fault_.kind = kind == "throw"  ? Fault::Throw
-                  : kind == "hang" ? Fault::Hang
-                  : kind == "inf"  ? Fault::Inf
-                                   : Fault::None;
-    ZT_REQUIRE(fault_.kind != Fault::None, "ZT_INJECT_FAULT kind must be throw, hang or inf");
+    fault_.kind = kind == "throw"          ? Fault::Throw
+                  : kind == "hang"         ? Fault::Hang
+                  : kind == "inf"          ? Fault::Inf
+                  : kind == "kill-in-save" ? Fault::KillInSave
+                                           : Fault::None;
+    ZT_REQUIRE(fault_.kind != Fault::None,
+               "ZT_INJECT_FAULT kind must be throw, hang, inf or kill-in-save");
     fault_.rank = std::stoi(spec.substr(a + 1, b - a - 1));
     fault_.step = std::stoi(spec.substr(b + 1));
   }
@@ -129,8 +132,8 @@ bool Trainer::inject_inf() const {
 
 void Trainer::maybe_inject_fault() {
   const int rank = topo_ != nullptr ? topo_->rank() : 0;
-  if (fault_.kind == Fault::None || fault_.kind == Fault::Inf || rank != fault_.rank ||
-      iteration_ + 1 != fault_.step)
+  if (fault_.kind == Fault::None || fault_.kind == Fault::Inf || fault_.kind == Fault::KillInSave ||
+      rank != fault_.rank || iteration_ + 1 != fault_.step)
     return;
   if (fault_.kind == Fault::Throw)
     throw Error("injected fault (ZT_INJECT_FAULT) in the middle of step " +
@@ -140,7 +143,12 @@ void Trainer::maybe_inject_fault() {
 
 void Trainer::save(bool print) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string where = save_checkpoint(o_.save, *this);
+  const int rank = topo_ != nullptr ? topo_->rank() : 0;
+  const bool kill =
+      fault_.kind == Fault::KillInSave && rank == fault_.rank && iteration_ == fault_.step;
+  const std::string where = save_checkpoint(o_.save, *this, [kill] {
+    if (kill) std::raise(SIGKILL);  // after this rank's shard is on disk, before the rename
+  });
   saved_iteration_ = iteration_;
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (print) log::info(" saved checkpoint at iteration {} to {} ({:.2f} s)", iteration_, where, s);

@@ -89,9 +89,10 @@ class Trainer {
   int saved_iteration_ = -1;
   // Fault injection for the failure tests: ZT_INJECT_FAULT="throw:RANK:STEP" makes rank RANK
   // throw in the middle of step STEP; "hang:RANK:STEP" makes it stop participating there;
-  // "inf:RANK:STEP" makes its gradients of that step infinite (an fp16 overflow on one rank).
+  // "inf:RANK:STEP" makes its gradients of that step infinite (an fp16 overflow on one rank);
+  // "kill-in-save:RANK:STEP" kills it (SIGKILL) in the middle of saving step STEP's checkpoint.
   struct Fault {
-    enum Kind : uint8_t { None, Throw, Hang, Inf } kind = None;
+    enum Kind : uint8_t { None, Throw, Hang, Inf, KillInSave } kind = None;
     int rank = -1, step = -1;
   } fault_;
   void maybe_inject_fault();
