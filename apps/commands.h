@@ -11,5 +11,6 @@ using Args = std::span<const std::string_view>;
 int train(Args args);
 int prepare_data(Args args);
 int train_tokenizer(Args args);
+int export_model(Args args);
 
 }  // namespace zt::app

@@ -161,6 +161,8 @@ std::vector<std::vector<float>> read_shard(const fs::path& iter_dir, const nlohm
   return out;
 }
 
+}  // namespace
+
 GptConfig config_from_json(const nlohmann::json& j) {
   GptConfig c;
   c.num_layers = j.at("num_layers").get<int>();
@@ -174,28 +176,25 @@ GptConfig config_from_json(const nlohmann::json& j) {
   return c;
 }
 
-// The universal path: every saved shard of every saved rank, re-assembled into whole tensors by
-// name (through the saved layout's full_index and partition), then cut for this rank's layout.
-void load_reshaped(const fs::path& iter_dir, const nlohmann::json& meta, Trainer& t) {
+// Every saved shard of every saved rank, re-assembled into whole tensors by name (through the
+// saved layout's full_index and partition).
+std::map<std::string, WholeTensor> read_whole_tensors(const std::string& iter_dir_s,
+                                                      const nlohmann::json& meta) {
+  const fs::path iter_dir(iter_dir_s);
   const GptConfig saved = config_from_json(meta.at("model"));
   const auto& lay = meta.at("layout");
   const int tp_s = lay.at("tensor_model_parallel_size").get<int>();
   const int dp_s = lay.at("data_parallel_size").get<int>();
   const int stage_s = lay.at("zero_stage").get<int>();
   const int64_t unit = meta.at("partition_unit_elems").get<int64_t>();
-  struct Whole {
-    Shape shape;
-    std::array<std::vector<float>, 3> v;
-  };
-  std::map<std::string, Whole> whole;
+  std::map<std::string, WholeTensor> whole;
   for (int r = 0; r < tp_s; ++r) {
     const ParamLayout L = ParamLayout::gpt(saved, tp_s, r);
     const int64_t n = L.numel();
     std::array<std::vector<float>, 3> local;
     if (stage_s == 0) {
       auto s = read_shard(iter_dir, meta, shard_name(r, 0), {n, n, n});
-      for (int k = 0; k < 3; ++k)
-        local[static_cast<size_t>(k)] = std::move(s[static_cast<size_t>(k)]);
+      for (size_t k = 0; k < 3; ++k) local[k] = std::move(s[k]);
     } else {
       for (auto& l : local) l.assign(static_cast<size_t>(n), 0.0f);
       for (int d = 0; d < dp_s; ++d) {
@@ -209,7 +208,7 @@ void load_reshaped(const fs::path& iter_dir, const nlohmann::json& meta, Trainer
       }
     }
     for (const auto& p : L.params()) {
-      Whole& w = whole[p.name];
+      WholeTensor& w = whole[p.name];
       if (w.v[0].empty()) {
         w.shape = p.full_shape;
         for (auto& v : w.v) v.assign(static_cast<size_t>(p.full_numel()), 0.0f);
@@ -220,6 +219,14 @@ void load_reshaped(const fs::path& iter_dir, const nlohmann::json& meta, Trainer
               local[k][static_cast<size_t>(p.offset + i)];
     }
   }
+  return whole;
+}
+
+namespace {
+
+// The universal path: the whole tensors cut for this rank's layout.
+void load_reshaped(const fs::path& iter_dir, const nlohmann::json& meta, Trainer& t) {
+  const std::map<std::string, WholeTensor> whole = read_whole_tensors(iter_dir.string(), meta);
   const ParamLayout& C = t.optimizer().layout();
   const auto n = static_cast<size_t>(C.numel());
   std::array<std::vector<float>, 3> cur{std::vector<float>(n), std::vector<float>(n, 0.0f),
@@ -228,7 +235,7 @@ void load_reshaped(const fs::path& iter_dir, const nlohmann::json& meta, Trainer
   for (const auto& p : C.params()) {
     const auto it = whole.find(p.name);
     ZT_REQUIRE(it != whole.end(), "checkpoint '{}' has no tensor '{}'", iter_dir.string(), p.name);
-    const Whole& w = it->second;
+    const WholeTensor& w = it->second;
     // Only the vocabulary padding (a multiple of 128·tp) may differ; its rows carry no signal.
     const bool same = w.shape == p.full_shape;
     ZT_REQUIRE(
@@ -336,20 +343,25 @@ std::string save_checkpoint(const std::string& dir, Trainer& t,
   return final_dir.string();
 }
 
-int load_checkpoint(const std::string& dir, Trainer& t) {
+std::string latest_iteration_dir(const std::string& dir, nlohmann::json& meta) {
   const fs::path latest = fs::path(dir) / "latest";
   ZT_REQUIRE(fs::exists(latest), "--load '{}': no 'latest' file, so no complete checkpoint", dir);
   std::string name;
   std::ifstream(latest) >> name;
   const fs::path iter_dir = fs::path(dir) / name;
   const std::vector<char> meta_bytes = read_file(iter_dir / "meta.json");
-  nlohmann::json meta;
   try {
     meta = nlohmann::json::parse(meta_bytes.begin(), meta_bytes.end());
   } catch (const nlohmann::json::exception& e) {
     throw InputError(
         fmt::format("'{}' is not valid JSON: {}", (iter_dir / "meta.json").string(), e.what()));
   }
+  return iter_dir.string();
+}
+
+int load_checkpoint(const std::string& dir, Trainer& t) {
+  nlohmann::json meta;
+  const fs::path iter_dir = latest_iteration_dir(dir, meta);
   const Identity id = identity(t);
   const nlohmann::json want_layout = {
       {"tensor_model_parallel_size", id.tp},

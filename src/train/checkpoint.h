@@ -8,8 +8,12 @@
 // rank 0 write meta.json, rename the directory into place and then move `latest`. A crash
 // mid-save leaves the previous checkpoint as `latest`. Loading verifies the layout and every
 // checksum and refuses (zerotron: error: naming the file) on any mismatch or truncation.
+#include <array>
 #include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "src/train/trainer.h"
 
@@ -24,6 +28,17 @@ std::string save_checkpoint(const std::string& dir, Trainer& trainer,
 // tensors from all shards and cuts its own part (optimizer states included). Returns the
 // iteration loaded.
 int load_checkpoint(const std::string& dir, Trainer& trainer);
+
+// Offline access (zerotron export): the newest complete iteration directory of `dir` and its
+// meta.json; the whole (unsharded) master, Adam m and v tensors by name.
+struct WholeTensor {
+  Shape shape;
+  std::array<std::vector<float>, 3> v;  // master, m, v
+};
+std::string latest_iteration_dir(const std::string& dir, nlohmann::json& meta);
+std::map<std::string, WholeTensor> read_whole_tensors(const std::string& iter_dir,
+                                                      const nlohmann::json& meta);
+GptConfig config_from_json(const nlohmann::json& model);
 
 uint32_t crc32(const void* data, size_t n, uint32_t crc = 0);
 
