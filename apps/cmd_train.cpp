@@ -1,6 +1,7 @@
 // zerotron train: MPI up, every flag parsed and validated and every data file opened and checked
 // (identically on every rank, before anything is allocated), then the process groups, then
 // training.
+#include <chrono>
 #include <filesystem>
 #include "apps/commands.h"
 #include "src/comm/runtime.h"
@@ -36,8 +37,11 @@ int train(Args args) {
     Trainer trainer(o, pool, &topo, std::move(data));
     if (!o.load.empty()) {
       if (std::filesystem::exists(std::filesystem::path(o.load) / "latest")) {
+        const auto t0 = std::chrono::steady_clock::now();
         const int it = load_checkpoint(o.load, trainer);
-        log::info(" loaded checkpoint {} at iteration {}", o.load, it);
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        log::info(" loaded checkpoint {} at iteration {} ({:.2f} s)", o.load, it, s);
       } else {
         log::info(" no checkpoint in {}: starting from scratch", o.load);
       }

@@ -3,7 +3,8 @@
 #  1. a rank is killed (SIGKILL) in the middle of saving step 4: the job fails, `latest` still
 #     names step 2, the partial step-4 directory is never chosen;
 #  2. resuming from it continues from step 2 and reproduces, bitwise, the losses of an
-#     uninterrupted run for steps 3..6 (at most the steps since the last save are lost).
+#     uninterrupted run for steps 3..6 (at most the steps since the last save are lost);
+#  3. the same after a rank crashes in the middle of a training step.
 set -euo pipefail
 zt=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,4 +35,21 @@ got=$(losses "$work/resumed.jsonl")
 if [ "$want" != "$got" ]; then
   echo "FAIL: resumed losses differ"; echo "uninterrupted: $want"; echo "resumed: $got"; exit 1
 fi
-echo "PASS: resumed steps 3-6 bitwise equal to the uninterrupted run"
+echo "resumed steps 3-6 bitwise equal to the uninterrupted run"
+
+# 3. a rank dies in the middle of training step 5 (after step 4 was saved): resuming loses only
+#    step 5's work and again reproduces steps 5-6 bitwise.
+rm -rf "$work/ckpt"
+set +e
+ZT_MPIRUN_ARGS="-x ZT_INJECT_FAULT=throw:3:5" "$root/launch/mpirun.sh" -np 4 "$zt" \
+  "${args[@]}" --save "$work/ckpt" --save-interval 2 >"$work/crash2.log" 2>&1
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || { echo "FAIL: the crashed job exited 0"; exit 1; }
+[ "$(cat "$work/ckpt/latest")" = "iter_0000004" ] || { echo "FAIL: latest is $(cat "$work/ckpt/latest")"; exit 1; }
+"$root/launch/mpirun.sh" -np 4 "$zt" "${args[@]}" --load "$work/ckpt" \
+  --metrics-file "$work/resumed2.jsonl" >/dev/null 2>&1
+want=$(losses "$work/full.jsonl" | tail -n 2)
+got=$(losses "$work/resumed2.jsonl")
+[ "$want" = "$got" ] || { echo "FAIL: after a crash in step 5: $got, want $want"; exit 1; }
+echo "PASS: resumed after a kill mid-save and after a crash mid-step, bitwise"
