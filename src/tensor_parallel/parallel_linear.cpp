@@ -45,4 +45,18 @@ void add_bias(float* y, const float* b, int N, int out) {
   }
 }
 
+void column_parallel_forward_gathered(comm::Communicator* tp, float* y, float* y_local,
+                                      float* scratch, const float* x, const float* w,
+                                      const float* b, int N, int in, int out_local) {
+  column_parallel_forward(y_local, x, w, b, N, in, out_local);
+  gather_last_dim_forward(tp, y, y_local, N, out_local, scratch);
+}
+
+void column_parallel_backward_gathered(comm::Communicator* tp, float* dx, float* dw, float* db,
+                                       float* dy_local, const float* dy, const float* x,
+                                       const float* w, int N, int in, int out_local) {
+  gather_last_dim_backward(tp, dy_local, dy, N, out_local);
+  column_parallel_backward(tp, dx, dw, db, dy_local, x, w, N, in, out_local);
+}
+
 }  // namespace zt::tp

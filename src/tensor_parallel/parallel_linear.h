@@ -25,6 +25,18 @@ void column_parallel_backward(comm::Communicator* tp, float* dx, float* dw, floa
                               const float* dy, const float* x, const float* w, int N, int in,
                               int out_local, bool reduce_dx = true);
 
+// The gather_output form (Megatron's ColumnParallelLinear(gather_output=True)): the full
+// y [N, out_local·tp] on every rank. y_local [N, out_local] and scratch [N, out_local·tp] are
+// caller-owned workspace.
+void column_parallel_forward_gathered(comm::Communicator* tp, float* y, float* y_local,
+                                      float* scratch, const float* x, const float* w,
+                                      const float* b, int N, int in, int out_local);
+// Its backward from the full dy [N, out_local·tp]: this rank's column block, then
+// column_parallel_backward. dy_local [N, out_local] is workspace.
+void column_parallel_backward_gathered(comm::Communicator* tp, float* dx, float* dw, float* db,
+                                       float* dy_local, const float* dy, const float* x,
+                                       const float* w, int N, int in, int out_local);
+
 // y [N, out] = all-reduce(x [N, in_local] · wᵀ) + b. b may be null.
 void row_parallel_forward(comm::Communicator* tp, float* y, const float* x, const float* w,
                           const float* b, int N, int in_local, int out);

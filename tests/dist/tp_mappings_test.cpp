@@ -9,6 +9,7 @@
 #include "kernels/cpu/ops.h"
 #include "src/comm/topology.h"
 #include "src/tensor_parallel/mappings.h"
+#include "src/tensor_parallel/parallel_linear.h"
 #include "src/tensor_parallel/vocab_parallel_cross_entropy.h"
 #include "tests/dist/dist_util.h"
 
@@ -68,6 +69,48 @@ TEST(TpMappings, ScatterGatherCopyReduce) {
 
 // vocab 10 padded to 16: with tp = 4 the shards are [0,4) [4,8) [8,12) (two real columns)
 // [12,16) (padding only); with tp = 2 [0,8) [8,16).
+// ColumnParallelLinear with gather_output: every rank ends with the full output, and the
+// backward from the full output gradient gives the full input gradient and this rank's rows of
+// the weight gradient — as the unsplit linear layer does.
+TEST(TpColumnParallel, GatheredOutputMatchesTheFullLinear) {
+  comm::Topology topo(world(), world().size());
+  comm::Communicator* tp = &topo.tp();
+  const int n = tp->size(), me = tp->rank();
+  const int N = 5, in = 6, ol = 3, out = ol * n;
+  auto val = [](int a, int b, int salt) {
+    return std::sin(static_cast<float>(a * 31 + b * 7 + salt)) * 0.5f;
+  };
+  std::vector<float> x(N * in), w(out * in), b(out), dy(N * out);
+  for (int i = 0; i < N; ++i)
+    for (int k = 0; k < in; ++k) x[static_cast<size_t>(i * in + k)] = val(i, k, 1);
+  for (int o = 0; o < out; ++o) {
+    b[static_cast<size_t>(o)] = val(o, 0, 2);
+    for (int k = 0; k < in; ++k) w[static_cast<size_t>(o * in + k)] = val(o, k, 3);
+    for (int i = 0; i < N; ++i) dy[static_cast<size_t>(i * out + o)] = val(i, o, 4);
+  }
+  std::vector<float> y_ref(N * out), dx_ref(N * in), dw_ref(out * in, 0.0f), db_ref(out, 0.0f);
+  cpu::linear_forward(y_ref.data(), x.data(), w.data(), b.data(), N, in, out);
+  cpu::linear_backward(dx_ref.data(), dw_ref.data(), db_ref.data(), dy.data(), x.data(), w.data(),
+                       N, in, out, false);
+  // This rank's shard: output rows [me·ol, (me+1)·ol).
+  const float* w_r = w.data() + me * ol * in;
+  const float* b_r = b.data() + me * ol;
+  std::vector<float> y(N * out), y_local(N * ol), scratch(N * out);
+  tp::column_parallel_forward_gathered(tp, y.data(), y_local.data(), scratch.data(), x.data(), w_r,
+                                       b_r, N, in, ol);
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], y_ref[i], 1e-5f) << i;
+  std::vector<float> dx(N * in), dw(ol * in, 0.0f), db(ol, 0.0f), dy_local(N * ol);
+  tp::column_parallel_backward_gathered(tp, dx.data(), dw.data(), db.data(), dy_local.data(),
+                                        dy.data(), x.data(), w_r, N, in, ol);
+  for (size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(dx[i], dx_ref[i], 1e-5f) << i;
+  for (int o = 0; o < ol; ++o) {
+    EXPECT_NEAR(db[static_cast<size_t>(o)], db_ref[static_cast<size_t>(me * ol + o)], 1e-5f);
+    for (int k = 0; k < in; ++k)
+      EXPECT_NEAR(dw[static_cast<size_t>(o * in + k)],
+                  dw_ref[static_cast<size_t>((me * ol + o) * in + k)], 1e-5f);
+  }
+}
+
 TEST(TpCrossEntropy, MatchesTheFullKernelAndExcludesPadding) {
   comm::Topology topo(world(), world().size());
   comm::Communicator* tp = &topo.tp();
