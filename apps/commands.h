@@ -12,5 +12,6 @@ int train(Args args);
 int prepare_data(Args args);
 int train_tokenizer(Args args);
 int export_model(Args args);
+int estimate(Args args);
 
 }  // namespace zt::app

@@ -10,9 +10,9 @@
 #include "src/tensor_parallel/vocab_parallel_embedding.h"
 
 namespace zt {
-namespace {
+namespace {}  // namespace
 
-size_t gpt_arena_bytes(const GptConfig& c, int micro_batch, int tp_size) {
+size_t Gpt::arena_bytes(const GptConfig& c, int micro_batch, int tp_size) {
   const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length);
   const size_t h = static_cast<size_t>(c.hidden);
   const size_t v = static_cast<size_t>(c.padded_vocab_size / tp_size);
@@ -21,14 +21,11 @@ size_t gpt_arena_bytes(const GptConfig& c, int micro_batch, int tp_size) {
          LayerScratch::bytes(c, micro_batch, tp_size);
 }
 
-}  // namespace
-
 Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, MemoryPool& pool,
          comm::Communicator* tp)
     : config_(config),
       dims_(LayerDims::of(config, micro_batch, layout.tp_size(), layout.tp_rank(), tp)),
-      arena_(pool, gpt_arena_bytes(config, micro_batch, layout.tp_size()),
-             MemCategory::Activations) {
+      arena_(pool, arena_bytes(config, micro_batch, layout.tp_size()), MemCategory::Activations) {
   ZT_CHECK(tp::size_of(tp) == layout.tp_size() && tp::rank_of(tp) == layout.tp_rank(),
            "the layout is for tp rank {} of {} but the tensor-parallel group has rank {} of {}",
            layout.tp_rank(), layout.tp_size(), tp::rank_of(tp), tp::size_of(tp));

@@ -49,6 +49,9 @@ class Gpt {
                       ActivationStore& acts);
 
   const GptConfig& config() const { return config_; }
+  // Bytes of the model's own workspace arena (embedding output, final layernorm, logits,
+  // backward scratch) for one of `tp_size` ranks: what the constructor allocates.
+  static size_t arena_bytes(const GptConfig& config, int micro_batch, int tp_size);
   const float* logits() const { return logits_; }  // [N, Vp/tp]; dlogits after forward_backward
   const LayerDims& dims() const { return dims_; }
 

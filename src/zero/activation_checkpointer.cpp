@@ -4,6 +4,28 @@
 
 namespace zt {
 
+namespace {
+int64_t kept_elems(const GptConfig& c, int micro_batch, int tp_size, const CheckpointConfig& cp) {
+  const int64_t input = int64_t{micro_batch} * c.seq_length * c.hidden;
+  return cp.partition && tp_size > 1 ? input / tp_size : input;
+}
+}  // namespace
+
+size_t ActivationCheckpointer::workspace_bytes(const GptConfig& c, int micro_batch, int tp_size,
+                                               int span) {
+  const auto input = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length) *
+                     static_cast<size_t>(c.hidden);
+  return LayerActivations::bytes(c, micro_batch, tp_size) * static_cast<size_t>(span + 1) +
+         Arena::aligned(input * 4);
+}
+
+size_t ActivationCheckpointer::checkpoint_bytes(const GptConfig& c, int micro_batch, int tp_size,
+                                                const CheckpointConfig& cp) {
+  const int spans = (c.num_layers + cp.span - 1) / cp.span;
+  return Arena::aligned(static_cast<size_t>(kept_elems(c, micro_batch, tp_size, cp)) * 4) *
+         static_cast<size_t>(spans);
+}
+
 ActivationCheckpointer::ActivationCheckpointer(MemoryPool& device, MemoryPool& host,
                                                const GptConfig& config, int micro_batch,
                                                int tp_size, const CheckpointConfig& cp)
@@ -17,19 +39,15 @@ ActivationCheckpointer::ActivationCheckpointer(MemoryPool& device, MemoryPool& h
              "--partition-activations: micro_batch x seq x hidden ({}) must divide by the "
              "tensor-parallel size {}",
              input_elems_, tp_size);
-  checkpoint_elems_ = split ? input_elems_ / tp_size : input_elems_;
+  checkpoint_elems_ = kept_elems(config, micro_batch, tp_size, cp);
   const int spans = (config.num_layers + cp.span - 1) / cp.span;
-  const size_t ws = LayerActivations::bytes(config, micro_batch, tp_size);
-  workspace_arena_ = Arena(
-      device,
-      ws * static_cast<size_t>(cp.span + 1) + Arena::aligned(static_cast<size_t>(input_elems_) * 4),
-      MemCategory::Activations);
+  workspace_arena_ = Arena(device, workspace_bytes(config, micro_batch, tp_size, cp.span),
+                           MemCategory::Activations);
   for (int i = 0; i <= cp.span; ++i)
     workspaces_.push_back(LayerActivations::carve(workspace_arena_, config, micro_batch, tp_size));
   restored_ = workspace_arena_.carve({input_elems_}, DType::F32).f32();
   checkpoint_arena_ =
-      Arena(cp.cpu ? host : device,
-            Arena::aligned(static_cast<size_t>(checkpoint_elems_) * 4) * static_cast<size_t>(spans),
+      Arena(cp.cpu ? host : device, checkpoint_bytes(config, micro_batch, tp_size, cp),
             cp.cpu ? MemCategory::HostCheckpoints : MemCategory::Checkpoints);
   for (int s = 0; s < spans; ++s)
     checkpoints_.push_back(checkpoint_arena_.carve({checkpoint_elems_}, DType::F32).f32());

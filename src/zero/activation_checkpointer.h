@@ -38,8 +38,11 @@ class ActivationCheckpointer final : public ActivationStore {
   void end_forward(int layer, const float* input) override;
   Restored begin_backward(int layer) override;
 
-  // Bytes of the kept checkpoints: (layers / span) · micro_batch · seq · hidden · 4, / tp with Pa.
-  size_t checkpoint_bytes() const { return checkpoint_elems_ * 4 * checkpoints_.size(); }
+  // What the constructor allocates, for the planner: the workspace arena (activations) and the
+  // checkpoint arena ((layers / span) · micro_batch · seq · hidden · 4, / tp with Pa).
+  static size_t workspace_bytes(const GptConfig& config, int micro_batch, int tp_size, int span);
+  static size_t checkpoint_bytes(const GptConfig& config, int micro_batch, int tp_size,
+                                 const CheckpointConfig& checkpoint);
 
  private:
   LayerActivations& workspace(int layer);

@@ -1,0 +1,94 @@
+#include "src/planner/memory_plan.h"
+
+#include "src/model/gpt.h"
+#include "src/model/layer_activations.h"
+#include "src/model/param_layout.h"
+#include "src/zero/activation_checkpointer.h"
+#include "src/zero/partition.h"
+
+namespace zt {
+
+MemoryPlan plan_memory(const PlanInput& in) {
+  MemoryPlan p;
+  const ParamLayout layout = ParamLayout::gpt(in.model, in.tp, 0);
+  const Partition part(layout, in.dp, 0, in.reduce_bucket_elems);
+  const size_t e = dtype_size(in.working);
+  const auto numel = static_cast<size_t>(layout.numel());
+  const auto padded = static_cast<size_t>(part.padded_numel());
+  const auto shard = static_cast<size_t>(part.shard_numel());
+  const bool half = in.working != DType::F32;
+  p.num_parameters = in.model.num_parameters();
+  p.rank_parameters = layout.numel();
+  switch (in.zero_stage) {
+    case 0:  // ReplicatedStates: all on every rank; fp32 master only beside half weights
+      p.params = p.grads = numel * e;
+      p.optimizer = (half ? 3 : 2) * numel * 4;
+      break;
+    case 1:  // full working params and grads (padded space), shard of master/m/v
+      p.params = p.grads = padded * e;
+      p.optimizer = 3 * shard * 4;
+      break;
+    case 2:
+      p.params = padded * e;
+      p.grads = shard * e;
+      p.optimizer = 3 * shard * 4;
+      break;
+    default:
+      p.params = p.grads = shard * e;
+      p.optimizer = 3 * shard * 4;
+  }
+  const GptConfig& c = in.model;
+  p.activations = Gpt::arena_bytes(c, in.micro_batch, in.tp) +
+                  static_cast<size_t>(2 * in.micro_batch * c.seq_length) * 4;  // the batch
+  if (in.checkpoint_activations) {
+    CheckpointConfig cp;
+    cp.span = in.checkpoint_num_layers;
+    cp.partition = in.partition_activations;
+    cp.cpu = in.cpu_checkpointing;
+    p.activations += ActivationCheckpointer::workspace_bytes(c, in.micro_batch, in.tp, cp.span);
+    const size_t kept = ActivationCheckpointer::checkpoint_bytes(c, in.micro_batch, in.tp, cp);
+    (cp.cpu ? p.host_checkpoints : p.checkpoints) = kept;
+  } else {
+    p.activations +=
+        LayerActivations::bytes(c, in.micro_batch, in.tp) * static_cast<size_t>(c.num_layers);
+  }
+  // Data parallel, per step: stage 0 all-reduces the gradient (2Ψ); stage 1 reduce-scatters
+  // it once and all-gathers the parameters (2Ψ); stage 2 reduce-scatters every micro-batch;
+  // stage 3 gathers every non-persistent block twice per micro-batch (forward, backward), the
+  // persistent ones once per step, and reduce-scatters every micro-batch.
+  if (in.dp > 1) {
+    const uint64_t a = static_cast<uint64_t>(in.accumulation);
+    if (in.zero_stage == 0) {
+      p.comm_dp = 2 * numel * e;
+    } else if (in.zero_stage == 1) {
+      p.comm_dp = 2 * padded * e;
+    } else if (in.zero_stage == 2) {
+      p.comm_dp = (a + 1) * padded * e;
+    } else {
+      uint64_t persistent = 0;
+      for (int b = 0; b < layout.num_blocks(); ++b)
+        if (layout.blocks()[static_cast<size_t>(b)].numel() <= in.param_persistence_threshold)
+          persistent += static_cast<uint64_t>(part.padded_block_len(b));
+      p.comm_dp = (a * 2 * (padded - persistent) + persistent + a * padded) * e;
+    }
+  }
+  // Tensor parallel, per micro-batch (fp32 activations): per layer 2 all-reduces of [N, h] in
+  // forward and 2 in backward, the embedding's and the head's, the cross-entropy's 3N; a
+  // recomputing store repeats the 2 forward ones per layer; Pa all-gathers each span's input.
+  if (in.tp > 1) {
+    const uint64_t N = static_cast<uint64_t>(in.micro_batch) * static_cast<uint64_t>(c.seq_length);
+    const uint64_t h = static_cast<uint64_t>(c.hidden), L = static_cast<uint64_t>(c.num_layers);
+    uint64_t elems = (4 * L + 2) * N * h + 3 * N;
+    if (in.checkpoint_activations) elems += 2 * L * N * h;
+    uint64_t bytes = 2 * 4 * elems;  // all-reduce of n elements counts 2n
+    if (in.checkpoint_activations && in.partition_activations) {
+      const uint64_t spans = (L + static_cast<uint64_t>(in.checkpoint_num_layers) - 1) /
+                             static_cast<uint64_t>(in.checkpoint_num_layers);
+      bytes += spans * N * h * 4;  // all-gather of n output elements counts n
+    }
+    p.comm_tp = bytes * static_cast<uint64_t>(in.accumulation);
+  }
+  return p;
+}
+
+}  // namespace zt

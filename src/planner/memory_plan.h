@@ -1,0 +1,38 @@
+#pragma once
+// The memory and communication plan of one rank, computed by the same code that allocates and
+// counts in a real run: ParamLayout (the tensor-parallel shard), Partition (ZeRO), the
+// activation stores' and the model's own byte counts. `zerotron estimate` prints it; a test
+// checks it against MemoryPool and CommStats of real runs.
+#include <cstdint>
+
+#include "src/core/dtype.h"
+#include "src/model/gpt_config.h"
+
+namespace zt {
+
+struct PlanInput {
+  GptConfig model;  // padded_vocab_size already padded for tp
+  int tp = 1, dp = 1, zero_stage = 0;
+  DType working = DType::F32;
+  int micro_batch = 1, accumulation = 1;
+  bool checkpoint_activations = false;
+  int checkpoint_num_layers = 1;
+  bool partition_activations = false, cpu_checkpointing = false;
+  int64_t reduce_bucket_elems = 500'000'000;
+  int64_t param_persistence_threshold = 100'000;
+};
+
+struct MemoryPlan {
+  // Bytes per rank by MemoryPool category.
+  size_t params = 0, grads = 0, optimizer = 0, activations = 0, checkpoints = 0,
+         host_checkpoints = 0;
+  size_t model_states() const { return params + grads + optimizer; }
+  // Communication per optimizer step, the paper's convention (CommStats "bytes").
+  uint64_t comm_dp = 0, comm_tp = 0;
+  int64_t num_parameters = 0;   // of the whole model
+  int64_t rank_parameters = 0;  // this rank's tensor-parallel shard, before ZeRO
+};
+
+MemoryPlan plan_memory(const PlanInput& in);
+
+}  // namespace zt
