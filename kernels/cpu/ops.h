@@ -26,8 +26,8 @@ void linear_backward(float* dx, float* dw, float* db, const float* dy, const flo
 
 // out[b,t,:] = wte[tok - v_begin,:] (zero when the token is outside [v_begin, v_begin+v_local))
 //             + wpe[t,:] (when wpe is not null).  tokens: [B,T].
-void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                       int B, int T, int C, int v_begin, int v_local);
+void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
+                       int T, int C, int v_begin, int v_local);
 // dwte[tok - v_begin,:] += dout[b,t,:] for tokens in range; dwpe[t,:] += sum_b dout[b,t,:]
 // (dwpe may be null). Deterministic: no atomics, the same sum order on every run.
 void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,

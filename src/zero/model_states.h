@@ -65,8 +65,7 @@ class ModelStates : public ParamSource {
   virtual void after_load(int64_t adam_step) = 0;
   // Sets master, m and v from full copies in ParamLayout order (this rank's tensor-parallel
   // shard, the same on every dp rank) — the reshaping path, when the saved layout differs.
-  virtual void set_state_from_layout_order(const float* master, const float* m,
-                                           const float* v) = 0;
+  virtual void set_state_from_layout_order(const float* master, const float* m, const float* v) = 0;
 };
 
 }  // namespace zt

@@ -163,7 +163,8 @@ void PartitionedStates::set_state_from_layout_order(const float* master, const f
   const float* src[3] = {master, m, v};
   for (int k = 0; k < 3; ++k)
     for (const auto& s : part_.segments())
-      std::copy(src[k] + s.layout_offset, src[k] + s.layout_offset + s.len, dst[k] + s.shard_offset);
+      std::copy(src[k] + s.layout_offset, src[k] + s.layout_offset + s.len,
+                dst[k] + s.shard_offset);
 }
 
 void PartitionedStates::after_load(int64_t adam_step) {
