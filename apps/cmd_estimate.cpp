@@ -41,10 +41,11 @@ double size_value(const ParsedFlags& f, std::string_view name, double fallback) 
 
 int estimate(Args args) {
   const std::vector<FlagSpec> specs = {
-      {"--num-layers", "N", "transformer layers", true},
-      {"--hidden-size", "H", "model width", true},
-      {"--num-attention-heads", "A", "attention heads", true},
-      {"--seq-length", "S", "tokens per sample", true},
+      {"--num-layers", "N", "transformer layers"},
+      {"--hidden-size", "H", "model width"},
+      {"--num-attention-heads", "A", "attention heads"},
+      {"--num-parameters", "P", "instead of the shape: e.g. 7.5e9, shaped by the rule below"},
+      {"--seq-length", "S", "tokens per sample (default 1024)"},
       {"--vocab-size", "V", "vocabulary (default 50257)"},
       {"--make-vocab-size-divisible-by", "K", "vocabulary padding unit (times tp; default 128)"},
       {"--tensor-model-parallel-size", "T", "tensor-parallel ranks (default 1)"},
@@ -67,11 +68,45 @@ int estimate(Args args) {
   auto f = ParsedFlags::parse("estimate", specs, args);
   if (!f) return 0;
   PlanInput in;
-  in.model.num_layers = static_cast<int>(f->integer("--num-layers", 0, 1, 1 << 20));
-  in.model.hidden = static_cast<int>(f->integer("--hidden-size", 0, 1, 1 << 24));
-  in.model.heads = static_cast<int>(f->integer("--num-attention-heads", 0, 1, 1 << 16));
-  in.model.seq_length = static_cast<int>(f->integer("--seq-length", 0, 1, 1 << 24));
+  in.model.seq_length = static_cast<int>(f->integer("--seq-length", 1024, 1, 1 << 24));
   in.model.vocab_size = static_cast<int>(f->integer("--vocab-size", 50257, 2, 1 << 30));
+  if (f->has("--num-parameters")) {
+    ZT_REQUIRE(!f->has("--num-layers") && !f->has("--hidden-size"),
+               "estimate: give --num-parameters or the shape, not both");
+    // Shape rule: head size 128 and hidden ~ 128 x layers (GPT-3's aspect ratios), so
+    // P ~ h³ · 12/128. Among hidden sizes (multiples of 128) near that, take the one whose best
+    // layer count gives the parameter count closest to P, embeddings included.
+    const double target = size_value(*f, "--num-parameters", 0);
+    ZT_REQUIRE(target >= 1e6, "estimate: --num-parameters must be at least 1e6");
+    const int h0 = static_cast<int>(std::round(std::cbrt(target * 128.0 / 12.0) / 128.0)) * 128;
+    double best = -1;
+    for (int h = std::max(128, h0 - 8 * 128); h <= h0 + 8 * 128; h += 128) {
+      GptConfig g = in.model;
+      g.hidden = h;
+      g.heads = h / 128;
+      g.num_layers = 1;
+      g.padded_vocab_size = g.vocab_size;
+      const double per_layer = static_cast<double>(g.num_parameters());
+      g.num_layers = 2;
+      const double layer = static_cast<double>(g.num_parameters()) - per_layer;
+      const double base = per_layer - layer;  // embeddings and the final layernorm
+      g.num_layers = std::max(1, static_cast<int>(std::lround((target - base) / layer)));
+      const double err = std::abs(base + layer * g.num_layers - target);
+      if (best < 0 || err < best) {
+        best = err;
+        in.model.hidden = g.hidden;
+        in.model.heads = g.heads;
+        in.model.num_layers = g.num_layers;
+      }
+    }
+  } else {
+    ZT_REQUIRE(f->has("--num-layers") && f->has("--hidden-size") && f->has("--num-attention-heads"),
+               "estimate: give --num-layers, --hidden-size and --num-attention-heads, or "
+               "--num-parameters");
+    in.model.num_layers = static_cast<int>(f->integer("--num-layers", 0, 1, 1 << 20));
+    in.model.hidden = static_cast<int>(f->integer("--hidden-size", 0, 1, 1 << 24));
+    in.model.heads = static_cast<int>(f->integer("--num-attention-heads", 0, 1, 1 << 16));
+  }
   in.tp = static_cast<int>(f->integer("--tensor-model-parallel-size", 1, 1, 1 << 16));
   ZT_REQUIRE(!(f->has("--data-parallel-size") && f->has("--world-size")),
              "estimate: give --data-parallel-size or --world-size, not both");
@@ -107,6 +142,10 @@ int estimate(Args args) {
   const bool fits = device <= 0 || static_cast<double>(total) <= device;
   if (f->has("--json")) {
     nlohmann::json j = {{"num_parameters", p.num_parameters},
+                        {"model",
+                         {{"num_layers", in.model.num_layers},
+                          {"hidden_size", in.model.hidden},
+                          {"num_attention_heads", in.model.heads}}},
                         {"rank_parameters", p.rank_parameters},
                         {"params_bytes", p.params},
                         {"grads_bytes", p.grads},
