@@ -35,6 +35,7 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   void write(const void* p, size_t n) {
+    crc_ = crc32(p, n, crc_);  // the checksum of everything written, without reading it back
     const char* c = static_cast<const char*>(p);
     while (n > 0) {
       const ssize_t w = ::write(fd_, c, n);
@@ -44,10 +45,12 @@ class Fd {
     }
   }
   void sync() { ZT_CHECK(::fsync(fd_) == 0, "fsync '{}': {}", path_, std::strerror(errno)); }
+  uint32_t crc() const { return crc_; }
 
  private:
   int fd_;
   std::string path_;
+  uint32_t crc_ = 0;
 };
 
 std::string iter_name(int iteration) {
@@ -288,6 +291,7 @@ std::string save_checkpoint(const std::string& dir, Trainer& t,
     fs::create_directories(tmp_dir);
   }
   barrier(t);
+  uint32_t crc = 0;
   if (id.writes) {
     Fd f((tmp_dir / shard_name(id.tp_rank, id.shard_dp)).string(), O_WRONLY | O_CREAT | O_TRUNC);
     const std::vector<Tensor> state = t.optimizer().owned_state();
@@ -300,9 +304,21 @@ std::string save_checkpoint(const std::string& dir, Trainer& t,
     }
     for (const Tensor& s : state) f.write(s.data(), s.bytes());
     f.sync();
+    crc = f.crc();
   }
   if (after_shard) after_shard();
-  barrier(t);  // every shard is on disk
+  // Every rank's (writes, tp rank, shard dp, CRC-32 in two exact 16-bit halves) to everyone; the
+  // all-gather is also the point where every shard is on disk.
+  constexpr int kFields = 5;
+  const int ranks = t.topology() != nullptr ? t.topology()->world_size() : 1;
+  const int me = t.topology() != nullptr ? t.topology()->rank() : 0;
+  std::vector<float> written(static_cast<size_t>(ranks * kFields));
+  const float mine[kFields] = {id.writes ? 1.0f : 0.0f, static_cast<float>(id.tp_rank),
+                               static_cast<float>(id.shard_dp), static_cast<float>(crc >> 16),
+                               static_cast<float>(crc & 0xffffu)};
+  std::copy(mine, mine + kFields, written.begin() + me * kFields);
+  if (t.topology() != nullptr)
+    t.topology()->world().all_gather(Tensor(written.data(), {ranks * kFields}, DType::F32));
   if (root) {
     nlohmann::json meta;
     meta["format"] = "zerotron-checkpoint-1";
@@ -325,9 +341,11 @@ std::string save_checkpoint(const std::string& dir, Trainer& t,
     // consumed samples are the whole random state.
     meta["seed"] = t.options().seed;
     nlohmann::json shards = nlohmann::json::object();
-    for (const auto& e : fs::directory_iterator(tmp_dir)) {
-      const std::vector<char> bytes = read_file(e.path());
-      shards[e.path().filename().string()] = crc32(bytes.data(), bytes.size());
+    for (int r = 0; r < ranks; ++r) {
+      const float* w = written.data() + r * kFields;
+      if (w[0] == 0.0f) continue;
+      shards[shard_name(static_cast<int>(w[1]), static_cast<int>(w[2]))] =
+          (static_cast<uint32_t>(w[3]) << 16) | static_cast<uint32_t>(w[4]);
     }
     meta["shards"] = shards;
     write_atomically(tmp_dir / "meta.json", meta.dump(2));
