@@ -1,0 +1,107 @@
+#pragma once
+// The CUDA backend's kernels: the same operations, arguments and conventions as
+// kernels/cpu/ops.h (read that header for each one's contract), on device pointers, enqueued on
+// `stream`. Element-wise and reduction math comes from kernels/common, so the CPU tests cover it.
+// Functions that return a host value (sum_squares, has_inf_or_nan) synchronise `stream`.
+//
+// Precision: activations are fp32 as on the CPU backend. GEMMs take fp32 operands through
+// cuBLASLt; gemm_mixed takes bf16/fp16 operands on tensor cores with fp32 accumulation.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/common/dropout.h"
+#include "src/core/dtype.h"
+#include "src/core/half.h"
+
+namespace zt::cuda {
+
+// C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major like the CPU gemm.
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+          const float* B, int ldb, float beta, float* C, int ldc, cudaStream_t stream);
+// The same with A and B in `ab_type` (BF16 or F16) and C in `c_type` (F32, BF16 or F16), fp32
+// accumulation on tensor cores.
+void gemm_mixed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
+                int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
+                DType c_type, cudaStream_t stream);
+
+void linear_forward(float* y, const float* x, const float* w, const float* b, int N, int in,
+                    int out, cudaStream_t stream);
+// y = gelu(x w^T + b) and pre = x w^T + b (pre is what backward needs), fused in one cuBLASLt
+// epilogue where available.
+void linear_bias_gelu_forward(float* y, float* pre, const float* x, const float* w, const float* b,
+                              int N, int in, int out, cudaStream_t stream);
+void linear_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
+                     const float* w, int N, int in, int out, bool accumulate_dx,
+                     cudaStream_t stream);
+
+void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
+                       int T, int C, int v_begin, int v_local, cudaStream_t stream);
+// Deterministic (no floating-point atomics).
+void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+                        int T, int C, int v_begin, int v_local, cudaStream_t stream);
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+                       const float* b, int N, int C, cudaStream_t stream);
+void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                        const float* w, const float* mean, const float* rstd, int N, int C,
+                        cudaStream_t stream);
+
+void gelu_forward(float* out, const float* x, int64_t n, cudaStream_t stream);
+void gelu_backward(float* dx, const float* x, const float* dout, int64_t n, cudaStream_t stream);
+// out[N,C] = gelu(x + bias[C]) (fused bias + GeLU when the GEMM cannot take the epilogue).
+void bias_gelu_forward(float* out, const float* x, const float* bias, int N, int C,
+                       cudaStream_t stream);
+
+// Causal self-attention; same layouts as the CPU kernel. scratch: B*NH*T*T floats.
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                       const DropoutParams& drop, cudaStream_t stream);
+void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                        const float* att, int B, int T, int C, int NH, const DropoutParams& drop,
+                        cudaStream_t stream);
+
+void dropout_add_forward(float* out, const float* a, const float* x, int64_t n,
+                         const DropoutParams& drop, cudaStream_t stream);
+void dropout_backward(float* dx, const float* dout, int64_t n, const DropoutParams& drop,
+                      cudaStream_t stream);
+void add_inplace(float* y, const float* x, int64_t n, cudaStream_t stream);
+
+void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
+                           int v_real, float dloss, cudaStream_t stream);
+
+struct AdamWParams {
+  float lr = 0, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0, grad_scale = 1;
+  int64_t step = 1;
+};
+void adamw(float* param, float* m, float* v, const float* g, int64_t n, const AdamWParams& p,
+           cudaStream_t stream);
+// Multi-tensor fused AdamW over a shard made of several (param, m, v, grad) ranges, one launch;
+// when `working` is not null the updated parameter is also written there in `working_type`
+// (BF16 or F16: the half working copy, in the same pass).
+struct AdamWTensor {
+  float* param;
+  float* m;
+  float* v;
+  const float* grad;
+  void* working;
+  int64_t n;
+};
+void adamw_multi(const AdamWTensor* tensors, int count, DType working_type, const AdamWParams& p,
+                 cudaStream_t stream);
+
+double sum_squares(const float* x, int64_t n, cudaStream_t stream);
+double sum_squares(const bf16* x, int64_t n, cudaStream_t stream);
+double sum_squares(const fp16* x, int64_t n, cudaStream_t stream);
+bool has_inf_or_nan(const float* x, int64_t n, cudaStream_t stream);
+bool has_inf_or_nan(const bf16* x, int64_t n, cudaStream_t stream);
+bool has_inf_or_nan(const fp16* x, int64_t n, cudaStream_t stream);
+
+void cast(bf16* dst, const float* src, int64_t n, cudaStream_t stream);
+void cast(fp16* dst, const float* src, int64_t n, cudaStream_t stream);
+void cast(float* dst, const bf16* src, int64_t n, cudaStream_t stream);
+void cast(float* dst, const fp16* src, int64_t n, cudaStream_t stream);
+void accumulate(bf16* dst, const float* src, int64_t n, cudaStream_t stream);
+void accumulate(fp16* dst, const float* src, int64_t n, cudaStream_t stream);
+void scale_inplace(float* x, float s, int64_t n, cudaStream_t stream);
+
+}  // namespace zt::cuda
