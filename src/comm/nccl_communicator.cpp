@@ -1,0 +1,393 @@
+#include "src/comm/nccl_communicator.h"
+
+#include <chrono>
+#include <exception>
+#include <string>
+#include <thread>
+
+#include "src/comm/mpi_check.h"
+#include "src/comm/nccl_check.h"
+#include "src/core/cuda_check.h"
+#include "src/core/log.h"
+
+namespace zt::comm {
+
+namespace detail {
+void check_nccl(ncclResult_t rc, const char* call, std::source_location loc) {
+  if (rc == ncclSuccess) [[likely]]
+    return;
+  const char* last = ncclGetLastError(nullptr);
+  throw Error(fmt::format("NCCL call {} failed at {}:{} on rank {}: {}{}{}", call, loc.file_name(),
+                          loc.line(), log::rank(), ncclGetErrorString(rc),
+                          last && *last ? " — " : "", last ? last : ""));
+}
+}  // namespace detail
+
+namespace {
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::F32:
+      return ncclFloat32;
+    case DType::BF16:
+      return ncclBfloat16;
+    case DType::F16:
+      return ncclFloat16;
+  }
+  return ncclFloat32;
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  return op == ReduceOp::Sum ? ncclSum : ncclMax;
+}
+
+bool overlap(const Tensor& a, const Tensor& b) {
+  const char* a0 = static_cast<const char*>(a.data());
+  const char* b0 = static_cast<const char*>(b.data());
+  return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
+}
+
+}  // namespace
+
+// The NCCL communicator, its stream and whether it was aborted. Shared by the NcclCommunicator
+// and its in-flight Work, so a handle outliving its communicator still finds a valid comm.
+struct NcclCommunicator::State {
+  State(GroupKind k, int group_rank)
+      : stream(cuda::Stream::greatest_priority()), kind(k), rank(group_rank) {}
+  ~State() {
+    if (comm == nullptr) return;
+    if (aborted) return;  // ncclCommAbort already freed it
+    // Unwinding after an error: a peer may be gone, and finalize would wait for it forever.
+    if (std::uncaught_exceptions() > 0) {
+      (void)ncclCommAbort(comm);
+      return;
+    }
+    (void)ncclCommFinalize(comm);  // flushes outstanding work (none: handles wait)
+    (void)ncclCommDestroy(comm);
+  }
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
+  [[noreturn]] void abort_and_throw(std::string_view op, const std::string& why) {
+    if (!aborted) {
+      (void)ncclCommAbort(comm);
+      aborted = true;
+    }
+    throw Error(
+        fmt::format("NCCL {} on group {} {} on rank {} (group rank {}); the NCCL "
+                    "communicator was aborted",
+                    op, group_kind_name(kind), why, log::rank(), rank));
+  }
+  void check_usable(std::string_view op) const {
+    if (aborted)
+      throw Error(
+          fmt::format("NCCL {} on group {} on rank {}: the communicator was aborted after "
+                      "an earlier error",
+                      op, group_kind_name(kind), log::rank()));
+  }
+  // Throws (after aborting) when NCCL reports an asynchronous error.
+  void check_async(std::string_view op) {
+    ncclResult_t async = ncclSuccess;
+    ZT_NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
+    if (async != ncclSuccess && async != ncclInProgress)
+      abort_and_throw(op, fmt::format("failed asynchronously ({})", ncclGetErrorString(async)));
+  }
+  // Blocks until `done` fired, under `timeout_s` (<= 0: no limit).
+  void wait_for(const cuda::Event& done, std::string_view op, double timeout_s) {
+    check_usable(op);
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    for (int poll = 0;; ++poll) {
+      if (done.query()) return;
+      check_async(op);
+      const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+      if (timeout_s > 0 && waited >= timeout_s)
+        abort_and_throw(op,
+                        fmt::format("timed out (not complete after {:.1f} s; a peer rank failed, "
+                                    "hangs or skipped it; raise --comm-timeout if this step is "
+                                    "legitimately slower)",
+                                    waited));
+      // Spin briefly (collectives of a layer finish in microseconds), then stop burning a core.
+      if (poll < 256)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+  ncclComm_t comm = nullptr;
+  cuda::Stream stream;
+  GroupKind kind;
+  int rank;
+  bool aborted = false;
+};
+
+namespace {
+
+class NcclWork final : public Work {
+ public:
+  NcclWork(std::shared_ptr<NcclCommunicator::State> state, const NcclContext* ctx, CommOp op,
+           cuda::Event done)
+      : state_(std::move(state)), ctx_(ctx), op_(op), done_(std::move(done)) {}
+  ~NcclWork() override {
+    if (!finished_) {
+      try {
+        wait();
+      } catch (const std::exception& e) {
+        log::error_line(e.what());
+        std::terminate();
+      }
+    }
+  }
+  bool test() override {
+    if (finished_) return true;
+    state_->check_usable(comm_op_name(op_));
+    if (done_.query()) return true;
+    state_->check_async(comm_op_name(op_));
+    return false;
+  }
+  void wait() override {
+    if (finished_) return;
+    state_->wait_for(done_, comm_op_name(op_), ctx_->watchdog->timeout());
+    done_.wait(ctx_->compute);  // the compute stream, as it is now, is ordered after the result
+    finished_ = true;
+  }
+
+ private:
+  std::shared_ptr<NcclCommunicator::State> state_;
+  const NcclContext* ctx_;
+  CommOp op_;
+  cuda::Event done_;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+NcclCommunicator::OwnedMpiComm::~OwnedMpiComm() {
+  if (c == MPI_COMM_NULL) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Comm_free(&c);
+}
+
+NcclCommunicator::NcclCommunicator(MPI_Comm comm, GroupKind kind, NcclContext& ctx)
+    : comm_{comm}, kind_(kind), ctx_(&ctx) {
+  ZT_CHECK(ctx.stats && ctx.watchdog && ctx.device_pool, "incomplete NcclContext");
+  ZT_CHECK(ctx.device_pool->device() == Device::Cuda,
+           "NcclContext::device_pool must hold device memory, not {}",
+           device_name(ctx.device_pool->device()));
+  ZT_MPI(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+  ZT_MPI(MPI_Comm_rank(comm, &rank_));
+  ZT_MPI(MPI_Comm_size(comm, &size_));
+  MPI_Group mine = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  ZT_MPI(MPI_Comm_group(comm, &mine));
+  ZT_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
+  std::vector<int> local(static_cast<size_t>(size_));
+  for (int i = 0; i < size_; ++i) local[static_cast<size_t>(i)] = i;
+  world_ranks_.resize(static_cast<size_t>(size_));
+  const int rc = MPI_Group_translate_ranks(mine, size_, local.data(), world, world_ranks_.data());
+  MPI_Group_free(&mine);
+  MPI_Group_free(&world);
+  ZT_MPI(rc);
+
+  ncclUniqueId id{};
+  if (rank_ == 0) ZT_NCCL_CHECK(ncclGetUniqueId(&id));
+  state_ = std::make_shared<State>(kind, rank_);
+  {
+    auto guard = ctx.watchdog->arm("nccl_init", name());
+    ZT_MPI(MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, comm));
+    ZT_NCCL_CHECK(ncclCommInitRank(&state_->comm, size_, id, rank_));
+  }
+  barrier_word_ = ctx.device_pool->allocate(sizeof(float), MemCategory::Buffers);
+}
+
+NcclCommunicator::~NcclCommunicator() = default;
+
+std::unique_ptr<NcclCommunicator> NcclCommunicator::world(NcclContext& ctx) {
+  int rank = 0;
+  ZT_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  cuda_detail::error_rank() = rank;
+  MPI_Comm c = MPI_COMM_NULL;
+  ZT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+  return std::make_unique<NcclCommunicator>(c, GroupKind::World, ctx);
+}
+
+cudaStream_t NcclCommunicator::comm_stream() const {
+  return state_->stream.get();
+}
+
+ncclComm_t NcclCommunicator::native() const {
+  return state_->comm;
+}
+
+void NcclCommunicator::check_tensor(const Tensor& t, const char* what) const {
+  ZT_CHECK(t.defined() || t.numel() == 0, "{}: undefined tensor on group {}", what, name());
+  ZT_CHECK(t.device() == Device::Cuda,
+           "{}: NcclCommunicator needs device memory, got a {} tensor on group {}", what,
+           device_name(t.device()), name());
+}
+
+void NcclCommunicator::check_peer(int peer, const char* what) const {
+  ZT_CHECK(peer >= 0 && peer < size_ && peer != rank_, "{}: peer {} invalid on group {} of {}",
+           what, peer, name(), size_);
+}
+
+template <typename Enqueue>
+Handle NcclCommunicator::issue(CommOp op, Enqueue&& enqueue) {
+  state_->check_usable(comm_op_name(op));
+  const cudaStream_t s = state_->stream.get();
+  ready_.record(ctx_->compute);
+  ready_.wait(s);
+  enqueue(state_->comm, s);
+  cuda::Event done;
+  done.record(s);
+  return Handle(std::make_unique<NcclWork>(state_, ctx_, op, std::move(done)));
+}
+
+// all_reduce ----------------------------------------------------------------------------------
+
+Handle NcclCommunicator::all_reduce_async(Tensor t, ReduceOp op) {
+  check_tensor(t, "all_reduce");
+  ctx_->stats->record(kind_, CommOp::AllReduce, static_cast<uint64_t>(t.numel()),
+                      dtype_size(t.dtype()), size_);
+  return issue(CommOp::AllReduce, [&](ncclComm_t c, cudaStream_t s) {
+    ZT_NCCL_CHECK(ncclAllReduce(t.data(), t.data(), static_cast<size_t>(t.numel()),
+                                nccl_type(t.dtype()), nccl_op(op), c, s));
+  });
+}
+
+void NcclCommunicator::all_reduce(Tensor t, ReduceOp op) {
+  all_reduce_async(t, op).wait();
+}
+
+// reduce_scatter ------------------------------------------------------------------------------
+
+Handle NcclCommunicator::reduce_scatter_async(Tensor in, Tensor out, ReduceOp op) {
+  check_tensor(in, "reduce_scatter");
+  check_tensor(out, "reduce_scatter");
+  ZT_CHECK(in.dtype() == out.dtype(), "reduce_scatter: input {} vs output {}",
+           dtype_name(in.dtype()), dtype_name(out.dtype()));
+  const int64_t m = out.numel();
+  ZT_CHECK(in.numel() == m * size_,
+           "reduce_scatter on group {}: input has {} elements, expected {} ranks x {}", name(),
+           in.numel(), size_, m);
+  const size_t e = dtype_size(in.dtype());
+  // NCCL's in-place form is exactly ours: recvbuff == sendbuff + rank * recvcount.
+  const bool in_place = static_cast<char*>(out.data()) ==
+                        static_cast<char*>(in.data()) + static_cast<size_t>(rank_ * m) * e;
+  ZT_CHECK(in_place || m == 0 || !overlap(in, out),
+           "reduce_scatter: output overlaps input but is not this rank's chunk");
+  ctx_->stats->record(kind_, CommOp::ReduceScatter, static_cast<uint64_t>(in.numel()), e, size_);
+  return issue(CommOp::ReduceScatter, [&](ncclComm_t c, cudaStream_t s) {
+    ZT_NCCL_CHECK(ncclReduceScatter(in.data(), out.data(), static_cast<size_t>(m),
+                                    nccl_type(in.dtype()), nccl_op(op), c, s));
+  });
+}
+
+void NcclCommunicator::reduce_scatter(Tensor input, Tensor output, ReduceOp op) {
+  reduce_scatter_async(input, output, op).wait();
+}
+
+// all_gather ----------------------------------------------------------------------------------
+
+Handle NcclCommunicator::all_gather_async(Tensor in, Tensor out) {
+  check_tensor(in, "all_gather");
+  check_tensor(out, "all_gather");
+  ZT_CHECK(in.dtype() == out.dtype(), "all_gather: input {} vs output {}", dtype_name(in.dtype()),
+           dtype_name(out.dtype()));
+  const int64_t m = in.numel();
+  ZT_CHECK(out.numel() == m * size_,
+           "all_gather on group {}: output has {} elements, expected {} ranks x {}", name(),
+           out.numel(), size_, m);
+  const size_t e = dtype_size(in.dtype());
+  // NCCL's in-place form: sendbuff == recvbuff + rank * sendcount.
+  const bool in_place = static_cast<char*>(in.data()) ==
+                        static_cast<char*>(out.data()) + static_cast<size_t>(rank_ * m) * e;
+  ZT_CHECK(in_place || m == 0 || !overlap(in, out),
+           "all_gather: input overlaps output but is not this rank's chunk");
+  ctx_->stats->record(kind_, CommOp::AllGather, static_cast<uint64_t>(out.numel()), e, size_);
+  return issue(CommOp::AllGather, [&](ncclComm_t c, cudaStream_t s) {
+    ZT_NCCL_CHECK(
+        ncclAllGather(in.data(), out.data(), static_cast<size_t>(m), nccl_type(in.dtype()), c, s));
+  });
+}
+
+void NcclCommunicator::all_gather(Tensor input, Tensor output) {
+  all_gather_async(input, output).wait();
+}
+
+// broadcast, send/recv, barrier ---------------------------------------------------------------
+
+Handle NcclCommunicator::broadcast_async(Tensor t, int root) {
+  check_tensor(t, "broadcast");
+  ZT_CHECK(root >= 0 && root < size_, "broadcast root {} outside group {} of {}", root, name(),
+           size_);
+  ctx_->stats->record(kind_, CommOp::Broadcast, static_cast<uint64_t>(t.numel()),
+                      dtype_size(t.dtype()), size_);
+  return issue(CommOp::Broadcast, [&](ncclComm_t c, cudaStream_t s) {
+    ZT_NCCL_CHECK(ncclBroadcast(t.data(), t.data(), static_cast<size_t>(t.numel()),
+                                nccl_type(t.dtype()), root, c, s));
+  });
+}
+
+void NcclCommunicator::broadcast(Tensor t, int root) {
+  broadcast_async(t, root).wait();
+}
+
+Handle NcclCommunicator::send_async(Tensor t, int peer, int /*tag: NCCL has none*/) {
+  check_tensor(t, "send");
+  check_peer(peer, "send");
+  ctx_->stats->record(kind_, CommOp::Send, static_cast<uint64_t>(t.numel()), dtype_size(t.dtype()),
+                      2);
+  return issue(CommOp::Send, [&](ncclComm_t c, cudaStream_t s) {
+    ZT_NCCL_CHECK(ncclGroupStart());
+    ZT_NCCL_CHECK(
+        ncclSend(t.data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), peer, c, s));
+    ZT_NCCL_CHECK(ncclGroupEnd());
+  });
+}
+
+Handle NcclCommunicator::recv_async(Tensor t, int peer, int /*tag: NCCL has none*/) {
+  check_tensor(t, "recv");
+  check_peer(peer, "recv");
+  ctx_->stats->record(kind_, CommOp::Recv, static_cast<uint64_t>(t.numel()), dtype_size(t.dtype()),
+                      2);
+  return issue(CommOp::Recv, [&](ncclComm_t c, cudaStream_t s) {
+    ZT_NCCL_CHECK(ncclGroupStart());
+    ZT_NCCL_CHECK(
+        ncclRecv(t.data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), peer, c, s));
+    ZT_NCCL_CHECK(ncclGroupEnd());
+  });
+}
+
+void NcclCommunicator::send(Tensor t, int peer, int tag) {
+  send_async(t, peer, tag).wait();
+}
+
+void NcclCommunicator::recv(Tensor t, int peer, int tag) {
+  recv_async(t, peer, tag).wait();
+}
+
+Handle NcclCommunicator::barrier_async() {
+  ctx_->stats->record(kind_, CommOp::Barrier, 0, 0, size_);
+  // Complete only when every member contributed: the all-reduce is the rendezvous.
+  return issue(CommOp::Barrier, [&](ncclComm_t c, cudaStream_t s) {
+    ZT_NCCL_CHECK(
+        ncclAllReduce(barrier_word_.data(), barrier_word_.data(), 1, ncclFloat32, ncclSum, c, s));
+  });
+}
+
+void NcclCommunicator::barrier() {
+  barrier_async().wait();
+}
+
+std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key, GroupKind kind) {
+  MPI_Comm c = MPI_COMM_NULL;
+  {
+    auto guard = ctx_->watchdog->arm("split", name());
+    ZT_MPI(MPI_Comm_split(comm_.c, color, key, &c));
+  }
+  return std::make_unique<NcclCommunicator>(c, kind, *ctx_);
+}
+
+}  // namespace zt::comm

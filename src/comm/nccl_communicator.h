@@ -1,0 +1,130 @@
+#pragma once
+// NcclCommunicator: Communicator on NCCL (CUDA backend; device tensors), bootstrapped over MPI.
+// Select the device first (cuda::select_device): NCCL binds a communicator to the current one.
+//
+// Groups. Each NcclCommunicator owns an MPI communicator with the same members in the same order
+// (its bootstrap): the group's rank 0 calls ncclGetUniqueId and MPI_Bcasts it, every member calls
+// ncclCommInitRank. split() is MPI_Comm_split of the bootstrap followed by the same bootstrap of
+// a new NCCL communicator, not ncclCommSplit: members and order are then MPI's, identical to
+// MpiCommunicator's (Topology builds the same groups on both backends), world_rank_of() comes
+// from the MPI group, and any NCCL 2.x works. The cost is one ncclCommInitRank per group, once.
+//
+// Streams. Collectives run on the communicator's own non-blocking, highest-priority stream.
+// Issuing one records an event on the compute stream (NcclContext::compute), makes the comm
+// stream wait on it (the collective sees every kernel issued before it), enqueues the collective
+// and records a completion event on the comm stream; the host does not block. Work::test()
+// queries the completion event. Work::wait() blocks the host until it has fired, polling
+// cudaEventQuery and ncclCommGetAsyncError under the world Watchdog's timeout (--comm-timeout),
+// then makes the compute stream wait on it: after wait() the result is complete for the host,
+// host copies and every stream, as after MpiCommunicator's wait(). Blocking forms are the async
+// form plus wait(). (A wait that only orders the compute stream would let the host run ahead, but
+// a hang would then surface later and elsewhere; it is not offered.)
+//
+// Timeouts and errors. A wait past the timeout, or an asynchronous NCCL error (a peer failed,
+// a network error), aborts the NCCL communicator (ncclCommAbort also stops its kernels) and
+// throws zt::Error naming the op, the group and the rank; run_guarded then prints one line and
+// ends the job. Every later op on that communicator throws. The blocking setup calls (the unique
+// id broadcast, ncclCommInitRank) are armed on the Watchdog like MPI's blocking calls.
+//
+// Half precision. NCCL reduces bf16 and fp16 natively in 16 bits (ncclBfloat16, ncclFloat16),
+// rounding after every step of its ring or tree — unlike MpiCommunicator, which widens to fp32
+// and rounds once (communicator.h). Results can differ from it in the last bits, more so for
+// larger groups. CommStats counts the tensor's own element size either way (here also what
+// moves). Nothing is staged, so reserve_staging() is the base class's no-op.
+//
+// Counting: exactly as MpiCommunicator (the same CommStats::record calls, comm_stats.h), when
+// the op is issued, on the issuing thread.
+//
+// Point to point. NCCL has no tags: `tag` is ignored and messages between two ranks match in
+// issue order. A send holds its stream until the peer's matching recv runs, so two ranks that
+// both send before they receive deadlock even with the async forms (MPI's eager protocol hides
+// this for small messages): order pairwise exchanges oppositely on the two sides.
+// barrier() is a one-element all-reduce on the comm stream, counted as a barrier (0 bytes).
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include <memory>
+#include <vector>
+
+#include "src/comm/communicator.h"
+#include "src/comm/watchdog.h"
+#include "src/core/cuda_stream.h"
+#include "src/core/memory_pool.h"
+
+namespace zt::comm {
+
+// What the NcclCommunicators of one world share; owned by the caller, outlives them.
+struct NcclContext {
+  CommStats* stats = nullptr;         // the world's counters (MpiRuntime::stats())
+  Watchdog* watchdog = nullptr;       // its timeout bounds wait() (MpiRuntime::watchdog())
+  MemoryPool* device_pool = nullptr;  // device memory for the barrier word (category Buffers)
+  cudaStream_t compute = nullptr;     // where compute kernels run; nullptr: legacy default stream
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  // Collective over `comm`, which it takes ownership of (freed in the destructor).
+  NcclCommunicator(MPI_Comm comm, GroupKind kind, NcclContext& ctx);
+  ~NcclCommunicator() override;
+  // Over all ranks (a duplicate of MPI_COMM_WORLD); also names this rank in CUDA errors.
+  static std::unique_ptr<NcclCommunicator> world(NcclContext& ctx);
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  GroupKind kind() const override { return kind_; }
+  int world_rank_of(int group_rank) const override {
+    return world_ranks_.at(static_cast<size_t>(group_rank));
+  }
+  CommStats& stats() override { return *ctx_->stats; }
+
+  // For every communicator of this world (they share the context).
+  void set_compute_stream(cudaStream_t s) { ctx_->compute = s; }
+  cudaStream_t compute_stream() const { return ctx_->compute; }
+  cudaStream_t comm_stream() const;
+  ncclComm_t native() const;
+
+  void all_reduce(Tensor t, ReduceOp op = ReduceOp::Sum) override;
+  Handle all_reduce_async(Tensor t, ReduceOp op = ReduceOp::Sum) override;
+  void reduce_scatter(Tensor input, Tensor output, ReduceOp op = ReduceOp::Sum) override;
+  Handle reduce_scatter_async(Tensor input, Tensor output, ReduceOp op = ReduceOp::Sum) override;
+  using Communicator::all_gather;
+  using Communicator::all_gather_async;
+  void all_gather(Tensor input, Tensor output) override;
+  Handle all_gather_async(Tensor input, Tensor output) override;
+  void broadcast(Tensor t, int root) override;
+  Handle broadcast_async(Tensor t, int root) override;
+  void send(Tensor t, int peer, int tag = 0) override;
+  void recv(Tensor t, int peer, int tag = 0) override;
+  Handle send_async(Tensor t, int peer, int tag = 0) override;
+  Handle recv_async(Tensor t, int peer, int tag = 0) override;
+  void barrier() override;
+  Handle barrier_async() override;
+  void progress() override {}  // the GPU progresses NCCL by itself
+  std::unique_ptr<Communicator> split(int color, int key, GroupKind kind) override;
+
+  struct State;  // the NCCL communicator and its stream, shared with in-flight Work
+
+ private:
+  // Frees the MPI communicator even when the constructor throws half-way.
+  struct OwnedMpiComm {
+    MPI_Comm c = MPI_COMM_NULL;
+    ~OwnedMpiComm();
+  };
+  template <typename Enqueue>
+  Handle issue(CommOp op, Enqueue&& enqueue);
+  void check_tensor(const Tensor& t, const char* what) const;
+  void check_peer(int peer, const char* what) const;
+
+  OwnedMpiComm comm_;
+  GroupKind kind_;
+  NcclContext* ctx_;
+  int rank_ = 0;
+  int size_ = 1;
+  std::vector<int> world_ranks_;
+  std::shared_ptr<State> state_;
+  cuda::Event ready_;  // re-recorded per op: a stream wait captures the record current at the call
+  Buffer barrier_word_;
+};
+
+}  // namespace zt::comm
