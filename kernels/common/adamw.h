@@ -5,10 +5,19 @@
 //   mhat = m / (1 - b1^t),  vhat = v / (1 - b2^t),
 //   p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p)      (wd uses p before this step).
 #include <cmath>
+#include <cstdint>
 
 #include "src/core/hd.h"
 
 namespace zt {
+
+// The optimizer's settings for one step; both backends take this struct (cpu::AdamWParams and
+// cuda::AdamWParams are aliases). g is scaled by grad_scale first (loss-scale unscaling and
+// clipping folded in). step starts at 1.
+struct AdamWParams {
+  float lr = 0, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0, grad_scale = 1;
+  int64_t step = 1;
+};
 
 // Per-call constants; the bias corrections are computed once (in double) by the caller.
 struct AdamWConsts {
@@ -16,6 +25,20 @@ struct AdamWConsts {
   float inv_bc1;  // 1 / (1 - beta1^step)
   float inv_bc2;  // 1 / (1 - beta2^step)
 };
+
+// Host side: the constants of one step (bias corrections in double, then rounded once), so both
+// backends feed adamw_update the same floats.
+inline AdamWConsts adamw_consts(const AdamWParams& p) {
+  const double t = static_cast<double>(p.step);
+  return AdamWConsts{p.lr,
+                     p.beta1,
+                     p.beta2,
+                     p.eps,
+                     p.weight_decay,
+                     p.grad_scale,
+                     static_cast<float>(1.0 / (1.0 - std::pow(static_cast<double>(p.beta1), t))),
+                     static_cast<float>(1.0 / (1.0 - std::pow(static_cast<double>(p.beta2), t)))};
+}
 
 ZT_HD void adamw_update(float& p, float& m, float& v, float g, const AdamWConsts& c) {
   g *= c.grad_scale;

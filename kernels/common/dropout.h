@@ -34,4 +34,9 @@ ZT_HD float dropout_scale(const DropoutParams& d, uint64_t i) {
   return uniform01(d.seed, d.offset + i) < d.p ? 0.0f : 1.0f / (1.0f - d.p);
 }
 
+// x through dropout: the one place both backends multiply by the mask.
+ZT_HD float dropout_apply(float x, const DropoutParams& d, uint64_t i) {
+  return x * dropout_scale(d, i);
+}
+
 }  // namespace zt

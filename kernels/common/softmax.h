@@ -17,10 +17,15 @@ ZT_HD void softmax_causal_row(float* row, int n, int len) {
   for (int j = n; j < len; ++j) row[j] = 0.0f;
 }
 
+// One element of the softmax backward, given dot = sum_k dP_k P_k over the row.
+ZT_HD float softmax_backward_elem(float dp, float p, float dot) {
+  return p * (dp - dot);
+}
+
 // Softmax backward for one row: dS_j = P_j (dP_j - sum_k dP_k P_k), j < n, in place on dp.
 ZT_HD void softmax_backward_row(float* dp, const float* p, int n) {
   const float dot = lane_dot(dp, p, n);
-  for (int j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - dot);
+  for (int j = 0; j < n; ++j) dp[j] = softmax_backward_elem(dp[j], p[j], dot);
 }
 
 }  // namespace zt

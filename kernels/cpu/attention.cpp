@@ -50,7 +50,7 @@ float* dropped_buffer(size_t n) {
 void drop_row(float* dst, const float* p, int i, int T, uint64_t base,
               const DropoutParams& drop_in) {
   const DropoutParams drop = drop_in;  // local: the stores cannot alias it
-  for (int j = 0; j <= i; ++j) dst[j] = p[j] * dropout_scale(drop, base + static_cast<uint64_t>(j));
+  for (int j = 0; j <= i; ++j) dst[j] = dropout_apply(p[j], drop, base + static_cast<uint64_t>(j));
   const int e = block_end(i, T);
   for (int j = i + 1; j < e; ++j) dst[j] = 0.0f;
 }
@@ -128,7 +128,7 @@ void backward_head(float* dqkv, float* scratch, const float* dout, const float* 
     if (drop.p > 0.0f) {
       const DropoutParams dl = drop;
       const uint64_t rb = base + static_cast<uint64_t>(i) * T;
-      for (int j = 0; j <= i; ++j) s[j] *= dropout_scale(dl, rb + static_cast<uint64_t>(j));
+      for (int j = 0; j <= i; ++j) s[j] = dropout_apply(s[j], dl, rb + static_cast<uint64_t>(j));
     }
     softmax_backward_row(s, P + int64_t{i} * T, i + 1);
     const int e = block_end(i, T);

@@ -19,7 +19,7 @@ void dropout_add_forward(float* out, const float* a, const float* x, int64_t n,
   }
 #pragma omp parallel for schedule(static) if (n >= detail::kParallelMin / 4)
   for (int64_t i = 0; i < n; ++i)
-    out[i] = a[i] + x[i] * dropout_scale(drop, static_cast<uint64_t>(i));
+    out[i] = a[i] + dropout_apply(x[i], drop, static_cast<uint64_t>(i));
 }
 
 void dropout_backward(float* dx, const float* dout, int64_t n, const DropoutParams& drop_in) {
@@ -31,7 +31,7 @@ void dropout_backward(float* dx, const float* dout, int64_t n, const DropoutPara
     return;
   }
 #pragma omp parallel for schedule(static) if (n >= detail::kParallelMin / 4)
-  for (int64_t i = 0; i < n; ++i) dx[i] = dout[i] * dropout_scale(drop, static_cast<uint64_t>(i));
+  for (int64_t i = 0; i < n; ++i) dx[i] = dropout_apply(dout[i], drop, static_cast<uint64_t>(i));
 }
 
 }  // namespace zt::cpu

@@ -45,17 +45,17 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
         for (int l = 0; l < kLanes; ++l) {
           const float g = d[c + l] * w[c + l];
           acc_g[l] += g;
-          acc_gx[l] += g * ((xr[c + l] - mu) * rs);
+          acc_gx[l] += g * layernorm_xhat(xr[c + l], mu, rs);
         }
       for (int l = 0; c + l < C; ++l) {
         const float g = d[c + l] * w[c + l];
         acc_g[l] += g;
-        acc_gx[l] += g * ((xr[c + l] - mu) * rs);
+        acc_gx[l] += g * layernorm_xhat(xr[c + l], mu, rs);
       }
       const float mg = combine_lanes(acc_g) * inv_c;
       const float mgx = combine_lanes(acc_gx) * inv_c;
       for (c = 0; c < C; ++c) {
-        const float xhat = (xr[c] - mu) * rs;
+        const float xhat = layernorm_xhat(xr[c], mu, rs);
         dxr[c] += layernorm_dx(d[c] * w[c], xhat, mg, mgx, rs);
       }
     }
@@ -71,7 +71,7 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
         const float* d = dout + int64_t{n} * C + c0;
         const float mu = mean[n], rs = rstd[n];
         for (int j = 0; j < len; ++j) {
-          aw[j] += d[j] * ((xr[j] - mu) * rs);
+          aw[j] += d[j] * layernorm_xhat(xr[j], mu, rs);
           ab[j] += d[j];
         }
       }

@@ -7,6 +7,7 @@
 // accumulates into its output; everything else overwrites.
 #include <cstdint>
 
+#include "kernels/common/adamw.h"
 #include "kernels/common/dropout.h"
 #include "src/core/half.h"
 
@@ -69,12 +70,8 @@ void add_inplace(float* y, const float* x, int64_t n);
 void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
                            int v_real, float dloss);
 
-// Decoupled-weight-decay Adam on fp32 master params. g is scaled by grad_scale first
-// (loss-scale unscaling and clipping folded in). step starts at 1.
-struct AdamWParams {
-  float lr = 0, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0, grad_scale = 1;
-  int64_t step = 1;
-};
+// Decoupled-weight-decay Adam on fp32 master params (settings: kernels/common/adamw.h).
+using AdamWParams = zt::AdamWParams;
 void adamw(float* param, float* m, float* v, const float* g, int64_t n, const AdamWParams& p);
 
 // Sum of squares in double (for global L2 norms across shards and ranks).
