@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/adamw.h"
 #include "kernels/common/dropout.h"
 #include "src/core/dtype.h"
 #include "src/core/half.h"
@@ -54,6 +55,14 @@ void bias_gelu_forward(float* out, const float* x, const float* bias, int N, int
                        cudaStream_t stream);
 
 // Causal self-attention; same layouts as the CPU kernel. scratch: B*NH*T*T floats.
+//
+// Forward with dropout needs the dropped probabilities for P V while att keeps the undropped
+// ones: attention_forward_scratch_floats() says how many floats (B*NH*T*T when drop.p > 0, else
+// 0). The overload with `scratch` uses the caller's buffer (null is fine when that is 0); the
+// one without it takes a grow-only internal buffer (kernels/cuda/context.h).
+int64_t attention_forward_scratch_floats(int B, int T, int NH, const DropoutParams& drop);
+void attention_forward(float* out, float* att, float* scratch, const float* qkv, int B, int T,
+                       int C, int NH, const DropoutParams& drop, cudaStream_t stream);
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
                        const DropoutParams& drop, cudaStream_t stream);
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
@@ -69,15 +78,13 @@ void add_inplace(float* y, const float* x, int64_t n, cudaStream_t stream);
 void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
                            int v_real, float dloss, cudaStream_t stream);
 
-struct AdamWParams {
-  float lr = 0, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0, grad_scale = 1;
-  int64_t step = 1;
-};
+using AdamWParams = zt::AdamWParams;  // kernels/common/adamw.h, shared with the CPU backend
 void adamw(float* param, float* m, float* v, const float* g, int64_t n, const AdamWParams& p,
            cudaStream_t stream);
 // Multi-tensor fused AdamW over a shard made of several (param, m, v, grad) ranges, one launch;
 // when `working` is not null the updated parameter is also written there in `working_type`
-// (BF16 or F16: the half working copy, in the same pass).
+// (BF16 or F16: the half working copy, in the same pass). `tensors` is normally a device array;
+// a host array is copied to an internal device buffer first (kernels/cuda/context.h).
 struct AdamWTensor {
   float* param;
   float* m;

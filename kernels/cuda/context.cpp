@@ -1,0 +1,116 @@
+#include "kernels/cuda/context.h"
+
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "kernels/cuda/cublas_check.h"
+#include "src/core/cuda_check.h"
+
+namespace zt::cuda::detail {
+namespace {
+
+// Deleters ignore errors: they run at thread exit, where nothing can be reported.
+struct CudaFree {
+  void operator()(void* p) const { (void)cudaFree(p); }
+};
+struct BlasDestroy {
+  void operator()(cublasContext* h) const { (void)cublasDestroy(h); }
+};
+struct LtDestroy {
+  void operator()(cublasLtContext* h) const { (void)cublasLtDestroy(h); }
+};
+using DeviceBuffer = std::unique_ptr<void, CudaFree>;
+
+struct Buffer {
+  DeviceBuffer ptr;
+  size_t bytes = 0;
+};
+
+struct DeviceState {
+  std::unique_ptr<cublasContext, BlasDestroy> blas;
+  std::unique_ptr<cublasLtContext, LtDestroy> lt;
+};
+
+struct ThreadState {
+  std::map<int, DeviceState> devices;
+  std::map<std::tuple<int, cudaStream_t, int>, Buffer> buffers;  // (device, stream, purpose)
+  std::map<int, int> sm_counts;
+};
+
+ThreadState& state() {
+  thread_local ThreadState s;
+  return s;
+}
+
+int current_device() {
+  int d = 0;
+  ZT_CUDA_CHECK(cudaGetDevice(&d));
+  return d;
+}
+
+DeviceState& device_state() {
+  return state().devices[current_device()];
+}
+
+void* buffer(int purpose, size_t bytes, cudaStream_t stream) {
+  Buffer& b = state().buffers[{current_device(), stream, purpose}];
+  if (b.bytes < bytes || b.ptr == nullptr) {
+    b.ptr.reset();
+    b.bytes = 0;
+    void* p = nullptr;
+    ZT_CUDA_CHECK(cudaMalloc(&p, bytes > 0 ? bytes : 256));
+    b.ptr.reset(p);
+    b.bytes = bytes;
+  }
+  return b.ptr.get();
+}
+
+constexpr int kLtWorkspacePurpose = -1;  // shares the buffer table with the Scratch purposes
+
+}  // namespace
+
+cublasHandle_t blas_handle(cudaStream_t stream) {
+  DeviceState& d = device_state();
+  if (d.blas == nullptr) {
+    cublasHandle_t h = nullptr;
+    ZT_CUBLAS_CHECK(cublasCreate(&h));
+    d.blas.reset(h);
+    // Exact fp32: no TF32 tensor-op math unless a caller opts in later.
+    ZT_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+  }
+  ZT_CUBLAS_CHECK(cublasSetStream(d.blas.get(), stream));
+  return d.blas.get();
+}
+
+cublasLtHandle_t lt_handle() {
+  DeviceState& d = device_state();
+  if (d.lt == nullptr) {
+    cublasLtHandle_t h = nullptr;
+    ZT_CUBLAS_CHECK(cublasLtCreate(&h));
+    d.lt.reset(h);
+  }
+  return d.lt.get();
+}
+
+void* lt_workspace(cudaStream_t stream) {
+  return buffer(kLtWorkspacePurpose, kLtWorkspaceBytes, stream);
+}
+
+void* scratch(Scratch purpose, size_t bytes, cudaStream_t stream) {
+  return buffer(static_cast<int>(purpose), bytes, stream);
+}
+
+int sm_count() {
+  const int dev = current_device();
+  auto& counts = state().sm_counts;
+  auto it = counts.find(dev);
+  if (it == counts.end()) {
+    int n = 0;
+    ZT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    it = counts.emplace(dev, n).first;
+  }
+  return it->second;
+}
+
+}  // namespace zt::cuda::detail

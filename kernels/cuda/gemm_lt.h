@@ -1,0 +1,42 @@
+#pragma once
+// Internal GEMM entry points shared by gemm.cu, linear.cu and attention.cu. All take row-major
+// operands like the public gemm and hand cuBLAS the column-major transpose: row-major
+// C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so the operands swap places.
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace zt::cuda::detail {
+
+struct LtMatmul {
+  bool trans_a = false, trans_b = false;
+  int M = 0, N = 0, K = 0;
+  float alpha = 1;
+  const void* A = nullptr;
+  int lda = 0;
+  const void* B = nullptr;
+  int ldb = 0;
+  float beta = 0;
+  void* C = nullptr;  // also D: cuBLASLt writes in place
+  int ldc = 0;
+  cudaDataType_t ab_type = CUDA_R_32F, c_type = CUDA_R_32F;
+  // CUBLAS_COMPUTE_32F is exact fp32 for fp32 operands (no TF32) and fp32 accumulation on
+  // tensor cores for bf16/fp16 operands.
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const float* bias = nullptr;  // [N] of the row-major result, for the BIAS epilogues
+};
+
+// One cuBLASLt matmul (heuristic's first algorithm, workspace from context.h).
+void lt_matmul(const LtMatmul& g, cudaStream_t stream);
+
+// fp32 strided-batched GEMM through cublasSgemmStridedBatched, row-major like gemm: batch i
+// uses A + i*stride_a, B + i*stride_b, C + i*stride_c. Classic cuBLAS accepts any pointer
+// alignment, which the per-head views into qkv need.
+void gemm_strided_batched(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                          const float* A, int lda, int64_t stride_a, const float* B, int ldb,
+                          int64_t stride_b, float beta, float* C, int ldc, int64_t stride_c,
+                          int batch, cudaStream_t stream);
+
+}  // namespace zt::cuda::detail

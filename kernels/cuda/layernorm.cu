@@ -1,0 +1,110 @@
+// LayerNorm: one block per row with cub::BlockReduce for the row statistics (two-pass mean and
+// variance, as kernels/common/layernorm.h), and deterministic column sums for dw and db.
+#include <cstdint>
+#include <cub/block/block_reduce.cuh>
+
+#include "kernels/common/layernorm.h"
+#include "kernels/cuda/column_reduce.cuh"
+#include "kernels/cuda/cublas_check.h"
+#include "kernels/cuda/ops.h"
+
+namespace zt::cuda {
+namespace detail {
+namespace {
+
+constexpr int kRowThreads = 256;
+using BlockSum = cub::BlockReduce<float, kRowThreads>;
+
+__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* x,
+                                         const float* w, const float* b, int C) {
+  __shared__ typename BlockSum::TempStorage tmp;
+  __shared__ float s_mean, s_rstd;
+  const int64_t row = blockIdx.x;
+  const float* xr = x + row * C;
+  float acc = 0.0f;
+  for (int c = threadIdx.x; c < C; c += kRowThreads) acc += xr[c];
+  const float sum = BlockSum(tmp).Sum(acc);
+  if (threadIdx.x == 0) s_mean = sum / static_cast<float>(C);
+  __syncthreads();  // also frees tmp for the second reduction
+  const float mu = s_mean;
+  acc = 0.0f;
+  for (int c = threadIdx.x; c < C; c += kRowThreads) {
+    const float d = xr[c] - mu;
+    acc += d * d;
+  }
+  const float sq = BlockSum(tmp).Sum(acc);
+  if (threadIdx.x == 0) {
+    s_rstd = layernorm_rstd(sq / static_cast<float>(C));
+    mean[row] = mu;
+    rstd[row] = s_rstd;
+  }
+  __syncthreads();
+  const float rs = s_rstd;
+  float* o = out + row * C;
+  for (int c = threadIdx.x; c < C; c += kRowThreads)
+    o[c] = layernorm_apply(xr[c], mu, rs, w[c], b[c]);
+}
+
+// dx += rstd (g - mean(g) - xhat mean(g xhat)), g = dout * w.
+__global__ void layernorm_dx_kernel(float* dx, const float* dout, const float* x, const float* w,
+                                    const float* mean, const float* rstd, int C) {
+  __shared__ typename BlockSum::TempStorage tmp;
+  __shared__ float s_mg, s_mgx;
+  const int64_t row = blockIdx.x;
+  const float* xr = x + row * C;
+  const float* d = dout + row * C;
+  const float mu = mean[row], rs = rstd[row];
+  float acc_g = 0.0f, acc_gx = 0.0f;
+  for (int c = threadIdx.x; c < C; c += kRowThreads) {
+    const float g = d[c] * w[c];
+    acc_g += g;
+    acc_gx += g * layernorm_xhat(xr[c], mu, rs);
+  }
+  const float inv_c = 1.0f / static_cast<float>(C);
+  const float sg = BlockSum(tmp).Sum(acc_g);
+  if (threadIdx.x == 0) s_mg = sg * inv_c;
+  __syncthreads();
+  const float sgx = BlockSum(tmp).Sum(acc_gx);
+  if (threadIdx.x == 0) s_mgx = sgx * inv_c;
+  __syncthreads();
+  const float mg = s_mg, mgx = s_mgx;
+  float* dxr = dx + row * C;
+  for (int c = threadIdx.x; c < C; c += kRowThreads)
+    dxr[c] += layernorm_dx(d[c] * w[c], layernorm_xhat(xr[c], mu, rs), mg, mgx, rs);
+}
+
+void check_shape(const char* what, int N, int C) {
+  ZT_CU_CHECK(N > 0 && C > 0, cat(what, ": bad shape N=", N, " C=", C));
+}
+
+}  // namespace
+}  // namespace detail
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+                       const float* b, int N, int C, cudaStream_t stream) {
+  detail::check_shape("layernorm_forward", N, C);
+  detail::layernorm_forward_kernel<<<N, detail::kRowThreads, 0, stream>>>(out, mean, rstd, x, w, b,
+                                                                          C);
+  ZT_CU_CUDA_CHECK(cudaGetLastError());
+}
+
+void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                        const float* w, const float* mean, const float* rstd, int N, int C,
+                        cudaStream_t stream) {
+  detail::check_shape("layernorm_backward", N, C);
+  detail::layernorm_dx_kernel<<<N, detail::kRowThreads, 0, stream>>>(dx, dout, x, w, mean, rstd, C);
+  ZT_CU_CUDA_CHECK(cudaGetLastError());
+  // dw += sum_n dout * xhat, db += sum_n dout, per column.
+  detail::column_reduce<2>(
+      N, C, stream,
+      [=] __device__(int n, int c) {
+        const int64_t i = int64_t{n} * C + c;
+        return detail::Values<2>{{dout[i] * layernorm_xhat(x[i], mean[n], rstd[n]), dout[i]}};
+      },
+      [=] __device__(int c, const float* tot) {
+        dw[c] += tot[0];
+        db[c] += tot[1];
+      });
+}
+
+}  // namespace zt::cuda

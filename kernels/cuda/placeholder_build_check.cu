@@ -1,2 +1,0 @@
-// Temporary: keeps zt_kernels_cuda non-empty until the kernels land.
-#include "kernels/cuda/ops.h"
