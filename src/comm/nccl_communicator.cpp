@@ -68,15 +68,16 @@ struct NcclCommunicator::State {
   State(const State&) = delete;
   State& operator=(const State&) = delete;
 
-  [[noreturn]] void abort_and_throw(std::string_view op, const std::string& why) {
+  // `what`: "timed out" or "failed"; `detail` follows the rank.
+  [[noreturn]] void abort_and_throw(std::string_view op, std::string_view what,
+                                    const std::string& detail) {
     if (!aborted) {
       (void)ncclCommAbort(comm);
       aborted = true;
     }
-    throw Error(
-        fmt::format("NCCL {} on group {} {} on rank {} (group rank {}); the NCCL "
-                    "communicator was aborted",
-                    op, group_kind_name(kind), why, log::rank(), rank));
+    throw Error(fmt::format(
+        "NCCL {} on group {} {} on rank {} (group rank {}): {}; the NCCL communicator was aborted",
+        op, group_kind_name(kind), what, log::rank(), rank, detail));
   }
   void check_usable(std::string_view op) const {
     if (aborted)
@@ -90,7 +91,8 @@ struct NcclCommunicator::State {
     ncclResult_t async = ncclSuccess;
     ZT_NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
     if (async != ncclSuccess && async != ncclInProgress)
-      abort_and_throw(op, fmt::format("failed asynchronously ({})", ncclGetErrorString(async)));
+      abort_and_throw(op, "failed",
+                      fmt::format("asynchronous NCCL error: {}", ncclGetErrorString(async)));
   }
   // Blocks until `done` fired, under `timeout_s` (<= 0: no limit).
   void wait_for(const cuda::Event& done, std::string_view op, double timeout_s) {
@@ -102,10 +104,10 @@ struct NcclCommunicator::State {
       check_async(op);
       const double waited = std::chrono::duration<double>(Clock::now() - start).count();
       if (timeout_s > 0 && waited >= timeout_s)
-        abort_and_throw(op,
-                        fmt::format("timed out (not complete after {:.1f} s; a peer rank failed, "
-                                    "hangs or skipped it; raise --comm-timeout if this step is "
-                                    "legitimately slower)",
+        abort_and_throw(op, "timed out",
+                        fmt::format("not complete after {:.1f} s; a peer rank failed, hangs or "
+                                    "skipped it; raise --comm-timeout if this step is "
+                                    "legitimately slower",
                                     waited));
       // Spin briefly (collectives of a layer finish in microseconds), then stop burning a core.
       if (poll < 256)
