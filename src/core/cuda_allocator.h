@@ -7,13 +7,15 @@
 // Give them to a MemoryPool, which counts every byte by category as on the host.
 //
 // Zero-fill (the same zeroed start as the host allocator). A device block is zeroed with
-// cudaMemsetAsync on `stream` (the compute stream the memory is used on; nullptr: the legacy
-// default stream), and allocate() then synchronises that stream unless async_zero_fill is set.
-// Synchronising is the default because it makes the zeros visible to every stream and to host
-// copies, and it orders the memset after all earlier work on the stream, including kernels still
-// using a block that was freed and is now handed out again. Training allocates in its first step
-// only (buffers are reused), so the cost is paid once. With async_zero_fill the memset is ordered
-// only with `stream`: valid when every user of the memory runs on it or waits on it.
+// cudaMemsetAsync on `stream`, and allocate() then synchronises that stream unless
+// async_zero_fill is set. Pass the compute stream the memory is used on (nullptr means the legacy
+// default stream, right only when the kernels run there): the memset is then ordered after every
+// kernel already queued on it, including kernels still using a block that was freed right after
+// their launch and is now handed out again (the freed block is reused at once; the stream keeps
+// the order). Synchronising additionally makes the zeros visible to every other stream and to
+// host copies before allocate() returns; training allocates in its first step only (buffers are
+// reused), so that cost is paid once. With async_zero_fill the memset is ordered only on
+// `stream`: valid when every user of the memory runs on it or waits on it.
 // A block freed while another stream (communication) still uses it is the caller's bug, as on
 // the host: Handle::wait() comes before the tensor is released.
 #include <cuda_runtime_api.h>

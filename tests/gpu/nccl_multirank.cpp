@@ -56,6 +56,9 @@ struct DeviceVec {
       : buf(gpu().dev->allocate(v.size() * sizeof(T), MemCategory::Buffers)),
         t(buf.view(Shape{static_cast<int64_t>(v.size())}, dtype)) {
     ZT_CUDA_CHECK(cudaMemcpy(buf.data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+    // A pageable copy may still be in DMA when cudaMemcpy returns, and the legacy stream it ran
+    // on does not order non-blocking streams: finish it before a test uses its own streams.
+    ZT_CUDA_CHECK(cudaDeviceSynchronize());
   }
   std::vector<T> host() const {
     std::vector<T> h(static_cast<size_t>(t.numel()));
