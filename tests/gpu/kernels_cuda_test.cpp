@@ -1,0 +1,206 @@
+// The CUDA GEMM, linear and attention kernels against the CPU backend on random inputs.
+// Tolerances are max |gpu - cpu| / max |cpu| (tests/max_rel_error.h):
+//   fp32 GEMM and linear: 1e-5 (both exact fp32, only the summation order differs);
+//   attention: 1e-5 forward, 1e-4 backward (two more GEMMs and the softmax backward in between);
+//   gemm_mixed: 1e-4 with an fp32 result (products of 16-bit operands are exact in fp32; tensor
+//   cores accumulate in fp32 in their own order), 8e-3 / 1e-3 with a bf16 / fp16 result (one
+//   rounding of the output: half an ulp is 2^-9 / 2^-12 of the value, doubled for safety).
+// Deterministic kernels run twice from the same state must give identical bits.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/ops.h"
+#include "kernels/cuda/ops.h"
+#include "src/core/half.h"
+#include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/kernels_cuda_testing.h"
+
+namespace zt {
+namespace {
+
+using gpu_test::DeviceVector;
+using gpu_test::random_floats;
+using gpu_test::rel_err;
+using gpu_test::same_bits;
+
+TEST(CudaGemm, Fp32AllTransposesMatchCpu) {
+  ZT_REQUIRE_GPU();
+  const int M = 37, N = 53, K = 29;
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      // Padded leading dimensions, so the kernels must honour lda/ldb/ldc.
+      const int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 7;
+      const auto A = random_floats(size_t((ta ? K : M)) * lda, 1);
+      const auto B = random_floats(size_t((tb ? N : K)) * ldb, 2);
+      auto C = random_floats(size_t(M) * ldc, 3);
+      DeviceVector<float> dA(A), dB(B), dC(C);
+      cuda::gemm(ta, tb, M, N, K, 0.7f, dA.get(), lda, dB.get(), ldb, 0.3f, dC.get(), ldc, 0);
+      cpu::gemm(ta, tb, M, N, K, 0.7f, A.data(), lda, B.data(), ldb, 0.3f, C.data(), ldc);
+      EXPECT_LE(rel_err(dC.host(), C), 1e-5) << "trans " << ta << tb;
+    }
+}
+
+TEST(CudaGemm, ZeroKScalesC) {
+  ZT_REQUIRE_GPU();
+  auto C = random_floats(6 * 4, 4);
+  DeviceVector<float> dC(C);
+  cuda::gemm(false, false, 6, 4, 0, 1.0f, dC.get(), 4, dC.get(), 4, 0.5f, dC.get(), 4, 0);
+  for (auto& c : C) c *= 0.5f;
+  EXPECT_TRUE(same_bits(dC.host(), C));
+}
+
+template <typename H>
+void check_gemm_mixed(DType ab, DType c_type, double tol) {
+  const int M = 64, N = 48, K = 96;
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      const int lda = ta ? M : K, ldb = tb ? K : N;
+      const auto Af = random_floats(size_t(M) * K, 5), Bf = random_floats(size_t(K) * N, 6);
+      std::vector<H> A(Af.size()), B(Bf.size());
+      std::vector<float> Ar(Af.size()), Br(Bf.size());
+      for (size_t i = 0; i < Af.size(); ++i) Ar[i] = to_float(A[i] = from_float<H>(Af[i]));
+      for (size_t i = 0; i < Bf.size(); ++i) Br[i] = to_float(B[i] = from_float<H>(Bf[i]));
+      std::vector<float> ref(size_t(M) * N, 0.0f);
+      cpu::gemm(ta, tb, M, N, K, 1.0f, Ar.data(), lda, Br.data(), ldb, 0.0f, ref.data(), N);
+      DeviceVector<H> dA(A), dB(B);
+      std::vector<float> got(ref.size());
+      if (c_type == DType::F32) {
+        DeviceVector<float> dC(ref.size());
+        cuda::gemm_mixed(ta, tb, M, N, K, 1.0f, dA.get(), lda, dB.get(), ldb, 0.0f, dC.get(), N, ab,
+                         c_type, 0);
+        got = dC.host();
+      } else {
+        DeviceVector<H> dC(ref.size());
+        cuda::gemm_mixed(ta, tb, M, N, K, 1.0f, dA.get(), lda, dB.get(), ldb, 0.0f, dC.get(), N, ab,
+                         c_type, 0);
+        const auto h = dC.host();
+        for (size_t i = 0; i < h.size(); ++i) got[i] = to_float(h[i]);
+      }
+      EXPECT_LE(rel_err(got, ref), tol) << dtype_name(ab) << " -> " << dtype_name(c_type);
+    }
+}
+
+TEST(CudaGemm, MixedBf16AndFp16MatchCpuOnRoundedOperands) {
+  ZT_REQUIRE_GPU();
+  check_gemm_mixed<bf16>(DType::BF16, DType::F32, 1e-4);
+  check_gemm_mixed<bf16>(DType::BF16, DType::BF16, 8e-3);
+  check_gemm_mixed<fp16>(DType::F16, DType::F32, 1e-4);
+  check_gemm_mixed<fp16>(DType::F16, DType::F16, 1e-3);
+}
+
+TEST(CudaLinear, ForwardWithAndWithoutBias) {
+  ZT_REQUIRE_GPU();
+  const int N = 70, in = 48, out = 40;
+  const auto x = random_floats(size_t(N) * in, 7), w = random_floats(size_t(out) * in, 8);
+  const auto b = random_floats(out, 9);
+  DeviceVector<float> dx(x), dw(w), db(b), dy(size_t(N) * out);
+  std::vector<float> y(size_t(N) * out);
+  for (const bool bias : {true, false}) {
+    cuda::linear_forward(dy.get(), dx.get(), dw.get(), bias ? db.get() : nullptr, N, in, out, 0);
+    cpu::linear_forward(y.data(), x.data(), w.data(), bias ? b.data() : nullptr, N, in, out);
+    EXPECT_LE(rel_err(dy.host(), y), 1e-5) << "bias " << bias;
+  }
+}
+
+TEST(CudaLinear, BiasGeluForwardMatchesLinearThenGelu) {
+  ZT_REQUIRE_GPU();
+  const int N = 33, in = 64, out = 96;
+  const auto x = random_floats(size_t(N) * in, 10), w = random_floats(size_t(out) * in, 11);
+  const auto b = random_floats(out, 12);
+  DeviceVector<float> dx(x), dw(w), db(b), dy(size_t(N) * out), dpre(size_t(N) * out);
+  cuda::linear_bias_gelu_forward(dy.get(), dpre.get(), dx.get(), dw.get(), db.get(), N, in, out, 0);
+  std::vector<float> pre(size_t(N) * out), y(pre.size());
+  cpu::linear_forward(pre.data(), x.data(), w.data(), b.data(), N, in, out);
+  cpu::gelu_forward(y.data(), pre.data(), int64_t(pre.size()));
+  EXPECT_LE(rel_err(dpre.host(), pre), 1e-5);
+  EXPECT_LE(rel_err(dy.host(), y), 1e-5);
+}
+
+TEST(CudaLinear, BackwardMatchesCpuAndIsDeterministic) {
+  ZT_REQUIRE_GPU();
+  const int N = 300, in = 40, out = 72;  // N > the column-sum kernel's row lanes
+  const auto x = random_floats(size_t(N) * in, 13), w = random_floats(size_t(out) * in, 14);
+  const auto g = random_floats(size_t(N) * out, 15);
+  const auto dx0 = random_floats(size_t(N) * in, 16), dw0 = random_floats(size_t(out) * in, 17);
+  const auto db0 = random_floats(out, 18);
+  for (const bool acc : {false, true}) {
+    auto dx = dx0, dw = dw0, db = db0;
+    cpu::linear_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), N, in, out,
+                         acc);
+    std::vector<float> first[3];
+    for (int run = 0; run < 2; ++run) {
+      DeviceVector<float> ddx(dx0), ddw(dw0), ddb(db0), dg(g), dX(x), dW(w);
+      cuda::linear_backward(ddx.get(), ddw.get(), ddb.get(), dg.get(), dX.get(), dW.get(), N, in,
+                            out, acc, 0);
+      const std::vector<float> got[3] = {ddx.host(), ddw.host(), ddb.host()};
+      EXPECT_LE(rel_err(got[0], dx), 1e-5) << "dx, accumulate " << acc;
+      EXPECT_LE(rel_err(got[1], dw), 1e-5) << "dw";
+      EXPECT_LE(rel_err(got[2], db), 1e-5) << "db";
+      if (run == 0)
+        for (int k = 0; k < 3; ++k) first[k] = got[k];
+      else
+        for (int k = 0; k < 3; ++k) EXPECT_TRUE(same_bits(got[k], first[k])) << "output " << k;
+    }
+  }
+}
+
+struct AttnCase {
+  int B, T, C, NH;
+  float p;
+};
+
+class CudaAttention : public ::testing::TestWithParam<AttnCase> {};
+
+TEST_P(CudaAttention, ForwardAndBackwardMatchCpu) {
+  ZT_REQUIRE_GPU();
+  const AttnCase s = GetParam();
+  const DropoutParams drop{s.p, 1234, 99};
+  const size_t n_qkv = size_t(s.B) * s.T * 3 * s.C, n_out = size_t(s.B) * s.T * s.C;
+  const size_t n_att = size_t(s.B) * s.NH * s.T * s.T;
+  const auto qkv = random_floats(n_qkv, 20, -2.0f, 2.0f);
+  const auto dout = random_floats(n_out, 21);
+  std::vector<float> out(n_out), att(n_att), dqkv(n_qkv), scratch(n_att);
+  cpu::attention_forward(out.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH, drop);
+  cpu::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), s.B,
+                          s.T, s.C, s.NH, drop);
+
+  DeviceVector<float> dq(qkv), dd(dout), dO(n_out), dA(n_att), dS(n_att), dG(n_qkv);
+  // Both forward overloads: internal scratch, then the caller's.
+  cuda::attention_forward(dO.get(), dA.get(), dq.get(), s.B, s.T, s.C, s.NH, drop, 0);
+  EXPECT_LE(rel_err(dO.host(), out), 1e-5);
+  EXPECT_EQ(cuda::attention_forward_scratch_floats(s.B, s.T, s.NH, drop),
+            s.p > 0 ? int64_t(n_att) : 0);
+  cuda::attention_forward(dO.get(), dA.get(), dS.get(), dq.get(), s.B, s.T, s.C, s.NH, drop, 0);
+  const auto got_att = dA.host();
+  EXPECT_LE(rel_err(dO.host(), out), 1e-5);
+  EXPECT_LE(rel_err(got_att, att), 1e-5);
+  for (int bh = 0; bh < s.B * s.NH; ++bh)
+    for (int i = 0; i < s.T; ++i)
+      for (int j = i + 1; j < s.T; ++j)
+        ASSERT_EQ(got_att[(size_t(bh) * s.T + i) * s.T + j], 0.0f) << "upper triangle";
+
+  std::vector<float> first;
+  for (int run = 0; run < 2; ++run) {
+    cuda::attention_backward(dG.get(), dS.get(), dd.get(), dq.get(), dA.get(), s.B, s.T, s.C, s.NH,
+                             drop, 0);
+    const auto got = dG.host();
+    EXPECT_LE(rel_err(got, dqkv), 1e-4);
+    if (run == 0)
+      first = got;
+    else
+      EXPECT_TRUE(same_bits(got, first));
+  }
+}
+
+// T not a multiple of anything, several heads, and dropout (a mask that disagreed with the CPU's
+// would give O(1) differences, far outside the tolerance).
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
+                         ::testing::Values(AttnCase{2, 16, 32, 4, 0.0f},
+                                           AttnCase{2, 37, 48, 3, 0.0f},
+                                           AttnCase{1, 70, 64, 2, 0.1f},
+                                           AttnCase{3, 29, 24, 6, 0.25f}));
+
+}  // namespace
+}  // namespace zt
