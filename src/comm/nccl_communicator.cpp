@@ -57,6 +57,7 @@ struct NcclCommunicator::State {
   ~State() {
     if (comm == nullptr) return;
     if (aborted) return;  // ncclCommAbort already freed it
+    // Destructors report nothing (the results below are deliberately ignored).
     // Unwinding after an error: a peer may be gone, and finalize would wait for it forever.
     if (std::uncaught_exceptions() > 0) {
       (void)ncclCommAbort(comm);
@@ -72,7 +73,7 @@ struct NcclCommunicator::State {
   [[noreturn]] void abort_and_throw(std::string_view op, std::string_view what,
                                     const std::string& detail) {
     if (!aborted) {
-      (void)ncclCommAbort(comm);
+      (void)ncclCommAbort(comm);  // its own failure would hide the cause reported below
       aborted = true;
     }
     throw Error(fmt::format(
@@ -220,6 +221,16 @@ cudaStream_t NcclCommunicator::comm_stream() const {
 
 ncclComm_t NcclCommunicator::native() const {
   return state_->comm;
+}
+
+void NcclCommunicator::abort() {
+  if (state_->aborted) return;
+  state_->aborted = true;  // even if the abort reports an error: the comm is unusable either way
+  ZT_NCCL_CHECK(ncclCommAbort(state_->comm));
+}
+
+bool NcclCommunicator::aborted() const {
+  return state_->aborted;
 }
 
 void NcclCommunicator::check_tensor(const Tensor& t, const char* what) const {

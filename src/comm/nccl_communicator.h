@@ -83,6 +83,11 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t compute_stream() const { return ctx_->compute; }
   cudaStream_t comm_stream() const;
   ncclComm_t native() const;
+  // ncclCommAbort now (idempotent; never blocks): for the ranks whose peer already aborted after
+  // an error, since finalizing a communicator a peer has abandoned could wait forever. Every
+  // later op on it throws.
+  void abort();
+  bool aborted() const;
 
   void all_reduce(Tensor t, ReduceOp op = ReduceOp::Sum) override;
   Handle all_reduce_async(Tensor t, ReduceOp op = ReduceOp::Sum) override;

@@ -235,7 +235,10 @@ TEST(NcclMultiRank, TimeoutAbortsTheCommunicatorAndNamesTheOp) {
     }
     EXPECT_THROW(victim->barrier(), Error);  // aborted for good
     dist::runtime().set_comm_timeout(saved);
+    EXPECT_TRUE(dynamic_cast<NcclCommunicator&>(*victim).aborted());
   }
+  dist::world().barrier();  // rank 0 has aborted: the others abort their side too
+  dynamic_cast<NcclCommunicator&>(*victim).abort();
   // The other communicators still work.
   n.barrier();
 }
