@@ -92,10 +92,16 @@ void validate_parallel_sizes(int world, int tp, int pp) {
              pp);
 }
 
-Topology::Topology(Communicator& world, int tp, int pp)
-    : world_(&world), grid_((validate_parallel_sizes(world.size(), tp, pp), world.size()), tp, pp) {
+Topology::Topology(Communicator& world, int tp, int pp, Communicator* host_world)
+    : world_(&world),
+      host_world_(host_world),
+      grid_((validate_parallel_sizes(world.size(), tp, pp), world.size()), tp, pp) {
   ZT_CHECK(world.kind() == GroupKind::World, "Topology needs the world communicator, got {}",
            world.name());
+  ZT_CHECK(host_world == nullptr ||
+               (host_world->kind() == GroupKind::World && host_world->size() == world.size() &&
+                host_world->rank() == world.rank()),
+           "the host world must be a world group of the same ranks");
   const int r = world.rank();
   coord_ = grid_.coord_of(r);
   tp_ = world.split(grid_.group_color(GroupKind::Tp, r), grid_.group_key(GroupKind::Tp, r),

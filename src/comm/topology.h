@@ -49,8 +49,11 @@ void validate_parallel_sizes(int world, int tp, int pp);
 class Topology {
  public:
   // Collective over `world` (which must outlive the Topology): validates the sizes and splits
-  // the tp, dp, pp and mp groups.
-  Topology(Communicator& world, int tp, int pp = 1);
+  // the tp, dp, pp and mp groups. The groups are of world's kind (MPI or NCCL): split() makes
+  // them. `host_world`, when given, is a world group over host memory (MPI) for the host-side
+  // bookkeeping collectives (metrics, gradient-norm scalars, checkpoint metadata) of a run whose
+  // groups move device memory; it must outlive the Topology too.
+  Topology(Communicator& world, int tp, int pp = 1, Communicator* host_world = nullptr);
 
   const ParallelGrid& grid() const { return grid_; }
   int rank() const { return world_->rank(); }
@@ -64,6 +67,8 @@ class Topology {
   int pp_size() const { return grid_.pp(); }
 
   Communicator& world() const { return *world_; }
+  // The world over host memory: world() itself unless another was given.
+  Communicator& host_world() const { return host_world_ != nullptr ? *host_world_ : *world_; }
   Communicator& tp() const { return *tp_; }
   Communicator& dp() const { return *dp_; }
   Communicator& pp() const { return *pp_; }
@@ -85,6 +90,7 @@ class Topology {
 
  private:
   Communicator* world_;
+  Communicator* host_world_ = nullptr;
   ParallelGrid grid_;
   GridCoord coord_;
   std::unique_ptr<Communicator> tp_, dp_, pp_, mp_;

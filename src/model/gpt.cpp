@@ -1,8 +1,5 @@
 #include "src/model/gpt.h"
 
-#include <algorithm>
-
-#include "kernels/cpu/ops.h"
 #include "src/tensor_parallel/mappings.h"
 #include "src/tensor_parallel/parallel_linear.h"
 #include "src/tensor_parallel/rng_tracker.h"
@@ -21,11 +18,13 @@ size_t Gpt::arena_bytes(const GptConfig& c, int micro_batch, int tp_size) {
          LayerScratch::bytes(c, micro_batch, tp_size);
 }
 
-Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, MemoryPool& pool,
-         comm::Communicator* tp)
+Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
+         const DeviceContext& ctx, comm::Communicator* tp)
     : config_(config),
-      dims_(LayerDims::of(config, micro_batch, layout.tp_size(), layout.tp_rank(), tp)),
-      arena_(pool, arena_bytes(config, micro_batch, layout.tp_size()), MemCategory::Activations) {
+      be_(ctx.backend()),
+      dims_(LayerDims::of(config, micro_batch, layout.tp_size(), layout.tp_rank(), tp, be_)),
+      arena_(ctx.pool(), arena_bytes(config, micro_batch, layout.tp_size()),
+             MemCategory::Activations) {
   ZT_CHECK(tp::size_of(tp) == layout.tp_size() && tp::rank_of(tp) == layout.tp_rank(),
            "the layout is for tp rank {} of {} but the tensor-parallel group has rank {} of {}",
            layout.tp_rank(), layout.tp_size(), tp::rank_of(tp), tp::size_of(tp));
@@ -50,6 +49,12 @@ Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, Me
   logits_ = arena_.carve({n * vocab_local_}, DType::F32).f32();
   if (layout.tp_size() > 1) ce_scratch_ = arena_.carve({3 * n}, DType::F32).f32();
   scratch_ = LayerScratch::carve(arena_, config, micro_batch, layout.tp_size());
+  if (ctx.needs_staging()) {
+    const int64_t ce = layout.tp_size() > 1 ? tp::host_scratch_floats(dims_.N(), vocab_local_) : 0;
+    host_staging_ = ctx.host().allocate({n + ce}, DType::F32, MemCategory::Buffers);
+    losses_host_ = static_cast<float*>(host_staging_.data());
+    if (ce > 0) ce_host_ = losses_host_ + n;
+  }
 }
 
 LayerDropout Gpt::dropout(int layer, const DropoutSeeds* rng) const {
@@ -75,8 +80,8 @@ void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, Activati
   const tp::VocabRange vr{vocab_begin_, vocab_local_};
   {
     const float* e = params.acquire(ParamLayout::kEmbeddingBlock);
-    tp::vocab_parallel_embedding_forward(dims_.tp, embed_out_, tokens, e, e + wpe_offset_, dims_.B,
-                                         dims_.T, C, vr);
+    tp::vocab_parallel_embedding_forward(be_, dims_.tp, embed_out_, tokens, e, e + wpe_offset_,
+                                         dims_.B, dims_.T, C, vr);
     params.release(ParamLayout::kEmbeddingBlock);
   }
   const float* x = embed_out_;
@@ -92,15 +97,15 @@ void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, Activati
   }
   // The final layernorm's input is kept by the model: a checkpointing store need not keep the
   // last layer's output.
-  std::copy(x, x + int64_t{N} * C, final_in_);
+  be_.copy(final_in_, x, static_cast<size_t>(N) * static_cast<size_t>(C) * 4);
   const int fb = L + 1;
   const float* lnf = params.acquire(fb);
-  cpu::layernorm_forward(lnf_out_, lnf_mean_, lnf_rstd_, final_in_, lnf, lnf + lnf_b_offset_, N, C);
+  be_.layernorm_forward(lnf_out_, lnf_mean_, lnf_rstd_, final_in_, lnf, lnf + lnf_b_offset_, N, C);
   params.release(fb);
   // The head tied to this rank's vocabulary shard: column-parallel, copy-to-TP on its input.
   const float* wte = params.acquire(ParamLayout::kEmbeddingBlock);
-  tp::copy_to_tp_forward(dims_.tp, lnf_out_, int64_t{N} * C);
-  tp::column_parallel_forward(logits_, lnf_out_, wte, nullptr, N, C, vr.local);
+  tp::copy_to_tp_forward(be_, dims_.tp, lnf_out_, int64_t{N} * C);
+  tp::column_parallel_forward(be_, logits_, lnf_out_, wte, nullptr, N, C, vr.local);
   params.release(ParamLayout::kEmbeddingBlock);
 }
 
@@ -109,14 +114,19 @@ double Gpt::forward(const int32_t* tokens, const int32_t* targets, float dloss, 
   const int N = dims_.N();
   forward_to_logits(tokens, params, acts, rng);
   if (tp::active(dims_.tp))
-    tp::vocab_parallel_cross_entropy(dims_.tp, logits_, losses_, targets, N,
+    tp::vocab_parallel_cross_entropy(be_, dims_.tp, logits_, losses_, targets, N,
                                      {vocab_begin_, vocab_local_}, config_.vocab_size, dloss,
-                                     ce_scratch_);
+                                     ce_scratch_, ce_host_);
   else
-    cpu::softmax_cross_entropy(logits_, losses_, targets, N, config_.padded_vocab_size,
-                               config_.vocab_size, dloss);
+    be_.softmax_cross_entropy(logits_, losses_, targets, N, config_.padded_vocab_size,
+                              config_.vocab_size, dloss);
+  const float* losses = losses_;
+  if (losses_host_ != nullptr) {
+    be_.copy_to_host(losses_host_, losses_, static_cast<size_t>(N) * 4);
+    losses = losses_host_;
+  }
   double sum = 0;
-  for (int i = 0; i < N; ++i) sum += losses_[i];
+  for (int i = 0; i < N; ++i) sum += losses[i];
   return sum / N;
 }
 
@@ -130,16 +140,16 @@ void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& 
   {
     const float* wte = params.acquire(eb);
     float* gwte = params.grads(eb);
-    tp::column_parallel_backward(dims_.tp, scratch_.d_a, gwte, nullptr, logits_, lnf_out_, wte, N,
-                                 C, vr.local);
+    tp::column_parallel_backward(be_, dims_.tp, scratch_.d_a, gwte, nullptr, logits_, lnf_out_, wte,
+                                 N, C, vr.local);
     params.release(eb);
   }
   {
     const float* lnf = params.acquire(fb);
     float* g = params.grads(fb);
-    std::fill(dres_, dres_ + int64_t{N} * C, 0.0f);
-    cpu::layernorm_backward(dres_, g, g + lnf_b_offset_, scratch_.d_a, final_in_, lnf, lnf_mean_,
-                            lnf_rstd_, N, C);
+    be_.fill_zero(dres_, static_cast<size_t>(N) * static_cast<size_t>(C) * 4);
+    be_.layernorm_backward(dres_, g, g + lnf_b_offset_, scratch_.d_a, final_in_, lnf, lnf_mean_,
+                           lnf_rstd_, N, C);
     params.grads_done(fb);
     params.release(fb);
   }
@@ -169,7 +179,8 @@ void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& 
     params.release(block);
   }
   float* g = params.grads(eb);
-  tp::vocab_parallel_embedding_backward(g, g + wpe_offset_, dres_, tokens, dims_.B, dims_.T, C, vr);
+  tp::vocab_parallel_embedding_backward(be_, g, g + wpe_offset_, dres_, tokens, dims_.B, dims_.T, C,
+                                        vr);
   params.grads_done(eb);
 }
 
@@ -183,7 +194,8 @@ double Gpt::forward_backward(const int32_t* tokens, const int32_t* targets, floa
 void Gpt::forward_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                          float* out) {
   forward_to_logits(tokens, params, acts, nullptr);
-  std::copy(logits_, logits_ + int64_t{dims_.N()} * vocab_local_, out);
+  be_.copy_to_host(out, logits_,
+                   static_cast<size_t>(dims_.N()) * static_cast<size_t>(vocab_local_) * 4);
 }
 
 double Gpt::forward_loss(const int32_t* tokens, const int32_t* targets, ParamSource& params,

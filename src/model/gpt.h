@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/backend.h"
 #include "src/comm/communicator.h"
 #include "src/core/arena.h"
 #include "src/model/activation_store.h"
@@ -30,18 +31,20 @@ struct DropoutSeeds {
 
 class Gpt {
  public:
-  // `tp`: the tensor-parallel group of size layout.tp_size(), null when that is 1.
-  Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, MemoryPool& pool,
+  // `tp`: the tensor-parallel group of size layout.tp_size(), null when that is 1. The model's
+  // workspace comes from ctx.pool() (activations) and it computes on ctx.backend().
+  Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, const DeviceContext& ctx,
       comm::Communicator* tp = nullptr);
 
-  // Forward and backward of one micro-batch of `micro_batch` sequences. tokens, targets: [B, T].
+  // Forward and backward of one micro-batch of `micro_batch` sequences. tokens, targets: [B, T]
+  // in the backend's memory.
   // Gradients are added into the ParamSource's grad regions, scaled by `dloss` per token (the
   // caller folds in 1/tokens, gradient accumulation and the loss scale). Returns the mean loss
   // over this micro-batch's tokens.
   double forward_backward(const int32_t* tokens, const int32_t* targets, float dloss,
                           ParamSource& params, ActivationStore& acts, const DropoutSeeds& rng);
-  // Forward only, dropout off: writes this rank's logits [N, Vp/tp] into `out` (inference,
-  // tests; the columns of global vocabulary rows [tp_rank·Vp/tp, (tp_rank+1)·Vp/tp)).
+  // Forward only, dropout off: writes this rank's logits [N, Vp/tp] into host memory `out`
+  // (inference, tests; the columns of global vocabulary rows [tp_rank·Vp/tp, (tp_rank+1)·Vp/tp)).
   void forward_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                       float* out);
   // Forward only (evaluation, dropout off). Returns the mean loss.
@@ -52,7 +55,8 @@ class Gpt {
   // Bytes of the model's own workspace arena (embedding output, final layernorm, logits,
   // backward scratch) for one of `tp_size` ranks: what the constructor allocates.
   static size_t arena_bytes(const GptConfig& config, int micro_batch, int tp_size);
-  const float* logits() const { return logits_; }  // [N, Vp/tp]; dlogits after forward_backward
+  // [N, Vp/tp] in the backend's memory; dlogits after forward_backward.
+  const float* logits() const { return logits_; }
   const LayerDims& dims() const { return dims_; }
 
  private:
@@ -66,6 +70,7 @@ class Gpt {
   LayerDropout dropout(int layer, const DropoutSeeds* rng) const;
 
   GptConfig config_;
+  Backend& be_;
   LayerDims dims_;
   int vocab_begin_ = 0;  // this rank's vocabulary rows [vocab_begin_, vocab_begin_ + vocab_local_)
   int vocab_local_ = 0;
@@ -83,6 +88,11 @@ class Gpt {
   float* losses_ = nullptr;      // [N]
   float* dres_ = nullptr;        // [N, C]
   float* final_in_ = nullptr;    // [N, C] last layer's output, the final layernorm's input
+  // Host staging where the host cannot read the device (none on the CPU): the losses read back
+  // each micro-batch and, with tp > 1, the vocab-parallel cross-entropy's host passes.
+  Buffer host_staging_;
+  float* losses_host_ = nullptr;  // [N]
+  float* ce_host_ = nullptr;      // tp::host_scratch_floats(N, Vp/tp)
 };
 
 }  // namespace zt

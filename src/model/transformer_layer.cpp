@@ -1,6 +1,5 @@
 #include "src/model/transformer_layer.h"
 
-#include "kernels/cpu/ops.h"
 #include "src/tensor_parallel/mappings.h"
 #include "src/tensor_parallel/parallel_linear.h"
 #include "src/tensor_parallel/rng_tracker.h"
@@ -24,10 +23,10 @@ LayerParams LayerOffsets::at(float* b) const {
 }
 
 LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp_rank,
-                        comm::Communicator* tp) {
+                        comm::Communicator* tp, Backend& be) {
   const TpDims t = TpDims::of(c, tp_size, tp_rank);
   return LayerDims{micro_batch, c.seq_length, c.hidden,          t.heads, t.hidden,
-                   t.ffn,       c.heads,      t.heads * tp_rank, tp};
+                   t.ffn,       c.heads,      t.heads * tp_rank, tp,      &be};
 }
 
 size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
@@ -64,75 +63,77 @@ namespace {
 void attention_forward(const LayerDims& d, float* out, float* att, const float* qkv,
                        const DropoutParams& drop) {
   if (!tp::active(d.tp)) {
-    cpu::attention_forward(out, att, qkv, d.B, d.T, d.Cl, d.H, drop);
+    d.be->attention_forward(out, att, qkv, d.B, d.T, d.Cl, d.H, drop);
     return;
   }
   const int64_t tt = int64_t{d.T} * d.T;
   for (int b = 0; b < d.B; ++b)
-    cpu::attention_forward(out + int64_t{b} * d.T * d.Cl, att + b * d.H * tt,
-                           qkv + int64_t{b} * d.T * 3 * d.Cl, 1, d.T, d.Cl, d.H,
-                           tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
+    d.be->attention_forward(out + int64_t{b} * d.T * d.Cl, att + b * d.H * tt,
+                            qkv + int64_t{b} * d.T * 3 * d.Cl, 1, d.T, d.Cl, d.H,
+                            tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
 }
 
 void attention_backward(const LayerDims& d, float* dqkv, float* scratch, const float* dout,
                         const float* qkv, const float* att, const DropoutParams& drop) {
   if (!tp::active(d.tp)) {
-    cpu::attention_backward(dqkv, scratch, dout, qkv, att, d.B, d.T, d.Cl, d.H, drop);
+    d.be->attention_backward(dqkv, scratch, dout, qkv, att, d.B, d.T, d.Cl, d.H, drop);
     return;
   }
   const int64_t tt = int64_t{d.T} * d.T, q = int64_t{d.T} * 3 * d.Cl;
   for (int b = 0; b < d.B; ++b)
-    cpu::attention_backward(dqkv + b * q, scratch + b * d.H * tt, dout + int64_t{b} * d.T * d.Cl,
-                            qkv + b * q, att + b * d.H * tt, 1, d.T, d.Cl, d.H,
-                            tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
+    d.be->attention_backward(dqkv + b * q, scratch + b * d.H * tt, dout + int64_t{b} * d.T * d.Cl,
+                             qkv + b * q, att + b * d.H * tt, 1, d.T, d.Cl, d.H,
+                             tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
 }
 
 }  // namespace
 
 void layer_forward(const LayerDims& d, const LayerParams& p, const float* x, LayerActivations& a,
                    const LayerScratch& s, const LayerDropout& drop) {
+  Backend& be = *d.be;
   const int N = d.N(), C = d.C;
   const int64_t nc = int64_t{N} * C, nf = int64_t{N} * d.F;
-  cpu::layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, N, C);
-  tp::copy_to_tp_forward(d.tp, s.ln, nc);
-  tp::column_parallel_forward(a.qkv, s.ln, p.qkv_w, p.qkv_b, N, C, 3 * d.Cl);
+  be.layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, N, C);
+  tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
+  tp::column_parallel_forward(be, a.qkv, s.ln, p.qkv_w, p.qkv_b, N, C, 3 * d.Cl);
   attention_forward(d, a.atty, a.att, a.qkv, drop.attention);
   float* proj = s.d_a;  // backward scratch is free during forward
-  tp::row_parallel_forward(d.tp, proj, a.atty, p.proj_w, p.proj_b, N, d.Cl, C);
-  cpu::dropout_add_forward(a.res2, x, proj, nc, drop.attn_out);
-  cpu::layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, p.ln2_w, p.ln2_b, N, C);
-  tp::copy_to_tp_forward(d.tp, s.ln, nc);
-  tp::column_parallel_forward(a.fch, s.ln, p.fc_w, p.fc_b, N, C, d.F);
-  cpu::gelu_forward(s.ff, a.fch, nf);
-  tp::row_parallel_forward(d.tp, proj, s.ff, p.fcproj_w, p.fcproj_b, N, d.F, C);
-  cpu::dropout_add_forward(a.out, a.res2, proj, nc, drop.mlp_out);
+  tp::row_parallel_forward(be, d.tp, proj, a.atty, p.proj_w, p.proj_b, N, d.Cl, C);
+  be.dropout_add_forward(a.res2, x, proj, nc, drop.attn_out);
+  be.layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, p.ln2_w, p.ln2_b, N, C);
+  tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
+  tp::column_parallel_forward(be, a.fch, s.ln, p.fc_w, p.fc_b, N, C, d.F);
+  be.gelu_forward(s.ff, a.fch, nf);
+  tp::row_parallel_forward(be, d.tp, proj, s.ff, p.fcproj_w, p.fcproj_b, N, d.F, C);
+  be.dropout_add_forward(a.out, a.res2, proj, nc, drop.mlp_out);
 }
 
 void layer_backward(const LayerDims& d, const LayerParams& p, const LayerParams& g, const float* x,
                     const LayerActivations& a, const LayerScratch& s, const LayerDropout& drop,
                     float* dres) {
+  Backend& be = *d.be;
   const int N = d.N(), C = d.C;
   const int64_t nc = int64_t{N} * C, nf = int64_t{N} * d.F;
   // MLP branch: out = res2 + drop(fcproj(gelu(fc(ln2(res2)))))
-  cpu::dropout_backward(s.d_a, dres, nc, drop.mlp_out);
-  cpu::gelu_forward(s.ff, a.fch, nf);
-  tp::row_parallel_backward(s.d_ff, g.fcproj_w, g.fcproj_b, s.d_a, s.ff, p.fcproj_w, N, d.F, C);
-  cpu::gelu_backward(s.d_ff, a.fch, s.d_ff, nf);
+  be.dropout_backward(s.d_a, dres, nc, drop.mlp_out);
+  be.gelu_forward(s.ff, a.fch, nf);
+  tp::row_parallel_backward(be, s.d_ff, g.fcproj_w, g.fcproj_b, s.d_a, s.ff, p.fcproj_w, N, d.F, C);
+  be.gelu_backward(s.d_ff, a.fch, s.d_ff, nf);
   // The layernorm is recomputed from the kept mean and rstd: the same bits as in forward.
-  cpu::layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, p.ln2_w, p.ln2_b, N, C);
+  be.layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, p.ln2_w, p.ln2_b, N, C);
   // copy-to-TP backward: the all-reduce of d(ln2 out) comes before the (replicated) layernorm
   // backward, so its gradients are identical on every rank.
-  tp::column_parallel_backward(d.tp, s.d_b, g.fc_w, g.fc_b, s.d_ff, s.ln, p.fc_w, N, C, d.F);
-  cpu::layernorm_backward(dres, g.ln2_w, g.ln2_b, s.d_b, a.res2, p.ln2_w, a.ln2_mean, a.ln2_rstd, N,
-                          C);
+  tp::column_parallel_backward(be, d.tp, s.d_b, g.fc_w, g.fc_b, s.d_ff, s.ln, p.fc_w, N, C, d.F);
+  be.layernorm_backward(dres, g.ln2_w, g.ln2_b, s.d_b, a.res2, p.ln2_w, a.ln2_mean, a.ln2_rstd, N,
+                        C);
   // Attention branch: res2 = x + drop(proj(attn(ln1(x))))
-  cpu::dropout_backward(s.d_a, dres, nc, drop.attn_out);
-  tp::row_parallel_backward(s.d_b, g.proj_w, g.proj_b, s.d_a, a.atty, p.proj_w, N, d.Cl, C);
+  be.dropout_backward(s.d_a, dres, nc, drop.attn_out);
+  tp::row_parallel_backward(be, s.d_b, g.proj_w, g.proj_b, s.d_a, a.atty, p.proj_w, N, d.Cl, C);
   attention_backward(d, s.d_qkv, s.d_att, s.d_b, a.qkv, a.att, drop.attention);
-  cpu::layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, N, C);
-  tp::column_parallel_backward(d.tp, s.d_a, g.qkv_w, g.qkv_b, s.d_qkv, s.ln, p.qkv_w, N, C,
+  be.layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, N, C);
+  tp::column_parallel_backward(be, d.tp, s.d_a, g.qkv_w, g.qkv_b, s.d_qkv, s.ln, p.qkv_w, N, C,
                                3 * d.Cl);
-  cpu::layernorm_backward(dres, g.ln1_w, g.ln1_b, s.d_a, x, p.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
+  be.layernorm_backward(dres, g.ln1_w, g.ln1_b, s.d_a, x, p.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
 }
 
 }  // namespace zt

@@ -8,6 +8,7 @@
 // row-parallel biases are replicated and stay identical on every rank without communication.
 #include <cstdint>
 
+#include "kernels/backend.h"
 #include "kernels/common/dropout.h"
 #include "src/comm/communicator.h"
 #include "src/model/layer_activations.h"
@@ -58,8 +59,8 @@ struct LayerScratch {
   static LayerScratch carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);
 };
 
-// One rank's view of a layer: the full hidden size C (residual stream, layernorms) and its
-// tensor-parallel shares.
+// One rank's view of a layer: the full hidden size C (residual stream, layernorms), its
+// tensor-parallel shares, the group it communicates on and the backend it computes on.
 struct LayerDims {
   int B, T, C;
   int H;                             // this rank's attention heads
@@ -68,9 +69,10 @@ struct LayerDims {
   int heads_total;                   // heads of the whole layer
   int head_begin;                    // global index of this rank's first head
   comm::Communicator* tp = nullptr;  // the tensor-parallel group; null at tp = 1
+  Backend* be = nullptr;             // never null once made by of()
   int N() const { return B * T; }
   static LayerDims of(const GptConfig& c, int micro_batch, int tp_size, int tp_rank,
-                      comm::Communicator* tp);
+                      comm::Communicator* tp, Backend& be);
 };
 
 void layer_forward(const LayerDims& d, const LayerParams& p, const float* x, LayerActivations& a,

@@ -9,7 +9,7 @@ double grad_sum_squares(comm::Communicator* tp, double split_local, double repli
   // The communicator reduces fp32: one rounding of the sum (~6e-8 relative), far below what a
   // clipping threshold or a logged norm resolves.
   float part = static_cast<float>(split_local);
-  all_reduce(tp, &part, 1);
+  all_reduce(cpu_backend(), tp, &part, 1);  // a host scalar: `tp` must move host memory
   return static_cast<double>(part) + replicated_local;
 }
 

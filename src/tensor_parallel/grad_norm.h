@@ -9,6 +9,7 @@
 
 namespace zt::tp {
 
+// `tp` reduces host memory (an MPI group).
 double grad_sum_squares(comm::Communicator* tp, double split_local, double replicated_local);
 
 }  // namespace zt::tp

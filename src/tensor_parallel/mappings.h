@@ -11,9 +11,10 @@
 // `tp` is the tensor-parallel group; nullptr (or a group of one) means tp = 1 and every mapping
 // is the identity with no collective issued (there is nothing to move, and tp = 1 runs without
 // a communicator). Everything that does move goes through the Communicator, so CommStats counts
-// it on the tp group.
+// it on the tp group. `be` is the backend whose memory the buffers are in (it does the copies).
 #include <cstdint>
 
+#include "kernels/backend.h"
 #include "src/comm/communicator.h"
 
 namespace zt::tp {
@@ -30,35 +31,35 @@ inline int rank_of(const comm::Communicator* tp) {
 }
 
 // In-place all-reduce of n floats over the tp group (no-op when !active(tp)).
-void all_reduce(comm::Communicator* tp, float* x, int64_t n,
+void all_reduce(Backend& be, comm::Communicator* tp, float* x, int64_t n,
                 comm::ReduceOp op = comm::ReduceOp::Sum);
 
 // copy-to-TP: the replicated input of a column-parallel layer.
-inline void copy_to_tp_forward(comm::Communicator*, const float*, int64_t) {}
+inline void copy_to_tp_forward(Backend&, comm::Communicator*, const float*, int64_t) {}
 // dx [n]: each rank's partial input gradient in, the full gradient out.
-inline void copy_to_tp_backward(comm::Communicator* tp, float* dx, int64_t n) {
-  all_reduce(tp, dx, n);
+inline void copy_to_tp_backward(Backend& be, comm::Communicator* tp, float* dx, int64_t n) {
+  all_reduce(be, tp, dx, n);
 }
 
 // reduce-from-TP: the partial outputs of a row-parallel layer.
-inline void reduce_from_tp_forward(comm::Communicator* tp, float* y, int64_t n) {
-  all_reduce(tp, y, n);
+inline void reduce_from_tp_forward(Backend& be, comm::Communicator* tp, float* y, int64_t n) {
+  all_reduce(be, tp, y, n);
 }
-inline void reduce_from_tp_backward(comm::Communicator*, float*, int64_t) {}
+inline void reduce_from_tp_backward(Backend&, comm::Communicator*, float*, int64_t) {}
 
 // scatter along the last dim: full [rows, cols] -> local [rows, cols/tp] (this rank's block).
-void scatter_last_dim_forward(comm::Communicator* tp, float* local, const float* full, int64_t rows,
-                              int64_t cols);
+void scatter_last_dim_forward(Backend& be, comm::Communicator* tp, float* local, const float* full,
+                              int64_t rows, int64_t cols);
 // dfull [rows, cols] = the gather of every rank's dlocal [rows, cols/tp]; scratch: rows*cols.
-void scatter_last_dim_backward(comm::Communicator* tp, float* dfull, const float* dlocal,
-                               int64_t rows, int64_t cols, float* scratch);
+void scatter_last_dim_backward(Backend& be, comm::Communicator* tp, float* dfull,
+                               const float* dlocal, int64_t rows, int64_t cols, float* scratch);
 
 // gather along the last dim: local [rows, cols_local] -> full [rows, cols_local*tp];
 // scratch: rows*cols_local*tp floats (the all-gather lands rank-major and is transposed).
-void gather_last_dim_forward(comm::Communicator* tp, float* full, const float* local, int64_t rows,
-                             int64_t cols_local, float* scratch);
+void gather_last_dim_forward(Backend& be, comm::Communicator* tp, float* full, const float* local,
+                             int64_t rows, int64_t cols_local, float* scratch);
 // dlocal [rows, cols_local] = this rank's column block of dfull.
-void gather_last_dim_backward(comm::Communicator* tp, float* dlocal, const float* dfull,
-                              int64_t rows, int64_t cols_local);
+void gather_last_dim_backward(Backend& be, comm::Communicator* tp, float* dlocal,
+                              const float* dfull, int64_t rows, int64_t cols_local);
 
 }  // namespace zt::tp

@@ -9,42 +9,43 @@
 //   backward dx_r = dy W_r, dW_r += dyᵀ x_r, db += colsum(dy) — dy is replicated, so db comes
 //            out identical on every rank with no communication.
 //
-// At tp = 1 (`tp` null or a group of one) both are exactly cpu::linear_forward/backward with
-// the bias fused into the GEMM as before, so tp = 1 keeps its bits.
+// At tp = 1 (`tp` null or a group of one) both are exactly the backend's linear_forward/backward
+// with the bias fused into the GEMM as before, so tp = 1 keeps its bits. `be` computes.
+#include "kernels/backend.h"
 #include "src/comm/communicator.h"
 
 namespace zt::tp {
 
 // y [N, out_local] = x [N, in] · wᵀ + b (b may be null). No communication in forward.
-void column_parallel_forward(float* y, const float* x, const float* w, const float* b, int N,
-                             int in, int out_local);
+void column_parallel_forward(Backend& be, float* y, const float* x, const float* w, const float* b,
+                             int N, int in, int out_local);
 // dx [N, in] (overwritten) = this rank's partial input gradient dy·W_r, then — the copy-to-TP
 // backward — all-reduced into the full one when `reduce_dx`; dw and db are added into.
 // dx may be null (no input gradient, nothing reduced).
-void column_parallel_backward(comm::Communicator* tp, float* dx, float* dw, float* db,
+void column_parallel_backward(Backend& be, comm::Communicator* tp, float* dx, float* dw, float* db,
                               const float* dy, const float* x, const float* w, int N, int in,
                               int out_local, bool reduce_dx = true);
 
 // The gather_output form (Megatron's ColumnParallelLinear(gather_output=True)): the full
 // y [N, out_local·tp] on every rank. y_local [N, out_local] and scratch [N, out_local·tp] are
 // caller-owned workspace.
-void column_parallel_forward_gathered(comm::Communicator* tp, float* y, float* y_local,
+void column_parallel_forward_gathered(Backend& be, comm::Communicator* tp, float* y, float* y_local,
                                       float* scratch, const float* x, const float* w,
                                       const float* b, int N, int in, int out_local);
 // Its backward from the full dy [N, out_local·tp]: this rank's column block, then
 // column_parallel_backward. dy_local [N, out_local] is workspace.
-void column_parallel_backward_gathered(comm::Communicator* tp, float* dx, float* dw, float* db,
-                                       float* dy_local, const float* dy, const float* x,
+void column_parallel_backward_gathered(Backend& be, comm::Communicator* tp, float* dx, float* dw,
+                                       float* db, float* dy_local, const float* dy, const float* x,
                                        const float* w, int N, int in, int out_local);
 
 // y [N, out] = all-reduce(x [N, in_local] · wᵀ) + b. b may be null.
-void row_parallel_forward(comm::Communicator* tp, float* y, const float* x, const float* w,
-                          const float* b, int N, int in_local, int out);
+void row_parallel_forward(Backend& be, comm::Communicator* tp, float* y, const float* x,
+                          const float* w, const float* b, int N, int in_local, int out);
 // dx [N, in_local] = dy · w (overwritten), dw += dyᵀ x, db += colsum(dy). No communication.
-void row_parallel_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                           const float* w, int N, int in_local, int out);
+void row_parallel_backward(Backend& be, float* dx, float* dw, float* db, const float* dy,
+                           const float* x, const float* w, int N, int in_local, int out);
 
 // y[n, :] += b for every row (the bias of a row-parallel layer, after the reduction).
-void add_bias(float* y, const float* b, int N, int out);
+void add_bias(Backend& be, float* y, const float* b, int N, int out);
 
 }  // namespace zt::tp

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/common/math.h"
@@ -10,16 +11,13 @@
 #include "src/tensor_parallel/mappings.h"
 
 namespace zt::tp {
+namespace {
 
-void vocab_parallel_cross_entropy(comm::Communicator* tp, float* logits, float* losses,
-                                  const int32_t* targets, int N, VocabRange range, int v_real,
-                                  float dloss, float* scratch) {
-  ZT_CHECK(N > 0 && range.local > 0 && v_real > 0, "vocab_parallel_cross_entropy: N={} V={}", N,
-           range.local);
-  for (int n = 0; n < N; ++n)
-    ZT_CHECK(targets[n] >= 0 && targets[n] < v_real,
-             "vocab_parallel_cross_entropy: target {} of row {} outside [0, {})", targets[n], n,
-             v_real);
+// The three passes on host memory; `reduce(p, n, op)` all-reduces n host floats over tp.
+template <typename Reduce>
+void cross_entropy_on_host(float* logits, float* losses, const int32_t* targets, int N,
+                           VocabRange range, int v_real, float dloss, float* scratch,
+                           Reduce&& reduce) {
   const int V = range.local;
   // Real (unpadded) columns of this shard: a shard may be all padding.
   const int real = std::clamp(v_real - range.begin, 0, V);
@@ -28,7 +26,7 @@ void vocab_parallel_cross_entropy(comm::Communicator* tp, float* logits, float* 
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 #pragma omp parallel for schedule(static) if (int64_t{N} * V >= (int64_t{1} << 15))
   for (int n = 0; n < N; ++n) mx[n] = real > 0 ? lane_max(logits + int64_t{n} * V, real) : kNegInf;
-  all_reduce(tp, mx, N, comm::ReduceOp::Max);
+  reduce(mx, int64_t{N}, comm::ReduceOp::Max);
 #pragma omp parallel for schedule(static) if (int64_t{N} * V >= (int64_t{1} << 15))
   for (int n = 0; n < N; ++n) {
     float* row = logits + int64_t{n} * V;
@@ -37,7 +35,7 @@ void vocab_parallel_cross_entropy(comm::Communicator* tp, float* logits, float* 
     for (int j = 0; j < real; ++j) row[j] = exp_f32(row[j] - mx[n]);
     sum_z[n] = real > 0 ? lane_sum(row, real) : 0.0f;
   }
-  all_reduce(tp, sum_z, 2 * int64_t{N}, comm::ReduceOp::Sum);
+  reduce(sum_z, 2 * int64_t{N}, comm::ReduceOp::Sum);
 #pragma omp parallel for schedule(static) if (int64_t{N} * V >= (int64_t{1} << 15))
   for (int n = 0; n < N; ++n) {
     float* row = logits + int64_t{n} * V;
@@ -48,6 +46,54 @@ void vocab_parallel_cross_entropy(comm::Communicator* tp, float* logits, float* 
     if (t >= 0 && t < V) row[t] -= dloss;
     losses[n] = std::log(sum_z[n]) - sum_z[N + n];
   }
+}
+
+void check_targets(const int32_t* targets, int N, int v_real) {
+  for (int n = 0; n < N; ++n)
+    ZT_CHECK(targets[n] >= 0 && targets[n] < v_real,
+             "vocab_parallel_cross_entropy: target {} of row {} outside [0, {})", targets[n], n,
+             v_real);
+}
+
+}  // namespace
+
+int64_t host_scratch_floats(int N, int v_local) {
+  // logits, targets (int32, one float each), the 3N reductions and the N losses.
+  return int64_t{N} * v_local + int64_t{N} + 3 * int64_t{N} + int64_t{N};
+}
+
+void vocab_parallel_cross_entropy(Backend& be, comm::Communicator* tp, float* logits, float* losses,
+                                  const int32_t* targets, int N, VocabRange range, int v_real,
+                                  float dloss, float* scratch, float* host_scratch) {
+  ZT_CHECK(N > 0 && range.local > 0 && v_real > 0, "vocab_parallel_cross_entropy: N={} V={}", N,
+           range.local);
+  if (be.host_accessible()) {
+    check_targets(targets, N, v_real);
+    cross_entropy_on_host(
+        logits, losses, targets, N, range, v_real, dloss, scratch,
+        [&](float* p, int64_t n, comm::ReduceOp op) { all_reduce(be, tp, p, n, op); });
+    return;
+  }
+  ZT_CHECK(host_scratch != nullptr, "vocab_parallel_cross_entropy: no host staging on {}",
+           device_name(be.device()));
+  const int64_t nv = int64_t{N} * range.local;
+  float* h_logits = host_scratch;
+  auto* h_targets = reinterpret_cast<int32_t*>(h_logits + nv);
+  float* h_scratch = h_logits + nv + N;
+  float* h_losses = h_scratch + 3 * int64_t{N};
+  be.copy_to_host(h_logits, logits, static_cast<size_t>(nv) * 4);
+  be.copy_to_host(h_targets, targets, static_cast<size_t>(N) * 4);
+  check_targets(h_targets, N, v_real);
+  // The reductions run on the device group: through the device scratch at the same offset.
+  cross_entropy_on_host(h_logits, h_losses, h_targets, N, range, v_real, dloss, h_scratch,
+                        [&](float* p, int64_t n, comm::ReduceOp op) {
+                          float* d = scratch + (p - h_scratch);
+                          be.copy_to_device(d, p, static_cast<size_t>(n) * 4);
+                          all_reduce(be, tp, d, n, op);
+                          be.copy_to_host(p, d, static_cast<size_t>(n) * 4);
+                        });
+  be.copy_to_device(logits, h_logits, static_cast<size_t>(nv) * 4);
+  be.copy_to_device(losses, h_losses, static_cast<size_t>(N) * 4);
 }
 
 }  // namespace zt::tp

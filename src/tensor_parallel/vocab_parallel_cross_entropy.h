@@ -8,8 +8,14 @@
 //   3. loss = log s - z; dlogits = (exp(l - m) / s - onehot(target)) · dloss, locally.
 // Columns >= v_real (Megatron's vocabulary padding) get probability 0 and gradient 0.
 // Communication per call: 3N floats all-reduced (N + 2N).
+//
+// The passes run on the host (there is no device kernel for them yet). On a backend whose memory
+// the host cannot reach, the logits and targets go through `host_scratch`
+// (host_scratch_floats(N, local) floats of host memory, allocated once by the caller) and the
+// reductions through the device `scratch`; on the CPU host_scratch is unused (may be null).
 #include <cstdint>
 
+#include "kernels/backend.h"
 #include "src/comm/communicator.h"
 #include "src/tensor_parallel/vocab_parallel_embedding.h"
 
@@ -17,8 +23,9 @@ namespace zt::tp {
 
 // logits [N, range.local] are overwritten with dlogits; losses [N] (identical on every rank).
 // scratch: 3N floats. targets are global token ids in [0, v_real).
-void vocab_parallel_cross_entropy(comm::Communicator* tp, float* logits, float* losses,
+void vocab_parallel_cross_entropy(Backend& be, comm::Communicator* tp, float* logits, float* losses,
                                   const int32_t* targets, int N, VocabRange range, int v_real,
-                                  float dloss, float* scratch);
+                                  float dloss, float* scratch, float* host_scratch = nullptr);
+int64_t host_scratch_floats(int N, int v_local);
 
 }  // namespace zt::tp

@@ -1,6 +1,5 @@
 #include "src/tensor_parallel/vocab_parallel_embedding.h"
 
-#include "kernels/cpu/ops.h"
 #include "src/tensor_parallel/mappings.h"
 
 namespace zt::tp {
@@ -13,31 +12,25 @@ VocabRange vocab_range(int padded_vocab, int tp_size, int tp_rank) {
   return VocabRange{tp_rank * local, local};
 }
 
-void vocab_parallel_embedding_forward(comm::Communicator* tp, float* out, const int32_t* tokens,
-                                      const float* wte, const float* wpe, int B, int T, int C,
-                                      VocabRange range) {
+void vocab_parallel_embedding_forward(Backend& be, comm::Communicator* tp, float* out,
+                                      const int32_t* tokens, const float* wte, const float* wpe,
+                                      int B, int T, int C, VocabRange range) {
   if (!active(tp)) {
     // tp = 1: one fused pass, the same bits as before tensor parallelism existed.
-    cpu::embedding_forward(out, tokens, wte, wpe, B, T, C, range.begin, range.local);
+    be.embedding_forward(out, tokens, wte, wpe, B, T, C, range.begin, range.local);
     return;
   }
-  cpu::embedding_forward(out, tokens, wte, nullptr, B, T, C, range.begin, range.local);
-  reduce_from_tp_forward(tp, out, int64_t{B} * T * C);
+  be.embedding_forward(out, tokens, wte, nullptr, B, T, C, range.begin, range.local);
+  reduce_from_tp_forward(be, tp, out, int64_t{B} * T * C);
   // After the reduction, not before: added on every rank before the sum it would count tp times.
   // (wte row + 0 + … + wpe row rounds exactly like tp = 1's wte row + wpe row.)
-  for (int t = 0; t < T; ++t) {
-    const float* p = wpe + int64_t{t} * C;
-    for (int b = 0; b < B; ++b) {
-      float* o = out + (int64_t{b} * T + t) * C;
-      for (int c = 0; c < C; ++c) o[c] += p[c];
-    }
-  }
+  be.add_broadcast(out, wpe, B, int64_t{T} * C);
 }
 
-void vocab_parallel_embedding_backward(float* dwte, float* dwpe, const float* dout,
+void vocab_parallel_embedding_backward(Backend& be, float* dwte, float* dwpe, const float* dout,
                                        const int32_t* tokens, int B, int T, int C,
                                        VocabRange range) {
-  cpu::embedding_backward(dwte, dwpe, dout, tokens, B, T, C, range.begin, range.local);
+  be.embedding_backward(dwte, dwpe, dout, tokens, B, T, C, range.begin, range.local);
 }
 
 }  // namespace zt::tp

@@ -7,6 +7,7 @@
 // each rank scatters it into the rows it owns, and the position gradient is identical on all.
 #include <cstdint>
 
+#include "kernels/backend.h"
 #include "src/comm/communicator.h"
 
 namespace zt::tp {
@@ -19,11 +20,11 @@ struct VocabRange {
 VocabRange vocab_range(int padded_vocab, int tp_size, int tp_rank);
 
 // out [B*T, C] = wte[tok] + wpe[t]. wte: this rank's [range.local, C] rows; wpe [T, C].
-void vocab_parallel_embedding_forward(comm::Communicator* tp, float* out, const int32_t* tokens,
-                                      const float* wte, const float* wpe, int B, int T, int C,
-                                      VocabRange range);
+void vocab_parallel_embedding_forward(Backend& be, comm::Communicator* tp, float* out,
+                                      const int32_t* tokens, const float* wte, const float* wpe,
+                                      int B, int T, int C, VocabRange range);
 // dwte (local rows) += ..., dwpe += ... from the replicated dout [B*T, C].
-void vocab_parallel_embedding_backward(float* dwte, float* dwpe, const float* dout,
+void vocab_parallel_embedding_backward(Backend& be, float* dwte, float* dwpe, const float* dout,
                                        const int32_t* tokens, int B, int T, int C,
                                        VocabRange range);
 

@@ -103,7 +103,7 @@ Identity identity(Trainer& t) {
 }
 
 void barrier(Trainer& t) {
-  if (t.topology() != nullptr) t.topology()->world().barrier();
+  if (t.topology() != nullptr) t.topology()->host_world().barrier();
 }
 
 nlohmann::json model_json(const Trainer& t) {
@@ -129,6 +129,22 @@ void prune(const std::string& dir, int keep) {
   }
   std::sort(iters.begin(), iters.end());
   for (size_t i = 0; i + static_cast<size_t>(keep) < iters.size(); ++i) fs::remove_all(iters[i]);
+}
+
+// A model-state tensor into the file: directly where the host reads the device's memory, else
+// through the trainer's host chunk, piece by piece.
+void write_tensor(Fd& f, const Tensor& s, Trainer& t) {
+  if (t.host_chunk() == nullptr) {
+    f.write(s.data(), s.bytes());
+    return;
+  }
+  const size_t room = t.host_chunk_bytes();
+  const auto* src = static_cast<const char*>(s.data());
+  for (size_t at = 0; at < s.bytes(); at += room) {
+    const size_t n = std::min(room, s.bytes() - at);
+    t.context().backend().copy_to_host(t.host_chunk(), src + at, n);
+    f.write(t.host_chunk(), n);
+  }
 }
 
 // One shard file, checked against meta.json's CRC-32 and the expected tensor sizes.
@@ -302,7 +318,7 @@ std::string save_checkpoint(const std::string& dir, Trainer& t,
       const uint64_t n = static_cast<uint64_t>(s.numel());
       f.write(&n, sizeof n);
     }
-    for (const Tensor& s : state) f.write(s.data(), s.bytes());
+    for (const Tensor& s : state) write_tensor(f, s, t);
     f.sync();
     crc = f.crc();
   }
@@ -318,7 +334,7 @@ std::string save_checkpoint(const std::string& dir, Trainer& t,
                                static_cast<float>(crc & 0xffffu)};
   std::copy(mine, mine + kFields, written.begin() + me * kFields);
   if (t.topology() != nullptr)
-    t.topology()->world().all_gather(Tensor(written.data(), {ranks * kFields}, DType::F32));
+    t.topology()->host_world().all_gather(Tensor(written.data(), {ranks * kFields}, DType::F32));
   if (root) {
     nlohmann::json meta;
     meta["format"] = "zerotron-checkpoint-1";
@@ -397,7 +413,7 @@ int load_checkpoint(const std::string& dir, Trainer& t) {
     for (const Tensor& s : state) sizes.push_back(s.numel());
     const auto loaded = read_shard(iter_dir, meta, shard_name(id.tp_rank, id.shard_dp), sizes);
     for (size_t i = 0; i < state.size(); ++i)
-      std::copy(loaded[i].begin(), loaded[i].end(), state[i].f32());
+      t.context().backend().copy_to_device(state[i].f32(), loaded[i].data(), loaded[i].size() * 4);
   } else {
     load_reshaped(iter_dir, meta, t);
   }

@@ -46,10 +46,11 @@ GptConfig gpt_config_from(const TrainOptions& o) {
   return c;
 }
 
-Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* topology,
+Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::Topology* topology,
                  TrainData data)
     : o_(options),
-      pool_(pool),
+      ctx_(ctx),
+      pool_(ctx.pool()),
       topo_(topology),
       config_(gpt_config_from(options)),
       layout_(ParamLayout::gpt(config_, topology != nullptr ? topology->tp_size() : 1,
@@ -70,7 +71,9 @@ Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* 
     dp_rank_ = topo_->dp_rank();
     world_ = topo_->world_size();
     meter_ = std::make_unique<comm::StepCommMeter>(topo_->world().stats());
-    reducer_ = std::make_unique<comm::ScalarReducer>(topo_->world(), pool_, kNumMemCategories + 2);
+    // Bookkeeping scalars live on the host: the host world and host memory.
+    reducer_ = std::make_unique<comm::ScalarReducer>(topo_->host_world(), ctx_.host(),
+                                                     kNumMemCategories + 2);
   }
   global_batch_ = o_.global_batch_size == 0 ? int64_t{o_.micro_batch_size} * dp_
                                             : int64_t{o_.global_batch_size};
@@ -80,7 +83,7 @@ Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* 
   zero.stage = o_.zero_stage;
   if (topo_ != nullptr) {
     zero.dp = &topo_->dp();
-    zero.world = &topo_->world();
+    zero.world = &topo_->host_world();
     zero.tp_rank = topo_->tp_rank();
   }
   zero.reduce_bucket_elems = o_.reduce_bucket_size;
@@ -89,7 +92,7 @@ Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* 
   zero.prefetch_bucket_elems = o_.prefetch_bucket_size;
   zero.param_persistence_threshold = o_.param_persistence_threshold;
   zero.max_live_parameters = o_.max_live_parameters;
-  optimizer_ = std::make_unique<ZeroOptimizer>(layout_, working_dtype(o_), adam, pool_,
+  optimizer_ = std::make_unique<ZeroOptimizer>(layout_, working_dtype(o_), adam, ctx_,
                                                static_cast<uint64_t>(o_.seed), zero);
   if (const char* f = std::getenv("ZT_INJECT_FAULT")) {
     const std::string spec(f);
@@ -113,16 +116,29 @@ Trainer::Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* 
     cp.cpu = o_.cpu_checkpointing;
     cp.tp = topo_ != nullptr ? &topo_->tp() : nullptr;
     // On the CPU backend host memory is the same pool; the category tells them apart.
-    activations_ = std::make_unique<ActivationCheckpointer>(
-        pool_, pool_, config_, o_.micro_batch_size, layout_.tp_size(), cp);
+    activations_ = std::make_unique<ActivationCheckpointer>(ctx_, config_, o_.micro_batch_size,
+                                                            layout_.tp_size(), cp);
   } else {
     activations_ = std::make_unique<KeepAllActivations>(pool_, config_, o_.micro_batch_size,
                                                         layout_.tp_size());
   }
-  model_ = std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, pool_,
+  model_ = std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, ctx_,
                                  topo_ != nullptr ? &topo_->tp() : nullptr);
-  batch_ = pool_.allocate(static_cast<size_t>(2 * o_.micro_batch_size * o_.seq_length) * 4,
-                          MemCategory::Activations);
+  const size_t batch_bytes = static_cast<size_t>(2 * o_.micro_batch_size * o_.seq_length) * 4;
+  batch_ = pool_.allocate(batch_bytes, MemCategory::Activations);
+  if (ctx_.needs_staging()) {
+    batch_host_ = ctx_.host().allocate(batch_bytes, MemCategory::Buffers);
+    host_chunk_ = ctx_.host().allocate(size_t{4} << 20, MemCategory::Buffers);
+  }
+}
+
+void Trainer::load_batch(const BatchSource& source, int64_t first) {
+  const int mb = o_.micro_batch_size, T = o_.seq_length;
+  auto* tokens = static_cast<int32_t*>(batch_host_.data() ? batch_host_.data() : batch_.data());
+  int32_t* targets = tokens + mb * T;
+  for (int j = 0; j < mb; ++j) source.sample(first + j, tokens + j * T, targets + j * T);
+  if (batch_host_.data() != nullptr)
+    ctx_.backend().copy_to_device(batch_.data(), batch_host_.data(), batch_host_.bytes());
 }
 
 bool Trainer::inject_inf() const {
@@ -163,6 +179,7 @@ void Trainer::restore_loop_state(const LoopState& s) {
 StepMetrics Trainer::train_step() {
   using Clock = std::chrono::steady_clock;
   pool_.reset_peaks();
+  if (&ctx_.host() != &pool_) ctx_.host().reset_peaks();
   if (meter_) meter_->begin_step();
   const auto t0 = Clock::now();
   const int mb = o_.micro_batch_size, T = o_.seq_length, dp = dp_, dp_rank = dp_rank_;
@@ -179,7 +196,7 @@ StepMetrics Trainer::train_step() {
   for (int m = 0; m < accumulation_; ++m) {
     // Megatron's order: micro-step m takes mb·dp consecutive samples, rank r the r-th slice.
     const int64_t first = base + int64_t{m} * mb * dp + int64_t{dp_rank} * mb;
-    for (int j = 0; j < mb; ++j) data_.train->sample(first + j, tokens + j * T, targets + j * T);
+    load_batch(*data_.train, first);
     optimizer_->begin_microbatch(m == accumulation_ - 1);
     loss += model_->forward_backward(tokens, targets, dloss, *optimizer_, *activations_,
                                      DropoutSeeds{static_cast<uint64_t>(o_.seed), first});
@@ -193,6 +210,7 @@ StepMetrics Trainer::train_step() {
   m.lr = schedule_.at(iteration_);
   const StepResult r = optimizer_->step(m.lr, scale);
   scaler_.update(r.skipped);
+  ctx_.backend().synchronize();  // the step's device work is part of its time
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   const double tokens_per_step = static_cast<double>(global_batch_) * T;
   m.consumed_samples = int64_t{iteration_} * global_batch_;
@@ -224,6 +242,13 @@ StepMetrics Trainer::train_step() {
   for (size_t c = 0; c < kNumMemCategories; ++c)
     mem[c] = static_cast<double>(pool_.counters().peak[c]);
   mem[kNumMemCategories] = static_cast<double>(pool_.total_peak());
+  // Offloaded checkpoints live in the host pool where that is a pool of its own (CUDA): they are
+  // part of what the run keeps, so they are reported with the rest (the device total excludes
+  // them).
+  if (&ctx_.host() != &pool_) {
+    constexpr auto kHost = static_cast<size_t>(MemCategory::HostCheckpoints);
+    mem[kHost] += static_cast<double>(ctx_.host().counters().peak[kHost]);
+  }
   mem[kNumMemCategories + 1] = 1.0 - pool_.fragmentation();  // max of this = worst rank
   if (reducer_) reducer_->max(mem);
   m.memory_fragmentation = 1.0 - mem[kNumMemCategories + 1];
@@ -242,7 +267,7 @@ double Trainer::evaluate() {
     // The training step's sample order, on the validation stream.
     for (int m = 0; m < accumulation_; ++m) {
       const int64_t first = consumed_valid_ + int64_t{m} * mb * dp_ + int64_t{dp_rank_} * mb;
-      for (int j = 0; j < mb; ++j) data_.valid->sample(first + j, tokens + j * T, targets + j * T);
+      load_batch(*data_.valid, first);
       // No gradient is made here; zero_grad restarts ZeRO stage 3's recorded acquire order at
       // the step's beginning, so each forward-only pass follows it and prefetching stays valid.
       optimizer_->zero_grad();

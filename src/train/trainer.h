@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/backend.h"
 #include "src/comm/comm_stats.h"
 #include "src/comm/scalar_reducer.h"
 #include "src/comm/topology.h"
@@ -27,8 +28,9 @@ class Trainer {
  public:
   // `topology` may be null: one process, no communication. `data`: the streams from
   // open_train_data(options); left empty, --mock-data's stream is made here (a --data-path run
-  // must pass its opened data).
-  Trainer(const TrainOptions& options, MemoryPool& pool, comm::Topology* topology = nullptr,
+  // must pass its opened data). Everything is allocated from ctx's pools and computed on its
+  // backend (a plain host MemoryPool: the CPU backend).
+  Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::Topology* topology = nullptr,
           TrainData data = {});
   // Runs --train-iters steps (printing the console log when `print`), evaluating every
   // --eval-interval steps and at the end when there is validation data. Returns every step's
@@ -51,6 +53,11 @@ class Trainer {
   const TrainOptions& options() const { return o_; }
   const GptConfig& config() const { return config_; }
   comm::Topology* topology() const { return topo_; }
+  const DeviceContext& context() const { return ctx_; }
+  // Host memory of Checkpoint's chunked device<->file copies: null when the host reaches the
+  // device's memory directly (CPU), else host_chunk_bytes() bytes, allocated once.
+  void* host_chunk() const { return host_chunk_.data(); }
+  size_t host_chunk_bytes() const { return host_chunk_.bytes(); }
 
   // The loop state a checkpoint carries besides the model states.
   struct LoopState {
@@ -65,6 +72,7 @@ class Trainer {
 
  private:
   TrainOptions o_;
+  DeviceContext ctx_;
   MemoryPool& pool_;
   comm::Topology* topo_;
   int dp_ = 1, dp_rank_ = 0, world_ = 1;
@@ -80,7 +88,12 @@ class Trainer {
   std::unique_ptr<ZeroOptimizer> optimizer_;
   std::unique_ptr<ActivationStore> activations_;
   std::unique_ptr<Gpt> model_;
-  Buffer batch_;  // tokens and targets of one micro-batch (int32)
+  Buffer batch_;  // tokens and targets of one micro-batch (int32), in the backend's memory
+  // Host staging where the host cannot write the device (none on the CPU): the micro-batch as
+  // the data stream writes it, and the checkpoint chunk.
+  Buffer batch_host_, host_chunk_;
+  // Fills batch_ (through batch_host_ when staging) with samples [first, first + micro batch).
+  void load_batch(const BatchSource& source, int64_t first);
   MetricsWriter metrics_;
   std::unique_ptr<comm::StepCommMeter> meter_;
   std::unique_ptr<comm::ScalarReducer> reducer_;

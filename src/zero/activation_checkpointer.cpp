@@ -26,10 +26,16 @@ size_t ActivationCheckpointer::checkpoint_bytes(const GptConfig& c, int micro_ba
          static_cast<size_t>(spans);
 }
 
-ActivationCheckpointer::ActivationCheckpointer(MemoryPool& device, MemoryPool& host,
-                                               const GptConfig& config, int micro_batch,
-                                               int tp_size, const CheckpointConfig& cp)
-    : config_(config), cp_(cp), tp_size_(tp_size), tp_rank_(cp.tp ? cp.tp->rank() : 0) {
+ActivationCheckpointer::ActivationCheckpointer(const DeviceContext& ctx, const GptConfig& config,
+                                               int micro_batch, int tp_size,
+                                               const CheckpointConfig& cp)
+    : be_(ctx.backend()),
+      config_(config),
+      cp_(cp),
+      tp_size_(tp_size),
+      tp_rank_(cp.tp ? cp.tp->rank() : 0) {
+  MemoryPool& device = ctx.pool();
+  MemoryPool& host = ctx.host();
   ZT_REQUIRE(cp.span >= 1, "--checkpoint-num-layers must be positive, got {}", cp.span);
   ZT_CHECK(!cp.partition || tp_size == 1 || cp.tp != nullptr,
            "partitioned activations need the tensor-parallel group");
@@ -51,6 +57,17 @@ ActivationCheckpointer::ActivationCheckpointer(MemoryPool& device, MemoryPool& h
             cp.cpu ? MemCategory::HostCheckpoints : MemCategory::Checkpoints);
   for (int s = 0; s < spans; ++s)
     checkpoints_.push_back(checkpoint_arena_.carve({checkpoint_elems_}, DType::F32).f32());
+  restore_buffers_[0] = restored_;
+  if (cp.cpu && ctx.needs_staging()) {
+    prefetch_buffer_ = device.allocate({input_elems_}, DType::F32, MemCategory::Activations);
+    restore_buffers_[1] = static_cast<float*>(prefetch_buffer_.data());
+  }
+}
+
+void ActivationCheckpointer::join_offload() {
+  if (offload_src_ == nullptr) return;
+  be_.join_copies();
+  offload_src_ = nullptr;
 }
 
 LayerActivations& ActivationCheckpointer::workspace(int layer) {
@@ -60,32 +77,59 @@ LayerActivations& ActivationCheckpointer::workspace(int layer) {
 }
 
 LayerActivations& ActivationCheckpointer::begin_forward(int layer) {
-  return workspace(layer);
+  LayerActivations& w = workspace(layer);
+  // The offload in flight reads a layer output: it must finish before that workspace is
+  // written again, and need not finish any earlier.
+  if (offload_src_ == w.out) join_offload();
+  return w;
 }
 
 void ActivationCheckpointer::end_forward(int layer, const float* input) {
   if (layer % cp_.span != 0) return;
   // Pa: the input is identical on every tp rank; this rank keeps its slice.
   const int64_t offset = checkpoint_elems_ == input_elems_ ? 0 : tp_rank_ * checkpoint_elems_;
-  std::copy(input + offset, input + offset + checkpoint_elems_,
-            checkpoints_[static_cast<size_t>(layer / cp_.span)]);
+  float* kept = checkpoints_[static_cast<size_t>(layer / cp_.span)];
+  const auto bytes = static_cast<size_t>(checkpoint_elems_) * 4;
+  if (!cp_.cpu) {
+    be_.copy(kept, input + offset, bytes);
+    return;
+  }
+  join_offload();  // at most one in flight: its source is known
+  be_.offload(kept, input + offset, bytes);
+  offload_src_ = input;
+}
+
+void ActivationCheckpointer::fetch(int span_index, float* buffer) {
+  const float* kept = checkpoints_[static_cast<size_t>(span_index)];
+  const int64_t offset = checkpoint_elems_ == input_elems_ ? 0 : tp_rank_ * checkpoint_elems_;
+  const auto bytes = static_cast<size_t>(checkpoint_elems_) * 4;
+  if (cp_.cpu)
+    be_.fetch(buffer + offset, kept, bytes);
+  else
+    be_.copy(buffer + offset, kept, bytes);
 }
 
 void ActivationCheckpointer::restore(int span_index) {
-  const float* kept = checkpoints_[static_cast<size_t>(span_index)];
-  if (checkpoint_elems_ == input_elems_) {
-    std::copy(kept, kept + input_elems_, restored_);
-  } else {
-    std::copy(kept, kept + checkpoint_elems_, restored_ + tp_rank_ * checkpoint_elems_);
-    cp_.tp->all_gather(Tensor(restored_, {input_elems_}, DType::F32));
-  }
+  const bool ahead = restore_buffers_[1] != nullptr;  // Pa+cpu with a second restore buffer
+  restored_ = restore_buffers_[ahead ? span_index % 2 : 0];
+  if (!ahead || prefetched_span_ != span_index) fetch(span_index, restored_);
+  if (cp_.cpu) be_.join_copies();
+  if (checkpoint_elems_ != input_elems_)
+    cp_.tp->all_gather(Tensor(restored_, {input_elems_}, DType::F32, be_.device()));
   restored_span_ = span_index;
+  prefetched_span_ = -1;
+  if (ahead && span_index > 0) {
+    // The other buffer last served the span after this one, whose backward is enqueued already.
+    fetch(span_index - 1, restore_buffers_[(span_index - 1) % 2]);
+    prefetched_span_ = span_index - 1;
+  }
 }
 
 ActivationStore::Restored ActivationCheckpointer::begin_backward(int layer) {
   const int span = layer / cp_.span;
   const int first = span * cp_.span;
   const int last = std::min(first + cp_.span, config_.num_layers) - 1;
+  join_offload();
   Restored r;
   r.acts = &workspace(layer);
   if (layer == last) {

@@ -10,11 +10,15 @@
 // Checkpoints and workspaces are carved from arenas sized from the plan at construction (ZeRO-R's
 // MD): nothing is allocated while training, so long- and short-lived memory never interleave.
 //
-// Checkpoints come from their own pool (`host` for Pa+cpu), and the copy out (end_forward) and
-// back (begin_backward's restore) are the two points where the CUDA backend will issue
-// asynchronous device<->pinned-host copies on a side stream; on the CPU both are plain copies.
+// Checkpoints come from their own pool (ctx.host() for Pa+cpu). With Pa+cpu the copy out
+// (end_forward) is an asynchronous device->host copy on the backend's side stream (Backend::
+// offload), joined only before the compute stream overwrites its source; in backward each span's
+// checkpoint is fetched back while the span after it (in backward order) still computes: one
+// span ahead, into a second restore buffer. On the CPU both are plain copies and there is no
+// second buffer (the host reads the checkpoint where it is).
 #include <vector>
 
+#include "kernels/backend.h"
 #include "src/comm/communicator.h"
 #include "src/core/arena.h"
 #include "src/model/activation_store.h"
@@ -30,9 +34,10 @@ struct CheckpointConfig {
 
 class ActivationCheckpointer final : public ActivationStore {
  public:
-  // `device` holds workspaces (and checkpoints without cpu); `host` holds checkpoints with cpu.
-  ActivationCheckpointer(MemoryPool& device, MemoryPool& host, const GptConfig& config,
-                         int micro_batch, int tp_size, const CheckpointConfig& checkpoint);
+  // ctx.pool() holds workspaces (and checkpoints without cpu); ctx.host() holds checkpoints with
+  // cpu.
+  ActivationCheckpointer(const DeviceContext& ctx, const GptConfig& config, int micro_batch,
+                         int tp_size, const CheckpointConfig& checkpoint);
 
   LayerActivations& begin_forward(int layer) override;
   void end_forward(int layer, const float* input) override;
@@ -47,7 +52,11 @@ class ActivationCheckpointer final : public ActivationStore {
  private:
   LayerActivations& workspace(int layer);
   void restore(int span_index);
+  // Starts bringing span `span_index`'s checkpoint into restore buffer `buffer`.
+  void fetch(int span_index, float* buffer);
+  void join_offload();
 
+  Backend& be_;
   GptConfig config_;
   CheckpointConfig cp_;
   int tp_size_, tp_rank_;
@@ -58,6 +67,12 @@ class ActivationCheckpointer final : public ActivationStore {
   std::vector<float*> checkpoints_;
   float* restored_ = nullptr;  // [N·C] the gathered input of the span being recomputed
   int restored_span_ = -1;
+  // Pa+cpu where the host cannot reach the device: the second restore buffer, the span fetched
+  // into it ahead of time (-1: none), and the source of the offload still in flight.
+  Buffer prefetch_buffer_;
+  float* restore_buffers_[2] = {nullptr, nullptr};
+  int prefetched_span_ = -1;
+  const float* offload_src_ = nullptr;
 };
 
 }  // namespace zt

@@ -1,11 +1,9 @@
 #include "src/zero/grad_slots.h"
 
-#include <algorithm>
-
 namespace zt {
 
-GradSlots::GradSlots(MemoryPool& pool, int64_t elems) {
-  for (auto& s : slots_) s.buffer = pool.allocate({elems}, DType::F32, MemCategory::Buffers);
+GradSlots::GradSlots(const DeviceContext& ctx, int64_t elems) : be_(&ctx.backend()) {
+  for (auto& s : slots_) s.buffer = ctx.pool().allocate({elems}, DType::F32, MemCategory::Buffers);
 }
 
 float* GradSlots::open(int block, int64_t zero_elems) {
@@ -16,7 +14,7 @@ float* GradSlots::open(int block, int64_t zero_elems) {
     ZT_CHECK(s.buffer.bytes() >= static_cast<size_t>(zero_elems) * 4, "gradient slot too small");
     s.block = block;
     auto* p = static_cast<float*>(s.buffer.data());
-    std::fill_n(p, zero_elems, 0.0f);
+    be_->fill_zero(p, static_cast<size_t>(zero_elems) * 4);
     return p;
   }
   throw Error("more than two gradient blocks open at once");

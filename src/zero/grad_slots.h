@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 
+#include "kernels/backend.h"
 #include "src/core/memory_pool.h"
 
 namespace zt {
@@ -13,8 +14,8 @@ namespace zt {
 class GradSlots {
  public:
   GradSlots() = default;
-  // Two slots of `elems` fp32 each, category buffers.
-  GradSlots(MemoryPool& pool, int64_t elems);
+  // Two slots of `elems` fp32 each, category buffers, in ctx.pool().
+  GradSlots(const DeviceContext& ctx, int64_t elems);
   // The slot of `block`; a block opened for the first time gets a free slot with its first
   // `zero_elems` elements zeroed.
   float* open(int block, int64_t zero_elems);
@@ -25,6 +26,7 @@ class GradSlots {
     Buffer buffer;
     int block = -1;
   };
+  Backend* be_ = nullptr;
   std::array<Slot, 2> slots_;
 };
 

@@ -47,7 +47,8 @@ class ModelStates : public ParamSource {
   // Unscales by loss_scale, clips to the global norm, applies one AdamW step at lr.
   virtual StepResult step(double lr, double loss_scale) = 0;
   virtual GradSyncTiming grad_sync_timing() const = 0;
-  // The full fp32 master parameters in ParamLayout order, on every rank (collective over dp).
+  // The full fp32 master parameters in ParamLayout order into host memory, on every rank
+  // (collective over dp). Host pointers here and in set_master / set_state_from_layout_order.
   virtual void gather_master(float* full) = 0;
   // Sets the master parameters from a full fp32 copy (every rank passes the same) and
   // re-derives the working parameters.

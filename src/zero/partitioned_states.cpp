@@ -1,9 +1,7 @@
 #include "src/zero/partitioned_states.h"
 
 #include <algorithm>
-#include <cstring>
 
-#include "kernels/cpu/ops.h"
 #include "src/zero/precision.h"
 #include "src/zero/replicated_states.h"
 
@@ -21,15 +19,18 @@ double ms_between(std::chrono::steady_clock::time_point a,
 }  // namespace
 
 PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
-                                     const AdamConfig& adam, MemoryPool& pool, uint64_t seed,
-                                     const ZeroConfig& zero)
+                                     const AdamConfig& adam, const DeviceContext& ctx,
+                                     uint64_t seed, const ZeroConfig& zero)
     : layout_(layout),
       working_(working),
       adam_(adam),
       zero_(zero),
+      ctx_(ctx),
+      be_(ctx.backend()),
       dp_(*zero.dp),
       part_(layout, zero.dp->size(), zero.dp->rank(), zero.reduce_bucket_elems) {
   ZT_CHECK(zero.stage >= 1 && zero.stage <= 3, "stage {} is not partitioned", zero.stage);
+  MemoryPool& pool = ctx.pool();
   const int64_t shard = part_.shard_numel(), padded = part_.padded_numel();
   const int64_t block = part_.max_padded_block();
   int64_t max_unit = 0, max_part = 0;
@@ -47,7 +48,7 @@ PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
   // Constant-size buffers: none grows with the number of layers.
   if (half()) f32_slot_ = pool.allocate({block}, DType::F32, MemCategory::Buffers);
   f32_chunk_ = pool.allocate({std::max(kChunk, max_part)}, DType::F32, MemCategory::Buffers);
-  if (zero.stage >= 2 || half()) grad_slots_ = GradSlots(pool, block);
+  if (zero.stage >= 2 || half()) grad_slots_ = GradSlots(ctx, block);
   if (zero.stage >= 2) {
     if (half()) dp_.reserve_staging(static_cast<size_t>(max_unit), kReductionsInFlight);
     reductions_.resize(kReductionsInFlight);
@@ -81,27 +82,43 @@ PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
     }
   }
   if (zero.world != nullptr && zero.world->size() > 1)
-    norm_ = std::make_unique<comm::ScalarReducer>(*zero.world, pool, 1);
+    norm_ = std::make_unique<comm::ScalarReducer>(*zero.world, ctx.host(), 1);
   // Initialise the own shard of the master parameters element by element, and the working
   // parameters (all of them in stages 1-2, the shard in stage 3) from the same values, through the
-  // constant-size staging chunk: the full model is never materialised in fp32.
+  // constant-size staging chunk: the full model is never materialised in fp32. Where the host
+  // cannot write the device, the values are made in a host chunk of the same size and copied.
   float* master = master_.view({shard}, DType::F32).f32();
   const auto& params = layout_.params();
+  auto* chunk = static_cast<float*>(f32_chunk_.data());
+  const int64_t room = static_cast<int64_t>(f32_chunk_.bytes() / 4);
+  Buffer host_chunk;
+  float* make = chunk;  // where init_parameter_range writes
+  if (ctx.needs_staging()) {
+    host_chunk = ctx.host().allocate({room}, DType::F32, MemCategory::Buffers);
+    make = static_cast<float*>(host_chunk.data());
+  }
   for (const auto& s : part_.segments()) {
     const auto& p = params[static_cast<size_t>(s.param)];
-    init_parameter_range(p, seed, s.layout_offset - p.offset, s.len, master + s.shard_offset);
+    if (!ctx.needs_staging()) {
+      init_parameter_range(p, seed, s.layout_offset - p.offset, s.len, master + s.shard_offset);
+      continue;
+    }
+    for (int64_t i = 0; i < s.len; i += room) {
+      const int64_t len = std::min(room, s.len - i);
+      init_parameter_range(p, seed, s.layout_offset - p.offset + i, len, make);
+      be_.copy_to_device(master + s.shard_offset + i, make, static_cast<size_t>(len) * 4);
+    }
   }
   if (zero.stage == 3) {
-    from_f32(shard_params_.data(), working_, master, shard);
+    from_f32(be_, shard_params_.data(), working_, master, shard);
   } else {
-    auto* chunk = static_cast<float*>(f32_chunk_.data());
-    const int64_t room = static_cast<int64_t>(f32_chunk_.bytes() / 4);
     for (const auto& p : params) {
       const int64_t base = part_.padded_of(p.offset);
       for (int64_t i = 0; i < p.numel(); i += room) {
         const int64_t len = std::min(room, p.numel() - i);
-        init_parameter_range(p, seed, i, len, chunk);
-        from_f32(at(full_params_.data(), working_, base + i), working_, chunk, len);
+        init_parameter_range(p, seed, i, len, make);
+        if (make != chunk) be_.copy_to_device(chunk, make, static_cast<size_t>(len) * 4);
+        from_f32(be_, at(full_params_.data(), working_, base + i), working_, chunk, len);
       }
     }
   }
@@ -119,34 +136,57 @@ Tensor PartitionedStates::typed(const Buffer& b, int64_t offset, int64_t n, DTyp
 void PartitionedStates::set_master(const float* full) {
   float* master = master_.view({part_.shard_numel()}, DType::F32).f32();
   for (const auto& s : part_.segments())
-    std::copy(full + s.layout_offset, full + s.layout_offset + s.len, master + s.shard_offset);
+    be_.copy_to_device(master + s.shard_offset, full + s.layout_offset,
+                       static_cast<size_t>(s.len) * 4);
   if (zero_.stage == 3) {
-    from_f32(shard_params_.data(), working_, master, part_.shard_numel());
+    from_f32(be_, shard_params_.data(), working_, master, part_.shard_numel());
     for (auto& g : gathered_) g.block = -1;
     return;
   }
-  // Every rank has the full copy: convert it into padded space directly.
+  // Every rank has the full copy: convert it into padded space directly (through the fp32 chunk
+  // where the host cannot reach the device).
+  auto* chunk = static_cast<float*>(f32_chunk_.data());
+  const int64_t room = static_cast<int64_t>(f32_chunk_.bytes() / 4);
   for (int b = 0; b < layout_.num_blocks(); ++b) {
     const auto& range = layout_.blocks()[static_cast<size_t>(b)];
-    from_f32(at(full_params_.data(), working_, part_.padded_block_begin(b)), working_,
-             full + range.begin, range.numel());
+    void* dst = at(full_params_.data(), working_, part_.padded_block_begin(b));
+    if (!ctx_.needs_staging()) {
+      from_f32(be_, dst, working_, full + range.begin, range.numel());
+      continue;
+    }
+    for (int64_t i = 0; i < range.numel(); i += room) {
+      const int64_t len = std::min(room, range.numel() - i);
+      be_.copy_to_device(chunk, full + range.begin + i, static_cast<size_t>(len) * 4);
+      from_f32(be_, at(dst, working_, i), working_, chunk, len);
+    }
   }
 }
 
 void PartitionedStates::gather_master(float* full) {
   int64_t max_unit = 0;
   for (const auto& u : part_.units()) max_unit = std::max(max_unit, u.padded_len);
-  std::vector<float> tmp(static_cast<size_t>(max_unit));
+  // The gather lands in the backend's memory: a host vector on the CPU, a device buffer for the
+  // duration of this call elsewhere (checkpoint reshaping and tests call it, never a step).
+  std::vector<float> host_tmp;
+  Buffer device_tmp;
+  float* tmp = nullptr;
+  if (ctx_.needs_staging()) {
+    device_tmp = ctx_.pool().allocate({max_unit}, DType::F32, MemCategory::Buffers);
+    tmp = static_cast<float*>(device_tmp.data());
+  } else {
+    host_tmp.resize(static_cast<size_t>(max_unit));
+    tmp = host_tmp.data();
+  }
   const float* master = master_.view({part_.shard_numel()}, DType::F32).f32();
   for (const auto& u : part_.units()) {
-    Tensor out(tmp.data(), {u.padded_len}, DType::F32);
-    Tensor in(const_cast<float*>(master) + u.shard_offset, {u.part_len}, DType::F32);
+    Tensor out(tmp, {u.padded_len}, DType::F32, be_.device());
+    Tensor in(const_cast<float*>(master) + u.shard_offset, {u.part_len}, DType::F32, be_.device());
     dp_.all_gather(in, out);
     const int64_t block_begin = part_.padded_block_begin(u.block);
     const int64_t rel = u.padded_begin - block_begin;
     const int64_t real = std::clamp<int64_t>(block_numel(u.block) - rel, 0, u.padded_len);
     const int64_t dst = layout_.blocks()[static_cast<size_t>(u.block)].begin + rel;
-    std::copy(tmp.data(), tmp.data() + real, full + dst);
+    be_.copy_to_host(full + dst, tmp, static_cast<size_t>(real) * 4);
   }
 }
 
@@ -163,21 +203,21 @@ void PartitionedStates::set_state_from_layout_order(const float* master, const f
   const float* src[3] = {master, m, v};
   for (int k = 0; k < 3; ++k)
     for (const auto& s : part_.segments())
-      std::copy(src[k] + s.layout_offset, src[k] + s.layout_offset + s.len,
-                dst[k] + s.shard_offset);
+      be_.copy_to_device(dst[k] + s.shard_offset, src[k] + s.layout_offset,
+                         static_cast<size_t>(s.len) * 4);
 }
 
 void PartitionedStates::after_load(int64_t adam_step) {
   adam_step_ = adam_step;
   const float* master = master_.view({part_.shard_numel()}, DType::F32).f32();
   if (zero_.stage == 3) {
-    from_f32(shard_params_.data(), working_, master, part_.shard_numel());
+    from_f32(be_, shard_params_.data(), working_, master, part_.shard_numel());
     for (auto& g : gathered_) g.block = -1;
     return;
   }
   const int rank = dp_.rank();
   for (const auto& u : part_.units())
-    from_f32(at(full_params_.data(), working_, u.padded_begin + int64_t{rank} * u.part_len),
+    from_f32(be_, at(full_params_.data(), working_, u.padded_begin + int64_t{rank} * u.part_len),
              working_, master + u.shard_offset, u.part_len);
   all_gather_updated_params();
 }
@@ -258,7 +298,7 @@ const float* PartitionedStates::acquire(int block) {
   }
   if (!half()) return static_cast<const float*>(src);
   auto* dst = static_cast<float*>(f32_slot_.data());
-  to_f32(dst, src, working_, block_numel(block));
+  to_f32(be_, dst, src, working_, block_numel(block));
   return dst;
 }
 
@@ -291,8 +331,8 @@ void PartitionedStates::complete(Reduction& r) {
   hidden_ms_ += ms_between(r.launched, t1) - ms_between(t0, t1);
   const auto& u = part_.units()[static_cast<size_t>(r.unit)];
   auto* tmp = static_cast<float*>(f32_chunk_.data());
-  to_f32(tmp, r.output.data(), working_, u.part_len);
-  accumulate_f32(at(shard_grads_.data(), working_, u.shard_offset), working_, tmp, u.part_len);
+  to_f32(be_, tmp, r.output.data(), working_, u.part_len);
+  accumulate_f32(be_, at(shard_grads_.data(), working_, u.shard_offset), working_, tmp, u.part_len);
   r.unit = -1;
 }
 
@@ -301,7 +341,7 @@ void PartitionedStates::reduce_unit(int unit, const float* block_grad) {
   next_reduction_ = (next_reduction_ + 1) % reductions_.size();
   if (r.unit >= 0) complete(r);  // both buffers busy: wait for the older one
   const auto& u = part_.units()[static_cast<size_t>(unit)];
-  from_f32(r.input.data(), working_,
+  from_f32(be_, r.input.data(), working_,
            block_grad + (u.padded_begin - part_.padded_block_begin(u.block)), u.padded_len);
   r.unit = unit;
   r.launched = Clock::now();
@@ -328,8 +368,8 @@ void PartitionedStates::launch_stage1(int block) {
 void PartitionedStates::grads_done(int block) {
   if (zero_.stage == 1) {
     if (half()) {
-      accumulate_f32(at(full_grads_.data(), working_, part_.padded_block_begin(block)), working_,
-                     grad_slot(block), block_numel(block));
+      accumulate_f32(be_, at(full_grads_.data(), working_, part_.padded_block_begin(block)),
+                     working_, grad_slot(block), block_numel(block));
       grad_slots_.close(block);
     }
     if (last_microbatch_ && zero_.overlap_comm) launch_stage1(block);
@@ -374,8 +414,8 @@ void PartitionedStates::finish_reductions() {
 }
 
 void PartitionedStates::zero_grad() {
-  if (full_grads_.data() != nullptr) std::memset(full_grads_.data(), 0, full_grads_.bytes());
-  if (shard_grads_.data() != nullptr) std::memset(shard_grads_.data(), 0, shard_grads_.bytes());
+  if (full_grads_.data() != nullptr) be_.fill_zero(full_grads_.data(), full_grads_.bytes());
+  if (shard_grads_.data() != nullptr) be_.fill_zero(shard_grads_.data(), shard_grads_.bytes());
   trace_pos_ = 0;
 }
 
@@ -419,7 +459,7 @@ StepResult PartitionedStates::step(double lr, double loss_scale) {
   double local = 0;
   for (const auto& s : part_.segments())
     if (!params[static_cast<size_t>(s.param)].tp_replicated || zero_.tp_rank == 0)
-      local += sum_squares(shard_grad(s), working_, s.len);
+      local += sum_squares(be_, shard_grad(s), working_, s.len);
   const AdamStep a =
       prepare_adam_step(adam_, global_sum(norm_.get(), local), lr, loss_scale, adam_step_ + 1);
   StepResult r{a.grad_norm, !a.finite};
@@ -438,18 +478,18 @@ StepResult PartitionedStates::step(double lr, double loss_scale) {
     const void* g = shard_grad(s);
     for (int64_t i = s.shard_offset; i < s.shard_offset + s.len; i += chunk) {
       const int64_t len = std::min(chunk, s.shard_offset + s.len - i);
-      to_f32(g32, at(g, working_, i - s.shard_offset), working_, len);
-      cpu::adamw(master + i, m + i, v + i, g32, len, p);
+      to_f32(be_, g32, at(g, working_, i - s.shard_offset), working_, len);
+      be_.adamw(master + i, m + i, v + i, g32, len, p);
     }
   }
   if (zero_.stage == 3) {
-    from_f32(shard_params_.data(), working_, master, part_.shard_numel());
+    from_f32(be_, shard_params_.data(), working_, master, part_.shard_numel());
     for (auto& g : gathered_) g.block = -1;  // every gathered copy is stale now
     return r;
   }
   const int rank = dp_.rank();
   for (const auto& u : part_.units())
-    from_f32(at(full_params_.data(), working_, u.padded_begin + int64_t{rank} * u.part_len),
+    from_f32(be_, at(full_params_.data(), working_, u.padded_begin + int64_t{rank} * u.part_len),
              working_, master + u.shard_offset, u.part_len);
   all_gather_updated_params();
   return r;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/backend.h"
 #include "src/comm/scalar_reducer.h"
 #include "src/core/memory_pool.h"
 #include "src/zero/grad_slots.h"
@@ -23,7 +24,7 @@ namespace zt {
 class PartitionedStates final : public ModelStates {
  public:
   PartitionedStates(const ParamLayout& layout, DType working, const AdamConfig& adam,
-                    MemoryPool& pool, uint64_t seed, const ZeroConfig& zero);
+                    const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero);
   ~PartitionedStates() override;
 
   const float* acquire(int block) override;
@@ -85,6 +86,8 @@ class PartitionedStates final : public ModelStates {
   DType working_;
   AdamConfig adam_;
   ZeroConfig zero_;
+  DeviceContext ctx_;
+  Backend& be_;
   comm::Communicator& dp_;
   Partition part_;
   Buffer full_params_;   // stages 1–2: padded space, working precision

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "src/zero/precision.h"
 
@@ -10,6 +9,24 @@ namespace zt {
 namespace {
 constexpr int64_t kChunk = int64_t{1} << 20;  // optimizer staging: 4 MiB of fp32
 }  // namespace
+
+void init_parameters_on(const DeviceContext& ctx, const ParamLayout& layout, uint64_t seed,
+                        float* dst) {
+  if (!ctx.needs_staging()) {
+    init_parameters(layout, seed, dst);
+    return;
+  }
+  // The same values, parameter by parameter through one host chunk (init is a pure function of
+  // the element's index, so chunking changes nothing).
+  Buffer chunk = ctx.host().allocate({kChunk}, DType::F32, MemCategory::Buffers);
+  auto* h = static_cast<float*>(chunk.data());
+  for (const auto& p : layout.params())
+    for (int64_t i = 0; i < p.numel(); i += kChunk) {
+      const int64_t len = std::min(kChunk, p.numel() - i);
+      init_parameter_range(p, seed, i, len, h);
+      ctx.backend().copy_to_device(dst + p.offset + i, h, static_cast<size_t>(len) * 4);
+    }
+}
 
 double global_sum(comm::ScalarReducer* reducer, double local) {
   if (reducer == nullptr) return local;
@@ -36,8 +53,9 @@ AdamStep prepare_adam_step(const AdamConfig& adam, double sumsq, double lr, doub
 }
 
 ReplicatedStates::ReplicatedStates(const ParamLayout& layout, DType working, const AdamConfig& adam,
-                                   MemoryPool& pool, uint64_t seed, const ZeroConfig& zero)
-    : layout_(layout), working_(working), adam_(adam), zero_(zero) {
+                                   const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero)
+    : layout_(layout), working_(working), adam_(adam), zero_(zero), be_(ctx.backend()) {
+  MemoryPool& pool = ctx.pool();
   const int64_t n = layout_.numel();
   params_ = pool.allocate({n}, working_, MemCategory::Params);
   grads_ = pool.allocate({n}, working_, MemCategory::Grads);
@@ -48,16 +66,16 @@ ReplicatedStates::ReplicatedStates(const ParamLayout& layout, DType working, con
     int64_t slot = 0;
     for (const auto& b : layout_.blocks()) slot = std::max(slot, b.numel());
     param_slot_ = pool.allocate({slot}, DType::F32, MemCategory::Buffers);
-    grad_slots_ = GradSlots(pool, slot);
+    grad_slots_ = GradSlots(ctx, slot);
     chunk_ = pool.allocate({kChunk}, DType::F32, MemCategory::Buffers);
   }
-  init_parameters(layout_, seed, master_params().f32());
+  init_parameters_on(ctx, layout_, seed, master_params().f32());
   sync_working_from_master();
   if (zero.dp != nullptr && zero.dp->size() > 1)
     sync_ = std::make_unique<DpGradSync>(*zero.dp, layout_, working_grads(),
                                          zero.reduce_bucket_elems, zero.overlap_comm);
   if (zero.world != nullptr && zero.world->size() > 1)
-    norm_ = std::make_unique<comm::ScalarReducer>(*zero.world, pool, 1);
+    norm_ = std::make_unique<comm::ScalarReducer>(*zero.world, ctx.host(), 1);
 }
 
 Tensor ReplicatedStates::master_params() const {
@@ -66,16 +84,15 @@ Tensor ReplicatedStates::master_params() const {
 }
 
 void ReplicatedStates::sync_working_from_master() {
-  if (half()) from_f32(params_.data(), working_, master_params().f32(), layout_.numel());
+  if (half()) from_f32(be_, params_.data(), working_, master_params().f32(), layout_.numel());
 }
 
 void ReplicatedStates::gather_master(float* full) {
-  const float* m = master_params().f32();
-  std::copy(m, m + layout_.numel(), full);
+  be_.copy_to_host(full, master_params().f32(), static_cast<size_t>(layout_.numel()) * 4);
 }
 
 void ReplicatedStates::set_master(const float* full) {
-  std::copy(full, full + layout_.numel(), master_params().f32());
+  be_.copy_to_device(master_params().f32(), full, static_cast<size_t>(layout_.numel()) * 4);
   sync_working_from_master();
 }
 
@@ -86,10 +103,10 @@ std::vector<Tensor> ReplicatedStates::owned_state() {
 
 void ReplicatedStates::set_state_from_layout_order(const float* master, const float* m,
                                                    const float* v) {
-  const int64_t n = layout_.numel();
-  std::copy(master, master + n, master_params().f32());
-  std::copy(m, m + n, m_.view({n}, DType::F32).f32());
-  std::copy(v, v + n, v_.view({n}, DType::F32).f32());
+  const auto bytes = static_cast<size_t>(layout_.numel()) * 4;
+  be_.copy_to_device(master_params().f32(), master, bytes);
+  be_.copy_to_device(m_.data(), m, bytes);
+  be_.copy_to_device(v_.data(), v, bytes);
 }
 
 void ReplicatedStates::after_load(int64_t adam_step) {
@@ -111,7 +128,7 @@ const float* ReplicatedStates::acquire(int block) {
   ZT_CHECK(held_ < 0, "block {} acquired while block {} is held", block, held_);
   held_ = block;
   auto* dst = static_cast<float*>(param_slot_.data());
-  to_f32(dst, at(params_.data(), working_, b.begin), working_, b.numel());
+  to_f32(be_, dst, at(params_.data(), working_, b.begin), working_, b.numel());
   return dst;
 }
 
@@ -130,7 +147,7 @@ float* ReplicatedStates::grads(int block) {
 void ReplicatedStates::grads_done(int block) {
   if (half()) {
     const BlockRange& b = layout_.blocks().at(static_cast<size_t>(block));
-    accumulate_f32(at(grads_.data(), working_, b.begin), working_,
+    accumulate_f32(be_, at(grads_.data(), working_, b.begin), working_,
                    grad_slots_.open(block, b.numel()), b.numel());
     grad_slots_.close(block);
   }
@@ -138,7 +155,7 @@ void ReplicatedStates::grads_done(int block) {
 }
 
 void ReplicatedStates::zero_grad() {
-  std::memset(grads_.data(), 0, grads_.bytes());
+  be_.fill_zero(grads_.data(), grads_.bytes());
 }
 
 StepResult ReplicatedStates::step(double lr, double loss_scale) {
@@ -150,7 +167,7 @@ StepResult ReplicatedStates::step(double lr, double loss_scale) {
   if (speaks)
     for (const auto& p : layout_.params())
       if (!p.tp_replicated || zero_.tp_rank == 0)
-        local += sum_squares(at(grads_.data(), working_, p.offset), working_, p.numel());
+        local += sum_squares(be_, at(grads_.data(), working_, p.offset), working_, p.numel());
   const AdamStep a =
       prepare_adam_step(adam_, global_sum(norm_.get(), local), lr, loss_scale, adam_step_ + 1);
   StepResult r{a.grad_norm, !a.finite};
@@ -164,15 +181,15 @@ StepResult ReplicatedStates::step(double lr, double loss_scale) {
     p.weight_decay = spec.weight_decay ? static_cast<float>(adam_.weight_decay) : 0.0f;
     if (!half()) {
       const float* g = static_cast<const float*>(grads_.data()) + spec.offset;
-      cpu::adamw(master + spec.offset, m + spec.offset, v + spec.offset, g, spec.numel(), p);
+      be_.adamw(master + spec.offset, m + spec.offset, v + spec.offset, g, spec.numel(), p);
       continue;
     }
     auto* g32 = static_cast<float*>(chunk_.data());
     for (int64_t i = spec.offset; i < spec.offset + spec.numel(); i += kChunk) {
       const int64_t len = std::min(kChunk, spec.offset + spec.numel() - i);
-      to_f32(g32, at(grads_.data(), working_, i), working_, len);
-      cpu::adamw(master + i, m + i, v + i, g32, len, p);
-      from_f32(at(params_.data(), working_, i), working_, master + i, len);
+      to_f32(be_, g32, at(grads_.data(), working_, i), working_, len);
+      be_.adamw(master + i, m + i, v + i, g32, len, p);
+      from_f32(be_, at(params_.data(), working_, i), working_, master + i, len);
     }
   }
   return r;

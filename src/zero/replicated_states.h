@@ -4,7 +4,7 @@
 #include <array>
 #include <memory>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/backend.h"
 #include "src/comm/scalar_reducer.h"
 #include "src/core/memory_pool.h"
 #include "src/zero/grad_slots.h"
@@ -15,7 +15,7 @@ namespace zt {
 class ReplicatedStates final : public ModelStates {
  public:
   ReplicatedStates(const ParamLayout& layout, DType working, const AdamConfig& adam,
-                   MemoryPool& pool, uint64_t seed, const ZeroConfig& zero);
+                   const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero);
 
   const float* acquire(int block) override;
   void release(int block) override;
@@ -46,6 +46,7 @@ class ReplicatedStates final : public ModelStates {
   DType working_;
   AdamConfig adam_;
   ZeroConfig zero_;
+  Backend& be_;
   Buffer params_;  // working precision
   Buffer grads_;   // working precision
   Buffer master_;  // fp32, only when working precision is half
@@ -60,6 +61,11 @@ class ReplicatedStates final : public ModelStates {
   std::unique_ptr<comm::ScalarReducer> norm_;
   int64_t adam_step_ = 0;
 };
+
+// init_parameters into `dst` (the whole layout, fp32, in the backend's memory), through a host
+// chunk when the host cannot write the device directly.
+void init_parameters_on(const DeviceContext& ctx, const ParamLayout& layout, uint64_t seed,
+                        float* dst);
 
 // Σ over the world group of each rank's share of the squared gradient norm (exact, rank order).
 // Without a world group of several ranks: the local value.

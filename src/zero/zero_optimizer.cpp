@@ -5,15 +5,15 @@
 namespace zt {
 
 ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const AdamConfig& adam,
-                             MemoryPool& pool, uint64_t seed, const ZeroConfig& zero)
+                             const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero)
     : layout_(layout), working_(working), zero_(zero) {
   ZT_REQUIRE(zero.stage >= 0 && zero.stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got {}",
              zero.stage);
   if (zero.stage == 0) {
-    states_ = std::make_unique<ReplicatedStates>(layout, working, adam, pool, seed, zero);
+    states_ = std::make_unique<ReplicatedStates>(layout, working, adam, ctx, seed, zero);
   } else {
     ZT_CHECK(zero.dp != nullptr, "ZeRO stage {} needs a data-parallel group", zero.stage);
-    states_ = std::make_unique<PartitionedStates>(layout, working, adam, pool, seed, zero);
+    states_ = std::make_unique<PartitionedStates>(layout, working, adam, ctx, seed, zero);
   }
 }
 

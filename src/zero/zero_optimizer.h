@@ -13,8 +13,9 @@ namespace zt {
 
 class ZeroOptimizer final : public ParamSource {
  public:
-  ZeroOptimizer(const ParamLayout& layout, DType working, const AdamConfig& adam, MemoryPool& pool,
-                uint64_t seed, const ZeroConfig& zero = {});
+  // Model states in ctx.pool(), updated on ctx.backend().
+  ZeroOptimizer(const ParamLayout& layout, DType working, const AdamConfig& adam,
+                const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero = {});
   ~ZeroOptimizer() override;
 
   const float* acquire(int block) override { return states_->acquire(block); }
@@ -27,6 +28,7 @@ class ZeroOptimizer final : public ParamSource {
   void begin_microbatch(bool last) { states_->begin_microbatch(last); }
   StepResult step(double lr, double loss_scale) { return states_->step(lr, loss_scale); }
   GradSyncTiming grad_sync_timing() const { return states_->grad_sync_timing(); }
+  // `full`: host memory.
   void gather_master(float* full) { states_->gather_master(full); }
   void set_master(const float* full) { states_->set_master(full); }
   int64_t adam_step() const { return states_->adam_step(); }

@@ -34,30 +34,32 @@ TEST(TpMappings, ScatterGatherCopyReduce) {
   comm::StepCommMeter meter(topo.stats());
   meter.begin_step();
 
-  tp::scatter_last_dim_forward(tp, local.data(), full.data(), rows, cols);
+  tp::scatter_last_dim_forward(cpu_backend(), tp, local.data(), full.data(), rows, cols);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cl; ++c)
       EXPECT_EQ(local[static_cast<size_t>(r * cl + c)], full_value(r, me * cl + c));
 
   std::vector<float> back(full.size(), -1.0f), scratch(full.size());
-  tp::gather_last_dim_forward(tp, back.data(), local.data(), rows, cl, scratch.data());
+  tp::gather_last_dim_forward(cpu_backend(), tp, back.data(), local.data(), rows, cl,
+                              scratch.data());
   EXPECT_EQ(back, full);
   std::vector<float> dlocal(local.size());
-  tp::gather_last_dim_backward(tp, dlocal.data(), full.data(), rows, cl);
+  tp::gather_last_dim_backward(cpu_backend(), tp, dlocal.data(), full.data(), rows, cl);
   EXPECT_EQ(dlocal, local);
   std::fill(back.begin(), back.end(), -1.0f);
-  tp::scatter_last_dim_backward(tp, back.data(), local.data(), rows, cols, scratch.data());
+  tp::scatter_last_dim_backward(cpu_backend(), tp, back.data(), local.data(), rows, cols,
+                                scratch.data());
   EXPECT_EQ(back, full);
 
   // copy-to-TP backward and reduce-from-TP forward sum over the group; their other halves are
   // the identity and move nothing.
   std::vector<float> x(7, static_cast<float>(me + 1));
-  tp::copy_to_tp_forward(tp, x.data(), 7);
+  tp::copy_to_tp_forward(cpu_backend(), tp, x.data(), 7);
   EXPECT_EQ(x[0], static_cast<float>(me + 1));
-  tp::copy_to_tp_backward(tp, x.data(), 7);
+  tp::copy_to_tp_backward(cpu_backend(), tp, x.data(), 7);
   EXPECT_EQ(x[3], static_cast<float>(n * (n + 1) / 2));
-  tp::reduce_from_tp_backward(tp, x.data(), 7);
-  tp::reduce_from_tp_forward(tp, x.data(), 7);
+  tp::reduce_from_tp_backward(cpu_backend(), tp, x.data(), 7);
+  tp::reduce_from_tp_forward(cpu_backend(), tp, x.data(), 7);
   EXPECT_EQ(x[6], static_cast<float>(n * n * (n + 1) / 2));
 
   const comm::CommSnapshot s = meter.end_step();
@@ -96,12 +98,12 @@ TEST(TpColumnParallel, GatheredOutputMatchesTheFullLinear) {
   const float* w_r = w.data() + me * ol * in;
   const float* b_r = b.data() + me * ol;
   std::vector<float> y(N * out), y_local(N * ol), scratch(N * out);
-  tp::column_parallel_forward_gathered(tp, y.data(), y_local.data(), scratch.data(), x.data(), w_r,
-                                       b_r, N, in, ol);
+  tp::column_parallel_forward_gathered(cpu_backend(), tp, y.data(), y_local.data(), scratch.data(),
+                                       x.data(), w_r, b_r, N, in, ol);
   for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], y_ref[i], 1e-5f) << i;
   std::vector<float> dx(N * in), dw(ol * in, 0.0f), db(ol, 0.0f), dy_local(N * ol);
-  tp::column_parallel_backward_gathered(tp, dx.data(), dw.data(), db.data(), dy_local.data(),
-                                        dy.data(), x.data(), w_r, N, in, ol);
+  tp::column_parallel_backward_gathered(cpu_backend(), tp, dx.data(), dw.data(), db.data(),
+                                        dy_local.data(), dy.data(), x.data(), w_r, N, in, ol);
   for (size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(dx[i], dx_ref[i], 1e-5f) << i;
   for (int o = 0; o < ol; ++o) {
     EXPECT_NEAR(db[static_cast<size_t>(o)], db_ref[static_cast<size_t>(me * ol + o)], 1e-5f);
@@ -132,8 +134,8 @@ TEST(TpCrossEntropy, MatchesTheFullKernelAndExcludesPadding) {
   std::vector<float> want_loss(N), got_loss(N), scratch(3 * N);
   const float dloss = 0.25f;
   cpu::softmax_cross_entropy(logits.data(), want_loss.data(), targets.data(), N, V, v_real, dloss);
-  tp::vocab_parallel_cross_entropy(tp, local.data(), got_loss.data(), targets.data(), N, range,
-                                   v_real, dloss, scratch.data());
+  tp::vocab_parallel_cross_entropy(cpu_backend(), tp, local.data(), got_loss.data(), targets.data(),
+                                   N, range, v_real, dloss, scratch.data());
   for (int n = 0; n < N; ++n) {
     EXPECT_NEAR(got_loss[static_cast<size_t>(n)], want_loss[static_cast<size_t>(n)],
                 1e-6 * std::abs(want_loss[static_cast<size_t>(n)]));

@@ -1,0 +1,137 @@
+#pragma once
+// Backend: the one interface the training stack computes through. It carries the operations of
+// kernels/cpu/ops.h (same arguments, same conventions: read that header for each contract) plus
+// the memory moves the stack needs between host and device, so src/model, src/tensor_parallel,
+// src/zero and src/train never name a backend: CpuBackend wraps zt::cpu, CudaBackend
+// (kernels/cuda/cuda_backend.h, only with ZT_HAVE_CUDA) wraps zt::cuda on its compute stream.
+//
+// Every pointer a kernel takes is device memory of the backend (host memory on the CPU), except
+// where a function says "host". Work is ordered on the backend's compute stream: a function that
+// returns a host value (sum_squares, has_inf_or_nan) or fills host memory (copy_to_host) waits
+// for it; everything else may return before the work is done.
+//
+// DeviceContext bundles what a layer needs to allocate and compute: the backend, the pool of
+// its device memory and a pool of host memory for staging (the same pool on the CPU, pinned host
+// memory on CUDA). Layers receive it next to the communicator they use; there is no global one.
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/ops.h"
+#include "src/core/dtype.h"
+#include "src/core/half.h"
+#include "src/core/memory_pool.h"
+
+namespace zt {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  virtual Device device() const = 0;
+  // True when the host may read and write this backend's memory directly (the CPU backend):
+  // then no host staging is needed and callers skip it, so the CPU path keeps its bits and its
+  // memory counts.
+  virtual bool host_accessible() const = 0;
+  // The compute stream (a cudaStream_t) for code that enqueues its own work; null on the CPU.
+  virtual void* stream() const = 0;
+
+  // ---- the kernels (kernels/cpu/ops.h) ----
+  virtual void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                    int lda, const float* B, int ldb, float beta, float* C, int ldc) = 0;
+  virtual void linear_forward(float* y, const float* x, const float* w, const float* b, int N,
+                              int in, int out) = 0;
+  virtual void linear_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
+                               const float* w, int N, int in, int out, bool accumulate_dx) = 0;
+  virtual void embedding_forward(float* out, const int32_t* tokens, const float* wte,
+                                 const float* wpe, int B, int T, int C, int v_begin,
+                                 int v_local) = 0;
+  virtual void embedding_backward(float* dwte, float* dwpe, const float* dout,
+                                  const int32_t* tokens, int B, int T, int C, int v_begin,
+                                  int v_local) = 0;
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* x,
+                                 const float* w, const float* b, int N, int C) = 0;
+  virtual void layernorm_backward(float* dx, float* dw, float* db, const float* dout,
+                                  const float* x, const float* w, const float* mean,
+                                  const float* rstd, int N, int C) = 0;
+  virtual void gelu_forward(float* out, const float* x, int64_t n) = 0;
+  virtual void gelu_backward(float* dx, const float* x, const float* dout, int64_t n) = 0;
+  virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                                 int NH, const DropoutParams& drop) = 0;
+  virtual void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                                  const float* att, int B, int T, int C, int NH,
+                                  const DropoutParams& drop) = 0;
+  virtual void dropout_add_forward(float* out, const float* a, const float* x, int64_t n,
+                                   const DropoutParams& drop) = 0;
+  virtual void dropout_backward(float* dx, const float* dout, int64_t n,
+                                const DropoutParams& drop) = 0;
+  virtual void add_inplace(float* y, const float* x, int64_t n) = 0;
+  // y[r·n + i] += x[i] for r < rows: a bias added to every row, a position table to every
+  // sample. One rounding per element, as a plain add.
+  virtual void add_broadcast(float* y, const float* x, int64_t rows, int64_t n) = 0;
+  virtual void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N,
+                                     int V, int v_real, float dloss) = 0;
+  virtual void adamw(float* param, float* m, float* v, const float* g, int64_t n,
+                     const cpu::AdamWParams& p) = 0;
+  virtual double sum_squares(const float* x, int64_t n) = 0;
+  virtual double sum_squares(const bf16* x, int64_t n) = 0;
+  virtual double sum_squares(const fp16* x, int64_t n) = 0;
+  virtual bool has_inf_or_nan(const float* x, int64_t n) = 0;
+  virtual bool has_inf_or_nan(const bf16* x, int64_t n) = 0;
+  virtual bool has_inf_or_nan(const fp16* x, int64_t n) = 0;
+  virtual void cast(bf16* dst, const float* src, int64_t n) = 0;
+  virtual void cast(fp16* dst, const float* src, int64_t n) = 0;
+  virtual void cast(float* dst, const bf16* src, int64_t n) = 0;
+  virtual void cast(float* dst, const fp16* src, int64_t n) = 0;
+  virtual void accumulate(bf16* dst, const float* src, int64_t n) = 0;
+  virtual void accumulate(fp16* dst, const float* src, int64_t n) = 0;
+  virtual void scale_inplace(float* x, float s, int64_t n) = 0;
+
+  // ---- memory ----
+  // host -> device; the host buffer may be reused as soon as this returns.
+  virtual void copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;
+  // device -> host; the host buffer holds the bytes when this returns.
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  // device -> device (non-overlapping).
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  // `rows` rows of `width` bytes, device -> device, with row pitches in bytes.
+  virtual void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
+                       size_t rows) = 0;
+  virtual void fill_zero(void* dst, size_t bytes) = 0;
+  // Waits for all work enqueued so far.
+  virtual void synchronize() = 0;
+
+  // Asynchronous copies between device memory and (pinned) host memory on a side stream, for
+  // activation checkpoints offloaded to the host: offload() and fetch() start after the work
+  // enqueued so far and overlap the compute enqueued after them; join_copies() orders all
+  // compute enqueued afterwards behind every copy started so far. On the CPU they are plain
+  // copies and join_copies() does nothing.
+  virtual void offload(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void fetch(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void join_copies() = 0;
+};
+
+// The CPU backend: zt::cpu on host memory. Stateless, so one instance serves every caller.
+Backend& cpu_backend();
+
+struct DeviceContext {
+  // The CPU backend over one host pool, which also serves as the staging pool. Implicit: a host
+  // MemoryPool can only ever be driven by the CPU backend, so a pool alone says everything.
+  DeviceContext(MemoryPool& pool);  // NOLINT(google-explicit-constructor)
+  DeviceContext(Backend& backend, MemoryPool& pool, MemoryPool& host);
+
+  Backend& backend() const { return *backend_; }
+  MemoryPool& pool() const { return *pool_; }  // device memory
+  MemoryPool& host() const { return *host_; }  // host memory: staging, host checkpoints
+  // True when the host must stage data through host() to reach the device's memory.
+  bool needs_staging() const { return !backend_->host_accessible(); }
+
+ private:
+  Backend* backend_;
+  MemoryPool* pool_;
+  MemoryPool* host_;
+};
+
+}  // namespace zt
