@@ -15,7 +15,8 @@
 // wire carries fp32, 2x the bytes of the half tensor. CommStats still counts the tensor's own
 // element size (the paper's convention, and what NCCL would send); see comm_stats.h.
 // Non-reducing ops (all_gather, broadcast, send/recv) move half tensors bit-exactly as 16-bit
-// words.
+// words. NcclCommunicator (CUDA backend) instead reduces half tensors natively in 16 bits, so
+// its results may differ from these in the last bits (nccl_communicator.h).
 //
 // Staging buffers come from the MemoryPool given at construction (category Buffers). They are
 // reused: a buffer is allocated only the first time a larger size (or more concurrently
