@@ -19,7 +19,7 @@ void check_nccl(ncclResult_t rc, const char* call, std::source_location loc) {
   const char* last = ncclGetLastError(nullptr);
   throw Error(fmt::format("NCCL call {} failed at {}:{} on rank {}: {}{}{}", call, loc.file_name(),
                           loc.line(), log::rank(), ncclGetErrorString(rc),
-                          last && *last ? " — " : "", last ? last : ""));
+                          last && *last ? "; " : "", last ? last : ""));
 }
 }  // namespace detail
 
