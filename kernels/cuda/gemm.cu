@@ -1,7 +1,9 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 
 #include "kernels/cuda/context.h"
@@ -45,6 +47,12 @@ uint32_t alignment(const void* p) {
 void set_pref_u32(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr,
                   uint32_t v) {
   ZT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &v, sizeof v));
+}
+
+using AlgoKey = std::array<int64_t, 16>;
+std::map<AlgoKey, cublasLtMatmulAlgo_t>& algo_cache() {
+  thread_local std::map<AlgoKey, cublasLtMatmulAlgo_t> cache;
+  return cache;
 }
 
 // beta * C when there is nothing to multiply (K = 0); cuBLASLt rejects K = 0.
@@ -107,15 +115,40 @@ void lt_matmul(const LtMatmul& g, cudaStream_t stream) {
   set_pref_u32(pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(g.C));
 
   cublasLtHandle_t lt = lt_handle();
-  cublasLtMatmulHeuristicResult_t heur{};
-  int found = 0;
-  ZT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, op_raw, a.get(), b.get(), c.get(), c.get(),
-                                                 pref_raw, 1, &heur, &found));
-  ZT_CU_CHECK(found > 0,
-              cat("gemm: cuBLASLt has no algorithm for ", g.M, "x", g.N, "x", g.K, " (trans ",
-                  g.trans_a, " ", g.trans_b, ", epilogue ", static_cast<int>(g.epilogue), ")"));
+  // The heuristic query costs far more than the descriptors; its answer is a function of the
+  // problem, so it is cached per thread (the same algorithm for the same problem every time).
+  int device = 0;
+  ZT_CU_CUDA_CHECK(cudaGetDevice(&device));
+  const AlgoKey key{device,
+                    g.M,
+                    g.N,
+                    g.K,
+                    g.trans_a,
+                    g.trans_b,
+                    g.lda,
+                    g.ldb,
+                    g.ldc,
+                    static_cast<int64_t>(g.ab_type),
+                    static_cast<int64_t>(g.c_type),
+                    static_cast<int64_t>(g.compute),
+                    static_cast<int64_t>(g.epilogue),
+                    alignment(g.A),
+                    alignment(g.B),
+                    alignment(g.C)};
+  auto& cache = algo_cache();
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    cublasLtMatmulHeuristicResult_t heur{};
+    int found = 0;
+    ZT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, op_raw, a.get(), b.get(), c.get(), c.get(),
+                                                   pref_raw, 1, &heur, &found));
+    ZT_CU_CHECK(found > 0,
+                cat("gemm: cuBLASLt has no algorithm for ", g.M, "x", g.N, "x", g.K, " (trans ",
+                    g.trans_a, " ", g.trans_b, ", epilogue ", static_cast<int>(g.epilogue), ")"));
+    it = cache.emplace(key, heur.algo).first;
+  }
   ZT_CUBLAS_CHECK(cublasLtMatmul(lt, op_raw, &g.alpha, g.B, a.get(), g.A, b.get(), &g.beta, g.C,
-                                 c.get(), g.C, c.get(), &heur.algo, lt_workspace(stream), ws_bytes,
+                                 c.get(), g.C, c.get(), &it->second, lt_workspace(stream), ws_bytes,
                                  stream));
 }
 

@@ -5,7 +5,10 @@
 // Functions that return a host value (sum_squares, has_inf_or_nan) synchronise `stream`.
 //
 // Precision: activations are fp32 as on the CPU backend. GEMMs take fp32 operands through
-// cuBLASLt; gemm_mixed takes bf16/fp16 operands on tensor cores with fp32 accumulation.
+// cuBLASLt with CUBLAS_COMPUTE_32F: exact fp32, no TF32 (so CPU and GPU agree to fp32 rounding);
+// gemm_mixed takes bf16/fp16 operands on tensor cores with fp32 accumulation (bf16 needs sm_80).
+// Device memory the kernels allocate themselves (cuBLASLt workspace, CUB temp storage, a few
+// grow-only scratch buffers) is listed in kernels/cuda/context.h.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
