@@ -7,12 +7,10 @@
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
 #include "src/core/log.h"
-#include "src/core/memory_pool.h"
-#include "src/core/slab_allocator.h"
-
 #include "src/train/checkpoint.h"
 #include "src/train/options.h"
 #include "src/train/train_data.h"
+#include "src/train/train_device.h"
 #include "src/train/trainer.h"
 
 namespace zt::app {
@@ -28,13 +26,12 @@ int train(Args args) {
     validate_train_options(o, data_parallel_size(o, rt.world_size()));
     TrainData data = open_train_data(o);  // sets o.vocab_size from the tokenizer
     validate_tensor_parallel(gpt_config_from(o), o.tensor_model_parallel_size);
+    resolve_device(o.device);  // --device cuda without the backend or a GPU: exit 2 here
     rt.set_comm_timeout(o.comm_timeout);
-    MemoryPool pool(o.device_memory > 0
-                        ? std::make_unique<SlabAllocator>(static_cast<size_t>(o.device_memory))
-                        : make_host_allocator());
-    auto world = rt.world(pool);
-    comm::Topology topo(*world, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
-    Trainer trainer(o, pool, &topo, std::move(data));
+    // The backend, its memory and the process groups (the GPU of this local rank with --device
+    // cuda); destroyed after the trainer.
+    TrainDevice device(o, &rt);
+    Trainer trainer(o, device.context(), device.topology(), std::move(data));
     if (!o.load.empty()) {
       if (std::filesystem::exists(std::filesystem::path(o.load) / "latest")) {
         const auto t0 = std::chrono::steady_clock::now();

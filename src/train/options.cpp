@@ -107,6 +107,10 @@ const std::vector<Decl>& decls() {
        Check::Positive, "elements per gradient-reduction bucket (constant, not model-sized)"},
       {"overlap-comm", "zero_optimization.overlap_comm", &O::overlap_comm, Check::Any,
        "start each gradient bucket's reduction during backward as soon as it is complete"},
+      {"device", "device", &O::device, Check::Choice,
+       "backend: cuda (GPU per local rank, NCCL), cpu (OpenBLAS, MPI), or auto: cuda when this "
+       "build has the CUDA backend and a GPU is visible, else cpu",
+       "auto|cuda|cpu"},
       {"device-memory", "device_memory", &O::device_memory, Check::NonNegative,
        "bytes of device memory (e.g. 32e9): allocate every byte from one region of this size, "
        "first fit, and report its fragmentation (0: allocate as needed)"},

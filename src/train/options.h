@@ -54,6 +54,8 @@ struct TrainOptions {
   int64_t param_persistence_threshold = 100'000;
   int64_t max_live_parameters = 1'000'000'000;
   double comm_timeout = 600.0;  // seconds
+  // backend
+  std::string device = "auto";  // cuda | cpu | auto (cuda when built with it and a GPU is visible)
   // memory
   double device_memory = 0;  // bytes of a fixed device memory to emulate (0: grow as needed)
   // activation memory (ZeRO-R)

@@ -1,0 +1,124 @@
+#include "src/train/train_device.h"
+
+#include "src/core/slab_allocator.h"
+
+#if ZT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/cuda_backend.h"
+#include "src/comm/nccl_communicator.h"
+#include "src/core/cuda_allocator.h"
+#include "src/core/cuda_check.h"
+#include "src/core/cuda_device.h"
+#endif
+
+namespace zt {
+
+#if ZT_HAVE_CUDA
+struct TrainDevice::Cuda {
+  CudaBackend backend;
+  comm::NcclContext nccl;
+};
+#else
+struct TrainDevice::Cuda {};
+#endif
+
+bool cuda_backend_built() {
+#if ZT_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+int visible_gpus() {
+#if ZT_HAVE_CUDA
+  return cuda::device_count();
+#else
+  return 0;
+#endif
+}
+
+Device resolve_device(const std::string& device) {
+  if (device == "cpu") return Device::Cpu;
+  if (device == "auto")
+    return cuda_backend_built() && visible_gpus() > 0 ? Device::Cuda : Device::Cpu;
+  ZT_REQUIRE(device == "cuda", "--device must be cuda, cpu or auto, got '{}'", device);
+  ZT_REQUIRE(cuda_backend_built(),
+             "--device cuda: this zerotron was built without the CUDA backend (no nvcc was found "
+             "at configure time), rebuild with -DZT_CUDA=ON or use --device cpu");
+  ZT_REQUIRE(visible_gpus() > 0,
+             "--device cuda: no GPU is visible to this process (check the driver and "
+             "CUDA_VISIBLE_DEVICES), or use --device cpu");
+  return Device::Cuda;
+}
+
+TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
+    : device_(resolve_device(o.device)) {
+  const auto fixed = static_cast<size_t>(o.device_memory);
+  if (device_ == Device::Cpu) {
+    pool_ = std::make_unique<MemoryPool>(fixed > 0 ? std::make_unique<SlabAllocator>(fixed)
+                                                   : make_host_allocator());
+    if (rt != nullptr) {
+      world_ = rt->world(*pool_);
+      topo_ = std::make_unique<comm::Topology>(*world_, o.tensor_model_parallel_size,
+                                               o.pipeline_model_parallel_size);
+    }
+    return;
+  }
+#if ZT_HAVE_CUDA
+  // One GPU per rank on a node, chosen before anything touches the device.
+  cuda::select_device(rt != nullptr ? rt->local_rank() : 0);
+  cuda_detail::error_rank() = rt != nullptr ? rt->rank() : 0;
+  cuda_ = std::make_unique<Cuda>();
+  CudaAllocatorOptions a;
+  a.fixed_capacity = fixed;
+  a.stream = cuda_->backend.compute_stream();
+  pool_ = std::make_unique<MemoryPool>(make_cuda_allocator(a));
+  host_pool_ = std::make_unique<MemoryPool>(make_pinned_allocator());
+  if (rt != nullptr) {
+    host_world_ = rt->world(*host_pool_);
+    cuda_->nccl = comm::NcclContext{&rt->stats(), &rt->watchdog(), pool_.get(),
+                                    cuda_->backend.compute_stream()};
+    world_ = comm::NcclCommunicator::world(cuda_->nccl);
+    topo_ = std::make_unique<comm::Topology>(*world_, o.tensor_model_parallel_size,
+                                             o.pipeline_model_parallel_size, host_world_.get());
+  }
+#else
+  (void)rt;
+  throw InputError("--device cuda: this zerotron was built without the CUDA backend");
+#endif
+}
+
+TrainDevice::~TrainDevice() {
+  // Communicators before the pools they stage in, the pools before the backend (declaration
+  // order does this; written out because a reordering of the members would break it silently).
+  topo_.reset();
+  world_.reset();
+  host_world_.reset();
+  pool_.reset();
+  host_pool_.reset();
+  cuda_.reset();
+}
+
+DeviceContext TrainDevice::context() const {
+#if ZT_HAVE_CUDA
+  if (device_ == Device::Cuda) return DeviceContext(cuda_->backend, *pool_, *host_pool_);
+#endif
+  return DeviceContext(*pool_);
+}
+
+std::string TrainDevice::device_name() const {
+#if ZT_HAVE_CUDA
+  if (device_ == Device::Cuda) {
+    int dev = 0;
+    cudaDeviceProp prop{};
+    ZT_CUDA_CHECK(cudaGetDevice(&dev));
+    ZT_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+    return prop.name;
+  }
+#endif
+  return "cpu";
+}
+
+}  // namespace zt
