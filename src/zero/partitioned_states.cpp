@@ -90,7 +90,10 @@ PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
   float* master = master_.view({shard}, DType::F32).f32();
   const auto& params = layout_.params();
   auto* chunk = static_cast<float*>(f32_chunk_.data());
-  const int64_t room = static_cast<int64_t>(f32_chunk_.bytes() / 4);
+  // The host chunk stays small (the device chunk grows with the largest unit part).
+  const int64_t room = ctx.needs_staging()
+                           ? std::min(kChunk, static_cast<int64_t>(f32_chunk_.bytes() / 4))
+                           : static_cast<int64_t>(f32_chunk_.bytes() / 4);
   Buffer host_chunk;
   float* make = chunk;  // where init_parameter_range writes
   if (ctx.needs_staging()) {
