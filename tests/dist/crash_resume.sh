@@ -10,8 +10,8 @@ zt=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-args=(train --mock-data --vocab-size 64 --num-layers 2 --hidden-size 32 --num-attention-heads 4
-  --seq-length 16 --micro-batch-size 1 --global-batch-size 4 --train-iters 6 --lr 3e-3
+args=(train --device cpu --mock-data --vocab-size 64 --num-layers 2 --hidden-size 32
+  --num-attention-heads 4 --seq-length 16 --micro-batch-size 1 --global-batch-size 4 --train-iters 6 --lr 3e-3
   --tensor-model-parallel-size 2 --zero-stage 3 --bf16 --log-interval 1 --reduce-bucket-size 2000)
 losses() { grep -o '"lm_loss":[^,]*' "$1" | cut -d: -f2; }
 

@@ -1,0 +1,81 @@
+// --device: the option, its resolution against this build and machine, and the CPU TrainDevice
+// (the path every CPU run takes through zerotron train) giving the bits of a plain host pool.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "src/core/error.h"
+#include "src/train/options.h"
+#include "src/train/train_device.h"
+#include "src/train/trainer.h"
+
+namespace zt {
+namespace {
+
+TrainOptions parse(std::vector<std::string_view> args) {
+  TrainOptions o;
+  parse_train_options(args, o);
+  return o;
+}
+
+TEST(TrainDevice, DeviceFlagTakesCudaCpuOrAuto) {
+  EXPECT_EQ(parse({}).device, "auto");
+  EXPECT_EQ(parse({"--device", "cuda"}).device, "cuda");
+  EXPECT_EQ(parse({"--device=cpu"}).device, "cpu");
+  try {
+    parse({"--device", "gpu"});
+    ADD_FAILURE() << "--device gpu accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--device must be one of auto|cuda|cpu"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(TrainDevice, CudaNeedsTheBackendAndAGpu) {
+  EXPECT_EQ(resolve_device("cpu"), Device::Cpu);
+  const bool cuda = cuda_backend_built() && visible_gpus() > 0;
+  EXPECT_EQ(resolve_device("auto"), cuda ? Device::Cuda : Device::Cpu);
+  if (cuda) {
+    EXPECT_EQ(resolve_device("cuda"), Device::Cuda);
+    return;
+  }
+  try {
+    resolve_device("cuda");
+    ADD_FAILURE() << "--device cuda accepted without the backend or a GPU";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--device cuda"), std::string::npos) << what;
+    EXPECT_NE(what.find("--device cpu"), std::string::npos) << "names the way out: " << what;
+  }
+}
+
+TEST(TrainDevice, CpuDeviceTrainsLikeAPlainHostPool) {
+  TrainOptions o;
+  o.device = "cpu";
+  o.num_layers = 2;
+  o.hidden_size = 32;
+  o.num_attention_heads = 4;
+  o.seq_length = 16;
+  o.vocab_size = 50;
+  o.make_vocab_size_divisible_by = 64;
+  o.train_iters = 3;
+  o.mock_data = true;
+  std::vector<double> a, b;
+  {
+    TrainDevice device(o, nullptr);
+    EXPECT_EQ(device.device(), Device::Cpu);
+    EXPECT_EQ(&device.host_pool(), &device.pool()) << "the CPU stages nothing";
+    EXPECT_EQ(device.topology(), nullptr);
+    Trainer t(o, device.context(), device.topology());
+    for (const auto& m : t.run(false)) a.push_back(m.lm_loss);
+  }
+  MemoryPool pool(make_host_allocator());
+  Trainer t(o, pool);
+  for (const auto& m : t.run(false)) b.push_back(m.lm_loss);
+  EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace zt
