@@ -15,36 +15,44 @@ build="${1:-${root}/build-gpu}"
 jobs="$(nproc)"
 status=0
 start=$(date +%s)
+deadline=$((start + 465)) # the whole script stays under 8 minutes
 
 phase() { printf '\n==== %s (%ss elapsed)\n' "$1" "$(($(date +%s) - start))"; }
+# Seconds a phase may take: its own cap, or what is left before the deadline if that is less.
+budget() {
+  local left=$((deadline - $(date +%s)))
+  if ((left < 1)); then left=1; fi # timeout 0 would mean no limit
+  if ((left < $1)); then echo "${left}"; else echo "$1"; fi
+}
 
 phase "GPU"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 
+mkdir -p "${build}"
 phase "configure"
 # native: the architecture of the GPU in this machine only (CMake 3.24+), which also keeps the
 # kernel build short.
 if ! cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DZT_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=native -DZT_BUILD_BENCH=OFF >"${build}.configure.log" 2>&1; then
-  tail -n 40 "${build}.configure.log"
+  -DCMAKE_CUDA_ARCHITECTURES=native -DZT_BUILD_BENCH=OFF >"${build}/check-configure.log" 2>&1; then
+  tail -n 40 "${build}/check-configure.log"
   echo "check.sh: configure failed" >&2
   exit 1
 fi
-grep -E "CUDA backend" "${build}.configure.log" || true
+grep -E "CUDA backend" "${build}/check-configure.log" || true
 
 phase "build"
 mapfile -t gpu_targets < <(ninja -C "${build}" -t targets all 2>/dev/null |
   grep -oE '^bin/gpu_[A-Za-z0-9_]+' | sort -u)
-if ! timeout 300 ninja -C "${build}" -j "${jobs}" bin/zerotron "${gpu_targets[@]}" \
-  >"${build}.build.log" 2>&1; then
-  grep -E "error|FAILED" -A 3 "${build}.build.log" | head -n 60
+if ! timeout "$(budget 270)" ninja -C "${build}" -j "${jobs}" bin/zerotron "${gpu_targets[@]}" \
+  >"${build}/check-build.log" 2>&1; then
+  grep -E "error|FAILED" -A 3 "${build}/check-build.log" | head -n 60
   echo "check.sh: build failed" >&2
   exit 1
 fi
 echo "built zerotron and ${#gpu_targets[@]} GPU test programs"
 
 phase "tests (ctest -L gpu)"
-if ! timeout 240 ctest --test-dir "${build}" -L gpu --timeout 180 --output-on-failure; then
+if ! timeout "$(budget 150)" ctest --test-dir "${build}" -L gpu --timeout 120 --output-on-failure; then
   status=1
 fi
 
@@ -61,7 +69,13 @@ echo "device: ${name:-unknown}, dense bf16 peak: ${peak} TFLOP/s"
 for stage in 2 3; do
   metrics="${build}/bench_stage${stage}.jsonl"
   rm -f "${metrics}"
-  if ! timeout 150 "${build}/bin/zerotron" train --device cuda --mock-data --vocab-size 50257 \
+  limit="$(budget 100)"
+  if ((limit < 30)); then
+    echo "check.sh: no time left for the stage ${stage} run (the deadline keeps the script short)"
+    status=1
+    continue
+  fi
+  if ! timeout "${limit}" "${build}/bin/zerotron" train --device cuda --mock-data --vocab-size 50257 \
     --num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 1024 \
     --micro-batch-size 4 --global-batch-size 4 --train-iters 20 --lr 1e-4 --bf16 \
     --zero-stage "${stage}" --log-interval 5 --metrics-file "${metrics}"; then
