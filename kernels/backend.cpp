@@ -50,8 +50,8 @@ class CpuBackend final : public Backend {
   void gelu_backward(float* dx, const float* x, const float* dout, int64_t n) override {
     cpu::gelu_backward(dx, x, dout, n);
   }
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
-                         const DropoutParams& drop) override {
+  void attention_forward(float* out, float* att, float*, const float* qkv, int B, int T, int C,
+                         int NH, const DropoutParams& drop) override {
     cpu::attention_forward(out, att, qkv, B, T, C, NH, drop);
   }
   void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,

@@ -58,8 +58,10 @@ class Backend {
                                   const float* rstd, int N, int C) = 0;
   virtual void gelu_forward(float* out, const float* x, int64_t n) = 0;
   virtual void gelu_backward(float* dx, const float* x, const float* dout, int64_t n) = 0;
-  virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
-                                 int NH, const DropoutParams& drop) = 0;
+  // scratch: B*NH*T*T floats of workspace for the dropped probabilities (the CUDA kernel needs
+  // it when drop.p > 0; the CPU kernel needs none, and null is fine there).
+  virtual void attention_forward(float* out, float* att, float* scratch, const float* qkv, int B,
+                                 int T, int C, int NH, const DropoutParams& drop) = 0;
   virtual void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                                   const float* att, int B, int T, int C, int NH,
                                   const DropoutParams& drop) = 0;

@@ -62,9 +62,14 @@ void CudaBackend::gelu_forward(float* out, const float* x, int64_t n) {
 void CudaBackend::gelu_backward(float* dx, const float* x, const float* dout, int64_t n) {
   cuda::gelu_backward(dx, x, dout, n, compute_.get());
 }
-void CudaBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
-                                    int NH, const DropoutParams& drop) {
-  cuda::attention_forward(out, att, qkv, B, T, C, NH, drop, compute_.get());
+void CudaBackend::attention_forward(float* out, float* att, float* scratch, const float* qkv, int B,
+                                    int T, int C, int NH, const DropoutParams& drop) {
+  // With the caller's scratch (the model's backward workspace, counted in MemoryPool) rather than
+  // the kernels' own grow-only buffer; without one, the kernels' buffer.
+  if (scratch != nullptr)
+    cuda::attention_forward(out, att, scratch, qkv, B, T, C, NH, drop, compute_.get());
+  else
+    cuda::attention_forward(out, att, qkv, B, T, C, NH, drop, compute_.get());
 }
 void CudaBackend::attention_backward(float* dqkv, float* scratch, const float* dout,
                                      const float* qkv, const float* att, int B, int T, int C,

@@ -39,8 +39,8 @@ class CudaBackend final : public Backend {
                           int C) override;
   void gelu_forward(float* out, const float* x, int64_t n) override;
   void gelu_backward(float* dx, const float* x, const float* dout, int64_t n) override;
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
-                         const DropoutParams& drop) override;
+  void attention_forward(float* out, float* att, float* scratch, const float* qkv, int B, int T,
+                         int C, int NH, const DropoutParams& drop) override;
   void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                           const float* att, int B, int T, int C, int NH,
                           const DropoutParams& drop) override;

@@ -60,17 +60,18 @@ namespace {
 // Attention over this rank's heads. At tp = 1 one call over the batch (the mask counters are the
 // flat index into [B, H, T, T]). With tp > 1 one call per sample, each with the counter offset
 // of its global heads (tp::head_slice), so every element draws the mask tp = 1 draws for it.
-void attention_forward(const LayerDims& d, float* out, float* att, const float* qkv,
+// `scratch` [B, H, T, T]: workspace the backend may use for the dropped probabilities.
+void attention_forward(const LayerDims& d, float* out, float* att, float* scratch, const float* qkv,
                        const DropoutParams& drop) {
   if (!tp::active(d.tp)) {
-    d.be->attention_forward(out, att, qkv, d.B, d.T, d.Cl, d.H, drop);
+    d.be->attention_forward(out, att, scratch, qkv, d.B, d.T, d.Cl, d.H, drop);
     return;
   }
   const int64_t tt = int64_t{d.T} * d.T;
   for (int b = 0; b < d.B; ++b)
     d.be->attention_forward(out + int64_t{b} * d.T * d.Cl, att + b * d.H * tt,
-                            qkv + int64_t{b} * d.T * 3 * d.Cl, 1, d.T, d.Cl, d.H,
-                            tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
+                            scratch + b * d.H * tt, qkv + int64_t{b} * d.T * 3 * d.Cl, 1, d.T, d.Cl,
+                            d.H, tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
 }
 
 void attention_backward(const LayerDims& d, float* dqkv, float* scratch, const float* dout,
@@ -96,7 +97,8 @@ void layer_forward(const LayerDims& d, const LayerParams& p, const float* x, Lay
   be.layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, N, C);
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
   tp::column_parallel_forward(be, a.qkv, s.ln, p.qkv_w, p.qkv_b, N, C, 3 * d.Cl);
-  attention_forward(d, a.atty, a.att, a.qkv, drop.attention);
+  // The attention-gradient scratch is free during forward, like d_a below.
+  attention_forward(d, a.atty, a.att, s.d_att, a.qkv, drop.attention);
   float* proj = s.d_a;  // backward scratch is free during forward
   tp::row_parallel_forward(be, d.tp, proj, a.atty, p.proj_w, p.proj_b, N, d.Cl, C);
   be.dropout_add_forward(a.res2, x, proj, nc, drop.attn_out);
