@@ -9,10 +9,14 @@
 //   - cuBLASLt workspace: kLtWorkspaceBytes per (thread, device, stream);
 //   - cuBLAS's own default workspace inside each cuBLAS handle (one per thread and device);
 //   - Scratch buffers per (thread, device, stream, purpose), grown to the largest request seen:
-//       Reduce     CUB DeviceReduce temp storage + partial results (sum_squares, has_inf_or_nan)
-//       Embedding  4 * B*T int32 keys/values + CUB radix-sort temp (embedding_backward)
-//       Attention  B*NH*T*T floats, only for attention_forward with dropout and no caller scratch
-//       AdamW      the AdamWTensor descriptors when adamw_multi is handed a host array
+//       Reduce        CUB DeviceReduce temp storage + partial results (sum_squares,
+//                     has_inf_or_nan)
+//       Embedding     4 * B*T int32 keys/values + CUB radix-sort temp (embedding_backward)
+//       Attention     B*NH*T*T floats, only for attention_forward with dropout and no caller
+//                     scratch
+//       AdamW         the AdamWTensor descriptors when adamw_multi is handed a host array
+//       ColumnReduce  ceil(N/256) * K * C floats of per-chunk column partials (db of
+//                     linear_backward: K = 1; dw and db of layernorm_backward: K = 2)
 // Growing a scratch buffer frees the old one with cudaFree, which waits for the device, so work
 // still queued on it finishes first.
 #include <cublasLt.h>
@@ -32,7 +36,7 @@ cublasLtHandle_t lt_handle();
 // The cuBLASLt workspace of (thread, current device, stream): kLtWorkspaceBytes.
 void* lt_workspace(cudaStream_t stream);
 
-enum class Scratch { Reduce, Embedding, Attention, AdamW };
+enum class Scratch { Reduce, Embedding, Attention, AdamW, ColumnReduce };
 // At least `bytes` of device memory (256-byte aligned) reserved for `purpose` on `stream`; the
 // contents are undefined. Valid until the next call with the same purpose and stream.
 void* scratch(Scratch purpose, size_t bytes, cudaStream_t stream);
