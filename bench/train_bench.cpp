@@ -5,7 +5,7 @@
 // gradient communication hidden behind backward.
 //
 // Usage: launch/mpirun.sh -np N build/bin/bench_train [--stages 0,1,2,3] [--steps K]
-//        [--warmup W] [zerotron train flags]
+//        [--warmup W] [zerotron train flags, --device cuda|cpu|auto among them]
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -16,6 +16,7 @@
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
 #include "src/train/options.h"
+#include "src/train/train_device.h"
 #include "src/train/trainer.h"
 
 int main(int argc, char** argv) {
@@ -48,13 +49,14 @@ int main(int argc, char** argv) {
     zt::TrainOptions base;
     zt::parse_train_options(args, base);
     zt::validate_train_options(base, zt::data_parallel_size(base, rt.world_size()));
+    zt::resolve_device(base.device);  // before anything is allocated
     for (int stage : stages) {
       zt::TrainOptions o = base;
       o.zero_stage = stage;
-      zt::MemoryPool pool(zt::make_host_allocator());
-      auto world = rt.world(pool);
-      zt::comm::Topology topo(*world, o.tensor_model_parallel_size, 1);
-      zt::Trainer trainer(o, pool, &topo);
+      // The backend, its pools and the groups --device asks for (outlives the trainer).
+      zt::TrainDevice device(o, &rt);
+      const zt::comm::Topology& topo = *device.topology();
+      zt::Trainer trainer(o, device.context(), device.topology());
       std::vector<double> ms, hidden;
       zt::StepMetrics last;
       for (int s = 0; s < steps + warmup; ++s) {
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
       mem["peak"] = last.memory_total_peak;
       const nlohmann::json j = {
           {"bench", "train_step"},
+          {"device", device.device_name()},
           {"world", rt.world_size()},
           {"tp", topo.tp_size()},
           {"dp", topo.dp_size()},
