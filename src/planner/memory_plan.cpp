@@ -1,12 +1,78 @@
 #include "src/planner/memory_plan.h"
 
+#include <algorithm>
+
+#include "src/core/memory_pool.h"
 #include "src/model/gpt.h"
 #include "src/model/layer_activations.h"
 #include "src/model/param_layout.h"
 #include "src/zero/activation_checkpointer.h"
+#include "src/zero/grad_buckets.h"
 #include "src/zero/partition.h"
 
 namespace zt {
+namespace {
+
+// Mirrors of the constant-size buffers the trainer's components allocate (their sources give the
+// reason for each size); tests/dist/planner_test.cpp checks the sum against MemoryPool.
+constexpr size_t kStagingChunk = size_t{1} << 20;  // fp32 elements: Replicated/PartitionedStates
+constexpr size_t kReductionsInFlight = 2;          // PartitionedStates' double-buffered buckets
+constexpr size_t kGradSlots = 2;                   // GradSlots: the block in backward + the next
+constexpr size_t kTrainerScalars = kNumMemCategories + 2;  // Trainer's metrics reducer
+
+// ScalarReducer: every rank's values as two fp32 words each.
+size_t scalar_reducer_bytes(int world, size_t values) {
+  return static_cast<size_t>(world) * values * 2 * 4;
+}
+
+size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partition& part) {
+  const size_t e = dtype_size(in.working);
+  const bool half = in.working != DType::F32;
+  const bool staged = half && in.staged_half_reductions;
+  const int world = in.tp * in.dp;
+  size_t b = scalar_reducer_bytes(world, kTrainerScalars);
+  if (world > 1) b += scalar_reducer_bytes(world, 1);  // the global gradient norm
+  if (in.zero_stage == 0) {
+    size_t block = 0;
+    for (const auto& blk : layout.blocks())
+      block = std::max(block, static_cast<size_t>(blk.numel()));
+    if (half) b += (1 + kGradSlots) * block * 4 + kStagingChunk * 4;
+    // Every gradient bucket's all-reduce may be in flight at once; each stages its fp32 copy.
+    if (staged && in.dp > 1) {
+      const GradBuckets buckets(layout, in.reduce_bucket_elems);
+      for (const auto& k : buckets.buckets()) b += static_cast<size_t>(k.end - k.begin) * 4;
+    }
+    return b;
+  }
+  const auto block = static_cast<size_t>(part.max_padded_block());
+  size_t max_unit = 0, max_part = 0;
+  for (const auto& u : part.units()) {
+    max_unit = std::max(max_unit, static_cast<size_t>(u.padded_len));
+    max_part = std::max(max_part, static_cast<size_t>(u.part_len));
+  }
+  if (half) b += block * 4;                    // fp32 slot of one block
+  b += std::max(kStagingChunk, max_part) * 4;  // fp32 optimizer chunk
+  if (in.zero_stage >= 2 || half) b += kGradSlots * block * 4;
+  if (in.zero_stage >= 2) {
+    b += kReductionsInFlight * (max_unit + max_part) * e;
+    // reserve_staging(max_unit, 2): room for the reduce-scatter's input and output in fp32.
+    if (staged)
+      b += kReductionsInFlight * (max_unit + max_unit / static_cast<size_t>(in.dp) + 1) * 4;
+  }
+  if (in.zero_stage == 1 && staged)  // every unit's in-place reduce-scatter at once
+    for (const auto& u : part.units()) b += static_cast<size_t>(u.padded_len + u.part_len) * 4;
+  if (in.zero_stage == 3) {
+    for (int k = 0; k < layout.num_blocks(); ++k)
+      if (layout.blocks()[static_cast<size_t>(k)].numel() <= in.param_persistence_threshold)
+        b += static_cast<size_t>(part.padded_block_len(k)) * e;
+    const int64_t slots =
+        std::clamp<int64_t>(in.max_live_parameters / static_cast<int64_t>(block), 1, 3);
+    b += static_cast<size_t>(slots) * block * e;
+  }
+  return b;
+}
+
+}  // namespace
 
 MemoryPlan plan_memory(const PlanInput& in) {
   MemoryPlan p;
@@ -52,6 +118,7 @@ MemoryPlan plan_memory(const PlanInput& in) {
     p.activations +=
         LayerActivations::bytes(c, in.micro_batch, in.tp) * static_cast<size_t>(c.num_layers);
   }
+  p.buffers = plan_buffers(in, layout, part);
   // Data parallel, per step: stage 0 all-reduces the gradient (2Ψ); stage 1 reduce-scatters
   // it once and all-gathers the parameters (2Ψ); stage 2 reduce-scatters every micro-batch;
   // stage 3 gathers every non-persistent block twice per micro-batch (forward, backward), the
