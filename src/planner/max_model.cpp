@@ -24,7 +24,8 @@ int64_t max_parameters(const PlanInput& base, double device_bytes, FitCriterion 
   if (!plan_fits(plan_for(lo, in), device_bytes, criterion)) return 0;
   while (hi < 1e16 && plan_fits(plan_for(hi, in), device_bytes, criterion)) hi *= 2;
   lo = hi / 2;
-  for (int i = 0; i < 60 && hi - lo > 1; ++i) {
+  // To 1e-5 relative: finer than the shape rule's own steps (one layer of a 1e6-parameter model).
+  for (int i = 0; i < 60 && hi > lo * (1 + 1e-5); ++i) {
     const double mid = 0.5 * (lo + hi);
     (plan_fits(plan_for(mid, in), device_bytes, criterion) ? lo : hi) = mid;
   }

@@ -125,19 +125,33 @@ MemoryPlan plan_memory(const PlanInput& in) {
   // persistent ones once per step, and reduce-scatters every micro-batch.
   if (in.dp > 1) {
     const uint64_t a = static_cast<uint64_t>(in.accumulation);
+    const auto units = static_cast<uint64_t>(part.units().size());
     if (in.zero_stage == 0) {
-      p.comm_dp = 2 * numel * e;
+      p.comm_dp_backward = 2 * numel * e;
+      const GradBuckets buckets(layout, in.reduce_bucket_elems);
+      p.dp_collectives = buckets.buckets().size();
     } else if (in.zero_stage == 1) {
-      p.comm_dp = 2 * padded * e;
+      p.comm_dp_backward = padded * e;  // reduce-scatter behind the last micro-batch's backward
+      p.comm_dp_after = padded * e;     // all-gather of the updated parameters
+      p.dp_collectives = 2 * units;
     } else if (in.zero_stage == 2) {
-      p.comm_dp = (a + 1) * padded * e;
+      p.comm_dp_backward = a * padded * e;
+      p.comm_dp_after = padded * e;
+      p.dp_collectives = (a + 1) * units;
     } else {
-      uint64_t persistent = 0;
-      for (int b = 0; b < layout.num_blocks(); ++b)
+      uint64_t persistent = 0, gathered_blocks = 0;
+      for (int b = 0; b < layout.num_blocks(); ++b) {
         if (layout.blocks()[static_cast<size_t>(b)].numel() <= in.param_persistence_threshold)
           persistent += static_cast<uint64_t>(part.padded_block_len(b));
-      p.comm_dp = (a * 2 * (padded - persistent) + persistent + a * padded) * e;
+        else
+          ++gathered_blocks;
+      }
+      p.comm_dp_forward = a * (padded - persistent) * e;
+      p.comm_dp_backward = a * ((padded - persistent) + padded) * e;
+      p.comm_dp_after = persistent * e;
+      p.dp_collectives = a * (2 * gathered_blocks + units) + (persistent > 0 ? 1 : 0);
     }
+    p.comm_dp = p.comm_dp_forward + p.comm_dp_backward + p.comm_dp_after;
   }
   // Tensor parallel, per micro-batch (fp32 activations): per layer 2 all-reduces of [N, h] in
   // forward and 2 in backward, the embedding's and the head's, the cross-entropy's 3N; a
@@ -154,6 +168,11 @@ MemoryPlan plan_memory(const PlanInput& in) {
       bytes += spans * N * h * 4;  // all-gather of n output elements counts n
     }
     p.comm_tp = bytes * static_cast<uint64_t>(in.accumulation);
+    uint64_t ops = (4 * L + 2) + 3 + (in.checkpoint_activations ? 2 * L : 0);
+    if (in.checkpoint_activations && in.partition_activations)
+      ops += (L + static_cast<uint64_t>(in.checkpoint_num_layers) - 1) /
+             static_cast<uint64_t>(in.checkpoint_num_layers);
+    p.tp_collectives = ops * static_cast<uint64_t>(in.accumulation);
   }
   return p;
 }

@@ -39,6 +39,12 @@ struct MemoryPlan {
   size_t device_total() const { return model_states() + activations + checkpoints + buffers; }
   // Communication per optimizer step, the paper's convention (CommStats "bytes").
   uint64_t comm_dp = 0, comm_tp = 0;
+  // comm_dp by when it can run: behind forward (stage 3's prefetched gathers), behind backward
+  // (gradient reductions, stage 3's backward gathers), or after backward (the parameter
+  // all-gather of stages 1-2, stage 3's persistent blocks).
+  uint64_t comm_dp_forward = 0, comm_dp_backward = 0, comm_dp_after = 0;
+  // Collective calls per step, for the latency term of the simulator.
+  uint64_t dp_collectives = 0, tp_collectives = 0;
   int64_t num_parameters = 0;   // of the whole model
   int64_t rank_parameters = 0;  // this rank's tensor-parallel shard, before ZeRO
 };
