@@ -13,5 +13,6 @@ int prepare_data(Args args);
 int train_tokenizer(Args args);
 int export_model(Args args);
 int estimate(Args args);
+int simulate(Args args);
 
 }  // namespace zt::app

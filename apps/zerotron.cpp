@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"prepare-data", zt::app::prepare_data, "tokenize text into a Megatron indexed dataset"},
     {"train-tokenizer", zt::app::train_tokenizer, "learn a GPT-2 byte-level BPE from a corpus"},
     {"estimate", zt::app::estimate, "per-rank memory and communication of a model and layout"},
+    {"simulate", zt::app::simulate, "step time, TFLOP/s and memory of a layout on a cluster"},
     {"export", zt::app::export_model,
      "consolidate a checkpoint into safetensors with Hugging Face GPT-2 names"},
 };

@@ -1,12 +1,78 @@
 #include "src/planner/memory_plan.h"
 
+#include <algorithm>
+
+#include "src/core/memory_pool.h"
 #include "src/model/gpt.h"
 #include "src/model/layer_activations.h"
 #include "src/model/param_layout.h"
 #include "src/zero/activation_checkpointer.h"
+#include "src/zero/grad_buckets.h"
 #include "src/zero/partition.h"
 
 namespace zt {
+namespace {
+
+// Mirrors of the constant-size buffers the trainer's components allocate (their sources give the
+// reason for each size); tests/dist/planner_test.cpp checks the sum against MemoryPool.
+constexpr size_t kStagingChunk = size_t{1} << 20;  // fp32 elements: Replicated/PartitionedStates
+constexpr size_t kReductionsInFlight = 2;          // PartitionedStates' double-buffered buckets
+constexpr size_t kGradSlots = 2;                   // GradSlots: the block in backward + the next
+constexpr size_t kTrainerScalars = kNumMemCategories + 2;  // Trainer's metrics reducer
+
+// ScalarReducer: every rank's values as two fp32 words each.
+size_t scalar_reducer_bytes(int world, size_t values) {
+  return static_cast<size_t>(world) * values * 2 * 4;
+}
+
+size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partition& part) {
+  const size_t e = dtype_size(in.working);
+  const bool half = in.working != DType::F32;
+  const bool staged = half && in.staged_half_reductions;
+  const int world = in.tp * in.dp;
+  size_t b = scalar_reducer_bytes(world, kTrainerScalars);
+  if (world > 1) b += scalar_reducer_bytes(world, 1);  // the global gradient norm
+  if (in.zero_stage == 0) {
+    size_t block = 0;
+    for (const auto& blk : layout.blocks())
+      block = std::max(block, static_cast<size_t>(blk.numel()));
+    if (half) b += (1 + kGradSlots) * block * 4 + kStagingChunk * 4;
+    // Every gradient bucket's all-reduce may be in flight at once; each stages its fp32 copy.
+    if (staged && in.dp > 1) {
+      const GradBuckets buckets(layout, in.reduce_bucket_elems);
+      for (const auto& k : buckets.buckets()) b += static_cast<size_t>(k.end - k.begin) * 4;
+    }
+    return b;
+  }
+  const auto block = static_cast<size_t>(part.max_padded_block());
+  size_t max_unit = 0, max_part = 0;
+  for (const auto& u : part.units()) {
+    max_unit = std::max(max_unit, static_cast<size_t>(u.padded_len));
+    max_part = std::max(max_part, static_cast<size_t>(u.part_len));
+  }
+  if (half) b += block * 4;                    // fp32 slot of one block
+  b += std::max(kStagingChunk, max_part) * 4;  // fp32 optimizer chunk
+  if (in.zero_stage >= 2 || half) b += kGradSlots * block * 4;
+  if (in.zero_stage >= 2) {
+    b += kReductionsInFlight * (max_unit + max_part) * e;
+    // reserve_staging(max_unit, 2): room for the reduce-scatter's input and output in fp32.
+    if (staged)
+      b += kReductionsInFlight * (max_unit + max_unit / static_cast<size_t>(in.dp) + 1) * 4;
+  }
+  if (in.zero_stage == 1 && staged)  // every unit's in-place reduce-scatter at once
+    for (const auto& u : part.units()) b += static_cast<size_t>(u.padded_len + u.part_len) * 4;
+  if (in.zero_stage == 3) {
+    for (int k = 0; k < layout.num_blocks(); ++k)
+      if (layout.blocks()[static_cast<size_t>(k)].numel() <= in.param_persistence_threshold)
+        b += static_cast<size_t>(part.padded_block_len(k)) * e;
+    const int64_t slots =
+        std::clamp<int64_t>(in.max_live_parameters / static_cast<int64_t>(block), 1, 3);
+    b += static_cast<size_t>(slots) * block * e;
+  }
+  return b;
+}
+
+}  // namespace
 
 MemoryPlan plan_memory(const PlanInput& in) {
   MemoryPlan p;
@@ -52,25 +118,40 @@ MemoryPlan plan_memory(const PlanInput& in) {
     p.activations +=
         LayerActivations::bytes(c, in.micro_batch, in.tp) * static_cast<size_t>(c.num_layers);
   }
+  p.buffers = plan_buffers(in, layout, part);
   // Data parallel, per step: stage 0 all-reduces the gradient (2Ψ); stage 1 reduce-scatters
   // it once and all-gathers the parameters (2Ψ); stage 2 reduce-scatters every micro-batch;
   // stage 3 gathers every non-persistent block twice per micro-batch (forward, backward), the
   // persistent ones once per step, and reduce-scatters every micro-batch.
   if (in.dp > 1) {
     const uint64_t a = static_cast<uint64_t>(in.accumulation);
+    const auto units = static_cast<uint64_t>(part.units().size());
     if (in.zero_stage == 0) {
-      p.comm_dp = 2 * numel * e;
+      p.comm_dp_backward = 2 * numel * e;
+      const GradBuckets buckets(layout, in.reduce_bucket_elems);
+      p.dp_collectives = buckets.buckets().size();
     } else if (in.zero_stage == 1) {
-      p.comm_dp = 2 * padded * e;
+      p.comm_dp_backward = padded * e;  // reduce-scatter behind the last micro-batch's backward
+      p.comm_dp_after = padded * e;     // all-gather of the updated parameters
+      p.dp_collectives = 2 * units;
     } else if (in.zero_stage == 2) {
-      p.comm_dp = (a + 1) * padded * e;
+      p.comm_dp_backward = a * padded * e;
+      p.comm_dp_after = padded * e;
+      p.dp_collectives = (a + 1) * units;
     } else {
-      uint64_t persistent = 0;
-      for (int b = 0; b < layout.num_blocks(); ++b)
+      uint64_t persistent = 0, gathered_blocks = 0;
+      for (int b = 0; b < layout.num_blocks(); ++b) {
         if (layout.blocks()[static_cast<size_t>(b)].numel() <= in.param_persistence_threshold)
           persistent += static_cast<uint64_t>(part.padded_block_len(b));
-      p.comm_dp = (a * 2 * (padded - persistent) + persistent + a * padded) * e;
+        else
+          ++gathered_blocks;
+      }
+      p.comm_dp_forward = a * (padded - persistent) * e;
+      p.comm_dp_backward = a * ((padded - persistent) + padded) * e;
+      p.comm_dp_after = persistent * e;
+      p.dp_collectives = a * (2 * gathered_blocks + units) + (persistent > 0 ? 1 : 0);
     }
+    p.comm_dp = p.comm_dp_forward + p.comm_dp_backward + p.comm_dp_after;
   }
   // Tensor parallel, per micro-batch (fp32 activations): per layer 2 all-reduces of [N, h] in
   // forward and 2 in backward, the embedding's and the head's, the cross-entropy's 3N; a
@@ -87,6 +168,11 @@ MemoryPlan plan_memory(const PlanInput& in) {
       bytes += spans * N * h * 4;  // all-gather of n output elements counts n
     }
     p.comm_tp = bytes * static_cast<uint64_t>(in.accumulation);
+    uint64_t ops = (4 * L + 2) + 3 + (in.checkpoint_activations ? 2 * L : 0);
+    if (in.checkpoint_activations && in.partition_activations)
+      ops += (L + static_cast<uint64_t>(in.checkpoint_num_layers) - 1) /
+             static_cast<uint64_t>(in.checkpoint_num_layers);
+    p.tp_collectives = ops * static_cast<uint64_t>(in.accumulation);
   }
   return p;
 }

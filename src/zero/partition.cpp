@@ -35,13 +35,15 @@ Partition::Partition(const ParamLayout& layout, int dp_size, int dp_rank, int64_
   }
   // This rank's real elements: intersect each of its parts with the parameters of the block.
   const auto& params = layout.params();
+  std::vector<std::vector<size_t>> params_of_block(blocks.size());
+  for (size_t p = 0; p < params.size(); ++p)
+    params_of_block[static_cast<size_t>(params[p].block)].push_back(p);
   for (size_t ui = 0; ui < units_.size(); ++ui) {
     const auto& u = units_[ui];
     const int64_t block_begin = padded_begin_[static_cast<size_t>(u.block)];
     const int64_t lo = u.padded_begin + int64_t{rank_} * u.part_len - block_begin;
     const int64_t hi = lo + u.part_len;  // block-relative
-    for (size_t p = 0; p < params.size(); ++p) {
-      if (params[p].block != u.block) continue;
+    for (const size_t p : params_of_block[static_cast<size_t>(u.block)]) {
       const int64_t p0 = params[p].offset - layout_begin_[static_cast<size_t>(u.block)];
       const int64_t a = std::max(lo, p0), e = std::min(hi, p0 + params[p].numel());
       if (a >= e) continue;

@@ -70,17 +70,18 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     in.cpu_checkpointing = k.cpu;
     in.reduce_bucket_elems = o.reduce_bucket_size;
     in.param_persistence_threshold = o.param_persistence_threshold;
+    in.max_live_parameters = o.max_live_parameters;
     const MemoryPlan p = plan_memory(in);
     if (dist::world().rank() == 0)
       std::printf(
           "case %d tp %d dp %d stage %d %s%s: params %zu/%zu grads %zu/%zu optimizer "
-          "%zu/%zu activations %zu/%zu checkpoints %zu/%zu host %zu/%zu dp bytes "
+          "%zu/%zu activations %zu/%zu checkpoints %zu/%zu host %zu/%zu buffers %zu/%zu dp bytes "
           "%llu/%llu tp bytes %llu/%llu (measured/planned)\n",
           i, k.tp, dp, k.stage, k.bf16 ? "bf16" : "fp32",
           k.ckpt ? (k.cpu ? " Pa+cpu" : (k.pa ? " Pa" : " ckpt")) : "", m.memory_peak[0], p.params,
           m.memory_peak[1], p.grads, m.memory_peak[2], p.optimizer, m.memory_peak[3], p.activations,
-          m.memory_peak[4], p.checkpoints, m.memory_peak[5], p.host_checkpoints,
-          static_cast<unsigned long long>(m.comm_bytes_dp),
+          m.memory_peak[4], p.checkpoints, m.memory_peak[5], p.host_checkpoints, m.memory_peak[6],
+          p.buffers, static_cast<unsigned long long>(m.comm_bytes_dp),
           static_cast<unsigned long long>(p.comm_dp),
           static_cast<unsigned long long>(m.comm_bytes_tp),
           static_cast<unsigned long long>(p.comm_tp));
@@ -96,6 +97,7 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
                  i);
     expect_close(cat(MemCategory::HostCheckpoints), static_cast<double>(p.host_checkpoints),
                  "host checkpoints", i);
+    expect_close(cat(MemCategory::Buffers), static_cast<double>(p.buffers), "buffers", i);
     expect_close(static_cast<double>(m.comm_bytes_dp), static_cast<double>(p.comm_dp), "dp bytes",
                  i);
     expect_close(static_cast<double>(m.comm_bytes_tp), static_cast<double>(p.comm_tp), "tp bytes",

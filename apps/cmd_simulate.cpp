@@ -1,0 +1,131 @@
+// zerotron simulate: step time, per-device TFLOP/s, tokens/s and memory of a model and layout on
+// a cluster (a preset or a JSON description, optionally calibrated from measured runs), from the
+// planner's memory plan and communication volumes (src/planner/step_model.h).
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "apps/plan_flags.h"
+#include "src/planner/step_model.h"
+
+namespace zt::app {
+namespace {
+
+constexpr std::string_view kCommand = "simulate";
+
+nlohmann::json read_json_file(const std::string& path, std::string_view flag) {
+  std::ifstream f(path);
+  ZT_REQUIRE(f.good(), "simulate: cannot read {} '{}'", flag, path);
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("simulate: {} '{}' is not valid JSON: {}", flag, path, e.what()));
+  }
+}
+
+ClusterSpec load_cluster(const ParsedFlags& f) {
+  const std::string name = f.str("--cluster", "dgx2-v100");
+  ClusterSpec c;
+  if (name.ends_with(".json"))
+    c = cluster_from_json(read_json_file(name, "--cluster"));
+  else
+    c = cluster_preset(name);
+  if (f.has("--calibrate")) {
+    // A calibration file holds measured cluster fields, at the top level or under "cluster".
+    const nlohmann::json j = read_json_file(f.str("--calibrate"), "--calibrate");
+    c = cluster_from_json(j.contains("cluster") ? j.at("cluster") : j, c);
+  }
+  return c;
+}
+
+}  // namespace
+
+int simulate(Args args) {
+  std::vector<FlagSpec> specs = plan_flag_specs();
+  specs.push_back({"--cluster", "NAME|FILE",
+                   "dgx2-v100 (default, the paper's), dgx-a100, dgx-h100, or a JSON file"});
+  specs.push_back(
+      {"--calibrate", "FILE", "measured cluster fields (JSON) overriding the cluster's"});
+  specs.push_back({"--global-batch-size", "G", "sequences per step (sets gradient accumulation)"});
+  specs.push_back({"--max-micro-batch", "", "use the largest micro batch that fits the memory"});
+  specs.push_back({"--no-overlap-comm", "", "data-parallel communication not overlapped"});
+  specs.push_back({"--half-activations", "",
+                   "model half-precision activations (the paper's systems) instead of zerotron's "
+                   "fp32"});
+  specs.push_back({"--print-cluster", "", "print the cluster description as JSON and exit"});
+  specs.push_back({"--json", "", "one JSON object instead of the table"});
+  auto f = ParsedFlags::parse(kCommand, specs, args);
+  if (!f) return 0;
+  const ClusterSpec cluster = load_cluster(*f);
+  if (f->has("--print-cluster")) {
+    fmt::print("{}\n", cluster_to_json(cluster).dump(2));
+    return 0;
+  }
+  PlanInput in = plan_input_from_flags(*f, kCommand);
+  SimOptions opt;
+  opt.overlap_comm = !f->has("--no-overlap-comm");
+  opt.activation_scale = f->has("--half-activations") ? 0.5 : 1.0;
+  ClusterSpec sized = cluster;
+  if (f->has("--device-memory")) sized.hbm_bytes = size_value(*f, kCommand, "--device-memory", 0);
+  if (f->has("--max-micro-batch")) {
+    in.micro_batch = max_micro_batch(in, sized, opt);
+    ZT_REQUIRE(in.micro_batch > 0, "simulate: not even a micro batch of 1 fits {:.1f} GB",
+               sized.hbm_bytes / 1e9);
+  }
+  if (f->has("--global-batch-size")) {
+    const int64_t g = f->integer("--global-batch-size", 0, 1, int64_t{1} << 40);
+    const int64_t per = static_cast<int64_t>(in.micro_batch) * in.dp;
+    ZT_REQUIRE(g % per == 0,
+               "simulate: --global-batch-size {} is not a multiple of micro batch x dp = {}", g,
+               per);
+    in.accumulation = static_cast<int>(g / per);
+  }
+  const StepEstimate r = simulate_step(in, sized, opt);
+  const int world = in.tp * in.dp;
+  if (f->has("--json")) {
+    nlohmann::json j = {
+        {"cluster", cluster.name},
+        {"num_parameters", r.memory.num_parameters},
+        {"layout", {{"tp", in.tp}, {"dp", in.dp}, {"zero_stage", in.zero_stage}, {"world", world}}},
+        {"micro_batch", in.micro_batch},
+        {"gradient_accumulation", in.accumulation},
+        {"global_batch", r.global_batch},
+        {"step_ms", r.step_ms},
+        {"forward_ms", r.forward_ms},
+        {"backward_ms", r.backward_ms},
+        {"recompute_ms", r.recompute_ms},
+        {"optimizer_ms", r.optimizer_ms},
+        {"tp_comm_ms", r.tp_comm_ms},
+        {"dp_comm_ms", r.dp_comm_ms},
+        {"dp_exposed_ms", r.dp_exposed_ms},
+        {"offload_ms", r.offload_ms},
+        {"gemm_efficiency", r.gemm_efficiency},
+        {"tflops_per_device", r.hardware_tflops_per_device},
+        {"model_tflops_per_device", r.model_tflops_per_device},
+        {"total_pflops", r.hardware_tflops_per_device * world / 1e3},
+        {"tokens_per_s", r.tokens_per_s},
+        {"device_bytes", r.device_bytes},
+        {"fits", r.fits}};
+    fmt::print("{}\n", j.dump());
+    return 0;
+  }
+  fmt::print(
+      "{}: {} parameters, tp {} x dp {} = {} devices, ZeRO stage {}, micro batch {} x {} "
+      "accumulation = global batch {}\n",
+      cluster.name, r.memory.num_parameters, in.tp, in.dp, world, in.zero_stage, in.micro_batch,
+      in.accumulation, r.global_batch);
+  fmt::print(
+      "step {:.1f} ms: forward {:.1f}, recompute {:.1f}, backward {:.1f}, optimizer {:.1f}, "
+      "tp comm {:.1f}, dp comm {:.1f} ({:.1f} exposed), offload {:.1f}\n",
+      r.step_ms, r.forward_ms, r.recompute_ms, r.backward_ms, r.optimizer_ms, r.tp_comm_ms,
+      r.dp_comm_ms, r.dp_exposed_ms, r.offload_ms);
+  fmt::print(
+      "per device: {:.1f} TFLOP/s ({:.1f} model TFLOP/s, GEMMs at {:.0f}% of peak); "
+      "{:.0f} tokens/s for the job; {:.2f} PFLOP/s in total\n",
+      r.hardware_tflops_per_device, r.model_tflops_per_device, 100 * r.gemm_efficiency,
+      r.tokens_per_s, r.hardware_tflops_per_device * world / 1e3);
+  fmt::print("memory per device: {:.2f} GB of {:.1f} GB ({})\n", r.device_bytes / 1e9,
+             sized.hbm_bytes / 1e9, r.fits ? "fits" : "does NOT fit");
+  return 0;
+}
+
+}  // namespace zt::app

@@ -1,0 +1,199 @@
+#include "src/planner/step_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace zt {
+namespace {
+
+struct Gemm {
+  double m, n, k, count;  // `count` independent GEMMs of [m,k] x [k,n] (one batched launch)
+};
+
+// The GEMMs of one transformer layer's forward on one tensor-parallel rank.
+std::vector<Gemm> layer_gemms(const GptConfig& c, int micro_batch, int tp) {
+  const double N = static_cast<double>(micro_batch) * c.seq_length, h = c.hidden;
+  const double s = c.seq_length, hd = h / c.heads, heads = static_cast<double>(c.heads) / tp;
+  return {{N, 3 * h / tp, h, 1},            // qkv (column parallel)
+          {s, s, hd, micro_batch * heads},  // q k^T
+          {s, hd, s, micro_batch * heads},  // p v
+          {N, h, h / tp, 1},                // attention projection (row parallel)
+          {N, 4 * h / tp, h, 1},            // fc1 (column parallel)
+          {N, h, 4 * h / tp, 1}};           // fc2 (row parallel)
+}
+
+struct Cost {
+  double ms = 0, flops = 0, ideal_ms = 0;
+  Cost& operator+=(const Cost& o) {
+    ms += o.ms;
+    flops += o.flops;
+    ideal_ms += o.ideal_ms;
+    return *this;
+  }
+};
+
+class DeviceModel {
+ public:
+  DeviceModel(const ClusterSpec& c, int world, double act_bytes) : c_(c), act_bytes_(act_bytes) {
+    peak_ = c.peak_tflops * 1e12;
+    if (c.shared_compute) peak_ /= std::min(c.gpus_per_node, world);
+    hbm_ = c.hbm_gbps * 1e9;
+    if (c.shared_compute) hbm_ /= std::min(c.gpus_per_node, world);
+  }
+  double u(double x) const { return x / (x + c_.gemm_half_dim); }
+  // Roofline with a size-dependent ceiling, plus one launch overhead.
+  Cost gemm(const Gemm& g) const {
+    const double flops = 2 * g.m * g.n * g.k * g.count;
+    const double eff = c_.gemm_efficiency * u(g.m) * u(g.n) * u(g.k);
+    const double bytes = (g.m * g.k + g.k * g.n + g.m * g.n) * g.count * act_bytes_;
+    const double s = std::max(flops / (peak_ * eff), bytes / hbm_) + c_.kernel_overhead_us * 1e-6;
+    return {s * 1e3, flops, flops / peak_ * 1e3};
+  }
+  // Forward GEMM and its two backward GEMMs (input gradient, weight gradient).
+  Cost backward(const Gemm& g) const {
+    Cost c = gemm({g.m, g.k, g.n, g.count});
+    c += gemm({g.k, g.n, g.m, g.count});
+    return c;
+  }
+  double memory_ms(double bytes) const { return bytes / hbm_ * 1e3; }
+
+ private:
+  const ClusterSpec& c_;
+  double act_bytes_, peak_ = 0, hbm_ = 0;
+};
+
+// Ring collectives over `p` ranks: `bytes` in the paper's convention (an all-reduce of n counts
+// 2n), which a ring moves as (p-1)/p of it per rank; `steps` latency hops per call.
+double ring_ms(double bytes, double p, double gbps, double latency_us, double calls,
+               double steps_per_call) {
+  if (p <= 1 || bytes <= 0) return 0;
+  return ((p - 1) / p * bytes / (gbps * 1e9) +
+          calls * steps_per_call * (p - 1) * latency_us * 1e-6) *
+         1e3;
+}
+
+// Per-ring bandwidth of a group whose members are `stride` apart in rank order: inside a node it
+// is the device's bus bandwidth; across nodes the node's NICs are shared by every ring that
+// leaves the node (gpus_per_node / members-per-node of them).
+double group_gbps(const ClusterSpec& c, int size, int stride, double* latency_us) {
+  const int g = c.gpus_per_node;
+  if (static_cast<int64_t>(size) * stride <= g) {
+    *latency_us = c.intra_node_latency_us;
+    return c.intra_node_gbps;
+  }
+  const double per_node = std::max(1, g / stride);  // members of one ring inside a node
+  *latency_us = c.inter_node_latency_us;
+  return std::min(c.intra_node_gbps, c.inter_node_gbps * per_node / g);
+}
+
+}  // namespace
+
+StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const SimOptions& opt) {
+  StepEstimate r;
+  r.memory = plan_memory(in);
+  const MemoryPlan& m = r.memory;
+  const GptConfig& c = in.model;
+  const double act_bytes = 4 * opt.activation_scale;
+  const int world = in.tp * in.dp;
+  const DeviceModel dev(cl, world, act_bytes);
+  const double a = in.accumulation, L = c.num_layers;
+  const double N = static_cast<double>(in.micro_batch) * c.seq_length, h = c.hidden;
+  const double s = c.seq_length, heads = static_cast<double>(c.heads) / in.tp;
+
+  // Compute of one micro-batch.
+  Cost layer_fwd, layer_bwd;
+  for (const Gemm& g : layer_gemms(c, in.micro_batch, in.tp)) {
+    layer_fwd += dev.gemm(g);
+    layer_bwd += dev.backward(g);
+  }
+  const Gemm head{N, static_cast<double>(c.padded_vocab_size) / in.tp, h, 1};
+  Cost head_fwd = dev.gemm(head), head_bwd = dev.backward(head);
+  // Memory-bound kernels of a layer's forward: two layernorms (read + write [N,h]), bias+GeLU
+  // ([N,4h/tp]), two dropout+residual adds (2 reads + 1 write of [N,h]), the masked softmax with
+  // dropout (read + write the scores); backward moves about twice as much.
+  const double layer_bytes =
+      act_bytes * (4 * N * h + 8 * N * h / in.tp + 6 * N * h + 2 * in.micro_batch * heads * s * s);
+  const double logits_bytes = 3 * N * static_cast<double>(c.padded_vocab_size) / in.tp * 4;
+  const double ew_fwd = dev.memory_ms(L * layer_bytes + logits_bytes / 3);
+  const double ew_bwd = dev.memory_ms(2 * L * layer_bytes + 2 * logits_bytes / 3);
+
+  const double fwd = L * layer_fwd.ms + head_fwd.ms + ew_fwd;
+  const double rec =
+      in.checkpoint_activations ? L * layer_fwd.ms + dev.memory_ms(L * layer_bytes) : 0;
+  const double bwd = L * layer_bwd.ms + head_bwd.ms + ew_bwd;
+  r.forward_ms = a * fwd;
+  r.recompute_ms = a * rec;
+  r.backward_ms = a * bwd;
+  const double gemm_flops_mb = L * (layer_fwd.flops + layer_bwd.flops) + head_fwd.flops +
+                               head_bwd.flops +
+                               (in.checkpoint_activations ? L * layer_fwd.flops : 0);
+  const double gemm_ideal_mb = L * (layer_fwd.ideal_ms + layer_bwd.ideal_ms) + head_fwd.ideal_ms +
+                               head_bwd.ideal_ms +
+                               (in.checkpoint_activations ? L * layer_fwd.ideal_ms : 0);
+  r.gemm_ms = a * (L * (layer_fwd.ms + layer_bwd.ms) + head_fwd.ms + head_bwd.ms +
+                   (in.checkpoint_activations ? L * layer_fwd.ms : 0));
+  r.memory_bound_ms =
+      a * (ew_fwd + ew_bwd + (in.checkpoint_activations ? dev.memory_ms(L * layer_bytes) : 0));
+  r.gemm_efficiency = r.gemm_ms > 0 ? a * gemm_ideal_mb / r.gemm_ms : 0;
+  r.hardware_flops = a * gemm_flops_mb;
+  r.model_flops = a * 3 * (L * layer_fwd.flops + head_fwd.flops);
+
+  // Optimizer: AdamW streams master, m, v (read and write), the gradient and the working copy.
+  const double e = static_cast<double>(dtype_size(in.working));
+  const bool half = in.working != DType::F32;
+  const double opt_elems = static_cast<double>(m.optimizer) / (half ? 12.0 : 8.0);
+  r.optimizer_ms = dev.memory_ms(opt_elems * (24 + 2 * e));
+
+  // Communication: tensor parallel (on the critical path, as in Megatron), data parallel
+  // (behind forward/backward where the stage allows and overlap is on), offload over PCIe.
+  double lat = 0;
+  const double tp_gbps = group_gbps(cl, in.tp, 1, &lat);
+  r.tp_comm_ms = ring_ms(static_cast<double>(m.comm_tp) * opt.activation_scale, in.tp, tp_gbps, lat,
+                         static_cast<double>(m.tp_collectives), 2);
+  const double dp_gbps = group_gbps(cl, in.dp, in.tp, &lat);
+  const double dp_steps = in.zero_stage == 0 ? 2 : 1;
+  const double calls = static_cast<double>(m.dp_collectives);
+  const double total = static_cast<double>(m.comm_dp);
+  auto dp_ms = [&](uint64_t bytes) {
+    return total > 0 ? ring_ms(static_cast<double>(bytes), in.dp, dp_gbps, lat,
+                               calls * static_cast<double>(bytes) / total, dp_steps)
+                     : 0.0;
+  };
+  const double dp_f = dp_ms(m.comm_dp_forward), dp_b = dp_ms(m.comm_dp_backward),
+               dp_a = dp_ms(m.comm_dp_after);
+  r.dp_comm_ms = dp_f + dp_b + dp_a;
+  if (opt.overlap_comm) {
+    // Stages 0-1 reduce during the last micro-batch's backward only; stages 2-3 during each.
+    const double bwd_window = in.zero_stage <= 1 ? bwd + rec : a * (bwd + rec);
+    r.dp_exposed_ms = std::max(0.0, dp_f - r.forward_ms) + std::max(0.0, dp_b - bwd_window) + dp_a;
+  } else {
+    r.dp_exposed_ms = r.dp_comm_ms;
+  }
+  if (in.cpu_checkpointing && cl.pcie_gbps > 0)
+    r.offload_ms = 2 * static_cast<double>(m.host_checkpoints) * opt.activation_scale * a /
+                   (cl.pcie_gbps * 1e9) * 1e3;
+
+  r.step_ms = r.forward_ms + r.recompute_ms + r.backward_ms + r.optimizer_ms + r.tp_comm_ms +
+              r.dp_exposed_ms + r.offload_ms;
+  r.hardware_tflops_per_device = r.hardware_flops / (r.step_ms * 1e-3) / 1e12;
+  r.model_tflops_per_device = r.model_flops / (r.step_ms * 1e-3) / 1e12;
+  r.global_batch = static_cast<int64_t>(in.micro_batch) * in.accumulation * in.dp;
+  r.tokens_per_s = static_cast<double>(r.global_batch) * c.seq_length / (r.step_ms * 1e-3);
+  r.device_bytes = static_cast<double>(m.model_states() + m.buffers) +
+                   static_cast<double>(m.activations + m.checkpoints) * opt.activation_scale;
+  r.fits = cl.hbm_bytes <= 0 || r.device_bytes <= cl.hbm_bytes;
+  return r;
+}
+
+int max_micro_batch(PlanInput in, const ClusterSpec& cluster, const SimOptions& opt, int limit) {
+  int best = 0;
+  for (int b = 1; b <= limit; ++b) {
+    in.micro_batch = b;
+    if (!simulate_step(in, cluster, opt).fits) break;
+    best = b;
+  }
+  return best;
+}
+
+}  // namespace zt

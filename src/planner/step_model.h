@@ -1,0 +1,42 @@
+#pragma once
+// The step-time model behind `zerotron simulate`: compute from the model's GEMMs and memory-bound
+// kernels (with recompute), communication from the plan's exact per-group volumes through an
+// alpha-beta ring model, overlap as configured. GEMM efficiency depends on the GEMM sizes (see
+// ClusterSpec), so a bigger micro batch — which ZeRO's freed memory buys — runs closer to peak.
+#include "src/planner/cluster.h"
+#include "src/planner/memory_plan.h"
+
+namespace zt {
+
+struct SimOptions {
+  bool overlap_comm = true;
+  // Bytes per activation element relative to zerotron's fp32 activations: 1 models zerotron as
+  // built; 0.5 models a system with half-precision activations (the paper's Megatron and ZeRO),
+  // scaling activation memory, checkpoints, tensor-parallel traffic and memory-bound kernels.
+  double activation_scale = 1.0;
+};
+
+struct StepEstimate {
+  double forward_ms = 0, backward_ms = 0, recompute_ms = 0, optimizer_ms = 0;
+  double gemm_ms = 0, memory_bound_ms = 0;  // compute split by kind (summed over the step)
+  double tp_comm_ms = 0, dp_comm_ms = 0, dp_exposed_ms = 0, offload_ms = 0;
+  double step_ms = 0;
+  double hardware_flops = 0;  // per device per step, recompute included
+  double model_flops = 0;     // per device per step, 3 x forward
+  double hardware_tflops_per_device = 0, model_tflops_per_device = 0;
+  double tokens_per_s = 0;     // whole job
+  double gemm_efficiency = 0;  // achieved GEMM FLOP/s over peak, FLOP-weighted
+  int64_t global_batch = 0;
+  MemoryPlan memory;
+  double device_bytes = 0;  // device memory needed, with activation_scale applied
+  bool fits = true;
+};
+
+StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cluster,
+                           const SimOptions& opt = {});
+// The largest micro batch (1..max_micro_batch) whose plan fits the cluster's device memory;
+// 0 when even 1 does not fit.
+int max_micro_batch(PlanInput in, const ClusterSpec& cluster, const SimOptions& opt,
+                    int limit = 1024);
+
+}  // namespace zt
