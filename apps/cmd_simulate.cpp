@@ -25,10 +25,13 @@ nlohmann::json read_json_file(const std::string& path, std::string_view flag) {
 ClusterSpec load_cluster(const ParsedFlags& f) {
   const std::string name = f.str("--cluster", "dgx2-v100");
   ClusterSpec c;
-  if (name.ends_with(".json"))
-    c = cluster_from_json(read_json_file(name, "--cluster"));
-  else
+  if (name.ends_with(".json")) {
+    // A description at the top level, or under "cluster" as bench_calibrate writes it.
+    const nlohmann::json j = read_json_file(name, "--cluster");
+    c = cluster_from_json(j.contains("cluster") ? j.at("cluster") : j);
+  } else {
     c = cluster_preset(name);
+  }
   if (f.has("--calibrate")) {
     // A calibration file holds measured cluster fields, at the top level or under "cluster".
     const nlohmann::json j = read_json_file(f.str("--calibrate"), "--calibrate");
