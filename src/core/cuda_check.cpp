@@ -10,8 +10,8 @@ int& error_rank() {
 }
 
 void throw_cuda_error(const char* call, const char* what, const char* file, int line) {
-  throw Error(fmt::format("{} failed: {} (at {}:{}, rank {})", call, what, file, line,
-                          error_rank()));
+  throw Error(
+      fmt::format("{} failed: {} (at {}:{}, rank {})", call, what, file, line, error_rank()));
 }
 
 }  // namespace zt::cuda_detail

@@ -12,10 +12,10 @@ int& error_rank();
 [[noreturn]] void throw_cuda_error(const char* call, const char* what, const char* file, int line);
 }  // namespace zt::cuda_detail
 
-#define ZT_CUDA_CHECK(call)                                                       \
-  do {                                                                            \
-    const cudaError_t zt_cuda_status_ = (call);                                   \
-    if (zt_cuda_status_ != cudaSuccess)                                           \
-      ::zt::cuda_detail::throw_cuda_error(#call, cudaGetErrorString(zt_cuda_status_), \
-                                          __FILE__, __LINE__);                    \
+#define ZT_CUDA_CHECK(call)                                                                     \
+  do {                                                                                          \
+    const cudaError_t zt_cuda_status_ = (call);                                                 \
+    if (zt_cuda_status_ != cudaSuccess)                                                         \
+      ::zt::cuda_detail::throw_cuda_error(#call, cudaGetErrorString(zt_cuda_status_), __FILE__, \
+                                          __LINE__);                                            \
   } while (0)

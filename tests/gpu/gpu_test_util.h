@@ -15,8 +15,8 @@ inline int device_count() {
 }
 }  // namespace zt::gpu_test
 
-#define ZT_REQUIRE_GPU()                                                         \
-  do {                                                                           \
-    if (::zt::gpu_test::device_count() == 0)                                     \
+#define ZT_REQUIRE_GPU()                                                          \
+  do {                                                                            \
+    if (::zt::gpu_test::device_count() == 0)                                      \
       GTEST_SKIP() << "no CUDA device visible: GPU test skipped (runs on a GPU)"; \
   } while (0)
