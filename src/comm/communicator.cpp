@@ -43,4 +43,44 @@ Handle Communicator::all_gather_async(Tensor output) {
   return all_gather_async(output.slice(rank() * m, Shape{m}), output);
 }
 
+namespace {
+
+bool overlap(const Tensor& a, const Tensor& b) {
+  const char* a0 = static_cast<const char*>(a.data());
+  const char* b0 = static_cast<const char*>(b.data());
+  return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
+}
+
+// Whether `part` is chunk `rank` of `whole`, or else disjoint from it (anything else throws).
+bool chunk_or_disjoint(const Tensor& whole, const Tensor& part, int rank, const char* message) {
+  const size_t e = dtype_size(part.dtype());
+  const bool in_place = static_cast<const char*>(part.data()) ==
+                        static_cast<const char*>(whole.data()) +
+                            static_cast<size_t>(int64_t{rank} * part.numel()) * e;
+  ZT_CHECK(in_place || part.numel() == 0 || !overlap(whole, part), "{}", message);
+  return in_place;
+}
+
+}  // namespace
+
+bool Communicator::check_reduce_scatter(const Tensor& in, const Tensor& out) const {
+  ZT_CHECK(in.dtype() == out.dtype(), "reduce_scatter: input {} vs output {}",
+           dtype_name(in.dtype()), dtype_name(out.dtype()));
+  ZT_CHECK(in.numel() == out.numel() * size(),
+           "reduce_scatter on group {}: input has {} elements, expected {} ranks x {}", name(),
+           in.numel(), size(), out.numel());
+  return chunk_or_disjoint(in, out, rank(),
+                           "reduce_scatter: output overlaps input but is not this rank's chunk");
+}
+
+bool Communicator::check_all_gather(const Tensor& in, const Tensor& out) const {
+  ZT_CHECK(in.dtype() == out.dtype(), "all_gather: input {} vs output {}", dtype_name(in.dtype()),
+           dtype_name(out.dtype()));
+  ZT_CHECK(out.numel() == in.numel() * size(),
+           "all_gather on group {}: output has {} elements, expected {} ranks x {}", name(),
+           out.numel(), size(), in.numel());
+  return chunk_or_disjoint(out, in, rank(),
+                           "all_gather: input overlaps output but is not this rank's chunk");
+}
+
 }  // namespace zt::comm

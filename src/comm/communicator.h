@@ -133,6 +133,11 @@ class Communicator {
 
  protected:
   Communicator() = default;
+  // The shape rules every backend enforces: reduce_scatter's input holds size() x the output's
+  // elements, all_gather's output size() x the input's, one dtype, and the smaller tensor is
+  // either the larger one's chunk number rank() (in place: the return value) or disjoint from it.
+  bool check_reduce_scatter(const Tensor& in, const Tensor& out) const;
+  bool check_all_gather(const Tensor& in, const Tensor& out) const;
 };
 
 }  // namespace zt::comm

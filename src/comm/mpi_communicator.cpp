@@ -256,12 +256,6 @@ void narrow(const float* src, const Tensor& t) {
   }
 }
 
-bool overlap(const Tensor& a, const Tensor& b) {
-  const char* a0 = static_cast<const char*>(a.data());
-  const char* b0 = static_cast<const char*>(b.data());
-  return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
-}
-
 // Work of one MPI request.
 class MpiWork final : public Work {
  public:
@@ -402,17 +396,9 @@ Handle MpiCommunicator::all_reduce_async(Tensor t, ReduceOp op) {
 MpiCommunicator::Plan MpiCommunicator::plan_reduce_scatter(Tensor in, Tensor out) {
   check_tensor(in, "reduce_scatter");
   check_tensor(out, "reduce_scatter");
-  ZT_CHECK(in.dtype() == out.dtype(), "reduce_scatter: input {} vs output {}",
-           dtype_name(in.dtype()), dtype_name(out.dtype()));
   const int64_t m = out.numel();
-  ZT_CHECK(in.numel() == m * size_,
-           "reduce_scatter on group {}: input has {} elements, expected {} ranks x {}", name(),
-           in.numel(), size_, m);
   const size_t e = dtype_size(in.dtype());
-  const bool in_place = static_cast<char*>(out.data()) ==
-                        static_cast<char*>(in.data()) + static_cast<size_t>(rank_ * m) * e;
-  ZT_CHECK(in_place || m == 0 || !overlap(in, out),
-           "reduce_scatter: output overlaps input but is not this rank's chunk");
+  const bool in_place = check_reduce_scatter(in, out);
   ctx_.stats->record(kind_, CommOp::ReduceScatter, static_cast<uint64_t>(in.numel()), e, size_);
   Plan p;
   p.count = mpi_count(m);
@@ -461,17 +447,9 @@ Handle MpiCommunicator::reduce_scatter_async(Tensor input, Tensor output, Reduce
 MpiCommunicator::Plan MpiCommunicator::plan_all_gather(Tensor in, Tensor out) {
   check_tensor(in, "all_gather");
   check_tensor(out, "all_gather");
-  ZT_CHECK(in.dtype() == out.dtype(), "all_gather: input {} vs output {}", dtype_name(in.dtype()),
-           dtype_name(out.dtype()));
   const int64_t m = in.numel();
-  ZT_CHECK(out.numel() == m * size_,
-           "all_gather on group {}: output has {} elements, expected {} ranks x {}", name(),
-           out.numel(), size_, m);
   const size_t e = dtype_size(in.dtype());
-  const bool in_place = static_cast<char*>(in.data()) ==
-                        static_cast<char*>(out.data()) + static_cast<size_t>(rank_ * m) * e;
-  ZT_CHECK(in_place || m == 0 || !overlap(in, out),
-           "all_gather: input overlaps output but is not this rank's chunk");
+  const bool in_place = check_all_gather(in, out);
   ctx_.stats->record(kind_, CommOp::AllGather, static_cast<uint64_t>(out.numel()), e, size_);
   Plan p;
   p.send = in_place ? MPI_IN_PLACE : in.data();
