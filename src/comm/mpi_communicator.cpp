@@ -21,6 +21,21 @@ void check_mpi(int rc, const char* call, std::source_location loc) {
                           loc.line(), log::rank(),
                           std::string_view(text, static_cast<size_t>(len))));
 }
+
+std::vector<int> world_ranks_of(MPI_Comm comm) {
+  int size = 0;
+  ZT_MPI(MPI_Comm_size(comm, &size));
+  MPI_Group mine = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  ZT_MPI(MPI_Comm_group(comm, &mine));
+  ZT_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
+  std::vector<int> local(static_cast<size_t>(size)), ranks(static_cast<size_t>(size));
+  for (int i = 0; i < size; ++i) local[static_cast<size_t>(i)] = i;
+  const int rc = MPI_Group_translate_ranks(mine, size, local.data(), world, ranks.data());
+  MPI_Group_free(&mine);
+  MPI_Group_free(&world);
+  ZT_MPI(rc);
+  return ranks;
+}
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
@@ -321,16 +336,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, GroupKind kind, MpiContext ctx)
   ZT_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   ZT_MPI(MPI_Comm_rank(comm_, &rank_));
   ZT_MPI(MPI_Comm_size(comm_, &size_));
-  MPI_Group mine = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
-  ZT_MPI(MPI_Comm_group(comm_, &mine));
-  ZT_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
-  std::vector<int> local(static_cast<size_t>(size_));
-  for (int i = 0; i < size_; ++i) local[static_cast<size_t>(i)] = i;
-  world_ranks_.resize(static_cast<size_t>(size_));
-  const int rc = MPI_Group_translate_ranks(mine, size_, local.data(), world, world_ranks_.data());
-  MPI_Group_free(&mine);
-  MPI_Group_free(&world);
-  ZT_MPI(rc);
+  world_ranks_ = detail::world_ranks_of(comm_);
 }
 
 MpiCommunicator::~MpiCommunicator() {

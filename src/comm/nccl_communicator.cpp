@@ -176,16 +176,7 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, GroupKind kind, NcclContext& c
   ZT_MPI(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
   ZT_MPI(MPI_Comm_rank(comm, &rank_));
   ZT_MPI(MPI_Comm_size(comm, &size_));
-  MPI_Group mine = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
-  ZT_MPI(MPI_Comm_group(comm, &mine));
-  ZT_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
-  std::vector<int> local(static_cast<size_t>(size_));
-  for (int i = 0; i < size_; ++i) local[static_cast<size_t>(i)] = i;
-  world_ranks_.resize(static_cast<size_t>(size_));
-  const int rc = MPI_Group_translate_ranks(mine, size_, local.data(), world, world_ranks_.data());
-  MPI_Group_free(&mine);
-  MPI_Group_free(&world);
-  ZT_MPI(rc);
+  world_ranks_ = detail::world_ranks_of(comm);
 
   ncclUniqueId id{};
   if (rank_ == 0) ZT_NCCL_CHECK(ncclGetUniqueId(&id));
