@@ -1,13 +1,15 @@
 #include "src/train/options.h"
 
+#include <cctype>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <variant>
 #include <vector>
 
 #include "src/core/error.h"
+#include "src/core/input_file.h"
+#include "src/core/json_input.h"
 #include "src/data/gpt_dataset.h"
 
 namespace zt {
@@ -16,7 +18,8 @@ namespace {
 using O = TrainOptions;
 using Field = std::variant<int O::*, int64_t O::*, double O::*, bool O::*, std::string O::*>;
 
-enum class Check : uint8_t { Any, Positive, NonNegative, Probability, Choice };
+// Size: a non-negative byte count, plain or with a unit (parse_size).
+enum class Check : uint8_t { Any, Positive, NonNegative, Probability, Choice, Size };
 
 struct Decl {
   std::string_view flag;  // without the leading "--"
@@ -111,9 +114,10 @@ const std::vector<Decl>& decls() {
        "backend: cuda (GPU per local rank, NCCL), cpu (OpenBLAS, MPI), or auto: cuda when this "
        "build has the CUDA backend and a GPU is visible, else cpu",
        "auto|cuda|cpu"},
-      {"device-memory", "device_memory", &O::device_memory, Check::NonNegative,
-       "bytes of device memory (e.g. 32e9): allocate every byte from one region of this size, "
-       "first fit, and report its fragmentation (0: allocate as needed)"},
+      {"device-memory", "device_memory", &O::device_memory, Check::Size,
+       "device memory per rank: bytes, or with a unit (32GiB = 32 x 2^30, 32GB = 32e9); every "
+       "byte comes from one region of this size, first fit, with its fragmentation reported; a "
+       "layout whose plan does not fit is refused up front (0: allocate as needed)"},
       {"checkpoint-activations", "checkpoint_activations", &O::checkpoint_activations, Check::Any,
        "keep only each span's input; recompute its forward in backward"},
       {"checkpoint-num-layers", "checkpoint_num_layers", &O::checkpoint_num_layers, Check::Positive,
@@ -179,7 +183,7 @@ double parse_number(const Decl& d, std::string_view text) {
     used = 0;
   }
   ZT_REQUIRE(used == s.size() && !s.empty() && std::isfinite(v), "--{} expects a number, got '{}'",
-             d.flag, text);
+             d.flag, excerpt(text));
   return v;
 }
 
@@ -212,20 +216,22 @@ void set_from_text(const Decl& d, std::string_view text, O& o) {
               ok |= rest.substr(0, bar) == text;
               rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
             }
-            ZT_REQUIRE(ok, "--{} must be one of {}, got '{}'", d.flag, d.choices, text);
+            ZT_REQUIRE(ok, "--{} must be one of {}, got '{}'", d.flag, d.choices, excerpt(text));
           }
           o.*member = std::string(text);
         } else if constexpr (std::is_same_v<T, bool>) {
           ZT_REQUIRE(text == "true" || text == "false" || text == "1" || text == "0",
-                     "--{} expects true or false, got '{}'", d.flag, text);
+                     "--{} expects true or false, got '{}'", d.flag, excerpt(text));
           o.*member = text == "true" || text == "1";
         } else {
-          const double v = parse_number(d, text);
+          const double v =
+              d.check == Check::Size ? parse_size(text, d.flag) : parse_number(d, text);
           if constexpr (!std::is_same_v<T, double>)
             ZT_REQUIRE(v == std::floor(v) && std::abs(v) < 9.2e18,
-                       "--{} expects an integer, got '{}'", d.flag, text);
+                       "--{} expects an integer, got '{}'", d.flag, excerpt(text));
           if constexpr (std::is_same_v<T, int>)
-            ZT_REQUIRE(std::abs(v) < 2147483648.0, "--{} is out of range: {}", d.flag, text);
+            ZT_REQUIRE(std::abs(v) < 2147483648.0, "--{} is out of range: {}", d.flag,
+                       excerpt(text));
           check_value(d, v);
           o.*member = static_cast<T>(v);
         }
@@ -244,36 +250,86 @@ void flatten(const nlohmann::json& j, const std::string& prefix,
   }
 }
 
+// The JSON value of an option as the text its flag would take, refusing a value of the wrong
+// JSON type (a string for a number, 1 for a boolean, an array for a scalar): a config whose
+// types are off is more likely a mistake than a request.
+std::string json_option_text(const Decl& d, const nlohmann::json& v, const std::string& where) {
+  auto wrong = [&](std::string_view want) {
+    return InputError(fmt::format("{}: key '{}' must be {}, got {} {}", where, d.json, want,
+                                  json_type_name(v), json_excerpt(v)));
+  };
+  return std::visit(
+      [&](auto member) -> std::string {
+        using T = std::remove_reference_t<decltype(std::declval<O&>().*member)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          if (!v.is_boolean()) throw wrong("true or false");
+          return v.get<bool>() ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          if (v.is_string()) return v.get<std::string>();
+          if (!d.words || !v.is_array()) throw wrong("a string");
+          std::string text;  // "data_path": ["0.7", "a", "0.3", "b"]
+          for (const auto& w : v) {
+            if (!w.is_string() && !w.is_number()) throw wrong("an array of strings and numbers");
+            if (!text.empty()) text += ' ';
+            text += w.is_string() ? w.get<std::string>() : w.dump();
+          }
+          return text;
+        } else {
+          if (d.check == Check::Size && v.is_string()) return v.get<std::string>();  // "32GiB"
+          if (!v.is_number()) throw wrong(std::is_same_v<T, double> ? "a number" : "an integer");
+          return v.dump();
+        }
+      },
+      d.field);
+}
+
 void read_json_config(const std::string& path, O& o) {
-  std::ifstream in(path);
-  ZT_REQUIRE(in.good(), "cannot open --config file '{}'", path);
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("--config file '{}' is not valid JSON: {}", path, e.what()));
-  }
-  ZT_REQUIRE(j.is_object(), "--config file '{}' must hold a JSON object", path);
+  const std::string where = fmt::format("--config file '{}'", excerpt(path, 200));
+  // A DeepSpeed config is a few kilobytes; a megabyte leaves room and bounds what is read.
+  const nlohmann::json j = parse_json_input(read_input_file(path, 1 << 20, "--config file"), where,
+                                            JsonLimits{.max_depth = 8, .max_string = 4096});
+  ZT_REQUIRE(j.is_object(), "{} must hold a JSON object, got {}", where, json_type_name(j));
   std::vector<std::pair<std::string, nlohmann::json>> items;
   flatten(j, "", items);
   for (const auto& [key, value] : items) {
     const Decl* d = nullptr;
     for (const auto& cand : decls())
       if (!cand.json.empty() && cand.json == key) d = &cand;
-    ZT_REQUIRE(d != nullptr, "unknown key '{}' in --config file '{}'", key, path);
-    std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-    if (d->words && value.is_array()) {  // "data_path": ["0.7", "a", "0.3", "b"]
-      text.clear();
-      for (const auto& w : value) {
-        if (!text.empty()) text += ' ';
-        text += w.is_string() ? w.get<std::string>() : w.dump();
-      }
-    }
-    set_from_text(*d, text, o);
+    ZT_REQUIRE(d != nullptr, "unknown key '{}' in {}", excerpt(key, 80), where);
+    set_from_text(*d, json_option_text(*d, value, where), o);
   }
 }
 
 }  // namespace
+
+double parse_size(std::string_view text, std::string_view flag) {
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
+      {"B", 1.0}};
+  std::string number(text);
+  double scale = 1;
+  for (const auto& [unit, mult] : kUnits)
+    if (text.size() > unit.size() && text.ends_with(unit)) {
+      number.resize(text.size() - unit.size());
+      scale = mult;
+      break;
+    }
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const double bytes = v * scale;
+  ZT_REQUIRE(used == number.size() && !number.empty() &&
+                 std::isdigit(static_cast<unsigned char>(number[0])) && std::isfinite(bytes) &&
+                 bytes >= 0 && bytes < 1e18,
+             "--{} expects a size in bytes, plain or with a unit (32GiB, 32GB, 512MiB), got '{}'",
+             flag, excerpt(text));
+  return bytes;
+}
 
 std::string train_options_help() {
   std::string s = "usage: zerotron train [flags]\n\nflags (JSON key in brackets):\n";
@@ -292,16 +348,13 @@ bool parse_train_options(std::span<const std::string_view> args, O& o) {
   o = O{};
   // The config file is read first so flags override it wherever it appears on the line.
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--help" || args[i] == "-h") {
-      std::fputs(train_options_help().c_str(), stdout);
-      return false;
-    }
+    if (args[i] == "--help" || args[i] == "-h") return false;
     if (args[i] == "--config" && i + 1 < args.size()) read_json_config(std::string(args[i + 1]), o);
     if (args[i].starts_with("--config=")) read_json_config(std::string(args[i].substr(9)), o);
   }
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view a = args[i];
-    ZT_REQUIRE(a.starts_with("--") && a.size() > 2, "unexpected argument '{}'", a);
+    ZT_REQUIRE(a.starts_with("--") && a.size() > 2, "unexpected argument '{}'", excerpt(a));
     std::string_view name = a.substr(2), value;
     bool has_value = false;
     if (const size_t eq = name.find('='); eq != std::string_view::npos) {
@@ -310,7 +363,7 @@ bool parse_train_options(std::span<const std::string_view> args, O& o) {
       has_value = true;
     }
     const Decl* d = find_flag(name);
-    ZT_REQUIRE(d != nullptr, "unknown flag --{}, run 'zerotron train --help'", name);
+    ZT_REQUIRE(d != nullptr, "unknown flag --{}, run 'zerotron train --help'", excerpt(name));
     if (is_bool(*d) && !has_value) {
       o.*std::get<bool O::*>(d->field) = true;
       continue;

@@ -85,7 +85,7 @@ struct TrainOptions {
 
 // Parses `args` (JSON config first when --config is given, flags override it) and validates
 // every option and their combinations. Throws InputError with one line naming the problem.
-// Returns false (and prints help to stdout) when --help was asked.
+// Returns false when --help was asked (the caller prints train_options_help() once).
 bool parse_train_options(std::span<const std::string_view> args, TrainOptions& out);
 
 // DP = world / (TP·PP); throws InputError when it does not divide (or PP > 1).
@@ -95,5 +95,9 @@ int data_parallel_size(const TrainOptions& o, int world);
 void validate_train_options(const TrainOptions& o, int data_parallel_size);
 
 std::string train_options_help();
+
+// A byte count as the flags take it: "34359738368", "32e9", "32GB" (10^9), "32GiB" (2^30),
+// also KB/KiB, MB/MiB, TB/TiB. Throws InputError naming --flag.
+double parse_size(std::string_view text, std::string_view flag);
 
 }  // namespace zt

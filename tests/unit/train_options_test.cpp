@@ -80,5 +80,66 @@ TEST(TrainOptions, JsonConfigThenFlagsOverride) {
   std::remove(path.c_str());
 }
 
+std::string config_error(const std::string& json) {
+  const std::string path = ::testing::TempDir() + "zt_options_hostile.json";
+  {
+    std::ofstream f(path);
+    f << json;
+  }
+  std::string e = error_of({"--config", path});
+  std::remove(path.c_str());
+  return e;
+}
+
+TEST(TrainOptions, JsonConfigOfTheWrongTypeIsRefused) {
+  EXPECT_NE(config_error(R"({"num_layers": 4.5})").find("--num-layers expects an integer"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"num_layers": true})")
+                .find("key 'num_layers' must be an integer, got boolean true"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"num_layers": -5})").find("--num-layers must be positive"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"num_layers": "8"})").find("must be an integer, got string 8"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"fp16": {"enabled": 1}})").find("must be true or false"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"lr_decay_style": ["cosine"]})").find("must be a string, got array"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"num_layers": 3e9})").find("out of range"), std::string::npos);
+  EXPECT_NE(config_error("[1, 2]").find("must hold a JSON object, got array"), std::string::npos);
+}
+
+TEST(TrainOptions, JsonConfigIsBoundedAndQuotedShortly) {
+  // 100000 nested arrays: refused while parsing (printing such a value overflowed the stack).
+  const std::string deep =
+      R"({"num_layers": )" + std::string(100000, '[') + "1" + std::string(100000, ']') + "}";
+  const std::string e = config_error(deep);
+  EXPECT_NE(e.find("nests deeper than 8 levels"), std::string::npos) << e;
+  // A long string is refused with an excerpt, not echoed whole.
+  const std::string long_string =
+      config_error(R"({"save": ")" + std::string(100000, 'x') + R"("})");
+  EXPECT_NE(long_string.find("holds a string of 100000 bytes"), std::string::npos);
+  EXPECT_LT(long_string.size(), 300u) << long_string;
+  const std::string long_bad = config_error(R"({"num_layers": [)" + std::string(5000, '1') + "]}");
+  EXPECT_LT(long_bad.size(), 300u) << long_bad;
+  const std::string broken = config_error(R"({"save": ")" + std::string(5000, 'y'));
+  EXPECT_NE(broken.find("is not valid JSON"), std::string::npos);
+  EXPECT_LT(broken.size(), 400u) << broken;
+}
+
+TEST(TrainOptions, ConfigMustBeARegularFile) {
+  EXPECT_NE(error_of({"--config", "/dev/zero"}).find("is not a regular file"), std::string::npos);
+  EXPECT_NE(error_of({"--config", "/"}).find("is not a regular file"), std::string::npos);
+  EXPECT_NE(error_of({"--config", "/nonexistent/zt.json"}).find("cannot open --config file"),
+            std::string::npos);
+}
+
+TEST(TrainOptions, FlagValuesAreQuotedShortly) {
+  const std::string huge(100000, '7');
+  const std::string e = error_of({"--lr-decay-style", huge});
+  EXPECT_NE(e.find("one of constant|linear|cosine"), std::string::npos);
+  EXPECT_LT(e.size(), 300u);
+}
+
 }  // namespace
 }  // namespace zt
