@@ -1,12 +1,16 @@
-// zerotron train: MPI up, every flag parsed and validated and every data file opened and checked
-// (identically on every rank, before anything is allocated), then the process groups, then
-// training.
+// zerotron train: MPI up, then every flag parsed and validated and every data file opened and
+// checked on every rank before anything is allocated. The ranks agree on the outcome: bad input
+// is one line (from the lowest rank that found it) and exit 2 on every rank after a clean
+// MPI_Finalize. Then the process groups, then training.
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+
 #include "apps/commands.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
 #include "src/core/log.h"
+#include "src/planner/train_plan.h"
 #include "src/train/checkpoint.h"
 #include "src/train/options.h"
 #include "src/train/train_data.h"
@@ -16,18 +20,33 @@
 namespace zt::app {
 
 int train(Args args) {
-  TrainOptions o;
-  if (!parse_train_options(args, o)) return 0;
   int argc = 0;
   char** argv = nullptr;
   comm::MpiRuntime rt(argc, argv);
   return rt.run_guarded([&] {
-    log::set_rank(rt.rank(), rt.world_size());
-    validate_train_options(o, data_parallel_size(o, rt.world_size()));
-    TrainData data = open_train_data(o);  // sets o.vocab_size from the tokenizer
-    validate_tensor_parallel(gpt_config_from(o), o.tensor_model_parallel_size);
-    resolve_device(o.device);  // --device cuda without the backend or a GPU: exit 2 here
-    rt.set_comm_timeout(o.comm_timeout);
+    TrainOptions o;
+    TrainData data;
+    bool help = false;
+    const int verdict = rt.agree_on_input([&] {
+      help = !parse_train_options(args, o);
+      if (help) return;
+      // A rank stuck in a check below is bounded by the user's timeout from here on.
+      rt.set_comm_timeout(o.comm_timeout);
+      const int dp = data_parallel_size(o, rt.world_size());
+      validate_train_options(o, dp);
+      data = open_train_data(o);  // sets o.vocab_size from the tokenizer
+      validate_tensor_parallel(gpt_config_from(o), o.tensor_model_parallel_size);
+      // --device cuda without the backend or a GPU: exit 2 here
+      const bool cpu = resolve_device(o.device) == Device::Cpu;
+      // The plan is what the run will allocate: refuse a layout that cannot fit, before it
+      // allocates for seconds and dies of std::bad_alloc.
+      check_plan_fits(o, dp, memory_budget(o, cpu, rt.local_size()));
+    });
+    if (verdict != 0) return verdict;
+    if (help) {
+      if (rt.rank() == 0) std::fputs(train_options_help().c_str(), stdout);
+      return 0;
+    }
     // The backend, its memory and the process groups (the GPU of this local rank with --device
     // cuda); destroyed after the trainer.
     TrainDevice device(o, &rt);

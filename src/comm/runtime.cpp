@@ -132,6 +132,27 @@ int MpiRuntime::run_guarded(const std::function<int()>& body) {
   }
 }
 
+int MpiRuntime::agree_on_input(const std::function<void()>& check) {
+  std::string error;
+  try {
+    check();
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  // The lowest rank that failed, or world_ when none did.
+  const int mine = error.empty() ? world_ : rank_;
+  int first = world_;
+  {
+    // A rank stuck in its checks (a file that never opens) would block the others here: the
+    // watchdog ends the job after the timeout instead.
+    auto guard = watchdog_->arm("input agreement", "world");
+    ZT_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  }
+  if (first == world_) return 0;
+  if (first == rank_) log::error_line(error);
+  return 2;
+}
+
 void MpiRuntime::abort(std::string_view cause, int code) {
   abort_job(cause, code);
 }

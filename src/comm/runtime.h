@@ -71,6 +71,12 @@ class MpiRuntime {
 
   // Runs `body`; an escaping exception prints one line naming this rank and aborts the job.
   int run_guarded(const std::function<int()>& body);
+  // Runs the input checks `check` on every rank, then the ranks agree (one all-reduce, under the
+  // watchdog) on whether any of them threw InputError. When none did, returns 0. When some did,
+  // the lowest such rank prints its one line, and every rank returns 2, so the caller can leave
+  // through a clean MPI_Finalize: bad input ends the job once, without MPI_Abort. Any other
+  // exception escapes (and run_guarded aborts the job, as for a fault).
+  int agree_on_input(const std::function<void()>& check);
   // Prints "zerotron: error: rank R: <cause>" and MPI_Aborts the whole job.
   [[noreturn]] void abort(std::string_view cause, int code = 1);
 

@@ -7,10 +7,13 @@
 namespace zt {
 namespace {
 
-// Vendor figures: V100 SXM3 32 GB (125 TFLOP/s fp16 tensor, 900 GB/s HBM2, NVSwitch 150 GB/s
+constexpr double kGiB = 1073741824.0;
+
+// Vendor figures (a "32 GB" HBM part holds 32 GiB = 32 x 2^30 bytes, so capacities are in GiB):
+// V100 SXM3 32 GiB (125 TFLOP/s fp16 tensor, 900 GB/s HBM2, NVSwitch 150 GB/s
 // per direction per GPU in a DGX-2, 8 x 100 Gb/s InfiniBand = 800 Gb/s per node as in the ZeRO
-// paper); A100 SXM 80 GB (312 TFLOP/s bf16 dense, 2039 GB/s, NVLink3 300 GB/s, 8 x 200 Gb/s);
-// H100 SXM 80 GB (989 TFLOP/s bf16 dense, 3350 GB/s, NVLink4 450 GB/s, 8 x 400 Gb/s). The GEMM
+// paper); A100 SXM 80 GiB (312 TFLOP/s bf16 dense, 2039 GB/s, NVLink3 300 GB/s, 8 x 200 Gb/s);
+// H100 SXM 80 GiB (989 TFLOP/s bf16 dense, 3350 GB/s, NVLink4 450 GB/s, 8 x 400 Gb/s). The GEMM
 // efficiency ceilings are typical cuBLAS figures for large fp16/bf16 GEMMs on each part (about
 // 75% on V100, 80% on A100, 70% on H100 at these sizes); calibrate them on the real machine.
 ClusterSpec dgx2_v100() {
@@ -21,7 +24,7 @@ ClusterSpec dgx2_v100() {
   c.peak_tflops = 125;
   c.gemm_efficiency = 0.75;
   c.gemm_half_dim = 64;
-  c.hbm_bytes = 32e9;
+  c.hbm_bytes = 32.0 * kGiB;
   c.hbm_gbps = 900;
   c.intra_node_gbps = 150;
   c.intra_node_latency_us = 5;
@@ -40,7 +43,7 @@ ClusterSpec dgx_a100() {
   c.peak_tflops = 312;
   c.gemm_efficiency = 0.8;
   c.gemm_half_dim = 96;
-  c.hbm_bytes = 80e9;
+  c.hbm_bytes = 80.0 * kGiB;
   c.hbm_gbps = 2039;
   c.intra_node_gbps = 300;
   c.inter_node_gbps = 200;

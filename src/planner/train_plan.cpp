@@ -1,0 +1,122 @@
+#include "src/planner/train_plan.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "src/core/error.h"
+#include "src/train/trainer.h"
+
+namespace zt {
+namespace {
+
+std::string gb(double bytes) {
+  if (bytes >= 1e9) return fmt::format("{:.2f} GB", bytes / 1e9);
+  if (bytes >= 1e6) return fmt::format("{:.2f} MB", bytes / 1e6);
+  return fmt::format("{:.0f} bytes", bytes);
+}
+
+// What to change when a category is the largest.
+std::string_view advice(std::string_view category) {
+  if (category == "activations" || category == "checkpoints" || category == "host checkpoints")
+    return "use --checkpoint-activations (with --partition-activations under tensor parallelism), "
+           "a smaller --micro-batch-size or --seq-length";
+  if (category == "buffers")
+    return "use smaller --reduce-bucket-size, --allgather-bucket-size or --prefetch-bucket-size";
+  return "use a higher --zero-stage, more ranks, tensor parallelism or a smaller model";
+}
+
+[[noreturn]] void refuse(std::string_view what, double total, std::string_view category,
+                         double largest, const MemoryBudget& budget) {
+  throw InputError(fmt::format(
+      "the layout does not fit: it needs {}{} per rank, the largest part {} {}, more than {} "
+      "({}); {}",
+      what, gb(total), category, gb(largest), gb(budget.bytes), budget.source, advice(category)));
+}
+
+}  // namespace
+
+PlanInput plan_input_from(const TrainOptions& o, int dp) {
+  PlanInput in;
+  in.model = gpt_config_from(o);
+  in.make_vocab_divisible_by = o.make_vocab_size_divisible_by;
+  in.tp = o.tensor_model_parallel_size;
+  in.dp = dp;
+  in.zero_stage = o.zero_stage;
+  in.working = o.bf16 ? DType::BF16 : o.fp16 ? DType::F16 : DType::F32;
+  in.micro_batch = o.micro_batch_size;
+  const int64_t per_step = int64_t{o.micro_batch_size} * dp;
+  in.accumulation = o.global_batch_size == 0 ? 1 : static_cast<int>(o.global_batch_size / per_step);
+  in.checkpoint_activations = o.checkpoint_activations;
+  in.checkpoint_num_layers = o.checkpoint_num_layers;
+  in.partition_activations = o.partition_activations;
+  in.cpu_checkpointing = o.cpu_checkpointing;
+  in.reduce_bucket_elems = o.reduce_bucket_size;
+  in.param_persistence_threshold = o.param_persistence_threshold;
+  in.max_live_parameters = o.max_live_parameters;
+  in.staged_half_reductions = o.device != "cuda";
+  return in;
+}
+
+MemoryBudget memory_budget(const TrainOptions& o, bool cpu, int local_ranks) {
+  MemoryBudget b;
+  b.host = cpu;
+  double share = 0;
+  if (cpu) {
+    const double machine = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+                           static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+    share = machine / std::max(local_ranks, 1);
+    b.bytes = share;
+    b.source = fmt::format("this machine's {} of memory shared by {} local rank(s)", gb(machine),
+                           std::max(local_ranks, 1));
+  }
+  if (o.device_memory > 0) {
+    ZT_REQUIRE(!cpu || o.device_memory <= share,
+               "--device-memory {} is more than this machine's memory per local rank ({})",
+               gb(o.device_memory), gb(share));
+    b.bytes = o.device_memory;
+    b.source = fmt::format("--device-memory {}", gb(o.device_memory));
+  }
+  return b;
+}
+
+void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) {
+  if (budget.bytes <= 0) return;
+  const PlanInput in = plan_input_from(o, dp);
+  const GptConfig& c = in.model;
+  const double tp = in.tp;
+  // Lower bounds, in double: every stage keeps at least ZeRO-3's 16 bytes per parameter of the
+  // rank's shard (2+2+12 in half precision, more in fp32), and every run holds the fp32 logits
+  // and one layer's attention scores (at least 2 bytes each).
+  const double h = c.hidden, L = c.num_layers, T = c.seq_length, n = in.micro_batch * T;
+  const double ffn = 4 * h;
+  const double params = L * (4 * h * h + 2 * h * ffn + 9 * h + ffn) +
+                        (static_cast<double>(c.padded_vocab_size) + T) * h + 2 * h;
+  const double states = 16 * params / (tp * dp);
+  const double acts =
+      n * (c.padded_vocab_size / tp) * 4 + in.micro_batch * (c.heads / tp) * T * T * 2;
+  if (states + acts > budget.bytes) {
+    if (states >= acts) refuse("at least ", states + acts, "model states", states, budget);
+    refuse("at least ", states + acts, "activations", acts, budget);
+  }
+  const MemoryPlan p = plan_memory(in);
+  std::array<std::pair<std::string_view, double>, 7> parts = {{
+      {"params", static_cast<double>(p.params)},
+      {"grads", static_cast<double>(p.grads)},
+      {"optimizer states", static_cast<double>(p.optimizer)},
+      {"activations", static_cast<double>(p.activations)},
+      {"checkpoints", static_cast<double>(p.checkpoints)},
+      {"buffers", static_cast<double>(p.buffers)},
+      {"host checkpoints", budget.host ? static_cast<double>(p.host_checkpoints) : 0.0},
+  }};
+  double total = 0;
+  for (const auto& part : parts) total += part.second;
+  if (total <= budget.bytes) return;
+  const auto largest = std::max_element(
+      parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  refuse("", total, largest->first, largest->second, budget);
+}
+
+}  // namespace zt
