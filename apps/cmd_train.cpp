@@ -62,7 +62,14 @@ int train(Args args) {
         log::info(" no checkpoint in {}: starting from scratch", o.load);
       }
     }
-    trainer.run();
+    try {
+      trainer.run();
+    } catch (const RunStopped& e) {
+      // Every rank stops at the same step (the overflow test is all-reduced): one line, and a
+      // clean finalize instead of an abort.
+      if (rt.rank() == 0) log::error_line(e.what());
+      return 1;
+    }
     return 0;
   });
 }

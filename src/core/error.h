@@ -19,6 +19,13 @@ class InputError : public Error {
   using Error::Error;
 };
 
+// Training cannot usefully go on (fp16 gradients that keep overflowing). Every rank reaches it at
+// the same step from the same all-reduced numbers, so the job ends cleanly: one line, exit 1.
+class RunStopped : public Error {
+ public:
+  using Error::Error;
+};
+
 [[noreturn]] void fail_check(const char* cond, const std::string& msg, std::source_location loc);
 
 }  // namespace zt

@@ -83,7 +83,11 @@ const std::vector<Decl>& decls() {
       {"hysteresis", "fp16.hysteresis", &O::hysteresis, Check::Positive,
        "overflows tolerated before the dynamic loss scale halves"},
       {"min-loss-scale", "fp16.min_loss_scale", &O::min_loss_scale, Check::Positive,
-       "lowest dynamic loss scale"},
+       "lowest dynamic loss scale; an overflow there ends the run"},
+      {"max-consecutive-skips", "fp16.max_consecutive_skips", &O::max_consecutive_skips,
+       Check::Positive,
+       "end the run after this many steps in a row skipped for overflowing gradients (the "
+       "default leaves room for the dynamic scale's descent from 2^32: 64 steps at hysteresis 2)"},
       {"tensor-model-parallel-size", "tensor_model_parallel_size", &O::tensor_model_parallel_size,
        Check::Positive, "ranks one layer is split across (adjacent ranks: keep it inside a node)"},
       {"pipeline-model-parallel-size", "pipeline_model_parallel_size",
@@ -437,6 +441,23 @@ void validate_train_options(const O& o, int dp) {
              decay);
   ZT_REQUIRE(o.min_loss_scale <= o.initial_loss_scale,
              "--min-loss-scale must not exceed --initial-loss-scale");
+  // A loss scale below fp16's smallest subnormal (2^-24) flushes every gradient to zero. 2^32 is
+  // Megatron's initial dynamic scale, the largest any run starts from; above it every gradient
+  // larger than 65504 / 2^32 = 1.5e-5 overflows fp16.
+  constexpr double kMinScale = 0x1p-24, kMaxScale = 0x1p32;
+  struct Scale {
+    const char* flag;
+    double value;
+    bool zero_is_dynamic;
+  };
+  for (const Scale& s : {Scale{"--loss-scale", o.loss_scale, true},
+                         Scale{"--initial-loss-scale", o.initial_loss_scale, false},
+                         Scale{"--min-loss-scale", o.min_loss_scale, false}})
+    ZT_REQUIRE(
+        (s.zero_is_dynamic && s.value == 0) || (s.value >= kMinScale && s.value <= kMaxScale),
+        "{} must be in [2^-24, 2^32] (fp16's smallest subnormal to Megatron's initial "
+        "scale){}, got {:g}",
+        s.flag, s.zero_is_dynamic ? ", or 0 for a dynamic scale" : "", s.value);
 }
 
 }  // namespace zt

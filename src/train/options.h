@@ -42,6 +42,7 @@ struct TrainOptions {
   int loss_scale_window = 1000;
   int hysteresis = 2;
   double min_loss_scale = 1.0;
+  int max_consecutive_skips = 100;
   // parallelism
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;

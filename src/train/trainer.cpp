@@ -27,6 +27,7 @@ LossScalerConfig scaler_config(const TrainOptions& o) {
   c.window = o.loss_scale_window;
   c.hysteresis = o.hysteresis;
   c.min_scale = o.min_loss_scale;
+  c.max_consecutive_skips = o.max_consecutive_skips;
   return c;
 }
 
@@ -309,9 +310,14 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
   while (iteration_ < o_.train_iters) {
     const StepMetrics m = train_step();
     metrics_.write(m);
-    if (print && (m.iteration % o_.log_interval == 0 || m.iteration == o_.train_iters))
+    const bool stuck = !scaler_.stuck().empty();
+    if (print && (m.iteration % o_.log_interval == 0 || m.iteration == o_.train_iters || stuck))
       log::line(MetricsWriter::console_line(m));
     history_.push_back(m);
+    if (stuck)
+      throw RunStopped(
+          fmt::format("{}; stopped at iteration {}: lower --lr, check the data, or use --bf16",
+                      scaler_.stuck(), m.iteration));
     if (data_.valid && m.iteration % o_.eval_interval == 0) report_validation(print);
     if (!o_.save.empty() && o_.save_interval > 0 && m.iteration % o_.save_interval == 0 &&
         m.iteration != o_.train_iters)

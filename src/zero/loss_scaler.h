@@ -3,7 +3,12 @@
 // `scale` before backward; a step whose gradients overflow is skipped, and after `hysteresis`
 // overflows the scale halves (not below min_scale); after `window` clean steps it doubles.
 // bf16 and fp32 use a constant scale of 1.
+// A run whose steps keep overflowing trains nothing while looking alive, so the scaler also says
+// when to stop: an overflow with the scale already at min_scale once hysteresis is spent
+// (DeepSpeed's "Current loss scale already at minimum"), or max_consecutive_skips overflowing
+// steps in a row (the only sign a static scale gives).
 #include <cstdint>
+#include <string>
 
 namespace zt {
 
@@ -13,6 +18,7 @@ struct LossScalerConfig {
   int window = 1000;
   int hysteresis = 2;
   double min_scale = 1.0;
+  int max_consecutive_skips = 100;
 };
 
 class LossScaler {
@@ -22,6 +28,8 @@ class LossScaler {
   double scale() const { return scale_; }
   // Records the outcome of one optimizer step.
   void update(bool overflow);
+  // Why training cannot go on after the last update(), as one sentence; empty while it can.
+  const std::string& stuck() const { return stuck_; }
 
   struct State {
     double scale;
@@ -36,6 +44,8 @@ class LossScaler {
   double scale_;
   int growth_tracker_ = 0;
   int hysteresis_left_;
+  int consecutive_skips_ = 0;  // not checkpointed: a resumed run starts counting afresh
+  std::string stuck_;
 };
 
 }  // namespace zt

@@ -44,5 +44,29 @@ TEST(LossScaler, StaticScaleNeverMoves) {
   EXPECT_EQ(s.scale(), 128.0);
 }
 
+TEST(LossScaler, StopsWhenAnOverflowFindsTheScaleAtItsMinimum) {
+  LossScaler s(LossScalerConfig{true, 512.0, 1000, 2, 256.0});
+  s.update(true);
+  s.update(true);  // 512 -> 256: the minimum reached, not yet stuck
+  EXPECT_TRUE(s.stuck().empty());
+  s.update(false);  // a clean step resets nothing about hysteresis (Megatron's rule)
+  s.update(true);   // hysteresis spent and the scale at 256: DeepSpeed's "already at minimum"
+  EXPECT_NE(s.stuck().find("already at its minimum (256"), std::string::npos) << s.stuck();
+}
+
+TEST(LossScaler, StopsAfterConsecutiveSkipsOnlyInARow) {
+  LossScalerConfig c{false, 128.0, 1, 1, 1.0};
+  c.max_consecutive_skips = 3;
+  LossScaler s(c);
+  s.update(true);
+  s.update(true);
+  s.update(false);  // the count starts again
+  s.update(true);
+  s.update(true);
+  EXPECT_TRUE(s.stuck().empty());
+  s.update(true);
+  EXPECT_NE(s.stuck().find("3 consecutive steps skipped"), std::string::npos) << s.stuck();
+}
+
 }  // namespace
 }  // namespace zt
