@@ -20,6 +20,7 @@
 #include "src/core/dtype.h"
 #include "src/core/half.h"
 #include "src/core/memory_pool.h"
+#include "src/core/typed_ref.h"
 
 namespace zt {
 
@@ -39,41 +40,41 @@ class Backend {
   virtual void* stream() const = 0;
 
   // ---- the kernels (kernels/cpu/ops.h) ----
-  virtual void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-                    int lda, const float* B, int ldb, float beta, float* C, int ldc) = 0;
-  virtual void linear_forward(float* y, const float* x, const float* w, const float* b, int N,
-                              int in, int out) = 0;
-  virtual void linear_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                               const float* w, int N, int in, int out, bool accumulate_dx) = 0;
-  virtual void embedding_forward(float* out, const int32_t* tokens, const float* wte,
-                                 const float* wpe, int B, int T, int C, int v_begin,
-                                 int v_local) = 0;
-  virtual void embedding_backward(float* dwte, float* dwpe, const float* dout,
-                                  const int32_t* tokens, int B, int T, int C, int v_begin,
-                                  int v_local) = 0;
-  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* x,
-                                 const float* w, const float* b, int N, int C) = 0;
-  virtual void layernorm_backward(float* dx, float* dw, float* db, const float* dout,
-                                  const float* x, const float* w, const float* mean,
-                                  const float* rstd, int N, int C) = 0;
-  virtual void gelu_forward(float* out, const float* x, int64_t n) = 0;
-  virtual void gelu_backward(float* dx, const float* x, const float* dout, int64_t n) = 0;
-  // scratch: B*NH*T*T floats of workspace for the dropped probabilities (the CUDA kernel needs
+  // Activations and parameters are Refs in the run's working precision (every Ref argument of
+  // one call has the same type, except where a comment says otherwise); statistics, losses and
+  // parameter gradients are fp32.
+  // C = alpha·op(A)·op(B) + beta·C; A and B of one type, C of that type or fp32; fp32 accumulation.
+  virtual void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, CRef A, int lda,
+                    CRef B, int ldb, float beta, Ref C, int ldc) = 0;
+  // y: x's type, or fp32 (the head's logits).
+  virtual void linear_forward(Ref y, CRef x, CRef w, CRef b, int N, int in, int out) = 0;
+  virtual void linear_backward(Ref dx, float* dw, float* db, CRef dy, CRef x, CRef w, int N, int in,
+                               int out, bool accumulate_dx) = 0;
+  virtual void embedding_forward(Ref out, const int32_t* tokens, CRef wte, CRef wpe, int B, int T,
+                                 int C, int v_begin, int v_local) = 0;
+  virtual void embedding_backward(float* dwte, float* dwpe, CRef dout, const int32_t* tokens, int B,
+                                  int T, int C, int v_begin, int v_local) = 0;
+  virtual void layernorm_forward(Ref out, float* mean, float* rstd, CRef x, CRef w, CRef b, int N,
+                                 int C) = 0;
+  virtual void layernorm_backward(Ref dx, float* dw, float* db, CRef dout, CRef x, CRef w,
+                                  const float* mean, const float* rstd, int N, int C) = 0;
+  virtual void gelu_forward(Ref out, CRef x, int64_t n) = 0;
+  virtual void gelu_backward(Ref dx, CRef x, CRef dout, int64_t n) = 0;
+  // scratch: B*NH*T*T elements of workspace for the dropped probabilities (the CUDA kernel needs
   // it when drop.p > 0; the CPU kernel needs none, and null is fine there).
-  virtual void attention_forward(float* out, float* att, float* scratch, const float* qkv, int B,
-                                 int T, int C, int NH, const DropoutParams& drop) = 0;
-  virtual void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                                  const float* att, int B, int T, int C, int NH,
-                                  const DropoutParams& drop) = 0;
-  virtual void dropout_add_forward(float* out, const float* a, const float* x, int64_t n,
+  virtual void attention_forward(Ref out, Ref att, Ref scratch, CRef qkv, int B, int T, int C,
+                                 int NH, const DropoutParams& drop) = 0;
+  virtual void attention_backward(Ref dqkv, Ref scratch, CRef dout, CRef qkv, CRef att, int B,
+                                  int T, int C, int NH, const DropoutParams& drop) = 0;
+  virtual void dropout_add_forward(Ref out, CRef a, CRef x, int64_t n,
                                    const DropoutParams& drop) = 0;
-  virtual void dropout_backward(float* dx, const float* dout, int64_t n,
-                                const DropoutParams& drop) = 0;
-  virtual void add_inplace(float* y, const float* x, int64_t n) = 0;
+  virtual void dropout_backward(Ref dx, CRef dout, int64_t n, const DropoutParams& drop) = 0;
+  virtual void add_inplace(Ref y, CRef x, int64_t n) = 0;
   // y[r·n + i] += x[i] for r < rows: a bias added to every row, a position table to every
   // sample. One rounding per element, as a plain add.
-  virtual void add_broadcast(float* y, const float* x, int64_t rows, int64_t n) = 0;
-  virtual void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N,
+  virtual void add_broadcast(Ref y, CRef x, int64_t rows, int64_t n) = 0;
+  // logits: fp32 or the working precision (the softmax, loss and gradient are fp32 either way).
+  virtual void softmax_cross_entropy(Ref logits, float* losses, const int32_t* targets, int N,
                                      int V, int v_real, float dloss) = 0;
   virtual void adamw(float* param, float* m, float* v, const float* g, int64_t n,
                      const cpu::AdamWParams& p) = 0;

@@ -1,5 +1,6 @@
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/common/dropout.h"
@@ -18,7 +19,12 @@
 //
 // Backward: dV = dropout(P)^T dY, dP = (dY V^T) * mask, dS = P (dP - rowsum(dP P)),
 // dQ = dS K / sqrt(hd), dK = dS^T Q / sqrt(hd). The caller's scratch slice for the head holds
-// dropout(P) (for dV) and then dP/dS, so backward allocates nothing.
+// dropout(P) (for dV) and then dP/dS, so backward allocates nothing in fp32.
+//
+// Half precision (T = bf16/fp16): the scores, the softmax and its backward run on an fp32 copy
+// of the head's [T, T] block (a per-thread buffer, grown once); P, dropout(P) and dS are
+// rounded to T once, as the operands of the T GEMMs (fp32 accumulation). In fp32 that copy is
+// the att / scratch slice itself, so the fp32 path is the plain fp32 algorithm.
 namespace zt::cpu {
 namespace {
 
@@ -37,113 +43,152 @@ int block_end(int i, int T) {
   return e < T ? e : T;
 }
 
-// Forward needs the dropped probabilities for att * V while att keeps the undropped ones; the
-// buffer is per thread and grows once (no allocation in steady state).
-float* dropped_buffer(size_t n) {
-  thread_local std::vector<float> buf;
+// Per-thread buffers, grown once (no allocation in steady state).
+template <typename E>
+E* thread_buffer(size_t n) {
+  thread_local std::vector<E> buf;
   if (buf.size() < n) buf.resize(n);
   return buf.data();
 }
 
+// The fp32 [T, T] work block of a head: the T-typed slice itself in fp32, else a second
+// per-thread buffer.
+template <typename T>
+float* work_block(T* slice, size_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    return slice;
+  } else {
+    thread_local std::vector<float> buf;
+    if (buf.size() < n) buf.resize(n);
+    return buf.data();
+  }
+}
+
 // Row i of the dropped matrix: P[i, j] * mask for j <= i, zero up to the end of i's block (the
 // diagonal-block GEMMs read those).
-void drop_row(float* dst, const float* p, int i, int T, uint64_t base,
-              const DropoutParams& drop_in) {
+template <typename T>
+void drop_row(T* dst, const T* p, int i, int T_, uint64_t base, const DropoutParams& drop_in) {
   const DropoutParams drop = drop_in;  // local: the stores cannot alias it
-  for (int j = 0; j <= i; ++j) dst[j] = dropout_apply(p[j], drop, base + static_cast<uint64_t>(j));
-  const int e = block_end(i, T);
-  for (int j = i + 1; j < e; ++j) dst[j] = 0.0f;
+  for (int j = 0; j <= i; ++j)
+    dst[j] = from_float<T>(dropout_apply(to_float(p[j]), drop, base + static_cast<uint64_t>(j)));
+  const int e = block_end(i, T_);
+  for (int j = i + 1; j < e; ++j) dst[j] = from_float<T>(0.0f);
 }
 
-void forward_head(float* out, float* att, const float* qkv, const Dims& d, int bh,
-                  const DropoutParams& drop) {
-  const int b = bh / d.NH, h = bh % d.NH, T = d.T;
-  const int64_t TT = int64_t{T} * T;
-  const float* q = qkv + int64_t{b} * T * d.C3 + int64_t{h} * d.hd;
-  const float* k = q + d.C;
-  const float* v = q + 2 * d.C;
-  float* a = att + bh * TT;
-  float* o = out + int64_t{b} * T * d.C + int64_t{h} * d.hd;
+// Rounds rows of the fp32 work block into T: each row up to the end of its diagonal block (what
+// the GEMMs read), or the whole row.
+template <typename T>
+void round_rows(T* dst, const float* src, int T_, bool whole_rows) {
+  if constexpr (!std::is_same_v<T, float>) {
+    for (int i = 0; i < T_; ++i) {
+      const int e = whole_rows ? T_ : block_end(i, T_);
+      for (int j = 0; j < e; ++j)
+        dst[int64_t{i} * T_ + j] = from_float<T>(src[int64_t{i} * T_ + j]);
+    }
+  }
+}
+
+template <typename T>
+void forward_head(T* out, T* att, const T* qkv, const Dims& d, int bh, const DropoutParams& drop) {
+  const int b = bh / d.NH, h = bh % d.NH, T_ = d.T;
+  const int64_t TT = int64_t{T_} * T_;
+  const T* q = qkv + int64_t{b} * T_ * d.C3 + int64_t{h} * d.hd;
+  const T* k = q + d.C;
+  const T* v = q + 2 * d.C;
+  T* a = att + bh * TT;
+  float* s = work_block(a, static_cast<size_t>(TT));
+  T* o = out + int64_t{b} * T_ * d.C + int64_t{h} * d.hd;
   const int ld3 = static_cast<int>(d.C3);
-  for (int r0 = 0; r0 < T; r0 += kBlock) {
-    const int r1 = r0 + kBlock < T ? r0 + kBlock : T;
-    gemm(false, true, r1 - r0, r1, d.hd, d.scale, q + r0 * d.C3, ld3, k, ld3, 0.0f,
-         a + int64_t{r0} * T, T);
+  for (int r0 = 0; r0 < T_; r0 += kBlock) {
+    const int r1 = r0 + kBlock < T_ ? r0 + kBlock : T_;
+    gemm_t(false, true, r1 - r0, r1, d.hd, d.scale, q + r0 * d.C3, ld3, k, ld3, 0.0f,
+           s + int64_t{r0} * T_, T_);
   }
-  const float* src = a;
-  float* buf = drop.p > 0.0f ? dropped_buffer(static_cast<size_t>(TT)) : nullptr;
-  for (int i = 0; i < T; ++i) {
-    softmax_causal_row(a + int64_t{i} * T, i + 1, T);
-    if (buf != nullptr)
-      drop_row(buf + int64_t{i} * T, a + int64_t{i} * T, i, T,
-               static_cast<uint64_t>(bh * TT + int64_t{i} * T), drop);
+  for (int i = 0; i < T_; ++i) softmax_causal_row(s + int64_t{i} * T_, i + 1, T_);
+  round_rows(a, s, T_, true);
+  const T* src = a;
+  if (drop.p > 0.0f) {
+    T* buf = thread_buffer<T>(static_cast<size_t>(TT));
+    for (int i = 0; i < T_; ++i)
+      drop_row(buf + int64_t{i} * T_, a + int64_t{i} * T_, i, T_,
+               static_cast<uint64_t>(bh * TT + int64_t{i} * T_), drop);
+    src = buf;
   }
-  if (buf != nullptr) src = buf;
-  for (int r0 = 0; r0 < T; r0 += kBlock) {
-    const int r1 = r0 + kBlock < T ? r0 + kBlock : T;
-    gemm(false, false, r1 - r0, d.hd, r1, 1.0f, src + int64_t{r0} * T, T, v, ld3, 0.0f,
-         o + int64_t{r0} * d.C, d.C);
+  for (int r0 = 0; r0 < T_; r0 += kBlock) {
+    const int r1 = r0 + kBlock < T_ ? r0 + kBlock : T_;
+    gemm_t(false, false, r1 - r0, d.hd, r1, 1.0f, src + int64_t{r0} * T_, T_, v, ld3, 0.0f,
+           o + int64_t{r0} * d.C, d.C);
   }
 }
 
-void backward_head(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                   const float* att, const Dims& d, int bh, const DropoutParams& drop) {
-  const int b = bh / d.NH, h = bh % d.NH, T = d.T;
-  const int64_t TT = int64_t{T} * T;
-  const int64_t qoff = int64_t{b} * T * d.C3 + int64_t{h} * d.hd;
-  const float* q = qkv + qoff;
-  const float* k = q + d.C;
-  const float* v = q + 2 * d.C;
-  float* dq = dqkv + qoff;
-  float* dk = dq + d.C;
-  float* dv = dq + 2 * d.C;
-  const float* P = att + bh * TT;
-  float* S = scratch + bh * TT;
-  const float* dy = dout + int64_t{b} * T * d.C + int64_t{h} * d.hd;
+template <typename T>
+void backward_head(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att, const Dims& d,
+                   int bh, const DropoutParams& drop) {
+  const int b = bh / d.NH, h = bh % d.NH, T_ = d.T;
+  const int64_t TT = int64_t{T_} * T_;
+  const int64_t qoff = int64_t{b} * T_ * d.C3 + int64_t{h} * d.hd;
+  const T* q = qkv + qoff;
+  const T* k = q + d.C;
+  const T* v = q + 2 * d.C;
+  T* dq = dqkv + qoff;
+  T* dk = dq + d.C;
+  T* dv = dq + 2 * d.C;
+  const T* P = att + bh * TT;
+  T* S = scratch + bh * TT;
+  float* F = work_block(S, static_cast<size_t>(TT));
+  const T* dy = dout + int64_t{b} * T_ * d.C + int64_t{h} * d.hd;
   const int ld3 = static_cast<int>(d.C3);
   const uint64_t base = static_cast<uint64_t>(bh * TT);
 
   // dV = dropout(P)^T dY, by column blocks (rows below the block's top only).
-  const float* Ad = P;
+  const T* Ad = P;
   if (drop.p > 0.0f) {
-    for (int i = 0; i < T; ++i)
-      drop_row(S + int64_t{i} * T, P + int64_t{i} * T, i, T, base + static_cast<uint64_t>(i) * T,
-               drop);
+    for (int i = 0; i < T_; ++i)
+      drop_row(S + int64_t{i} * T_, P + int64_t{i} * T_, i, T_,
+               base + static_cast<uint64_t>(i) * T_, drop);
     Ad = S;
   }
-  for (int c0 = 0; c0 < T; c0 += kBlock) {
-    const int c1 = c0 + kBlock < T ? c0 + kBlock : T;
-    gemm(true, false, c1 - c0, d.hd, T - c0, 1.0f, Ad + int64_t{c0} * T + c0, T,
-         dy + int64_t{c0} * d.C, d.C, 0.0f, dv + c0 * d.C3, ld3);
+  for (int c0 = 0; c0 < T_; c0 += kBlock) {
+    const int c1 = c0 + kBlock < T_ ? c0 + kBlock : T_;
+    gemm_t(true, false, c1 - c0, d.hd, T_ - c0, 1.0f, Ad + int64_t{c0} * T_ + c0, T_,
+           dy + int64_t{c0} * d.C, d.C, 0.0f, dv + c0 * d.C3, ld3);
   }
-  // dAtt = dY V^T (overwrites the dropped copy).
-  for (int r0 = 0; r0 < T; r0 += kBlock) {
-    const int r1 = r0 + kBlock < T ? r0 + kBlock : T;
-    gemm(false, true, r1 - r0, r1, d.hd, 1.0f, dy + int64_t{r0} * d.C, d.C, v, ld3, 0.0f,
-         S + int64_t{r0} * T, T);
+  // dAtt = dY V^T (in fp32; in fp32 runs it overwrites the dropped copy).
+  for (int r0 = 0; r0 < T_; r0 += kBlock) {
+    const int r1 = r0 + kBlock < T_ ? r0 + kBlock : T_;
+    gemm_t(false, true, r1 - r0, r1, d.hd, 1.0f, dy + int64_t{r0} * d.C, d.C, v, ld3, 0.0f,
+           F + int64_t{r0} * T_, T_);
   }
   // Through dropout and softmax: dS = P (dP - rowsum(dP P)), zero right of the diagonal.
-  for (int i = 0; i < T; ++i) {
-    float* s = S + int64_t{i} * T;
+  float* prow = std::is_same_v<T, float> ? nullptr : thread_buffer<float>(static_cast<size_t>(T_));
+  for (int i = 0; i < T_; ++i) {
+    float* s = F + int64_t{i} * T_;
     if (drop.p > 0.0f) {
       const DropoutParams dl = drop;
-      const uint64_t rb = base + static_cast<uint64_t>(i) * T;
+      const uint64_t rb = base + static_cast<uint64_t>(i) * T_;
       for (int j = 0; j <= i; ++j) s[j] = dropout_apply(s[j], dl, rb + static_cast<uint64_t>(j));
     }
-    softmax_backward_row(s, P + int64_t{i} * T, i + 1);
-    const int e = block_end(i, T);
+    const T* pr = P + int64_t{i} * T_;
+    if constexpr (std::is_same_v<T, float>) {
+      softmax_backward_row(s, pr, i + 1);
+    } else {
+      for (int j = 0; j <= i; ++j) prow[j] = to_float(pr[j]);
+      softmax_backward_row(s, prow, i + 1);
+    }
+    const int e = block_end(i, T_);
     for (int j = i + 1; j < e; ++j) s[j] = 0.0f;
   }
+  round_rows(S, F, T_, false);
   // dQ = dS K * scale, dK = dS^T Q * scale.
-  for (int r0 = 0; r0 < T; r0 += kBlock) {
-    const int r1 = r0 + kBlock < T ? r0 + kBlock : T;
-    gemm(false, false, r1 - r0, d.hd, r1, d.scale, S + int64_t{r0} * T, T, k, ld3, 0.0f,
-         dq + r0 * d.C3, ld3);
+  for (int r0 = 0; r0 < T_; r0 += kBlock) {
+    const int r1 = r0 + kBlock < T_ ? r0 + kBlock : T_;
+    gemm_t(false, false, r1 - r0, d.hd, r1, d.scale, S + int64_t{r0} * T_, T_, k, ld3, 0.0f,
+           dq + r0 * d.C3, ld3);
   }
-  for (int c0 = 0; c0 < T; c0 += kBlock) {
-    const int c1 = c0 + kBlock < T ? c0 + kBlock : T;
-    gemm(true, false, c1 - c0, d.hd, T - c0, d.scale, S + int64_t{c0} * T + c0, T, q + c0 * d.C3,
-         ld3, 0.0f, dk + c0 * d.C3, ld3);
+  for (int c0 = 0; c0 < T_; c0 += kBlock) {
+    const int c1 = c0 + kBlock < T_ ? c0 + kBlock : T_;
+    gemm_t(true, false, c1 - c0, d.hd, T_ - c0, d.scale, S + int64_t{c0} * T_ + c0, T_,
+           q + c0 * d.C3, ld3, 0.0f, dk + c0 * d.C3, ld3);
   }
 }
 
@@ -162,24 +207,35 @@ Dims make_dims(int B, int T, int C, int NH) {
 // heads with multi-threaded GEMMs and OpenMP softmax rows (250-520 ms when the box is loaded:
 // the libgomp and OpenBLAS pools trade the two cores at every small GEMM). The result does not
 // depend on the thread count: each head is computed by one thread, in a fixed order.
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+template <typename T>
+void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH,
                        const DropoutParams& drop) {
   ZT_CHECK(drop.p >= 0.0f && drop.p < 1.0f, "attention: dropout p={} outside [0, 1)", drop.p);
-  const Dims d = make_dims(B, T, C, NH);
+  const Dims d = make_dims(B, Tn, C, NH);
   const int BH = B * NH;
   detail::BlasSingleThreaded single;
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < BH; ++bh) forward_head(out, att, qkv, d, bh, drop);
 }
 
-void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                        const float* att, int B, int T, int C, int NH, const DropoutParams& drop) {
+template <typename T>
+void attention_backward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att, int B,
+                        int Tn, int C, int NH, const DropoutParams& drop) {
   ZT_CHECK(drop.p >= 0.0f && drop.p < 1.0f, "attention: dropout p={} outside [0, 1)", drop.p);
-  const Dims d = make_dims(B, T, C, NH);
+  const Dims d = make_dims(B, Tn, C, NH);
   const int BH = B * NH;
   detail::BlasSingleThreaded single;
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < BH; ++bh) backward_head(dqkv, scratch, dout, qkv, att, d, bh, drop);
 }
+
+#define ZT_ATTENTION(T)                                                                           \
+  template void attention_forward<T>(T*, T*, const T*, int, int, int, int, const DropoutParams&); \
+  template void attention_backward<T>(T*, T*, const T*, const T*, const T*, int, int, int, int,   \
+                                      const DropoutParams&);
+ZT_ATTENTION(float)
+ZT_ATTENTION(bf16)
+ZT_ATTENTION(fp16)
+#undef ZT_ATTENTION
 
 }  // namespace zt::cpu

@@ -6,14 +6,25 @@
 
 namespace zt::cpu {
 
-void gelu_forward(float* out, const float* x, int64_t n) {
+template <typename T>
+void gelu_forward(T* out, const T* x, int64_t n) {
 #pragma omp parallel for schedule(static) if (n >= detail::kParallelMin)
-  for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh(x[i]);
+  for (int64_t i = 0; i < n; ++i) out[i] = from_float<T>(gelu_tanh(to_float(x[i])));
 }
 
-void gelu_backward(float* dx, const float* x, const float* dout, int64_t n) {
+template <typename T>
+void gelu_backward(T* dx, const T* x, const T* dout, int64_t n) {
 #pragma omp parallel for schedule(static) if (n >= detail::kParallelMin)
-  for (int64_t i = 0; i < n; ++i) dx[i] = dout[i] * gelu_tanh_grad(x[i]);
+  for (int64_t i = 0; i < n; ++i)
+    dx[i] = from_float<T>(to_float(dout[i]) * gelu_tanh_grad(to_float(x[i])));
 }
+
+#define ZT_GELU(T)                                      \
+  template void gelu_forward<T>(T*, const T*, int64_t); \
+  template void gelu_backward<T>(T*, const T*, const T*, int64_t);
+ZT_GELU(float)
+ZT_GELU(bf16)
+ZT_GELU(fp16)
+#undef ZT_GELU
 
 }  // namespace zt::cpu

@@ -1,4 +1,6 @@
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/common/layernorm.h"
 #include "kernels/common/reduce.h"
@@ -8,16 +10,45 @@
 
 namespace zt::cpu {
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
-                       const float* b, int N, int C) {
+namespace {
+
+// A row of x widened to fp32 (identity for fp32: no copy). The per-thread row makes the
+// statistics and the backward sums run on exactly the fp32 code path whatever T is.
+template <typename T>
+const float* widen_row(const T* x, int C, float* buf) {
+  if constexpr (std::is_same_v<T, float>) {
+    return x;
+  } else {
+    for (int c = 0; c < C; ++c) buf[c] = to_float(x[c]);
+    return buf;
+  }
+}
+
+template <typename T>
+float* row_buffer(int C) {
+  if constexpr (std::is_same_v<T, float>) {
+    return nullptr;
+  } else {
+    thread_local std::vector<float> buf;
+    if (buf.size() < static_cast<size_t>(C)) buf.resize(static_cast<size_t>(C));
+    return buf.data();
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void layernorm_forward(T* out, float* mean, float* rstd, const T* x, const T* w, const T* b, int N,
+                       int C) {
   ZT_CHECK(N > 0 && C > 0, "layernorm_forward: bad shape N={} C={}", N, C);
 #pragma omp parallel for schedule(static) if (int64_t{N} * C >= detail::kParallelMin)
   for (int n = 0; n < N; ++n) {
-    const float* xr = x + int64_t{n} * C;
-    float* o = out + int64_t{n} * C;
+    const float* xr = widen_row(x + int64_t{n} * C, C, row_buffer<T>(C));
+    T* o = out + int64_t{n} * C;
     float mu, rs;
     layernorm_row_stats(xr, C, mu, rs);
-    for (int c = 0; c < C; ++c) o[c] = layernorm_apply(xr[c], mu, rs, w[c], b[c]);
+    for (int c = 0; c < C; ++c)
+      o[c] = from_float<T>(layernorm_apply(xr[c], mu, rs, to_float(w[c]), to_float(b[c])));
     mean[n] = mu;
     rstd[n] = rs;
   }
@@ -25,8 +56,9 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* x, con
 
 // Two passes, both deterministic for any thread count: rows in parallel for dx, then fixed
 // channel blocks in parallel for dw and db (each block sums the rows in order).
-void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
-                        const float* w, const float* mean, const float* rstd, int N, int C) {
+template <typename T>
+void layernorm_backward(T* dx, float* dw, float* db, const T* dout, const T* x, const T* w,
+                        const float* mean, const float* rstd, int N, int C) {
   ZT_CHECK(N > 0 && C > 0, "layernorm_backward: bad shape N={} C={}", N, C);
   const bool par = int64_t{N} * C >= detail::kParallelMin;
   const float inv_c = 1.0f / static_cast<float>(C);
@@ -34,29 +66,30 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
   {
 #pragma omp for schedule(static)
     for (int n = 0; n < N; ++n) {
-      const float* xr = x + int64_t{n} * C;
-      const float* d = dout + int64_t{n} * C;
-      float* dxr = dx + int64_t{n} * C;
+      const T* xr = x + int64_t{n} * C;
+      const T* d = dout + int64_t{n} * C;
+      T* dxr = dx + int64_t{n} * C;
       const float mu = mean[n], rs = rstd[n];
       // Row means of g = dout * w and of g * xhat, in fixed lanes.
       float acc_g[kLanes] = {}, acc_gx[kLanes] = {};
       int c = 0;
       for (; c + kLanes <= C; c += kLanes)
         for (int l = 0; l < kLanes; ++l) {
-          const float g = d[c + l] * w[c + l];
+          const float g = to_float(d[c + l]) * to_float(w[c + l]);
           acc_g[l] += g;
-          acc_gx[l] += g * layernorm_xhat(xr[c + l], mu, rs);
+          acc_gx[l] += g * layernorm_xhat(to_float(xr[c + l]), mu, rs);
         }
       for (int l = 0; c + l < C; ++l) {
-        const float g = d[c + l] * w[c + l];
+        const float g = to_float(d[c + l]) * to_float(w[c + l]);
         acc_g[l] += g;
-        acc_gx[l] += g * layernorm_xhat(xr[c + l], mu, rs);
+        acc_gx[l] += g * layernorm_xhat(to_float(xr[c + l]), mu, rs);
       }
       const float mg = combine_lanes(acc_g) * inv_c;
       const float mgx = combine_lanes(acc_gx) * inv_c;
       for (c = 0; c < C; ++c) {
-        const float xhat = layernorm_xhat(xr[c], mu, rs);
-        dxr[c] += layernorm_dx(d[c] * w[c], xhat, mg, mgx, rs);
+        const float xhat = layernorm_xhat(to_float(xr[c]), mu, rs);
+        dxr[c] = from_float<T>(to_float(dxr[c]) +
+                               layernorm_dx(to_float(d[c]) * to_float(w[c]), xhat, mg, mgx, rs));
       }
     }
     constexpr int kBlock = 64;
@@ -67,12 +100,13 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
       const int len = C - c0 < kBlock ? C - c0 : kBlock;
       float aw[kBlock] = {}, ab[kBlock] = {};
       for (int n = 0; n < N; ++n) {
-        const float* xr = x + int64_t{n} * C + c0;
-        const float* d = dout + int64_t{n} * C + c0;
+        const T* xr = x + int64_t{n} * C + c0;
+        const T* d = dout + int64_t{n} * C + c0;
         const float mu = mean[n], rs = rstd[n];
         for (int j = 0; j < len; ++j) {
-          aw[j] += d[j] * layernorm_xhat(xr[j], mu, rs);
-          ab[j] += d[j];
+          const float dj = to_float(d[j]);
+          aw[j] += dj * layernorm_xhat(to_float(xr[j]), mu, rs);
+          ab[j] += dj;
         }
       }
       for (int j = 0; j < len; ++j) {
@@ -82,5 +116,14 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
     }
   }
 }
+
+#define ZT_LAYERNORM(T)                                                                           \
+  template void layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int, int); \
+  template void layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*,           \
+                                      const float*, const float*, int, int);
+ZT_LAYERNORM(float)
+ZT_LAYERNORM(bf16)
+ZT_LAYERNORM(fp16)
+#undef ZT_LAYERNORM
 
 }  // namespace zt::cpu

@@ -6,28 +6,31 @@
 
 namespace zt::cpu {
 
-void linear_forward(float* y, const float* x, const float* w, const float* b, int N, int in,
-                    int out) {
+template <typename T, typename Y>
+void linear_forward(Y* y, const T* x, const T* w, const T* b, int N, int in, int out) {
   ZT_CHECK(N > 0 && in > 0 && out > 0, "linear_forward: bad shape N={} in={} out={}", N, in, out);
   float beta = 0.0f;
   if (b != nullptr) {
     // Seed y with the bias and let the GEMM accumulate (beta = 1): the same one pass over y
-    // that beta = 0 costs OpenBLAS anyway.
+    // that beta = 0 costs the GEMM anyway, and the bias joins the fp32 sum before the one
+    // rounding (a bias is representable in T, so seeding it is exact).
 #pragma omp parallel for schedule(static) if (int64_t{N} * out >= detail::kParallelMin)
     for (int n = 0; n < N; ++n) {
-      float* yr = y + int64_t{n} * out;
-      for (int o = 0; o < out; ++o) yr[o] = b[o];
+      Y* yr = y + int64_t{n} * out;
+      for (int o = 0; o < out; ++o) yr[o] = from_float<Y>(to_float(b[o]));
     }
     beta = 1.0f;
   }
-  gemm(false, true, N, out, in, 1.0f, x, in, w, in, beta, y, out);
+  gemm_t(false, true, N, out, in, 1.0f, x, in, w, in, beta, y, out);
 }
 
-void linear_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                     const float* w, int N, int in, int out, bool accumulate_dx) {
+template <typename T>
+void linear_backward(T* dx, float* dw, float* db, const T* dy, const T* x, const T* w, int N,
+                     int in, int out, bool accumulate_dx) {
   ZT_CHECK(N > 0 && in > 0 && out > 0, "linear_backward: bad shape N={} in={} out={}", N, in, out);
-  if (dx != nullptr) gemm(false, false, N, in, out, 1.0f, dy, out, w, in, accumulate_dx, dx, in);
-  gemm(true, false, out, in, N, 1.0f, dy, out, x, in, 1.0f, dw, in);
+  if (dx != nullptr)
+    gemm_t(false, false, N, in, out, 1.0f, dy, out, w, in, accumulate_dx ? 1.0f : 0.0f, dx, in);
+  gemm_t(true, false, out, in, N, 1.0f, dy, out, x, in, 1.0f, dw, in);
   if (db != nullptr) {
     // Column sums: each thread owns a fixed range of columns and adds the rows in order, so
     // the result does not depend on the thread count.
@@ -39,13 +42,26 @@ void linear_backward(float* dx, float* dw, float* db, const float* dy, const flo
         const int len = out - o0 < 128 ? out - o0 : 128;
         for (int j = 0; j < len; ++j) acc[j] = 0.0f;
         for (int n = 0; n < N; ++n) {
-          const float* r = dy + int64_t{n} * out + o0;
-          for (int j = 0; j < len; ++j) acc[j] += r[j];
+          const T* r = dy + int64_t{n} * out + o0;
+          for (int j = 0; j < len; ++j) acc[j] += to_float(r[j]);
         }
         for (int j = 0; j < len; ++j) db[o0 + j] += acc[j];
       }
     }
   }
 }
+
+#define ZT_LINEAR(T)                                                                           \
+  template void linear_forward<T, T>(T*, const T*, const T*, const T*, int, int, int);         \
+  template void linear_backward<T>(T*, float*, float*, const T*, const T*, const T*, int, int, \
+                                   int, bool);
+ZT_LINEAR(float)
+ZT_LINEAR(bf16)
+ZT_LINEAR(fp16)
+#undef ZT_LINEAR
+template void linear_forward<bf16, float>(float*, const bf16*, const bf16*, const bf16*, int, int,
+                                          int);
+template void linear_forward<fp16, float>(float*, const fp16*, const fp16*, const fp16*, int, int,
+                                          int);
 
 }  // namespace zt::cpu

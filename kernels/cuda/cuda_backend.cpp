@@ -20,82 +20,103 @@ cuda::AdamWParams to_cuda(const cpu::AdamWParams& p) {
   return q;
 }
 
+// The CUDA kernels compute on fp32 activations only so far: a half-precision activation or
+// parameter is refused here, with the reason, instead of being read as floats.
+float* f32(Ref r) {
+  ZT_REQUIRE(r.t == DType::F32,
+             "the CUDA backend's kernels take fp32 activations only so far: run --bf16/--fp16 "
+             "on --device cpu, or fp32 on cuda");
+  return r.as<float>();
+}
+const float* f32(CRef r) {
+  ZT_REQUIRE(r.t == DType::F32,
+             "the CUDA backend's kernels take fp32 activations only so far: run --bf16/--fp16 "
+             "on --device cpu, or fp32 on cuda");
+  return r.as<float>();
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend() = default;
 CudaBackend::~CudaBackend() = default;
 
-void CudaBackend::gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
-                       const float* B, int ldb, float beta, float* C, int ldc) {
-  cuda::gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, compute_.get());
+void CudaBackend::gemm(bool ta, bool tb, int M, int N, int K, float alpha, CRef A, int lda, CRef B,
+                       int ldb, float beta, Ref C, int ldc) {
+  ZT_CHECK(A.t == B.t, "gemm: operands in {} and {}", dtype_name(A.t), dtype_name(B.t));
+  if (A.t == DType::F32 && C.t == DType::F32)
+    cuda::gemm(ta, tb, M, N, K, alpha, A.as<float>(), lda, B.as<float>(), ldb, beta, C.as<float>(),
+               ldc, compute_.get());
+  else
+    cuda::gemm_mixed(ta, tb, M, N, K, alpha, A.p, lda, B.p, ldb, beta, C.p, ldc, A.t, C.t,
+                     compute_.get());
 }
-void CudaBackend::linear_forward(float* y, const float* x, const float* w, const float* b, int N,
-                                 int in, int out) {
-  cuda::linear_forward(y, x, w, b, N, in, out, compute_.get());
+void CudaBackend::linear_forward(Ref y, CRef x, CRef w, CRef b, int N, int in, int out) {
+  cuda::linear_forward(f32(y), f32(x), f32(w), f32(b), N, in, out, compute_.get());
 }
-void CudaBackend::linear_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                                  const float* w, int N, int in, int out, bool accumulate_dx) {
-  cuda::linear_backward(dx, dw, db, dy, x, w, N, in, out, accumulate_dx, compute_.get());
+void CudaBackend::linear_backward(Ref dx, float* dw, float* db, CRef dy, CRef x, CRef w, int N,
+                                  int in, int out, bool accumulate_dx) {
+  cuda::linear_backward(f32(dx), dw, db, f32(dy), f32(x), f32(w), N, in, out, accumulate_dx,
+                        compute_.get());
 }
-void CudaBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte,
-                                    const float* wpe, int B, int T, int C, int v_begin,
-                                    int v_local) {
-  cuda::embedding_forward(out, tokens, wte, wpe, B, T, C, v_begin, v_local, compute_.get());
+void CudaBackend::embedding_forward(Ref out, const int32_t* tokens, CRef wte, CRef wpe, int B,
+                                    int T, int C, int v_begin, int v_local) {
+  cuda::embedding_forward(f32(out), tokens, f32(wte), f32(wpe), B, T, C, v_begin, v_local,
+                          compute_.get());
 }
-void CudaBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
-                                     const int32_t* tokens, int B, int T, int C, int v_begin,
-                                     int v_local) {
-  cuda::embedding_backward(dwte, dwpe, dout, tokens, B, T, C, v_begin, v_local, compute_.get());
+void CudaBackend::embedding_backward(float* dwte, float* dwpe, CRef dout, const int32_t* tokens,
+                                     int B, int T, int C, int v_begin, int v_local) {
+  cuda::embedding_backward(dwte, dwpe, f32(dout), tokens, B, T, C, v_begin, v_local,
+                           compute_.get());
 }
-void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* x,
-                                    const float* w, const float* b, int N, int C) {
-  cuda::layernorm_forward(out, mean, rstd, x, w, b, N, C, compute_.get());
+void CudaBackend::layernorm_forward(Ref out, float* mean, float* rstd, CRef x, CRef w, CRef b,
+                                    int N, int C) {
+  cuda::layernorm_forward(f32(out), mean, rstd, f32(x), f32(w), f32(b), N, C, compute_.get());
 }
-void CudaBackend::layernorm_backward(float* dx, float* dw, float* db, const float* dout,
-                                     const float* x, const float* w, const float* mean,
-                                     const float* rstd, int N, int C) {
-  cuda::layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, N, C, compute_.get());
+void CudaBackend::layernorm_backward(Ref dx, float* dw, float* db, CRef dout, CRef x, CRef w,
+                                     const float* mean, const float* rstd, int N, int C) {
+  cuda::layernorm_backward(f32(dx), dw, db, f32(dout), f32(x), f32(w), mean, rstd, N, C,
+                           compute_.get());
 }
-void CudaBackend::gelu_forward(float* out, const float* x, int64_t n) {
-  cuda::gelu_forward(out, x, n, compute_.get());
+void CudaBackend::gelu_forward(Ref out, CRef x, int64_t n) {
+  cuda::gelu_forward(f32(out), f32(x), n, compute_.get());
 }
-void CudaBackend::gelu_backward(float* dx, const float* x, const float* dout, int64_t n) {
-  cuda::gelu_backward(dx, x, dout, n, compute_.get());
+void CudaBackend::gelu_backward(Ref dx, CRef x, CRef dout, int64_t n) {
+  cuda::gelu_backward(f32(dx), f32(x), f32(dout), n, compute_.get());
 }
-void CudaBackend::attention_forward(float* out, float* att, float* scratch, const float* qkv, int B,
-                                    int T, int C, int NH, const DropoutParams& drop) {
+void CudaBackend::attention_forward(Ref out, Ref att, Ref scratch, CRef qkv, int B, int T, int C,
+                                    int NH, const DropoutParams& drop) {
   // With the caller's scratch (the model's backward workspace, counted in MemoryPool) rather than
   // the kernels' own grow-only buffer; without one, the kernels' buffer.
-  if (scratch != nullptr)
-    cuda::attention_forward(out, att, scratch, qkv, B, T, C, NH, drop, compute_.get());
+  if (scratch)
+    cuda::attention_forward(f32(out), f32(att), f32(scratch), f32(qkv), B, T, C, NH, drop,
+                            compute_.get());
   else
-    cuda::attention_forward(out, att, qkv, B, T, C, NH, drop, compute_.get());
+    cuda::attention_forward(f32(out), f32(att), f32(qkv), B, T, C, NH, drop, compute_.get());
 }
-void CudaBackend::attention_backward(float* dqkv, float* scratch, const float* dout,
-                                     const float* qkv, const float* att, int B, int T, int C,
-                                     int NH, const DropoutParams& drop) {
-  cuda::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, drop, compute_.get());
+void CudaBackend::attention_backward(Ref dqkv, Ref scratch, CRef dout, CRef qkv, CRef att, int B,
+                                     int T, int C, int NH, const DropoutParams& drop) {
+  cuda::attention_backward(f32(dqkv), f32(scratch), f32(dout), f32(qkv), f32(att), B, T, C, NH,
+                           drop, compute_.get());
 }
-void CudaBackend::dropout_add_forward(float* out, const float* a, const float* x, int64_t n,
+void CudaBackend::dropout_add_forward(Ref out, CRef a, CRef x, int64_t n,
                                       const DropoutParams& drop) {
-  cuda::dropout_add_forward(out, a, x, n, drop, compute_.get());
+  cuda::dropout_add_forward(f32(out), f32(a), f32(x), n, drop, compute_.get());
 }
-void CudaBackend::dropout_backward(float* dx, const float* dout, int64_t n,
-                                   const DropoutParams& drop) {
-  cuda::dropout_backward(dx, dout, n, drop, compute_.get());
+void CudaBackend::dropout_backward(Ref dx, CRef dout, int64_t n, const DropoutParams& drop) {
+  cuda::dropout_backward(f32(dx), f32(dout), n, drop, compute_.get());
 }
-void CudaBackend::add_inplace(float* y, const float* x, int64_t n) {
-  cuda::add_inplace(y, x, n, compute_.get());
+void CudaBackend::add_inplace(Ref y, CRef x, int64_t n) {
+  cuda::add_inplace(f32(y), f32(x), n, compute_.get());
 }
-void CudaBackend::add_broadcast(float* y, const float* x, int64_t rows, int64_t n) {
+void CudaBackend::add_broadcast(Ref y, CRef x, int64_t rows, int64_t n) {
   // No broadcast kernel in the contract: one add per row. Only tensor-parallel runs use it (the
   // row-parallel bias after its all-reduce, the position table after the embedding's), where it
   // is small next to the GEMMs around it.
-  for (int64_t r = 0; r < rows; ++r) cuda::add_inplace(y + r * n, x, n, compute_.get());
+  for (int64_t r = 0; r < rows; ++r) cuda::add_inplace(f32(y + r * n), f32(x), n, compute_.get());
 }
-void CudaBackend::softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N,
+void CudaBackend::softmax_cross_entropy(Ref logits, float* losses, const int32_t* targets, int N,
                                         int V, int v_real, float dloss) {
-  cuda::softmax_cross_entropy(logits, losses, targets, N, V, v_real, dloss, compute_.get());
+  cuda::softmax_cross_entropy(f32(logits), losses, targets, N, V, v_real, dloss, compute_.get());
 }
 void CudaBackend::adamw(float* param, float* m, float* v, const float* g, int64_t n,
                         const cpu::AdamWParams& p) {

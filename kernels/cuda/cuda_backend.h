@@ -22,35 +22,30 @@ class CudaBackend final : public Backend {
   void* stream() const override { return compute_.get(); }
   cudaStream_t compute_stream() const { return compute_.get(); }
 
-  void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
-            const float* B, int ldb, float beta, float* C, int ldc) override;
-  void linear_forward(float* y, const float* x, const float* w, const float* b, int N, int in,
-                      int out) override;
-  void linear_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                       const float* w, int N, int in, int out, bool accumulate_dx) override;
-  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                         int B, int T, int C, int v_begin, int v_local) override;
-  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
-                          int T, int C, int v_begin, int v_local) override;
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
-                         const float* b, int N, int C) override;
-  void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
-                          const float* w, const float* mean, const float* rstd, int N,
-                          int C) override;
-  void gelu_forward(float* out, const float* x, int64_t n) override;
-  void gelu_backward(float* dx, const float* x, const float* dout, int64_t n) override;
-  void attention_forward(float* out, float* att, float* scratch, const float* qkv, int B, int T,
-                         int C, int NH, const DropoutParams& drop) override;
-  void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                          const float* att, int B, int T, int C, int NH,
-                          const DropoutParams& drop) override;
-  void dropout_add_forward(float* out, const float* a, const float* x, int64_t n,
-                           const DropoutParams& drop) override;
-  void dropout_backward(float* dx, const float* dout, int64_t n,
-                        const DropoutParams& drop) override;
-  void add_inplace(float* y, const float* x, int64_t n) override;
-  void add_broadcast(float* y, const float* x, int64_t rows, int64_t n) override;
-  void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
+  void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, CRef A, int lda, CRef B,
+            int ldb, float beta, Ref C, int ldc) override;
+  void linear_forward(Ref y, CRef x, CRef w, CRef b, int N, int in, int out) override;
+  void linear_backward(Ref dx, float* dw, float* db, CRef dy, CRef x, CRef w, int N, int in,
+                       int out, bool accumulate_dx) override;
+  void embedding_forward(Ref out, const int32_t* tokens, CRef wte, CRef wpe, int B, int T, int C,
+                         int v_begin, int v_local) override;
+  void embedding_backward(float* dwte, float* dwpe, CRef dout, const int32_t* tokens, int B, int T,
+                          int C, int v_begin, int v_local) override;
+  void layernorm_forward(Ref out, float* mean, float* rstd, CRef x, CRef w, CRef b, int N,
+                         int C) override;
+  void layernorm_backward(Ref dx, float* dw, float* db, CRef dout, CRef x, CRef w,
+                          const float* mean, const float* rstd, int N, int C) override;
+  void gelu_forward(Ref out, CRef x, int64_t n) override;
+  void gelu_backward(Ref dx, CRef x, CRef dout, int64_t n) override;
+  void attention_forward(Ref out, Ref att, Ref scratch, CRef qkv, int B, int T, int C, int NH,
+                         const DropoutParams& drop) override;
+  void attention_backward(Ref dqkv, Ref scratch, CRef dout, CRef qkv, CRef att, int B, int T, int C,
+                          int NH, const DropoutParams& drop) override;
+  void dropout_add_forward(Ref out, CRef a, CRef x, int64_t n, const DropoutParams& drop) override;
+  void dropout_backward(Ref dx, CRef dout, int64_t n, const DropoutParams& drop) override;
+  void add_inplace(Ref y, CRef x, int64_t n) override;
+  void add_broadcast(Ref y, CRef x, int64_t rows, int64_t n) override;
+  void softmax_cross_entropy(Ref logits, float* losses, const int32_t* targets, int N, int V,
                              int v_real, float dloss) override;
   void adamw(float* param, float* m, float* v, const float* g, int64_t n,
              const cpu::AdamWParams& p) override;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "src/core/dtype.h"
 #include "src/core/hd.h"
 
 namespace zt {
@@ -107,6 +108,36 @@ ZT_HD bf16 from_float<bf16>(float f) {
 template <>
 ZT_HD fp16 from_float<fp16>(float f) {
   return to_fp16(f);
+}
+
+// The DType of a storage type, and the call f(T{}) for the storage type of a DType: how a
+// backend turns a typed pointer into its templated kernel.
+template <typename T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::F32;
+}
+template <>
+constexpr DType dtype_of<bf16>() {
+  return DType::BF16;
+}
+template <>
+constexpr DType dtype_of<fp16>() {
+  return DType::F16;
+}
+
+template <typename F>
+decltype(auto) visit_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::BF16:
+      return f(bf16{});
+    case DType::F16:
+      return f(fp16{});
+    case DType::F32:
+      break;
+  }
+  return f(float{});
 }
 
 }  // namespace zt

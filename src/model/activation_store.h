@@ -15,16 +15,16 @@ class ActivationStore {
   // The workspace layer `layer`'s forward writes into.
   virtual LayerActivations& begin_forward(int layer) = 0;
   // Layer `layer`'s forward finished; `input` [N, C] is what it consumed.
-  virtual void end_forward(int layer, const float* input) = 0;
+  virtual void end_forward(int layer, CRef input) = 0;
   struct Restored {
     LayerActivations* acts = nullptr;
     // The layer's input as it was in forward (valid once any recomputation below is done).
-    const float* input = nullptr;
+    CRef input;
     // When set, the caller first re-runs the forward of layers [recompute_from, layer] — a
     // checkpointed span — starting from recompute_input, each into begin_forward(j)'s workspace.
     bool recompute = false;
     int recompute_from = 0;
-    const float* recompute_input = nullptr;
+    CRef recompute_input;
   };
   virtual Restored begin_backward(int layer) = 0;
 };
@@ -35,13 +35,13 @@ class KeepAllActivations final : public ActivationStore {
  public:
   KeepAllActivations(MemoryPool& pool, const GptConfig& config, int micro_batch, int tp_size = 1);
   LayerActivations& begin_forward(int layer) override;
-  void end_forward(int layer, const float* input) override;
+  void end_forward(int layer, CRef input) override;
   Restored begin_backward(int layer) override;
 
  private:
   Arena arena_;
   std::vector<LayerActivations> layers_;
-  std::vector<const float*> inputs_;
+  std::vector<CRef> inputs_;
 };
 
 }  // namespace zt

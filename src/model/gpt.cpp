@@ -13,7 +13,8 @@ size_t Gpt::arena_bytes(const GptConfig& c, int micro_batch, int tp_size) {
   const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length);
   const size_t h = static_cast<size_t>(c.hidden);
   const size_t v = static_cast<size_t>(c.padded_vocab_size / tp_size);
-  return Arena::aligned(n * h * 4) * 4 + Arena::aligned(n * 4) * 3 + Arena::aligned(n * v * 4) +
+  const size_t e = dtype_size(c.dtype);
+  return Arena::aligned(n * h * e) * 4 + Arena::aligned(n * 4) * 3 + Arena::aligned(n * v * e) +
          (tp_size > 1 ? Arena::aligned(n * 3 * 4) : 0) +
          LayerScratch::bytes(c, micro_batch, tp_size);
 }
@@ -39,14 +40,16 @@ Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
   lnf_b_offset_ =
       layout.find("final_ln.bias").offset - blocks[static_cast<size_t>(layout.final_block())].begin;
   const int64_t n = dims_.N(), h = config.hidden;
-  embed_out_ = arena_.carve({n * h}, DType::F32).f32();
-  lnf_out_ = arena_.carve({n * h}, DType::F32).f32();
-  dres_ = arena_.carve({n * h}, DType::F32).f32();
-  final_in_ = arena_.carve({n * h}, DType::F32).f32();
+  const DType t = config.dtype;
+  auto carve = [&](int64_t elems) { return Ref(arena_.carve({elems}, t).data(), t); };
+  embed_out_ = carve(n * h);
+  lnf_out_ = carve(n * h);
+  dres_ = carve(n * h);
+  final_in_ = carve(n * h);
   lnf_mean_ = arena_.carve({n}, DType::F32).f32();
   lnf_rstd_ = arena_.carve({n}, DType::F32).f32();
   losses_ = arena_.carve({n}, DType::F32).f32();
-  logits_ = arena_.carve({n * vocab_local_}, DType::F32).f32();
+  logits_ = carve(n * vocab_local_);
   if (layout.tp_size() > 1) ce_scratch_ = arena_.carve({3 * n}, DType::F32).f32();
   scratch_ = LayerScratch::carve(arena_, config, micro_batch, layout.tp_size());
   if (ctx.needs_staging()) {
@@ -79,15 +82,15 @@ void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, Activati
   const int N = dims_.N(), C = dims_.C, L = config_.num_layers;
   const tp::VocabRange vr{vocab_begin_, vocab_local_};
   {
-    const float* e = params.acquire(ParamLayout::kEmbeddingBlock);
+    const CRef e = params.acquire(ParamLayout::kEmbeddingBlock);
     tp::vocab_parallel_embedding_forward(be_, dims_.tp, embed_out_, tokens, e, e + wpe_offset_,
                                          dims_.B, dims_.T, C, vr);
     params.release(ParamLayout::kEmbeddingBlock);
   }
-  const float* x = embed_out_;
+  CRef x = embed_out_;
   for (int i = 0; i < L; ++i) {
     const int block = ParamLayout::layer_block(i);
-    float* base = const_cast<float*>(params.acquire(block));
+    const CRef base = params.acquire(block);
     LayerActivations& a = acts.begin_forward(i);
     layer_forward(dims_, offsets_[static_cast<size_t>(i)].at(base), x, a, scratch_,
                   dropout(i, rng));
@@ -97,15 +100,15 @@ void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, Activati
   }
   // The final layernorm's input is kept by the model: a checkpointing store need not keep the
   // last layer's output.
-  be_.copy(final_in_, x, static_cast<size_t>(N) * static_cast<size_t>(C) * 4);
+  be_.copy(final_in_.p, x.p, x.bytes(int64_t{N} * C));
   const int fb = L + 1;
-  const float* lnf = params.acquire(fb);
+  const CRef lnf = params.acquire(fb);
   be_.layernorm_forward(lnf_out_, lnf_mean_, lnf_rstd_, final_in_, lnf, lnf + lnf_b_offset_, N, C);
   params.release(fb);
   // The head tied to this rank's vocabulary shard: column-parallel, copy-to-TP on its input.
-  const float* wte = params.acquire(ParamLayout::kEmbeddingBlock);
+  const CRef wte = params.acquire(ParamLayout::kEmbeddingBlock);
   tp::copy_to_tp_forward(be_, dims_.tp, lnf_out_, int64_t{N} * C);
-  tp::column_parallel_forward(be_, logits_, lnf_out_, wte, nullptr, N, C, vr.local);
+  tp::column_parallel_forward(be_, logits_, lnf_out_, wte, CRef(nullptr, wte.t), N, C, vr.local);
   params.release(ParamLayout::kEmbeddingBlock);
 }
 
@@ -138,16 +141,16 @@ void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& 
   // Head: logits = lnf_out · wteᵀ, so d(lnf_out) = dlogits · wte and d(wte) += dlogitsᵀ · lnf_out;
   // with tp each rank's shard gives a partial d(lnf_out), all-reduced (copy-to-TP backward).
   {
-    const float* wte = params.acquire(eb);
+    const CRef wte = params.acquire(eb);
     float* gwte = params.grads(eb);
     tp::column_parallel_backward(be_, dims_.tp, scratch_.d_a, gwte, nullptr, logits_, lnf_out_, wte,
                                  N, C, vr.local);
     params.release(eb);
   }
   {
-    const float* lnf = params.acquire(fb);
+    const CRef lnf = params.acquire(fb);
     float* g = params.grads(fb);
-    be_.fill_zero(dres_, static_cast<size_t>(N) * static_cast<size_t>(C) * 4);
+    be_.fill_zero(dres_.p, dres_.bytes(int64_t{N} * C));
     be_.layernorm_backward(dres_, g, g + lnf_b_offset_, scratch_.d_a, final_in_, lnf, lnf_mean_,
                            lnf_rstd_, N, C);
     params.grads_done(fb);
@@ -158,10 +161,10 @@ void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& 
     if (r.recompute) {
       // The store kept only the checkpointed span's input: replay the span's forward (the same
       // dropout masks: they are a function of the sample, not of when they are drawn).
-      const float* x = r.recompute_input;
+      CRef x = r.recompute_input;
       for (int j = r.recompute_from; j <= i; ++j) {
         const int bj = ParamLayout::layer_block(j);
-        float* bp = const_cast<float*>(params.acquire(bj));
+        const CRef bp = params.acquire(bj);
         LayerActivations& a = acts.begin_forward(j);
         layer_forward(dims_, offsets_[static_cast<size_t>(j)].at(bp), x, a, scratch_,
                       dropout(j, rng));
@@ -171,8 +174,7 @@ void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& 
     }
     const int block = ParamLayout::layer_block(i);
     const LayerOffsets& off = offsets_[static_cast<size_t>(i)];
-    float* base = const_cast<float*>(params.acquire(block));
-    const LayerParams p = off.at(base);
+    const LayerParams p = off.at(params.acquire(block));
     const LayerDropout drop = dropout(i, rng);
     layer_backward(dims_, p, off.at(params.grads(block)), r.input, *r.acts, scratch_, drop, dres_);
     params.grads_done(block);
@@ -194,8 +196,15 @@ double Gpt::forward_backward(const int32_t* tokens, const int32_t* targets, floa
 void Gpt::forward_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                          float* out) {
   forward_to_logits(tokens, params, acts, nullptr);
-  be_.copy_to_host(out, logits_,
-                   static_cast<size_t>(dims_.N()) * static_cast<size_t>(vocab_local_) * 4);
+  const int64_t n = int64_t{dims_.N()} * vocab_local_;
+  be_.copy_to_host(out, logits_.p, logits_.bytes(n));
+  // Half logits land in the front of `out`; widen them in place from the back (element i moves
+  // from byte 2i to byte 4i, so no element is overwritten before it is read).
+  if (logits_.t != DType::F32)
+    visit_dtype(logits_.t, [&](auto t) {
+      const auto* h = reinterpret_cast<const decltype(t)*>(out);
+      for (int64_t i = n - 1; i >= 0; --i) out[i] = to_float(h[i]);
+    });
 }
 
 double Gpt::forward_loss(const int32_t* tokens, const int32_t* targets, ParamSource& params,

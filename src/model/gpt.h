@@ -43,7 +43,8 @@ class Gpt {
   // over this micro-batch's tokens.
   double forward_backward(const int32_t* tokens, const int32_t* targets, float dloss,
                           ParamSource& params, ActivationStore& acts, const DropoutSeeds& rng);
-  // Forward only, dropout off: writes this rank's logits [N, Vp/tp] into host memory `out`
+  // Forward only, dropout off: writes this rank's logits [N, Vp/tp], widened to fp32, into host
+  // memory `out`
   // (inference, tests; the columns of global vocabulary rows [tp_rank·Vp/tp, (tp_rank+1)·Vp/tp)).
   void forward_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                       float* out);
@@ -55,8 +56,9 @@ class Gpt {
   // Bytes of the model's own workspace arena (embedding output, final layernorm, logits,
   // backward scratch) for one of `tp_size` ranks: what the constructor allocates.
   static size_t arena_bytes(const GptConfig& config, int micro_batch, int tp_size);
-  // [N, Vp/tp] in the backend's memory; dlogits after forward_backward.
-  const float* logits() const { return logits_; }
+  // [N, Vp/tp] in the backend's memory, in the working precision; dlogits after
+  // forward_backward.
+  CRef logits() const { return logits_; }
   const LayerDims& dims() const { return dims_; }
 
  private:
@@ -79,15 +81,15 @@ class Gpt {
   int64_t lnf_b_offset_ = 0;
   Arena arena_;  // embedding output, final layernorm, logits, losses, backward scratch
   LayerScratch scratch_;
-  float* embed_out_ = nullptr;   // [N, C]
-  float* lnf_out_ = nullptr;     // [N, C]
+  Ref embed_out_;                // [N, C]
+  Ref lnf_out_;                  // [N, C]
   float* lnf_mean_ = nullptr;    // [N]
   float* lnf_rstd_ = nullptr;    // [N]
-  float* logits_ = nullptr;      // [N, Vp/tp]
+  Ref logits_;                   // [N, Vp/tp]
   float* ce_scratch_ = nullptr;  // [3N] the vocab-parallel cross-entropy's reductions
   float* losses_ = nullptr;      // [N]
-  float* dres_ = nullptr;        // [N, C]
-  float* final_in_ = nullptr;    // [N, C] last layer's output, the final layernorm's input
+  Ref dres_;                     // [N, C]
+  Ref final_in_;                 // [N, C] last layer's output, the final layernorm's input
   // Host staging where the host cannot read the device (none on the CPU): the losses read back
   // each micro-batch and, with tp > 1, the vocab-parallel cross-entropy's host passes.
   Buffer host_staging_;

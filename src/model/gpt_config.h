@@ -5,6 +5,8 @@
 // by ParamLayout::gpt(config, tp_size, tp_rank) and the local sizes below.
 #include <cstdint>
 
+#include "src/core/dtype.h"
+
 namespace zt {
 
 struct GptConfig {
@@ -16,6 +18,9 @@ struct GptConfig {
   int padded_vocab_size = 256;  // rows of the embedding: vocab rounded up (Megatron's padding)
   float attention_dropout = 0;
   float hidden_dropout = 0;
+  // The working precision: parameters as the model reads them, activations, checkpoints and
+  // tensor-parallel activation traffic (--bf16 / --fp16; fp32 by default).
+  DType dtype = DType::F32;
 
   int head_dim() const { return hidden / heads; }
   int ffn_hidden() const { return 4 * hidden; }

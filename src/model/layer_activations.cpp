@@ -1,5 +1,7 @@
 #include "src/model/layer_activations.h"
 
+#include <type_traits>
+
 namespace zt {
 namespace {
 
@@ -26,16 +28,22 @@ void for_each_field(LayerActivations& a, const GptConfig& c, int micro_batch, in
 size_t LayerActivations::bytes(const GptConfig& c, int micro_batch, int tp_size) {
   LayerActivations a;
   size_t total = 0;
-  for_each_field(a, c, micro_batch, tp_size,
-                 [&](float*&, int64_t n) { total += Arena::aligned(static_cast<size_t>(n) * 4); });
+  for_each_field(a, c, micro_batch, tp_size, [&](auto& field, int64_t n) {
+    const size_t e = std::is_same_v<std::decay_t<decltype(field)>, Ref> ? dtype_size(c.dtype) : 4;
+    total += Arena::aligned(static_cast<size_t>(n) * e);
+  });
   return total;
 }
 
 LayerActivations LayerActivations::carve(Arena& arena, const GptConfig& c, int micro_batch,
                                          int tp_size) {
   LayerActivations a;
-  for_each_field(a, c, micro_batch, tp_size,
-                 [&](float*& p, int64_t n) { p = arena.carve({n}, DType::F32).f32(); });
+  for_each_field(a, c, micro_batch, tp_size, [&](auto& field, int64_t n) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(field)>, Ref>)
+      field = Ref(arena.carve({n}, c.dtype).data(), c.dtype);
+    else
+      field = arena.carve({n}, DType::F32).f32();
+  });
   return a;
 }
 

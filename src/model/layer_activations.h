@@ -7,21 +7,23 @@
 // kept (input, mean, rstd; the pre-GeLU values) for a few element-wise passes, which saves
 // 6·N·C floats per layer.
 #include "src/core/arena.h"
+#include "src/core/typed_ref.h"
 #include "src/model/gpt_config.h"
 
 namespace zt {
 
+// The statistics are fp32; the rest is in the working precision (config.dtype).
 struct LayerActivations {
   float* ln1_mean = nullptr;  // [N]
   float* ln1_rstd = nullptr;  // [N]
-  float* qkv = nullptr;       // [N, 3C/tp]
-  float* att = nullptr;       // [B, H, T, T] softmax probabilities
-  float* atty = nullptr;      // [N, C/tp] attention output before the projection
-  float* res2 = nullptr;      // [N, C] input + attention branch
+  Ref qkv;                    // [N, 3C/tp]
+  Ref att;                    // [B, H, T, T] softmax probabilities
+  Ref atty;                   // [N, C/tp] attention output before the projection
+  Ref res2;                   // [N, C] input + attention branch
   float* ln2_mean = nullptr;  // [N]
   float* ln2_rstd = nullptr;  // [N]
-  float* fch = nullptr;       // [N, 4C/tp] before GeLU
-  float* out = nullptr;       // [N, C] layer output (the next layer's input)
+  Ref fch;                    // [N, 4C/tp] before GeLU
+  Ref out;                    // [N, C] layer output (the next layer's input)
 
   // Bytes of one workspace for `micro_batch` sequences on one of `tp_size` tensor-parallel
   // ranks, as carve() lays it out.

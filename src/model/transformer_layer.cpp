@@ -5,6 +5,13 @@
 #include "src/tensor_parallel/rng_tracker.h"
 
 namespace zt {
+namespace {
+
+Ref carve_typed(Arena& arena, int64_t n, DType t) {
+  return {arena.carve({n}, t).data(), t};
+}
+
+}  // namespace
 
 LayerOffsets LayerOffsets::from(const ParamLayout& layout, int layer) {
   const std::string p = "layers." + std::to_string(layer) + ".";
@@ -17,9 +24,14 @@ LayerOffsets LayerOffsets::from(const ParamLayout& layout, int layer) {
                       off("mlp.fc.bias"),   off("mlp.proj.weight"),  off("mlp.proj.bias")};
 }
 
-LayerParams LayerOffsets::at(float* b) const {
+LayerParams LayerOffsets::at(CRef b) const {
   return LayerParams{b + ln1_w, b + ln1_b, b + qkv_w, b + qkv_b, b + proj_w,   b + proj_b,
                      b + ln2_w, b + ln2_b, b + fc_w,  b + fc_b,  b + fcproj_w, b + fcproj_b};
+}
+
+LayerGrads LayerOffsets::at(float* b) const {
+  return LayerGrads{b + ln1_w, b + ln1_b, b + qkv_w, b + qkv_b, b + proj_w,   b + proj_b,
+                    b + ln2_w, b + ln2_b, b + fc_w,  b + fc_b,  b + fcproj_w, b + fcproj_b};
 }
 
 LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp_rank,
@@ -36,8 +48,9 @@ size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
   const size_t f = static_cast<size_t>(t.ffn);
   const size_t att = static_cast<size_t>(micro_batch) * static_cast<size_t>(t.heads) *
                      static_cast<size_t>(c.seq_length) * static_cast<size_t>(c.seq_length);
-  return Arena::aligned(n * h * 4) * 3 + Arena::aligned(n * f * 4) * 2 +
-         Arena::aligned(n * 3 * hl * 4) + Arena::aligned(att * 4);
+  const size_t e = dtype_size(c.dtype);
+  return Arena::aligned(n * h * e) * 3 + Arena::aligned(n * f * e) * 2 +
+         Arena::aligned(n * 3 * hl * e) + Arena::aligned(att * e);
 }
 
 LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size) {
@@ -45,13 +58,13 @@ LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_bat
   const int64_t n = int64_t{micro_batch} * c.seq_length, h = c.hidden, hl = t.hidden, f = t.ffn;
   const int64_t att = int64_t{micro_batch} * t.heads * c.seq_length * c.seq_length;
   LayerScratch s;
-  s.ln = arena.carve({n * h}, DType::F32).f32();
-  s.ff = arena.carve({n * f}, DType::F32).f32();
-  s.d_a = arena.carve({n * h}, DType::F32).f32();
-  s.d_b = arena.carve({n * h}, DType::F32).f32();
-  s.d_ff = arena.carve({n * f}, DType::F32).f32();
-  s.d_qkv = arena.carve({n * 3 * hl}, DType::F32).f32();
-  s.d_att = arena.carve({att}, DType::F32).f32();
+  s.ln = carve_typed(arena, n * h, c.dtype);
+  s.ff = carve_typed(arena, n * f, c.dtype);
+  s.d_a = carve_typed(arena, n * h, c.dtype);
+  s.d_b = carve_typed(arena, n * h, c.dtype);
+  s.d_ff = carve_typed(arena, n * f, c.dtype);
+  s.d_qkv = carve_typed(arena, n * 3 * hl, c.dtype);
+  s.d_att = carve_typed(arena, att, c.dtype);
   return s;
 }
 
@@ -61,7 +74,7 @@ namespace {
 // flat index into [B, H, T, T]). With tp > 1 one call per sample, each with the counter offset
 // of its global heads (tp::head_slice), so every element draws the mask tp = 1 draws for it.
 // `scratch` [B, H, T, T]: workspace the backend may use for the dropped probabilities.
-void attention_forward(const LayerDims& d, float* out, float* att, float* scratch, const float* qkv,
+void attention_forward(const LayerDims& d, Ref out, Ref att, Ref scratch, CRef qkv,
                        const DropoutParams& drop) {
   if (!tp::active(d.tp)) {
     d.be->attention_forward(out, att, scratch, qkv, d.B, d.T, d.Cl, d.H, drop);
@@ -74,8 +87,8 @@ void attention_forward(const LayerDims& d, float* out, float* att, float* scratc
                             d.H, tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
 }
 
-void attention_backward(const LayerDims& d, float* dqkv, float* scratch, const float* dout,
-                        const float* qkv, const float* att, const DropoutParams& drop) {
+void attention_backward(const LayerDims& d, Ref dqkv, Ref scratch, CRef dout, CRef qkv, CRef att,
+                        const DropoutParams& drop) {
   if (!tp::active(d.tp)) {
     d.be->attention_backward(dqkv, scratch, dout, qkv, att, d.B, d.T, d.Cl, d.H, drop);
     return;
@@ -89,7 +102,7 @@ void attention_backward(const LayerDims& d, float* dqkv, float* scratch, const f
 
 }  // namespace
 
-void layer_forward(const LayerDims& d, const LayerParams& p, const float* x, LayerActivations& a,
+void layer_forward(const LayerDims& d, const LayerParams& p, CRef x, LayerActivations& a,
                    const LayerScratch& s, const LayerDropout& drop) {
   Backend& be = *d.be;
   const int N = d.N(), C = d.C;
@@ -99,7 +112,7 @@ void layer_forward(const LayerDims& d, const LayerParams& p, const float* x, Lay
   tp::column_parallel_forward(be, a.qkv, s.ln, p.qkv_w, p.qkv_b, N, C, 3 * d.Cl);
   // The attention-gradient scratch is free during forward, like d_a below.
   attention_forward(d, a.atty, a.att, s.d_att, a.qkv, drop.attention);
-  float* proj = s.d_a;  // backward scratch is free during forward
+  const Ref proj = s.d_a;  // backward scratch is free during forward
   tp::row_parallel_forward(be, d.tp, proj, a.atty, p.proj_w, p.proj_b, N, d.Cl, C);
   be.dropout_add_forward(a.res2, x, proj, nc, drop.attn_out);
   be.layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, p.ln2_w, p.ln2_b, N, C);
@@ -110,9 +123,9 @@ void layer_forward(const LayerDims& d, const LayerParams& p, const float* x, Lay
   be.dropout_add_forward(a.out, a.res2, proj, nc, drop.mlp_out);
 }
 
-void layer_backward(const LayerDims& d, const LayerParams& p, const LayerParams& g, const float* x,
+void layer_backward(const LayerDims& d, const LayerParams& p, const LayerGrads& g, CRef x,
                     const LayerActivations& a, const LayerScratch& s, const LayerDropout& drop,
-                    float* dres) {
+                    Ref dres) {
   Backend& be = *d.be;
   const int N = d.N(), C = d.C;
   const int64_t nc = int64_t{N} * C, nf = int64_t{N} * d.F;

@@ -16,27 +16,32 @@
 
 namespace zt {
 
-// Pointers to one layer's parameters (or gradients) inside a block region.
-struct LayerParams {
-  float* ln1_w;
-  float* ln1_b;
-  float* qkv_w;
-  float* qkv_b;
-  float* proj_w;
-  float* proj_b;
-  float* ln2_w;
-  float* ln2_b;
-  float* fc_w;
-  float* fc_b;
-  float* fcproj_w;
-  float* fcproj_b;
+// One layer's tensors inside a block region: its parameters (typed, the working precision) or
+// its fp32 gradients.
+template <typename P>
+struct LayerTensors {
+  P ln1_w;
+  P ln1_b;
+  P qkv_w;
+  P qkv_b;
+  P proj_w;
+  P proj_b;
+  P ln2_w;
+  P ln2_b;
+  P fc_w;
+  P fc_b;
+  P fcproj_w;
+  P fcproj_b;
 };
+using LayerParams = LayerTensors<CRef>;
+using LayerGrads = LayerTensors<float*>;
 
 // Offsets of a layer's tensors relative to its block's first element; the same for every layer.
 struct LayerOffsets {
   int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w, fcproj_b;
   static LayerOffsets from(const ParamLayout& layout, int layer);
-  LayerParams at(float* base) const;
+  LayerParams at(CRef base) const;
+  LayerGrads at(float* base) const;
 };
 
 struct LayerDropout {
@@ -48,13 +53,13 @@ struct LayerDropout {
 // Workspace shared by all layers (one layer runs at a time). F = this rank's MLP width 4C/tp,
 // Cl = its attention width C/tp, H its heads.
 struct LayerScratch {
-  float* ln = nullptr;     // [N, C] a layernorm output, produced again in backward
-  float* ff = nullptr;     // [N, F] the GeLU output, produced again in backward
-  float* d_a = nullptr;    // [N, C]
-  float* d_b = nullptr;    // [N, C]
-  float* d_ff = nullptr;   // [N, F]
-  float* d_qkv = nullptr;  // [N, 3Cl]
-  float* d_att = nullptr;  // [B, H, T, T]
+  Ref ln;     // [N, C] a layernorm output, produced again in backward
+  Ref ff;     // [N, F] the GeLU output, produced again in backward
+  Ref d_a;    // [N, C]
+  Ref d_b;    // [N, C]
+  Ref d_ff;   // [N, F]
+  Ref d_qkv;  // [N, 3Cl]
+  Ref d_att;  // [B, H, T, T]
   static size_t bytes(const GptConfig& c, int micro_batch, int tp_size = 1);
   static LayerScratch carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);
 };
@@ -75,12 +80,12 @@ struct LayerDims {
                       comm::Communicator* tp, Backend& be);
 };
 
-void layer_forward(const LayerDims& d, const LayerParams& p, const float* x, LayerActivations& a,
+void layer_forward(const LayerDims& d, const LayerParams& p, CRef x, LayerActivations& a,
                    const LayerScratch& s, const LayerDropout& drop);
 // dres [N, C]: on entry the gradient of the layer output, on return the gradient of its input.
 // Parameter gradients are added into g.
-void layer_backward(const LayerDims& d, const LayerParams& p, const LayerParams& g, const float* x,
+void layer_backward(const LayerDims& d, const LayerParams& p, const LayerGrads& g, CRef x,
                     const LayerActivations& a, const LayerScratch& s, const LayerDropout& drop,
-                    float* dres);
+                    Ref dres);
 
 }  // namespace zt

@@ -31,12 +31,16 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   const bool staged = half && in.staged_half_reductions;
   const int world = in.tp * in.dp;
   size_t b = scalar_reducer_bytes(world, kTrainerScalars);
+  // The tensor-parallel all-reduces of [N, h] activations are half: MPI stages one in fp32.
+  if (staged && in.tp > 1)
+    b += static_cast<size_t>(in.micro_batch) * static_cast<size_t>(in.model.seq_length) *
+         static_cast<size_t>(in.model.hidden) * 4;
   if (world > 1) b += scalar_reducer_bytes(world, 1);  // the global gradient norm
   if (in.zero_stage == 0) {
     size_t block = 0;
     for (const auto& blk : layout.blocks())
       block = std::max(block, static_cast<size_t>(blk.numel()));
-    if (half) b += (1 + kGradSlots) * block * 4 + kStagingChunk * 4;
+    if (half) b += kGradSlots * block * 4 + kStagingChunk * 4;
     // Every gradient bucket's all-reduce may be in flight at once; each stages its fp32 copy.
     if (staged && in.dp > 1) {
       const GradBuckets buckets(layout, in.reduce_bucket_elems);
@@ -50,7 +54,6 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
     max_unit = std::max(max_unit, static_cast<size_t>(u.padded_len));
     max_part = std::max(max_part, static_cast<size_t>(u.part_len));
   }
-  if (half) b += block * 4;                    // fp32 slot of one block
   b += std::max(kStagingChunk, max_part) * 4;  // fp32 optimizer chunk
   if (in.zero_stage >= 2 || half) b += kGradSlots * block * 4;
   if (in.zero_stage >= 2) {
@@ -103,7 +106,9 @@ MemoryPlan plan_memory(const PlanInput& in) {
       p.params = p.grads = shard * e;
       p.optimizer = 3 * shard * 4;
   }
-  const GptConfig& c = in.model;
+  // The model computes in the working precision: its activations and checkpoints are sized by it.
+  GptConfig c = in.model;
+  c.dtype = in.working;
   p.activations = Gpt::arena_bytes(c, in.micro_batch, in.tp) +
                   static_cast<size_t>(2 * in.micro_batch * c.seq_length) * 4;  // the batch
   if (in.checkpoint_activations) {
@@ -153,19 +158,20 @@ MemoryPlan plan_memory(const PlanInput& in) {
     }
     p.comm_dp = p.comm_dp_forward + p.comm_dp_backward + p.comm_dp_after;
   }
-  // Tensor parallel, per micro-batch (fp32 activations): per layer 2 all-reduces of [N, h] in
-  // forward and 2 in backward, the embedding's and the head's, the cross-entropy's 3N; a
-  // recomputing store repeats the 2 forward ones per layer; Pa all-gathers each span's input.
+  // Tensor parallel, per micro-batch: per layer 2 all-reduces of [N, h] in forward and 2 in
+  // backward, the embedding's and the head's (all in the working precision), the
+  // cross-entropy's 3N (fp32); a recomputing store repeats the 2 forward ones per layer; Pa
+  // all-gathers each span's input (working precision).
   if (in.tp > 1) {
     const uint64_t N = static_cast<uint64_t>(in.micro_batch) * static_cast<uint64_t>(c.seq_length);
     const uint64_t h = static_cast<uint64_t>(c.hidden), L = static_cast<uint64_t>(c.num_layers);
-    uint64_t elems = (4 * L + 2) * N * h + 3 * N;
+    uint64_t elems = (4 * L + 2) * N * h;
     if (in.checkpoint_activations) elems += 2 * L * N * h;
-    uint64_t bytes = 2 * 4 * elems;  // all-reduce of n elements counts 2n
+    uint64_t bytes = 2 * e * elems + 2 * 4 * 3 * N;  // all-reduce of n elements counts 2n
     if (in.checkpoint_activations && in.partition_activations) {
       const uint64_t spans = (L + static_cast<uint64_t>(in.checkpoint_num_layers) - 1) /
                              static_cast<uint64_t>(in.checkpoint_num_layers);
-      bytes += spans * N * h * 4;  // all-gather of n output elements counts n
+      bytes += spans * N * h * e;  // all-gather of n output elements counts n
     }
     p.comm_tp = bytes * static_cast<uint64_t>(in.accumulation);
     uint64_t ops = (4 * L + 2) + 3 + (in.checkpoint_activations ? 2 * L : 0);

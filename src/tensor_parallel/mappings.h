@@ -30,36 +30,36 @@ inline int rank_of(const comm::Communicator* tp) {
   return tp == nullptr ? 0 : tp->rank();
 }
 
-// In-place all-reduce of n floats over the tp group (no-op when !active(tp)).
-void all_reduce(Backend& be, comm::Communicator* tp, float* x, int64_t n,
+// In-place all-reduce of n elements over the tp group (no-op when !active(tp)).
+void all_reduce(Backend& be, comm::Communicator* tp, Ref x, int64_t n,
                 comm::ReduceOp op = comm::ReduceOp::Sum);
 
 // copy-to-TP: the replicated input of a column-parallel layer.
-inline void copy_to_tp_forward(Backend&, comm::Communicator*, const float*, int64_t) {}
+inline void copy_to_tp_forward(Backend&, comm::Communicator*, CRef, int64_t) {}
 // dx [n]: each rank's partial input gradient in, the full gradient out.
-inline void copy_to_tp_backward(Backend& be, comm::Communicator* tp, float* dx, int64_t n) {
+inline void copy_to_tp_backward(Backend& be, comm::Communicator* tp, Ref dx, int64_t n) {
   all_reduce(be, tp, dx, n);
 }
 
 // reduce-from-TP: the partial outputs of a row-parallel layer.
-inline void reduce_from_tp_forward(Backend& be, comm::Communicator* tp, float* y, int64_t n) {
+inline void reduce_from_tp_forward(Backend& be, comm::Communicator* tp, Ref y, int64_t n) {
   all_reduce(be, tp, y, n);
 }
-inline void reduce_from_tp_backward(Backend&, comm::Communicator*, float*, int64_t) {}
+inline void reduce_from_tp_backward(Backend&, comm::Communicator*, Ref, int64_t) {}
 
 // scatter along the last dim: full [rows, cols] -> local [rows, cols/tp] (this rank's block).
-void scatter_last_dim_forward(Backend& be, comm::Communicator* tp, float* local, const float* full,
+void scatter_last_dim_forward(Backend& be, comm::Communicator* tp, Ref local, CRef full,
                               int64_t rows, int64_t cols);
 // dfull [rows, cols] = the gather of every rank's dlocal [rows, cols/tp]; scratch: rows*cols.
-void scatter_last_dim_backward(Backend& be, comm::Communicator* tp, float* dfull,
-                               const float* dlocal, int64_t rows, int64_t cols, float* scratch);
+void scatter_last_dim_backward(Backend& be, comm::Communicator* tp, Ref dfull, CRef dlocal,
+                               int64_t rows, int64_t cols, Ref scratch);
 
 // gather along the last dim: local [rows, cols_local] -> full [rows, cols_local*tp];
-// scratch: rows*cols_local*tp floats (the all-gather lands rank-major and is transposed).
-void gather_last_dim_forward(Backend& be, comm::Communicator* tp, float* full, const float* local,
-                             int64_t rows, int64_t cols_local, float* scratch);
+// scratch: rows*cols_local*tp elements (the all-gather lands rank-major and is transposed).
+void gather_last_dim_forward(Backend& be, comm::Communicator* tp, Ref full, CRef local,
+                             int64_t rows, int64_t cols_local, Ref scratch);
 // dlocal [rows, cols_local] = this rank's column block of dfull.
-void gather_last_dim_backward(Backend& be, comm::Communicator* tp, float* dlocal,
-                              const float* dfull, int64_t rows, int64_t cols_local);
+void gather_last_dim_backward(Backend& be, comm::Communicator* tp, Ref dlocal, CRef dfull,
+                              int64_t rows, int64_t cols_local);
 
 }  // namespace zt::tp

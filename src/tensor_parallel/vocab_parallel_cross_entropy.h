@@ -21,9 +21,10 @@
 
 namespace zt::tp {
 
-// logits [N, range.local] are overwritten with dlogits; losses [N] (identical on every rank).
+// logits [N, range.local] (fp32 or the working precision) are overwritten with dlogits; losses [N]
+// (identical on every rank).
 // scratch: 3N floats. targets are global token ids in [0, v_real).
-void vocab_parallel_cross_entropy(Backend& be, comm::Communicator* tp, float* logits, float* losses,
+void vocab_parallel_cross_entropy(Backend& be, comm::Communicator* tp, Ref logits, float* losses,
                                   const int32_t* targets, int N, VocabRange range, int v_real,
                                   float dloss, float* scratch, float* host_scratch = nullptr);
 int64_t host_scratch_floats(int N, int v_local);

@@ -20,11 +20,11 @@ struct VocabRange {
 VocabRange vocab_range(int padded_vocab, int tp_size, int tp_rank);
 
 // out [B*T, C] = wte[tok] + wpe[t]. wte: this rank's [range.local, C] rows; wpe [T, C].
-void vocab_parallel_embedding_forward(Backend& be, comm::Communicator* tp, float* out,
-                                      const int32_t* tokens, const float* wte, const float* wpe,
-                                      int B, int T, int C, VocabRange range);
+void vocab_parallel_embedding_forward(Backend& be, comm::Communicator* tp, Ref out,
+                                      const int32_t* tokens, CRef wte, CRef wpe, int B, int T,
+                                      int C, VocabRange range);
 // dwte (local rows) += ..., dwpe += ... from the replicated dout [B*T, C].
-void vocab_parallel_embedding_backward(Backend& be, float* dwte, float* dwpe, const float* dout,
+void vocab_parallel_embedding_backward(Backend& be, float* dwte, float* dwpe, CRef dout,
                                        const int32_t* tokens, int B, int T, int C,
                                        VocabRange range);
 

@@ -44,6 +44,7 @@ GptConfig gpt_config_from(const TrainOptions& o) {
       padded_vocab_size(o.vocab_size, o.make_vocab_size_divisible_by, o.tensor_model_parallel_size);
   c.attention_dropout = static_cast<float>(o.attention_dropout);
   c.hidden_dropout = static_cast<float>(o.hidden_dropout);
+  c.dtype = working_dtype(o);
   return c;
 }
 

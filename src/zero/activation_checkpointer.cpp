@@ -16,13 +16,14 @@ size_t ActivationCheckpointer::workspace_bytes(const GptConfig& c, int micro_bat
   const auto input = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length) *
                      static_cast<size_t>(c.hidden);
   return LayerActivations::bytes(c, micro_batch, tp_size) * static_cast<size_t>(span + 1) +
-         Arena::aligned(input * 4);
+         Arena::aligned(input * dtype_size(c.dtype));
 }
 
 size_t ActivationCheckpointer::checkpoint_bytes(const GptConfig& c, int micro_batch, int tp_size,
                                                 const CheckpointConfig& cp) {
   const int spans = (c.num_layers + cp.span - 1) / cp.span;
-  return Arena::aligned(static_cast<size_t>(kept_elems(c, micro_batch, tp_size, cp)) * 4) *
+  return Arena::aligned(static_cast<size_t>(kept_elems(c, micro_batch, tp_size, cp)) *
+                        dtype_size(c.dtype)) *
          static_cast<size_t>(spans);
 }
 
@@ -51,23 +52,24 @@ ActivationCheckpointer::ActivationCheckpointer(const DeviceContext& ctx, const G
                            MemCategory::Activations);
   for (int i = 0; i <= cp.span; ++i)
     workspaces_.push_back(LayerActivations::carve(workspace_arena_, config, micro_batch, tp_size));
-  restored_ = workspace_arena_.carve({input_elems_}, DType::F32).f32();
+  const DType t = config.dtype;
+  restored_ = Ref(workspace_arena_.carve({input_elems_}, t).data(), t);
   checkpoint_arena_ =
       Arena(cp.cpu ? host : device, checkpoint_bytes(config, micro_batch, tp_size, cp),
             cp.cpu ? MemCategory::HostCheckpoints : MemCategory::Checkpoints);
   for (int s = 0; s < spans; ++s)
-    checkpoints_.push_back(checkpoint_arena_.carve({checkpoint_elems_}, DType::F32).f32());
+    checkpoints_.emplace_back(checkpoint_arena_.carve({checkpoint_elems_}, t).data(), t);
   restore_buffers_[0] = restored_;
   if (cp.cpu && ctx.needs_staging()) {
-    prefetch_buffer_ = device.allocate({input_elems_}, DType::F32, MemCategory::Activations);
-    restore_buffers_[1] = static_cast<float*>(prefetch_buffer_.data());
+    prefetch_buffer_ = device.allocate({input_elems_}, t, MemCategory::Activations);
+    restore_buffers_[1] = Ref(prefetch_buffer_.data(), t);
   }
 }
 
 void ActivationCheckpointer::join_offload() {
-  if (offload_src_ == nullptr) return;
+  if (!offload_src_) return;
   be_.join_copies();
-  offload_src_ = nullptr;
+  offload_src_ = CRef();
 }
 
 LayerActivations& ActivationCheckpointer::workspace(int layer) {
@@ -80,42 +82,42 @@ LayerActivations& ActivationCheckpointer::begin_forward(int layer) {
   LayerActivations& w = workspace(layer);
   // The offload in flight reads a layer output: it must finish before that workspace is
   // written again, and need not finish any earlier.
-  if (offload_src_ == w.out) join_offload();
+  if (offload_src_.p == w.out.p) join_offload();
   return w;
 }
 
-void ActivationCheckpointer::end_forward(int layer, const float* input) {
+void ActivationCheckpointer::end_forward(int layer, CRef input) {
   if (layer % cp_.span != 0) return;
   // Pa: the input is identical on every tp rank; this rank keeps its slice.
   const int64_t offset = checkpoint_elems_ == input_elems_ ? 0 : tp_rank_ * checkpoint_elems_;
-  float* kept = checkpoints_[static_cast<size_t>(layer / cp_.span)];
-  const auto bytes = static_cast<size_t>(checkpoint_elems_) * 4;
+  const Ref kept = checkpoints_[static_cast<size_t>(layer / cp_.span)];
+  const size_t bytes = kept.bytes(checkpoint_elems_);
   if (!cp_.cpu) {
-    be_.copy(kept, input + offset, bytes);
+    be_.copy(kept.p, (input + offset).p, bytes);
     return;
   }
   join_offload();  // at most one in flight: its source is known
-  be_.offload(kept, input + offset, bytes);
+  be_.offload(kept.p, (input + offset).p, bytes);
   offload_src_ = input;
 }
 
-void ActivationCheckpointer::fetch(int span_index, float* buffer) {
-  const float* kept = checkpoints_[static_cast<size_t>(span_index)];
+void ActivationCheckpointer::fetch(int span_index, Ref buffer) {
+  const Ref kept = checkpoints_[static_cast<size_t>(span_index)];
   const int64_t offset = checkpoint_elems_ == input_elems_ ? 0 : tp_rank_ * checkpoint_elems_;
-  const auto bytes = static_cast<size_t>(checkpoint_elems_) * 4;
+  const size_t bytes = kept.bytes(checkpoint_elems_);
   if (cp_.cpu)
-    be_.fetch(buffer + offset, kept, bytes);
+    be_.fetch((buffer + offset).p, kept.p, bytes);
   else
-    be_.copy(buffer + offset, kept, bytes);
+    be_.copy((buffer + offset).p, kept.p, bytes);
 }
 
 void ActivationCheckpointer::restore(int span_index) {
-  const bool ahead = restore_buffers_[1] != nullptr;  // Pa+cpu with a second restore buffer
+  const bool ahead = static_cast<bool>(restore_buffers_[1]);  // Pa+cpu with a second restore buffer
   restored_ = restore_buffers_[ahead ? span_index % 2 : 0];
   if (!ahead || prefetched_span_ != span_index) fetch(span_index, restored_);
   if (cp_.cpu) be_.join_copies();
   if (checkpoint_elems_ != input_elems_)
-    cp_.tp->all_gather(Tensor(restored_, {input_elems_}, DType::F32, be_.device()));
+    cp_.tp->all_gather(Tensor(restored_.p, {input_elems_}, restored_.t, be_.device()));
   restored_span_ = span_index;
   prefetched_span_ = -1;
   if (ahead && span_index > 0) {

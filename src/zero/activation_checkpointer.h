@@ -40,11 +40,12 @@ class ActivationCheckpointer final : public ActivationStore {
                          int tp_size, const CheckpointConfig& checkpoint);
 
   LayerActivations& begin_forward(int layer) override;
-  void end_forward(int layer, const float* input) override;
+  void end_forward(int layer, CRef input) override;
   Restored begin_backward(int layer) override;
 
   // What the constructor allocates, for the planner: the workspace arena (activations) and the
-  // checkpoint arena ((layers / span) · micro_batch · seq · hidden · 4, / tp with Pa).
+  // checkpoint arena ((layers / span) · micro_batch · seq · hidden elements of the working
+  // precision, / tp with Pa).
   static size_t workspace_bytes(const GptConfig& config, int micro_batch, int tp_size, int span);
   static size_t checkpoint_bytes(const GptConfig& config, int micro_batch, int tp_size,
                                  const CheckpointConfig& checkpoint);
@@ -53,7 +54,7 @@ class ActivationCheckpointer final : public ActivationStore {
   LayerActivations& workspace(int layer);
   void restore(int span_index);
   // Starts bringing span `span_index`'s checkpoint into restore buffer `buffer`.
-  void fetch(int span_index, float* buffer);
+  void fetch(int span_index, Ref buffer);
   void join_offload();
 
   Backend& be_;
@@ -64,15 +65,15 @@ class ActivationCheckpointer final : public ActivationStore {
   int64_t checkpoint_elems_ = 0;  // kept per checkpoint (input_elems_ / tp with Pa)
   Arena workspace_arena_, checkpoint_arena_;
   std::vector<LayerActivations> workspaces_;  // span + 1: a span plus the input it consumed
-  std::vector<float*> checkpoints_;
-  float* restored_ = nullptr;  // [N·C] the gathered input of the span being recomputed
+  std::vector<Ref> checkpoints_;              // in the working precision
+  Ref restored_;  // [N·C] the gathered input of the span being recomputed
   int restored_span_ = -1;
   // Pa+cpu where the host cannot reach the device: the second restore buffer, the span fetched
   // into it ahead of time (-1: none), and the source of the offload still in flight.
   Buffer prefetch_buffer_;
-  float* restore_buffers_[2] = {nullptr, nullptr};
+  Ref restore_buffers_[2];
   int prefetched_span_ = -1;
-  const float* offload_src_ = nullptr;
+  CRef offload_src_;
 };
 
 }  // namespace zt

@@ -46,7 +46,6 @@ PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
   m_ = pool.allocate({shard}, DType::F32, MemCategory::Optimizer);
   v_ = pool.allocate({shard}, DType::F32, MemCategory::Optimizer);
   // Constant-size buffers: none grows with the number of layers.
-  if (half()) f32_slot_ = pool.allocate({block}, DType::F32, MemCategory::Buffers);
   f32_chunk_ = pool.allocate({std::max(kChunk, max_part)}, DType::F32, MemCategory::Buffers);
   if (zero.stage >= 2 || half()) grad_slots_ = GradSlots(ctx, block);
   if (zero.stage >= 2) {
@@ -275,7 +274,7 @@ void PartitionedStates::prefetch_after(int block) {
     }
 }
 
-const float* PartitionedStates::acquire(int block) {
+CRef PartitionedStates::acquire(int block) {
   ZT_CHECK(held_ < 0, "block {} acquired while block {} is held", block, held_);
   held_ = block;
   const int64_t base = part_.padded_block_begin(block);
@@ -299,10 +298,7 @@ const float* PartitionedStates::acquire(int block) {
   } else {
     src = at(full_params_.data(), working_, base);
   }
-  if (!half()) return static_cast<const float*>(src);
-  auto* dst = static_cast<float*>(f32_slot_.data());
-  to_f32(be_, dst, src, working_, block_numel(block));
-  return dst;
+  return {src, working_};
 }
 
 void PartitionedStates::release(int block) {

@@ -27,7 +27,7 @@ class PartitionedStates final : public ModelStates {
                     const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero);
   ~PartitionedStates() override;
 
-  const float* acquire(int block) override;
+  CRef acquire(int block) override;
   void release(int block) override;
   float* grads(int block) override;
   void grads_done(int block) override;
@@ -95,7 +95,6 @@ class PartitionedStates final : public ModelStates {
   Buffer shard_params_;  // stage 3: own shard, working precision
   Buffer shard_grads_;   // stages 2–3: own shard, working precision (stage 1: in full_grads_)
   Buffer master_, m_, v_;
-  Buffer f32_slot_;       // fp32 view of the acquired block (when it must be converted)
   Buffer f32_chunk_;      // fp32 staging for accumulation and the optimizer step
   GradSlots grad_slots_;  // fp32, one padded block each
   std::vector<Gathered> gathered_;

@@ -65,7 +65,6 @@ ReplicatedStates::ReplicatedStates(const ParamLayout& layout, DType working, con
     master_ = pool.allocate({n}, DType::F32, MemCategory::Optimizer);
     int64_t slot = 0;
     for (const auto& b : layout_.blocks()) slot = std::max(slot, b.numel());
-    param_slot_ = pool.allocate({slot}, DType::F32, MemCategory::Buffers);
     grad_slots_ = GradSlots(ctx, slot);
     chunk_ = pool.allocate({kChunk}, DType::F32, MemCategory::Buffers);
   }
@@ -122,21 +121,12 @@ GradSyncTiming ReplicatedStates::grad_sync_timing() const {
   return sync_ ? sync_->timing() : GradSyncTiming{};
 }
 
-const float* ReplicatedStates::acquire(int block) {
+CRef ReplicatedStates::acquire(int block) {
   const BlockRange& b = layout_.blocks().at(static_cast<size_t>(block));
-  if (!half()) return static_cast<const float*>(params_.data()) + b.begin;
-  ZT_CHECK(held_ < 0, "block {} acquired while block {} is held", block, held_);
-  held_ = block;
-  auto* dst = static_cast<float*>(param_slot_.data());
-  to_f32(be_, dst, at(params_.data(), working_, b.begin), working_, b.numel());
-  return dst;
+  return {at(params_.data(), working_, b.begin), working_};
 }
 
-void ReplicatedStates::release(int block) {
-  if (!half()) return;
-  ZT_CHECK(held_ == block, "release of block {} which is not held", block);
-  held_ = -1;
-}
+void ReplicatedStates::release(int) {}
 
 float* ReplicatedStates::grads(int block) {
   const BlockRange& b = layout_.blocks().at(static_cast<size_t>(block));

@@ -17,7 +17,7 @@ class ReplicatedStates final : public ModelStates {
   ReplicatedStates(const ParamLayout& layout, DType working, const AdamConfig& adam,
                    const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero);
 
-  const float* acquire(int block) override;
+  CRef acquire(int block) override;
   void release(int block) override;
   float* grads(int block) override;
   void grads_done(int block) override;
@@ -53,7 +53,6 @@ class ReplicatedStates final : public ModelStates {
   Buffer m_, v_;
   // Half precision only: fp32 views the model computes with — the one block it holds, and its
   // open gradient blocks.
-  Buffer param_slot_;
   int held_ = -1;
   GradSlots grad_slots_;
   Buffer chunk_;  // fp32 staging for the optimizer step, constant size

@@ -18,7 +18,7 @@ class ZeroOptimizer final : public ParamSource {
                 const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero = {});
   ~ZeroOptimizer() override;
 
-  const float* acquire(int block) override { return states_->acquire(block); }
+  CRef acquire(int block) override { return states_->acquire(block); }
   void release(int block) override { states_->release(block); }
   float* grads(int block) override { return states_->grads(block); }
   void grads_done(int block) override { states_->grads_done(block); }

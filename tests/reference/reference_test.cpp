@@ -55,7 +55,8 @@ class Reference : public ::testing::Test {
   void run(DType working, const std::string& prefix, double tol_grad, double tol_params,
            double tol_loss) {
     const auto ref = test::ReferenceFile::load(ZT_REFERENCE_FILE);
-    const RefSetup s = setup_from(ref);
+    RefSetup s = setup_from(ref);
+    s.config.dtype = working;
     const ParamLayout layout = ParamLayout::gpt(s.config);
     MemoryPool pool(make_host_allocator());
     ZeroOptimizer opt(layout, working, s.adam, pool, 0);
@@ -114,16 +115,19 @@ TEST_F(Reference, Fp32MatchesPyTorch) {
   run(DType::F32, "", 1e-4, 1e-4, 1e-5);
 }
 
-// bf16: zerotron and the script compute the same thing (bf16-valued weights, fp32 math,
-// gradients rounded to bf16 once per block, fp32 master update), but in a different reduction
-// order. A float32 summation-order difference (~1e-6 relative) can move a gradient across a bf16
-// rounding boundary, flipping it by one bf16 ulp (2^-8 = 0.4% relative); the working weights
-// after each step can flip likewise. So gradients are compared at 1 ulp of the tensor's largest
-// element (2^-8 ≈ 3.9e-3, used as 1e-2 to allow a flip on the largest element plus fp32 drift),
-// losses at 1e-3 relative, and fp32 master parameters — which move by at most ~lr per step — at
-// 1e-3 of their magnitude.
+// bf16: zerotron and the script compute the same thing (bf16 weights and activations, every
+// stored tensor and every stored activation gradient rounded to bf16, fp32 arithmetic inside each
+// op, fp32 parameter-gradient accumulation rounded to bf16 once per block, fp32 master update;
+// make_reference.py's RoundBf16), in a different reduction order. A float32 value that lands
+// near a bf16 rounding boundary may round to the other neighbour (one bf16 ulp, 2^-8 relative)
+// and the flip propagates through the following ops, so gradients are compared at 1e-2 of the
+// tensor's largest element and losses at 1e-3 relative. The master parameters after three steps
+// are compared loosely (0.15 of the tensor's largest element): Adam moves each element by about
+// lr·sign(g), so a near-zero gradient element whose rounding differs in sign moves 2·lr = 2e-3
+// apart per step, 6e-3 after three, which is 0.12 of the smallest tensors' largest element
+// (biases ~0.05); the optimizer's arithmetic itself is checked tightly by the fp32 case.
 TEST_F(Reference, Bf16MatchesEmulation) {
-  run(DType::BF16, "bf16/", 1e-2, 1e-3, 1e-3);
+  run(DType::BF16, "bf16/", 1e-2, 0.15, 1e-3);
 }
 
 }  // namespace

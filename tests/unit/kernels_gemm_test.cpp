@@ -98,8 +98,8 @@ TEST_P(KernelsLinear, BackwardAccumulates) {
   }
   // dx and db may be null.
   auto dw = dw0;
-  cpu::linear_backward(nullptr, dw.data(), nullptr, dy.data(), x.data(), w.data(), N, in, out,
-                       false);
+  cpu::linear_backward(static_cast<float*>(nullptr), dw.data(), nullptr, dy.data(), x.data(),
+                       w.data(), N, in, out, false);
   EXPECT_TRUE(all_close(dw, dw_want, 1e-5, 1e-5));
 }
 
