@@ -7,6 +7,7 @@
 
 #include "apps/cli_flags.h"
 #include "apps/commands.h"
+#include "src/core/input_file.h"
 #include "src/core/log.h"
 #include "src/data/bpe_tokenizer.h"
 #include "src/data/document_reader.h"
@@ -103,6 +104,11 @@ int prepare_data(Args args) {
       last_report = Clock::now();
     }
   }
+  // Megatron writes an empty dataset here; training on it fails much later, far from the cause.
+  ZT_REQUIRE(tokens > 0,
+             "prepare-data: --input '{}' has no text to tokenize ({} documents, all empty or "
+             "whitespace); nothing written",
+             excerpt(input, 200), docs);
   for (auto& b : builders) b.finalize();
   report("done:");
   for (const auto& k : keys)

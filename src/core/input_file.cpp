@@ -48,13 +48,30 @@ std::string read_input_file(const std::string& path, size_t max_bytes, std::stri
 
 std::string excerpt(std::string_view text, size_t max) {
   std::string out;
-  const size_t n = text.size() < max ? text.size() : max;
-  out.reserve(n + 32);
-  for (size_t i = 0; i < n; ++i) {
+  size_t i = 0, chars = 0;
+  for (; i < text.size() && chars < max; ++chars) {
     const auto c = static_cast<unsigned char>(text[i]);
-    out += c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?';
+    // Well-formed UTF-8 of a printable character passes whole; control characters and bytes
+    // that do not form one become '?', so the line stays one printable line.
+    const size_t len = c < 0x80                ? 1
+                       : c >= 0xC2 && c < 0xE0 ? 2
+                       : c >= 0xE0 && c < 0xF0 ? 3
+                       : c >= 0xF0 && c < 0xF5 ? 4
+                                               : 0;
+    bool ok = len > 0 && i + len <= text.size();
+    for (size_t k = 1; ok && k < len; ++k)
+      ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    if (ok && len == 1) ok = c >= 0x20 && c != 0x7f;
+    if (ok && len == 2) ok = !(c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0);  // C1
+    if (ok) {
+      out.append(text.substr(i, len));
+      i += len;
+    } else {
+      out += '?';
+      ++i;
+    }
   }
-  if (text.size() > max) out += fmt::format("... ({} bytes)", text.size());
+  if (i < text.size()) out += fmt::format("... ({} bytes)", text.size());
   return out;
 }
 

@@ -12,8 +12,9 @@ namespace zt {
 // The whole file. `what` names it in the error ("--config file"). Throws InputError.
 std::string read_input_file(const std::string& path, size_t max_bytes, std::string_view what);
 
-// At most `max` characters of `text` for an error message, printable ASCII only (anything else
-// as '?'), with the full length when it was cut: a hostile value cannot flood the terminal.
+// At most `max` characters of `text` for an error message: printable UTF-8 passes, control
+// characters and malformed bytes become '?', and the full length is given when it was cut, so
+// a hostile value can neither flood the terminal nor break the one line.
 std::string excerpt(std::string_view text, size_t max = 40);
 
 }  // namespace zt

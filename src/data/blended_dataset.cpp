@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "src/core/error.h"
+#include "src/core/input_file.h"
 
 namespace zt::data {
 namespace {
@@ -34,28 +35,41 @@ DataBlend parse_data_path(std::string_view words) {
   }
   ZT_REQUIRE(w.size() % 2 == 0,
              "--data-path '{}': expected one prefix or pairs of weight and prefix (0.7 a 0.3 b)",
-             words);
+             excerpt(words, 80));
+  // The blend's dataset index is one byte per sample, as Megatron's.
+  ZT_REQUIRE(w.size() / 2 <= kMaxBlendDatasets,
+             "--data-path: {} datasets; a blend takes at most {}", w.size() / 2, kMaxBlendDatasets);
   double sum = 0;
   for (size_t i = 0; i < w.size(); i += 2) {
     double v = 0;
     const auto [p, ec] = std::from_chars(w[i].data(), w[i].data() + w[i].size(), v);
     ZT_REQUIRE(ec == std::errc{} && p == w[i].data() + w[i].size() && std::isfinite(v),
                "--data-path: '{}' is not a weight (expected weight prefix pairs: 0.7 a 0.3 b)",
-               w[i]);
-    ZT_REQUIRE(v > 0, "--data-path: the weight of '{}' must be positive, got {}", w[i + 1], v);
+               excerpt(w[i]));
+    ZT_REQUIRE(v > 0, "--data-path: the weight of '{}' must be positive, got {}", excerpt(w[i + 1]),
+               v);
     b.weights.push_back(v);
     b.prefixes.emplace_back(w[i + 1]);
     sum += v;
   }
-  for (auto& v : b.weights) v /= sum;
+  ZT_REQUIRE(std::isfinite(sum),
+             "--data-path: the weights sum to infinity; use relative weights "
+             "such as 0.7 and 0.3");
+  for (size_t i = 0; i < b.weights.size(); ++i) {
+    b.weights[i] /= sum;
+    // A weight below ~1e-308 of the total rounds to zero share: the dataset would never be read.
+    ZT_REQUIRE(b.weights[i] > 0, "--data-path: the weight of '{}' is too small a share of {}",
+               excerpt(b.prefixes[i]), sum);
+  }
   return b;
 }
 
 BlendedDataset::BlendedDataset(std::vector<const GptDataset*> parts, std::vector<double> weights)
     : parts_(std::move(parts)), weights_(std::move(weights)), taken_(parts_.size(), 0) {
   // uint8_t dataset index, as Megatron's.
-  ZT_CHECK(!parts_.empty() && parts_.size() <= 255 && parts_.size() == weights_.size(),
-           "{} datasets, {} weights", parts_.size(), weights_.size());
+  ZT_CHECK(
+      !parts_.empty() && parts_.size() <= kMaxBlendDatasets && parts_.size() == weights_.size(),
+      "{} datasets, {} weights", parts_.size(), weights_.size());
   for (const auto* p : parts_)
     ZT_CHECK(p->seq_length() == seq_length(), "blended datasets differ in seq_length");
   const double sum = std::accumulate(weights_.begin(), weights_.end(), 0.0);

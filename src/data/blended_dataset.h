@@ -17,13 +17,16 @@
 
 namespace zt::data {
 
+// The dataset index of a blend position is a uint8_t, as in Megatron's helpers.
+inline constexpr size_t kMaxBlendDatasets = 255;
+
 struct DataBlend {
   std::vector<std::string> prefixes;
   std::vector<double> weights;  // normalised to sum 1
 };
 
-// Splits `words` on whitespace. Throws InputError on odd forms, non-numeric or non-positive
-// weights.
+// Splits `words` on whitespace. Throws InputError on odd forms, non-numeric, non-positive or
+// non-finite weights (or a sum that overflows), and more than kMaxBlendDatasets datasets.
 DataBlend parse_data_path(std::string_view words);
 
 class BlendedDataset {

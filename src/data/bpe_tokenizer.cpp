@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "src/core/error.h"
+#include "src/core/input_file.h"
+#include "src/core/json_input.h"
 #include "src/data/bpe_merge.h"
 #include "src/data/byte_unicode.h"
 #include "src/data/file_util.h"
@@ -12,18 +14,19 @@ namespace zt::data {
 
 BpeTokenizer BpeTokenizer::from_files(const std::string& vocab_json,
                                       const std::string& merges_txt) {
-  return from_strings(read_file(vocab_json), read_file(merges_txt), vocab_json, merges_txt);
+  // GPT-2's files are 1.0 and 0.5 MB; a 256k-token vocabulary is about 10 MB.
+  constexpr size_t kMaxBytes = size_t{256} << 20;
+  return from_strings(read_input_file(vocab_json, kMaxBytes, "--vocab-file"),
+                      read_input_file(merges_txt, kMaxBytes, "--merge-file"), vocab_json,
+                      merges_txt);
 }
 
 BpeTokenizer BpeTokenizer::from_strings(std::string_view vocab_json, std::string_view merges_txt,
                                         std::string_view vocab_name, std::string_view merges_name) {
   BpeTokenizer t;
-  nlohmann::json vocab;
-  try {
-    vocab = nlohmann::json::parse(vocab_json);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{}: not valid JSON ({})", vocab_name, e.what()));
-  }
+  // A vocabulary is one flat object of token strings.
+  const nlohmann::json vocab =
+      parse_json_input(vocab_json, vocab_name, JsonLimits{.max_depth = 1, .max_string = 4096});
   ZT_REQUIRE(vocab.is_object() && !vocab.empty(),
              "{}: expected a JSON object mapping token strings to ids", vocab_name);
   const size_t n = vocab.size();
@@ -31,11 +34,12 @@ BpeTokenizer BpeTokenizer::from_strings(std::string_view vocab_json, std::string
   std::vector<char> seen(n, 0);
   std::unordered_map<std::string, int32_t> bytes_to_id;
   for (const auto& [tok, idj] : vocab.items()) {
-    ZT_REQUIRE(idj.is_number_integer(), "{}: token '{}' has a non-integer id", vocab_name, tok);
+    ZT_REQUIRE(idj.is_number_integer(), "{}: token '{}' has a non-integer id {}", vocab_name,
+               excerpt(tok), json_excerpt(idj));
     const int64_t id = idj.get<int64_t>();
     ZT_REQUIRE(id >= 0 && id < static_cast<int64_t>(n) && !seen[id],
-               "{}: token '{}' has id {}; ids must be distinct and in [0, {})", vocab_name, tok, id,
-               n);
+               "{}: token '{}' has id {}; ids must be distinct and in [0, {})", vocab_name,
+               excerpt(tok), id, n);
     seen[id] = 1;
     // Added tokens need not be byte spellings; they decode as their own UTF-8 text.
     std::string bytes = vocab_string_to_bytes(tok).value_or(tok);
@@ -56,10 +60,11 @@ BpeTokenizer BpeTokenizer::from_strings(std::string_view vocab_json, std::string
   int32_t rank = 0;
   auto id_of = [&](std::string_view s, size_t line) {
     auto bytes = vocab_string_to_bytes(s);
-    ZT_REQUIRE(bytes.has_value(), "{}:{}: '{}' is not a byte-level token", merges_name, line, s);
+    ZT_REQUIRE(bytes.has_value(), "{}:{}: '{}' is not a byte-level token", merges_name, line,
+               excerpt(s));
     auto it = bytes_to_id.find(*bytes);
-    ZT_REQUIRE(it != bytes_to_id.end(), "{}:{}: token '{}' is not in {}", merges_name, line, s,
-               vocab_name);
+    ZT_REQUIRE(it != bytes_to_id.end(), "{}:{}: token '{}' is not in {}", merges_name, line,
+               excerpt(s), vocab_name);
     return std::pair{it->second, std::move(*bytes)};
   };
   while (start < merges_txt.size()) {
@@ -74,12 +79,12 @@ BpeTokenizer BpeTokenizer::from_strings(std::string_view vocab_json, std::string
     ZT_REQUIRE(sp != std::string_view::npos && sp > 0 && sp + 1 < line.size() &&
                    line.find(' ', sp + 1) == std::string_view::npos,
                "{}:{}: expected two tokens separated by one space, got '{}'", merges_name, line_no,
-               line);
+               excerpt(line));
     auto [a, abytes] = id_of(line.substr(0, sp), line_no);
     auto [b, bbytes] = id_of(line.substr(sp + 1), line_no);
     auto it = bytes_to_id.find(abytes + bbytes);
     ZT_REQUIRE(it != bytes_to_id.end(), "{}:{}: merged token of '{}' is not in {}", merges_name,
-               line_no, line, vocab_name);
+               line_no, excerpt(line), vocab_name);
     // A repeated pair keeps its first (lowest) rank; files written by BPE training have none.
     t.merges_.insert(a, b, Merge{rank++, it->second});
   }

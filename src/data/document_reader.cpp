@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "src/core/error.h"
+#include "src/core/input_file.h"
+#include "src/core/json_input.h"
 
 namespace zt::data {
 
@@ -61,19 +63,17 @@ bool DocumentReader::next_json(std::vector<std::string>& fields) {
     const std::string_view line = line_at(pos_);
     ++line_no_;
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(fmt::format("{}:{}: not a JSON object ({}); is this JSON lines?",
-                                   file_.path(), line_no_, e.what()));
-    }
-    ZT_REQUIRE(j.is_object(), "{}:{}: expected a JSON object per line", file_.path(), line_no_);
+    // Documents may be long (a line is the bound) but not deep: metadata nests a few levels.
+    const nlohmann::json j =
+        parse_json_input(line, fmt::format("{}:{}", file_.path(), line_no_),
+                         JsonLimits{.max_depth = 32, .max_string = line.size()});
+    ZT_REQUIRE(j.is_object(), "{}:{}: expected a JSON object per line, got {}", file_.path(),
+               line_no_, json_type_name(j));
     for (size_t k = 0; k < keys_.size(); ++k) {
       auto it = j.find(keys_[k]);
       ZT_REQUIRE(it != j.end() && it->is_string(),
                  "{}:{}: no string field '{}' (set the field name with --json-keys)", file_.path(),
-                 line_no_, keys_[k]);
+                 line_no_, excerpt(keys_[k]));
       fields[k] = it->get<std::string>();
     }
     return true;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "src/core/error.h"
+#include "src/core/input_file.h"
 
 namespace zt::data {
 namespace {
@@ -27,15 +28,18 @@ std::vector<std::pair<size_t, size_t>> split_documents(const std::string& weight
     if (end == std::string::npos) end = weights.size();
     double v = 0;
     auto [p, ec] = std::from_chars(weights.data() + pos, weights.data() + end, v);
-    ZT_REQUIRE(ec == std::errc{} && p == weights.data() + end && v >= 0,
-               "--split '{}': expected up to three non-negative numbers like 949,50,1", weights);
+    ZT_REQUIRE(ec == std::errc{} && p == weights.data() + end && v >= 0 && std::isfinite(v),
+               "--split '{}': expected up to three non-negative numbers like 949,50,1",
+               excerpt(weights));
     w.push_back(v);
     pos = end + 1;
   }
-  ZT_REQUIRE(w.size() <= 3, "--split '{}': at most three weights (train, valid, test)", weights);
+  ZT_REQUIRE(w.size() <= 3, "--split '{}': at most three weights (train, valid, test)",
+             excerpt(weights));
   w.resize(3, 0.0);
   const double sum = w[0] + w[1] + w[2];
-  ZT_REQUIRE(sum > 0, "--split '{}': the weights sum to zero", weights);
+  ZT_REQUIRE(sum > 0 && std::isfinite(sum), "--split '{}': the weights sum to {}", excerpt(weights),
+             sum);
   // Megatron's get_split_indices: cumulative rounded boundaries (round half to even, like
   // Python's round), all shifted so the last is n.
   std::vector<int64_t> bound = {0};

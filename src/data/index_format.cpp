@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstring>
+#include <limits>
 
 #include "src/core/error.h"
 
@@ -26,6 +27,23 @@ size_t dtype_size(DType t) {
       return 8;
   }
   return 0;
+}
+
+int64_t dtype_max(DType t) {
+  switch (t) {
+    case DType::kUInt8:
+      return std::numeric_limits<uint8_t>::max();
+    case DType::kInt8:
+      return std::numeric_limits<int8_t>::max();
+    case DType::kInt16:
+      return std::numeric_limits<int16_t>::max();
+    case DType::kUInt16:
+      return std::numeric_limits<uint16_t>::max();
+    case DType::kInt32:
+      return std::numeric_limits<int32_t>::max();
+    default:
+      return std::numeric_limits<int64_t>::max();
+  }
 }
 
 std::string_view dtype_name(DType t) {
@@ -125,13 +143,17 @@ IndexTables parse_index(std::span<const std::byte> idx, std::string_view name) {
     ZT_REQUIRE(t.pointers[i] >= 0 && t.pointers[i] % item == 0,
                "{}: sequence {} has pointer {}, not a non-negative multiple of {} bytes", name, i,
                t.pointers[i], item);
+    // Megatron's writer lays sequences end to end from byte 0 (_IndexWriter._get_pointers), so
+    // every pointer is the previous one plus its length in bytes. A pointer that is not says
+    // the sizes were read in the wrong dtype (an edited dtype code) or the index was altered.
     // Unsigned: pointers are < 2^63 and a length in bytes < 2^35, so the sum cannot wrap.
-    ZT_REQUIRE(i == 0 || static_cast<uint64_t>(t.pointers[i]) >=
-                             static_cast<uint64_t>(t.pointers[i - 1]) +
-                                 static_cast<uint64_t>(t.sizes[i - 1]) * item,
-               "{}: sequence {} (pointer {}) overlaps or precedes sequence {} (pointer {}, {} "
-               "tokens): pointers must increase",
-               name, i, t.pointers[i], i - 1, t.pointers[i - 1], t.sizes[i - 1]);
+    const uint64_t expected = i == 0 ? 0
+                                     : static_cast<uint64_t>(t.pointers[i - 1]) +
+                                           static_cast<uint64_t>(t.sizes[i - 1]) * item;
+    ZT_REQUIRE(static_cast<uint64_t>(t.pointers[i]) == expected,
+               "{}: sequence {} starts at byte {}, but with dtype {} ({} bytes per token) the "
+               "sequences before it end at byte {}: the dtype code or the pointers are wrong",
+               name, i, t.pointers[i], dtype_name(t.dtype), item, expected);
   }
   ZT_REQUIRE(!t.doc_idx.empty() && t.doc_idx.front() == 0,
              "{}: the document index must start with 0", name);
@@ -147,13 +169,14 @@ IndexTables parse_index(std::span<const std::byte> idx, std::string_view name) {
 
 void check_against_bin(const IndexTables& t, uint64_t bin_size, std::string_view bin_name) {
   const auto item = dtype_size(t.dtype);
-  if (t.sizes.empty()) return;
-  // Pointers increase, so the last sequence ends furthest.
-  const uint64_t end =
-      static_cast<uint64_t>(t.pointers.back()) + static_cast<uint64_t>(t.sizes.back()) * item;
-  ZT_REQUIRE(end <= bin_size,
-             "{}: truncated or mismatched: the index needs {} bytes but the file has {}", bin_name,
-             end, bin_size);
+  // Sequences are contiguous from byte 0 (parse_index), so the .bin holds exactly their tokens.
+  const uint64_t end = t.sizes.empty() ? 0
+                                       : static_cast<uint64_t>(t.pointers.back()) +
+                                             static_cast<uint64_t>(t.sizes.back()) * item;
+  ZT_REQUIRE(end == bin_size,
+             "{}: has {} bytes, but its index describes {} ({} tokens of {} bytes): truncated, "
+             "or the pair does not belong together",
+             bin_name, bin_size, end, end / item, item);
 }
 
 std::string serialize_index(const IndexTables& t) {

@@ -36,6 +36,8 @@ inline constexpr uint64_t kIndexVersion = 1;
 inline constexpr size_t kIndexHeaderBytes = 9 + 8 + 1 + 8 + 8;
 
 size_t dtype_size(DType t);
+// The largest token id a token dtype holds.
+int64_t dtype_max(DType t);
 std::string_view dtype_name(DType t);
 // Token dtypes zerotron reads and writes; floats are valid Megatron codes but not token ids.
 bool is_token_dtype(DType t);
@@ -54,7 +56,7 @@ struct IndexTables {
 // InputError "<name>: <what is wrong>".
 IndexTables parse_index(std::span<const std::byte> idx, std::string_view name);
 
-// Checks the tables against a .bin of `bin_size` bytes (every sequence lies inside it).
+// Checks the tables against a .bin of `bin_size` bytes: exactly the bytes of their sequences.
 void check_against_bin(const IndexTables& t, uint64_t bin_size, std::string_view bin_name);
 
 // The .idx bytes for the given tables, exactly as Megatron's _IndexWriter writes them.

@@ -36,6 +36,12 @@ IndexedDataset IndexedDataset::open(const std::string& prefix, std::optional<int
   {
     const MappedFile idx(prefix + ".idx");
     d.tables_ = parse_index(idx.bytes(), idx.path());
+    // Megatron stores ids in the narrowest dtype that holds the whole vocabulary; one that cannot
+    // was made for another tokenizer (or its dtype code was edited).
+    ZT_REQUIRE(!vocab_size || *vocab_size - 1 <= dtype_max(d.tables_.dtype),
+               "{}: dtype {} cannot hold the vocabulary's ids [0, {}); was it prepared with a "
+               "different tokenizer?",
+               idx.path(), dtype_name(d.tables_.dtype), vocab_size.value_or(0));
   }
   d.bin_ = MappedFile(prefix + ".bin");
   check_against_bin(d.tables_, d.bin_.bytes().size(), d.bin_.path());

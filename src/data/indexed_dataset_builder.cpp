@@ -37,6 +37,13 @@ IndexedDatasetBuilder::IndexedDatasetBuilder(std::string prefix, DType dtype)
   ZT_REQUIRE(bin_ != nullptr, "cannot create '{}': {}", tmp, std::strerror(errno));
 }
 
+IndexedDatasetBuilder::~IndexedDatasetBuilder() {
+  if (bin_ == nullptr) return;  // finalized, or moved from
+  bin_.reset();
+  std::error_code ec;  // best effort: a destructor must not throw
+  std::filesystem::remove(prefix_ + ".bin.tmp", ec);
+}
+
 void IndexedDatasetBuilder::add_sequence(std::span<const int32_t> tokens) {
   ZT_CHECK(bin_ != nullptr, "add after finalize() on '{}'", prefix_);
   ZT_REQUIRE(tokens.size() <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),

@@ -17,6 +17,12 @@ namespace zt::data {
 class IndexedDatasetBuilder {
  public:
   IndexedDatasetBuilder(std::string prefix, DType dtype);
+  // A builder destroyed before finalize() (an error while preparing) removes its ".bin.tmp".
+  ~IndexedDatasetBuilder();
+  IndexedDatasetBuilder(IndexedDatasetBuilder&&) = default;
+  IndexedDatasetBuilder& operator=(IndexedDatasetBuilder&&) = delete;
+  IndexedDatasetBuilder(const IndexedDatasetBuilder&) = delete;
+  IndexedDatasetBuilder& operator=(const IndexedDatasetBuilder&) = delete;
   // Appends one sequence and ends the document (Megatron's add_document with one sentence).
   // Throws InputError if a token does not fit the dtype.
   void add_document(std::span<const int32_t> tokens);

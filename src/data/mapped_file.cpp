@@ -14,13 +14,18 @@
 namespace zt::data {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO returns at once (and is refused below) instead of blocking.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   ZT_REQUIRE(fd_ >= 0, "cannot open '{}': {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd_, &st) != 0) {
     const int err = errno;
     reset();
     throw InputError(fmt::format("cannot stat '{}': {}", path, std::strerror(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    reset();
+    throw InputError(fmt::format("'{}' is not a regular file", path));
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ == 0) return;  // mmap of length 0 is an error; an empty span is the right answer

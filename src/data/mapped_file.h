@@ -10,7 +10,8 @@ namespace zt::data {
 class MappedFile {
  public:
   MappedFile() = default;
-  // Throws InputError naming the path if it cannot be opened or mapped.
+  // Throws InputError naming the path if it cannot be opened or mapped, or is not a regular
+  // file (a FIFO would block, a device has no end).
   explicit MappedFile(const std::string& path);
   MappedFile(MappedFile&& o) noexcept;
   MappedFile& operator=(MappedFile&& o) noexcept;

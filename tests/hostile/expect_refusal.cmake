@@ -1,11 +1,12 @@
 # cmake -DCMD="prog|arg|..." -DREGEX=... -DLIMIT=seconds [-DEXIT=status] [-DRUN=1]
-#       [-DMKFIFO=path] [-DWRITE=path -DCONTENT=text] -P expect_refusal.cmake
+#       [-DMKFIFO=path] [-DWRITE=path -DCONTENT=text] [-DPRE=shell-command] -P expect_refusal.cmake
 # The hostile-input contract (DESIGN.md invariant 3): the command exits with status EXIT
 # (default 2), within LIMIT seconds, and prints exactly one line in all (stdout and stderr
 # together), "zerotron: error: ..." matching REGEX. RUN=1: a run that trains and then stops, so
 # stdout holds its log and only stderr must be that one line. MKFIFO makes a FIFO first (removed
 # after); WRITE writes CONTENT to a file first ("@DEEP@" expands to 100000 nested arrays, "@LONG@"
-# to a string of 100000 bytes).
+# to a string of 100000 bytes); PRE runs a shell command first (making a crafted dataset), which
+# must succeed.
 string(REPLACE "|" ";" CMD "${CMD}")
 if(DEFINED MKFIFO)
   file(REMOVE "${MKFIFO}")
@@ -21,6 +22,13 @@ if(DEFINED WRITE)
   string(REPEAT "x" 100000 long)
   string(REPLACE "@LONG@" "${long}" CONTENT "${CONTENT}")
   file(WRITE "${WRITE}" "${CONTENT}")
+endif()
+if(DEFINED PRE)
+  execute_process(COMMAND sh -c "${PRE}" RESULT_VARIABLE pre OUTPUT_VARIABLE pre_out
+                  ERROR_VARIABLE pre_out)
+  if(NOT pre EQUAL 0)
+    message(FATAL_ERROR "FAIL: the set-up command failed (${pre}):\n${pre_out}")
+  endif()
 endif()
 string(TIMESTAMP t0 "%s%f")
 if(NOT DEFINED EXIT)

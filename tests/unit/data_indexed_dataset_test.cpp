@@ -176,13 +176,17 @@ TEST_F(Malformed, HugeSequenceCount) {
 }
 TEST_F(Malformed, TruncatedBin) {
   bin_.pop_back();
-  expect_rejected("truncated or mismatched", ".bin");
+  expect_rejected("truncated, or the pair does not belong together", ".bin");
   bin_.clear();
-  expect_rejected("truncated or mismatched", ".bin");
+  expect_rejected("truncated, or the pair does not belong together", ".bin");
+}
+TEST_F(Malformed, BinLongerThanItsIndex) {
+  bin_ += std::string(2, '\0');  // Megatron's .bin holds the tokens and nothing else
+  expect_rejected("has 14 bytes, but its index describes 12", ".bin");
 }
 TEST_F(Malformed, PointerOutOfRange) {
   poke<int64_t>(kPointers + 16, 1 << 20);
-  expect_rejected("the index needs", ".bin");
+  expect_rejected("sequence 2 starts at byte 1048576");
 }
 TEST_F(Malformed, NegativeOrMisalignedPointer) {
   poke<int64_t>(kPointers + 8, -2);
@@ -192,7 +196,25 @@ TEST_F(Malformed, NegativeOrMisalignedPointer) {
 }
 TEST_F(Malformed, OverlappingPointers) {
   poke<int64_t>(kPointers + 8, 2);  // sequence 1 starts inside sequence 0
-  expect_rejected("pointers must increase");
+  expect_rejected("the sequences before it end at byte 6");
+}
+TEST_F(Malformed, GapBetweenSequences) {
+  poke<int64_t>(kPointers + 8, 8);  // sequence 1 leaves a hole after sequence 0
+  expect_rejected("the dtype code or the pointers are wrong");
+}
+TEST_F(Malformed, EditedDtypeCode) {
+  // uint16 data read as uint8 or int32: the pointers no longer add up, so garbage tokens
+  // (half or double the bytes per token) never reach training.
+  poke<uint8_t>(17, static_cast<uint8_t>(DType::kUInt8));
+  expect_rejected("with dtype uint8 (1 bytes per token)");
+  poke<uint8_t>(17, static_cast<uint8_t>(DType::kInt32));
+  expect_rejected("sequence 1 has pointer 6, not a non-negative multiple of 4 bytes");
+}
+TEST_F(Malformed, DtypeTooNarrowForTheVocabulary) {
+  // Same size as uint16, so the layout is consistent; a vocabulary of 70000 ids cannot have
+  // been written as int16 (Megatron writes int32 from 65500 ids on).
+  poke<uint8_t>(17, static_cast<uint8_t>(DType::kInt16));
+  expect_rejected("cannot hold the vocabulary's ids", ".idx", 70000);
 }
 TEST_F(Malformed, NegativeSize) {
   poke<int32_t>(kSizes + 4, -1);

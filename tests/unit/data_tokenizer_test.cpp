@@ -136,7 +136,7 @@ TEST(BpeTokenizer, RejectsMalformedFiles) {
     }
   };
   expect_error([&] { BpeTokenizer::from_strings("{", merges, "v.json"); },
-               "v.json: not valid JSON");
+               "v.json is not valid JSON");
   expect_error([&] { BpeTokenizer::from_strings(R"({"a": 0})", "", "v.json"); },
                "no token for byte");
   expect_error([&] { BpeTokenizer::from_strings(vocab, "#version: 0.2\nĠ\n", "v", "m.txt"); },
@@ -147,7 +147,7 @@ TEST(BpeTokenizer, RejectsMalformedFiles) {
                "merged token of 'x y' is not in v");
   expect_error(
       [] { BpeTokenizer::from_files("/nonexistent/vocab.json", fixture("bpe_kjv/merges.txt")); },
-      "cannot open '/nonexistent/vocab.json'");
+      "cannot open --vocab-file '/nonexistent/vocab.json'");
 }
 
 }  // namespace
