@@ -38,9 +38,6 @@ int train(Args args) {
       validate_tensor_parallel(gpt_config_from(o), o.tensor_model_parallel_size);
       // --device cuda without the backend or a GPU: exit 2 here
       const bool cpu = resolve_device(o.device) == Device::Cpu;
-      ZT_REQUIRE(cpu || (!o.bf16 && !o.fp16),
-                 "--bf16/--fp16 on --device cuda: the CUDA kernels compute on fp32 activations "
-                 "only so far; train in fp32 on cuda, or in half precision on --device cpu");
       // The plan is what the run will allocate: refuse a layout that cannot fit, before it
       // allocates for seconds and dies of std::bad_alloc.
       check_plan_fits(o, dp, memory_budget(o, cpu, rt.local_size()));

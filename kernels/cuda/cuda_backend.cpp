@@ -20,21 +20,6 @@ cuda::AdamWParams to_cuda(const cpu::AdamWParams& p) {
   return q;
 }
 
-// The CUDA kernels compute on fp32 activations only so far: a half-precision activation or
-// parameter is refused here, with the reason, instead of being read as floats.
-float* f32(Ref r) {
-  ZT_REQUIRE(r.t == DType::F32,
-             "the CUDA backend's kernels take fp32 activations only so far: run --bf16/--fp16 "
-             "on --device cpu, or fp32 on cuda");
-  return r.as<float>();
-}
-const float* f32(CRef r) {
-  ZT_REQUIRE(r.t == DType::F32,
-             "the CUDA backend's kernels take fp32 activations only so far: run --bf16/--fp16 "
-             "on --device cpu, or fp32 on cuda");
-  return r.as<float>();
-}
-
 }  // namespace
 
 CudaBackend::CudaBackend() = default;
@@ -51,72 +36,122 @@ void CudaBackend::gemm(bool ta, bool tb, int M, int N, int K, float alpha, CRef 
                      compute_.get());
 }
 void CudaBackend::linear_forward(Ref y, CRef x, CRef w, CRef b, int N, int in, int out) {
-  cuda::linear_forward(f32(y), f32(x), f32(w), f32(b), N, in, out, compute_.get());
+  visit_dtype(x.t, [&](auto t) {
+    using T = decltype(t);
+    if (y.t == DType::F32)
+      cuda::linear_forward(y.as<float>(), x.as<T>(), w.as<T>(), b.as<T>(), N, in, out,
+                           compute_.get());
+    else
+      cuda::linear_forward(y.as<T>(), x.as<T>(), w.as<T>(), b.as<T>(), N, in, out, compute_.get());
+  });
 }
 void CudaBackend::linear_backward(Ref dx, float* dw, float* db, CRef dy, CRef x, CRef w, int N,
                                   int in, int out, bool accumulate_dx) {
-  cuda::linear_backward(f32(dx), dw, db, f32(dy), f32(x), f32(w), N, in, out, accumulate_dx,
-                        compute_.get());
+  visit_dtype(x.t, [&](auto t) {
+    using T = decltype(t);
+    cuda::linear_backward(dx.as<T>(), dw, db, dy.as<T>(), x.as<T>(), w.as<T>(), N, in, out,
+                          accumulate_dx, compute_.get());
+  });
 }
 void CudaBackend::embedding_forward(Ref out, const int32_t* tokens, CRef wte, CRef wpe, int B,
                                     int T, int C, int v_begin, int v_local) {
-  cuda::embedding_forward(f32(out), tokens, f32(wte), f32(wpe), B, T, C, v_begin, v_local,
-                          compute_.get());
+  visit_dtype(out.t, [&](auto t) {
+    using E = decltype(t);
+    cuda::embedding_forward(out.as<E>(), tokens, wte.as<E>(), wpe.as<E>(), B, T, C, v_begin,
+                            v_local, compute_.get());
+  });
 }
 void CudaBackend::embedding_backward(float* dwte, float* dwpe, CRef dout, const int32_t* tokens,
                                      int B, int T, int C, int v_begin, int v_local) {
-  cuda::embedding_backward(dwte, dwpe, f32(dout), tokens, B, T, C, v_begin, v_local,
-                           compute_.get());
+  visit_dtype(dout.t, [&](auto t) {
+    using E = decltype(t);
+    cuda::embedding_backward(dwte, dwpe, dout.as<E>(), tokens, B, T, C, v_begin, v_local,
+                             compute_.get());
+  });
 }
 void CudaBackend::layernorm_forward(Ref out, float* mean, float* rstd, CRef x, CRef w, CRef b,
                                     int N, int C) {
-  cuda::layernorm_forward(f32(out), mean, rstd, f32(x), f32(w), f32(b), N, C, compute_.get());
+  visit_dtype(x.t, [&](auto t) {
+    using T = decltype(t);
+    cuda::layernorm_forward(out.as<T>(), mean, rstd, x.as<T>(), w.as<T>(), b.as<T>(), N, C,
+                            compute_.get());
+  });
 }
 void CudaBackend::layernorm_backward(Ref dx, float* dw, float* db, CRef dout, CRef x, CRef w,
                                      const float* mean, const float* rstd, int N, int C) {
-  cuda::layernorm_backward(f32(dx), dw, db, f32(dout), f32(x), f32(w), mean, rstd, N, C,
-                           compute_.get());
+  visit_dtype(x.t, [&](auto t) {
+    using T = decltype(t);
+    cuda::layernorm_backward(dx.as<T>(), dw, db, dout.as<T>(), x.as<T>(), w.as<T>(), mean, rstd, N,
+                             C, compute_.get());
+  });
 }
 void CudaBackend::gelu_forward(Ref out, CRef x, int64_t n) {
-  cuda::gelu_forward(f32(out), f32(x), n, compute_.get());
+  visit_dtype(x.t, [&](auto t) {
+    using T = decltype(t);
+    cuda::gelu_forward(out.as<T>(), x.as<T>(), n, compute_.get());
+  });
 }
 void CudaBackend::gelu_backward(Ref dx, CRef x, CRef dout, int64_t n) {
-  cuda::gelu_backward(f32(dx), f32(x), f32(dout), n, compute_.get());
+  visit_dtype(x.t, [&](auto t) {
+    using T = decltype(t);
+    cuda::gelu_backward(dx.as<T>(), x.as<T>(), dout.as<T>(), n, compute_.get());
+  });
 }
 void CudaBackend::attention_forward(Ref out, Ref att, Ref scratch, CRef qkv, int B, int T, int C,
                                     int NH, const DropoutParams& drop) {
   // With the caller's scratch (the model's backward workspace, counted in MemoryPool) rather than
-  // the kernels' own grow-only buffer; without one, the kernels' buffer.
-  if (scratch)
-    cuda::attention_forward(f32(out), f32(att), f32(scratch), f32(qkv), B, T, C, NH, drop,
+  // the kernels' own grow-only buffer; without one (fp32 only), the kernels' buffer.
+  if (!scratch && qkv.t == DType::F32) {
+    cuda::attention_forward(out.as<float>(), att.as<float>(), qkv.as<float>(), B, T, C, NH, drop,
                             compute_.get());
-  else
-    cuda::attention_forward(f32(out), f32(att), f32(qkv), B, T, C, NH, drop, compute_.get());
+    return;
+  }
+  visit_dtype(qkv.t, [&](auto t) {
+    using E = decltype(t);
+    cuda::attention_forward(out.as<E>(), att.as<E>(), scratch.as<E>(), qkv.as<E>(), B, T, C, NH,
+                            drop, compute_.get());
+  });
 }
 void CudaBackend::attention_backward(Ref dqkv, Ref scratch, CRef dout, CRef qkv, CRef att, int B,
                                      int T, int C, int NH, const DropoutParams& drop) {
-  cuda::attention_backward(f32(dqkv), f32(scratch), f32(dout), f32(qkv), f32(att), B, T, C, NH,
-                           drop, compute_.get());
+  visit_dtype(qkv.t, [&](auto t) {
+    using E = decltype(t);
+    cuda::attention_backward(dqkv.as<E>(), scratch.as<E>(), dout.as<E>(), qkv.as<E>(), att.as<E>(),
+                             B, T, C, NH, drop, compute_.get());
+  });
 }
 void CudaBackend::dropout_add_forward(Ref out, CRef a, CRef x, int64_t n,
                                       const DropoutParams& drop) {
-  cuda::dropout_add_forward(f32(out), f32(a), f32(x), n, drop, compute_.get());
+  visit_dtype(x.t, [&](auto t) {
+    using T = decltype(t);
+    cuda::dropout_add_forward(out.as<T>(), a.as<T>(), x.as<T>(), n, drop, compute_.get());
+  });
 }
 void CudaBackend::dropout_backward(Ref dx, CRef dout, int64_t n, const DropoutParams& drop) {
-  cuda::dropout_backward(f32(dx), f32(dout), n, drop, compute_.get());
+  visit_dtype(dout.t, [&](auto t) {
+    using T = decltype(t);
+    cuda::dropout_backward(dx.as<T>(), dout.as<T>(), n, drop, compute_.get());
+  });
 }
 void CudaBackend::add_inplace(Ref y, CRef x, int64_t n) {
-  cuda::add_inplace(f32(y), f32(x), n, compute_.get());
+  visit_dtype(y.t, [&](auto t) {
+    using T = decltype(t);
+    cuda::add_inplace(y.as<T>(), x.as<T>(), n, compute_.get());
+  });
 }
 void CudaBackend::add_broadcast(Ref y, CRef x, int64_t rows, int64_t n) {
-  // No broadcast kernel in the contract: one add per row. Only tensor-parallel runs use it (the
-  // row-parallel bias after its all-reduce, the position table after the embedding's), where it
-  // is small next to the GEMMs around it.
-  for (int64_t r = 0; r < rows; ++r) cuda::add_inplace(f32(y + r * n), f32(x), n, compute_.get());
+  visit_dtype(y.t, [&](auto t) {
+    using T = decltype(t);
+    cuda::add_broadcast(y.as<T>(), x.as<T>(), rows, n, compute_.get());
+  });
 }
 void CudaBackend::softmax_cross_entropy(Ref logits, float* losses, const int32_t* targets, int N,
                                         int V, int v_real, float dloss) {
-  cuda::softmax_cross_entropy(f32(logits), losses, targets, N, V, v_real, dloss, compute_.get());
+  visit_dtype(logits.t, [&](auto t) {
+    using T = decltype(t);
+    cuda::softmax_cross_entropy(logits.as<T>(), losses, targets, N, V, v_real, dloss,
+                                compute_.get());
+  });
 }
 void CudaBackend::adamw(float* param, float* m, float* v, const float* g, int64_t n,
                         const cpu::AdamWParams& p) {

@@ -17,13 +17,17 @@ void check_p(const DropoutParams& drop) {
 }
 }  // namespace
 
-void gelu_forward(float* out, const float* x, int64_t n, cudaStream_t stream) {
-  detail::for_each(n, stream, [=] __device__(int64_t i) { out[i] = gelu_tanh(x[i]); });
+template <typename T>
+void gelu_forward(T* out, const T* x, int64_t n, cudaStream_t stream) {
+  detail::for_each(
+      n, stream, [=] __device__(int64_t i) { out[i] = from_float<T>(gelu_tanh(to_float(x[i]))); });
 }
 
-void gelu_backward(float* dx, const float* x, const float* dout, int64_t n, cudaStream_t stream) {
-  detail::for_each(n, stream,
-                   [=] __device__(int64_t i) { dx[i] = dout[i] * gelu_tanh_grad(x[i]); });
+template <typename T>
+void gelu_backward(T* dx, const T* x, const T* dout, int64_t n, cudaStream_t stream) {
+  detail::for_each(n, stream, [=] __device__(int64_t i) {
+    dx[i] = from_float<T>(to_float(dout[i]) * gelu_tanh_grad(to_float(x[i])));
+  });
 }
 
 void bias_gelu_forward(float* out, const float* x, const float* bias, int N, int C,
@@ -32,19 +36,24 @@ void bias_gelu_forward(float* out, const float* x, const float* bias, int N, int
                    [=] __device__(int64_t i) { out[i] = gelu_tanh(x[i] + bias[i % C]); });
 }
 
-void dropout_add_forward(float* out, const float* a, const float* x, int64_t n,
-                         const DropoutParams& drop, cudaStream_t stream) {
+template <typename T>
+void dropout_add_forward(T* out, const T* a, const T* x, int64_t n, const DropoutParams& drop,
+                         cudaStream_t stream) {
   check_p(drop);
   if (drop.p == 0.0f) {
-    detail::for_each(n, stream, [=] __device__(int64_t i) { out[i] = a[i] + x[i]; });
+    detail::for_each(n, stream, [=] __device__(int64_t i) {
+      out[i] = from_float<T>(to_float(a[i]) + to_float(x[i]));
+    });
     return;
   }
   detail::for_each(n, stream, [=] __device__(int64_t i) {
-    out[i] = a[i] + dropout_apply(x[i], drop, static_cast<uint64_t>(i));
+    out[i] = from_float<T>(to_float(a[i]) +
+                           dropout_apply(to_float(x[i]), drop, static_cast<uint64_t>(i)));
   });
 }
 
-void dropout_backward(float* dx, const float* dout, int64_t n, const DropoutParams& drop,
+template <typename T>
+void dropout_backward(T* dx, const T* dout, int64_t n, const DropoutParams& drop,
                       cudaStream_t stream) {
   check_p(drop);
   if (drop.p == 0.0f) {
@@ -52,16 +61,40 @@ void dropout_backward(float* dx, const float* dout, int64_t n, const DropoutPara
     return;
   }
   detail::for_each(n, stream, [=] __device__(int64_t i) {
-    dx[i] = dropout_apply(dout[i], drop, static_cast<uint64_t>(i));
+    dx[i] = from_float<T>(dropout_apply(to_float(dout[i]), drop, static_cast<uint64_t>(i)));
   });
 }
 
-void add_inplace(float* y, const float* x, int64_t n, cudaStream_t stream) {
-  detail::for_each(n, stream, [=] __device__(int64_t i) { y[i] += x[i]; });
+template <typename T>
+void add_inplace(T* y, const T* x, int64_t n, cudaStream_t stream) {
+  detail::for_each(n, stream, [=] __device__(int64_t i) {
+    y[i] = from_float<T>(to_float(y[i]) + to_float(x[i]));
+  });
+}
+
+// One launch over all rows (the row-parallel bias, the position table).
+template <typename T>
+void add_broadcast(T* y, const T* x, int64_t rows, int64_t n, cudaStream_t stream) {
+  detail::for_each(rows * n, stream, [=] __device__(int64_t i) {
+    y[i] = from_float<T>(to_float(y[i]) + to_float(x[i % n]));
+  });
 }
 
 void scale_inplace(float* x, float s, int64_t n, cudaStream_t stream) {
   detail::for_each(n, stream, [=] __device__(int64_t i) { x[i] *= s; });
 }
+
+#define ZT_ELEMENTWISE(T)                                                                       \
+  template void gelu_forward<T>(T*, const T*, int64_t, cudaStream_t);                           \
+  template void gelu_backward<T>(T*, const T*, const T*, int64_t, cudaStream_t);                \
+  template void dropout_add_forward<T>(T*, const T*, const T*, int64_t, const DropoutParams&,   \
+                                       cudaStream_t);                                           \
+  template void dropout_backward<T>(T*, const T*, int64_t, const DropoutParams&, cudaStream_t); \
+  template void add_inplace<T>(T*, const T*, int64_t, cudaStream_t);                            \
+  template void add_broadcast<T>(T*, const T*, int64_t, int64_t, cudaStream_t);
+ZT_ELEMENTWISE(float)
+ZT_ELEMENTWISE(bf16)
+ZT_ELEMENTWISE(fp16)
+#undef ZT_ELEMENTWISE
 
 }  // namespace zt::cuda

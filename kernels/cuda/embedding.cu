@@ -21,7 +21,8 @@ namespace {
 constexpr int kSegThreads = 256;
 
 // The block of sorted position i works only when i starts a segment of an in-range row.
-__global__ void dwte_segments_kernel(float* dwte, const float* dout, const int32_t* keys,
+template <typename E>
+__global__ void dwte_segments_kernel(float* dwte, const E* dout, const int32_t* keys,
                                      const int32_t* pos, int BT, int C, int v_local) {
   const int i = blockIdx.x;
   const int row = keys[i];
@@ -31,7 +32,7 @@ __global__ void dwte_segments_kernel(float* dwte, const float* dout, const int32
   float* g = dwte + int64_t{row} * C;
   for (int c = threadIdx.x; c < C; c += kSegThreads) {
     float acc = g[c];
-    for (int k = i; k < end; ++k) acc += dout[int64_t{pos[k]} * C + c];
+    for (int k = i; k < end; ++k) acc += to_float(dout[int64_t{pos[k]} * C + c]);
     g[c] = acc;
   }
 }
@@ -54,8 +55,9 @@ void check_shape(const char* what, int B, int T, int C, int v_local) {
 }  // namespace
 }  // namespace detail
 
-void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
-                       int T, int C, int v_begin, int v_local, cudaStream_t stream) {
+template <typename E>
+void embedding_forward(E* out, const int32_t* tokens, const E* wte, const E* wpe, int B, int T,
+                       int C, int v_begin, int v_local, cudaStream_t stream) {
   detail::check_shape("embedding_forward", B, T, C, v_local);
   detail::for_each(int64_t{B} * T * C, stream, [=] __device__(int64_t i) {
     const int64_t bt = i / C;
@@ -64,17 +66,18 @@ void embedding_forward(float* out, const int32_t* tokens, const float* wte, cons
     const bool in_range = row >= 0 && row < v_local;
     // The CPU backend's cases, so a missing term is absent rather than an added 0 (-0 stays -0).
     if (in_range && wpe != nullptr)
-      out[i] = wte[row * C + c] + wpe[(bt % T) * C + c];
+      out[i] = from_float<E>(to_float(wte[row * C + c]) + to_float(wpe[(bt % T) * C + c]));
     else if (in_range)
       out[i] = wte[row * C + c];
     else if (wpe != nullptr)
       out[i] = wpe[(bt % T) * C + c];
     else
-      out[i] = 0.0f;
+      out[i] = from_float<E>(0.0f);
   });
 }
 
-void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+template <typename E>
+void embedding_backward(float* dwte, float* dwpe, const E* dout, const int32_t* tokens, int B,
                         int T, int C, int v_begin, int v_local, cudaStream_t stream) {
   detail::check_shape("embedding_backward", B, T, C, v_local);
   const int BT = B * T;
@@ -107,9 +110,19 @@ void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32
   if (dwpe != nullptr)
     detail::for_each(int64_t{T} * C, stream, [=] __device__(int64_t i) {
       float acc = dwpe[i];
-      for (int b = 0; b < B; ++b) acc += dout[int64_t{b} * T * C + i];
+      for (int b = 0; b < B; ++b) acc += to_float(dout[int64_t{b} * T * C + i]);
       dwpe[i] = acc;
     });
 }
+
+#define ZT_EMBEDDING(E)                                                                          \
+  template void embedding_forward<E>(E*, const int32_t*, const E*, const E*, int, int, int, int, \
+                                     int, cudaStream_t);                                         \
+  template void embedding_backward<E>(float*, float*, const E*, const int32_t*, int, int, int,   \
+                                      int, int, cudaStream_t);
+ZT_EMBEDDING(float)
+ZT_EMBEDDING(bf16)
+ZT_EMBEDDING(fp16)
+#undef ZT_EMBEDDING
 
 }  // namespace zt::cuda

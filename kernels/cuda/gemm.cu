@@ -162,9 +162,21 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int M, int N, int K, float
       N, M, K, &alpha, B, ldb, stride_b, A, lda, stride_a, &beta, C, ldc, stride_c, batch));
 }
 
+void gemm_strided_batched_ex(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                             const void* A, int lda, int64_t stride_a, const void* B, int ldb,
+                             int64_t stride_b, float beta, void* C, int ldc, int64_t stride_c,
+                             int batch, DType ab, DType c, cudaStream_t stream) {
+  if (M == 0 || N == 0 || batch == 0) return;
+  ZT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      blas_handle(stream), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+      N, M, K, &alpha, B, cuda_type(ab), ldb, stride_b, A, cuda_type(ab), lda, stride_a, &beta, C,
+      cuda_type(c), ldc, stride_c, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 }  // namespace detail
 
 using detail::cat;
+using detail::cuda_type;
 
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
           const float* B, int ldb, float beta, float* C, int ldc, cudaStream_t stream) {
@@ -184,20 +196,6 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
   g.ldc = ldc;
   detail::lt_matmul(g, stream);
 }
-
-namespace {
-cudaDataType_t cuda_type(DType t) {
-  switch (t) {
-    case DType::F32:
-      return CUDA_R_32F;
-    case DType::BF16:
-      return CUDA_R_16BF;
-    case DType::F16:
-      return CUDA_R_16F;
-  }
-  return CUDA_R_32F;
-}
-}  // namespace
 
 void gemm_mixed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
                 int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,

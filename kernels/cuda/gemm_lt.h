@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "src/core/dtype.h"
+
 namespace zt::cuda::detail {
 
 struct LtMatmul {
@@ -25,11 +27,29 @@ struct LtMatmul {
   // tensor cores for bf16/fp16 operands.
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  const float* bias = nullptr;  // [N] of the row-major result, for the BIAS epilogues
+  const void* bias = nullptr;  // [N] of the row-major result in C's type, for the BIAS epilogues
 };
 
 // One cuBLASLt matmul (heuristic's first algorithm, workspace from context.h).
 void lt_matmul(const LtMatmul& g, cudaStream_t stream);
+
+inline cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::BF16:
+      return CUDA_R_16BF;
+    case DType::F16:
+      return CUDA_R_16F;
+    case DType::F32:
+      break;
+  }
+  return CUDA_R_32F;
+}
+
+// The same on A and B in `ab` and C in `c` (cublasGemmStridedBatchedEx, fp32 accumulation).
+void gemm_strided_batched_ex(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                             const void* A, int lda, int64_t stride_a, const void* B, int ldb,
+                             int64_t stride_b, float beta, void* C, int ldc, int64_t stride_c,
+                             int batch, DType ab, DType c, cudaStream_t stream);
 
 // fp32 strided-batched GEMM through cublasSgemmStridedBatched, row-major like gemm: batch i
 // uses A + i*stride_a, B + i*stride_b, C + i*stride_c. Classic cuBLAS accepts any pointer

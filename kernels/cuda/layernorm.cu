@@ -15,21 +15,22 @@ namespace {
 constexpr int kRowThreads = 256;
 using BlockSum = cub::BlockReduce<float, kRowThreads>;
 
-__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* x,
-                                         const float* w, const float* b, int C) {
+template <typename T>
+__global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, const T* x, const T* w,
+                                         const T* b, int C) {
   __shared__ typename BlockSum::TempStorage tmp;
   __shared__ float s_mean, s_rstd;
   const int64_t row = blockIdx.x;
-  const float* xr = x + row * C;
+  const T* xr = x + row * C;
   float acc = 0.0f;
-  for (int c = threadIdx.x; c < C; c += kRowThreads) acc += xr[c];
+  for (int c = threadIdx.x; c < C; c += kRowThreads) acc += to_float(xr[c]);
   const float sum = BlockSum(tmp).Sum(acc);
   if (threadIdx.x == 0) s_mean = sum / static_cast<float>(C);
   __syncthreads();  // also frees tmp for the second reduction
   const float mu = s_mean;
   acc = 0.0f;
   for (int c = threadIdx.x; c < C; c += kRowThreads) {
-    const float d = xr[c] - mu;
+    const float d = to_float(xr[c]) - mu;
     acc += d * d;
   }
   const float sq = BlockSum(tmp).Sum(acc);
@@ -40,25 +41,26 @@ __global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, c
   }
   __syncthreads();
   const float rs = s_rstd;
-  float* o = out + row * C;
+  T* o = out + row * C;
   for (int c = threadIdx.x; c < C; c += kRowThreads)
-    o[c] = layernorm_apply(xr[c], mu, rs, w[c], b[c]);
+    o[c] = from_float<T>(layernorm_apply(to_float(xr[c]), mu, rs, to_float(w[c]), to_float(b[c])));
 }
 
 // dx += rstd (g - mean(g) - xhat mean(g xhat)), g = dout * w.
-__global__ void layernorm_dx_kernel(float* dx, const float* dout, const float* x, const float* w,
-                                    const float* mean, const float* rstd, int C) {
+template <typename T>
+__global__ void layernorm_dx_kernel(T* dx, const T* dout, const T* x, const T* w, const float* mean,
+                                    const float* rstd, int C) {
   __shared__ typename BlockSum::TempStorage tmp;
   __shared__ float s_mg, s_mgx;
   const int64_t row = blockIdx.x;
-  const float* xr = x + row * C;
-  const float* d = dout + row * C;
+  const T* xr = x + row * C;
+  const T* d = dout + row * C;
   const float mu = mean[row], rs = rstd[row];
   float acc_g = 0.0f, acc_gx = 0.0f;
   for (int c = threadIdx.x; c < C; c += kRowThreads) {
-    const float g = d[c] * w[c];
+    const float g = to_float(d[c]) * to_float(w[c]);
     acc_g += g;
-    acc_gx += g * layernorm_xhat(xr[c], mu, rs);
+    acc_gx += g * layernorm_xhat(to_float(xr[c]), mu, rs);
   }
   const float inv_c = 1.0f / static_cast<float>(C);
   const float sg = BlockSum(tmp).Sum(acc_g);
@@ -68,9 +70,11 @@ __global__ void layernorm_dx_kernel(float* dx, const float* dout, const float* x
   if (threadIdx.x == 0) s_mgx = sgx * inv_c;
   __syncthreads();
   const float mg = s_mg, mgx = s_mgx;
-  float* dxr = dx + row * C;
+  T* dxr = dx + row * C;
   for (int c = threadIdx.x; c < C; c += kRowThreads)
-    dxr[c] += layernorm_dx(d[c] * w[c], layernorm_xhat(xr[c], mu, rs), mg, mgx, rs);
+    dxr[c] = from_float<T>(to_float(dxr[c]) + layernorm_dx(to_float(d[c]) * to_float(w[c]),
+                                                           layernorm_xhat(to_float(xr[c]), mu, rs),
+                                                           mg, mgx, rs));
 }
 
 void check_shape(const char* what, int N, int C) {
@@ -80,17 +84,18 @@ void check_shape(const char* what, int N, int C) {
 }  // namespace
 }  // namespace detail
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
-                       const float* b, int N, int C, cudaStream_t stream) {
+template <typename T>
+void layernorm_forward(T* out, float* mean, float* rstd, const T* x, const T* w, const T* b, int N,
+                       int C, cudaStream_t stream) {
   detail::check_shape("layernorm_forward", N, C);
   detail::layernorm_forward_kernel<<<N, detail::kRowThreads, 0, stream>>>(out, mean, rstd, x, w, b,
                                                                           C);
   ZT_CU_CUDA_CHECK(cudaGetLastError());
 }
 
-void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
-                        const float* w, const float* mean, const float* rstd, int N, int C,
-                        cudaStream_t stream) {
+template <typename T>
+void layernorm_backward(T* dx, float* dw, float* db, const T* dout, const T* x, const T* w,
+                        const float* mean, const float* rstd, int N, int C, cudaStream_t stream) {
   detail::check_shape("layernorm_backward", N, C);
   detail::layernorm_dx_kernel<<<N, detail::kRowThreads, 0, stream>>>(dx, dout, x, w, mean, rstd, C);
   ZT_CU_CUDA_CHECK(cudaGetLastError());
@@ -99,12 +104,23 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dout, cons
       N, C, stream,
       [=] __device__(int n, int c) {
         const int64_t i = int64_t{n} * C + c;
-        return detail::Values<2>{{dout[i] * layernorm_xhat(x[i], mean[n], rstd[n]), dout[i]}};
+        const float d = to_float(dout[i]);
+        return detail::Values<2>{{d * layernorm_xhat(to_float(x[i]), mean[n], rstd[n]), d}};
       },
       [=] __device__(int c, const float* tot) {
         dw[c] += tot[0];
         db[c] += tot[1];
       });
 }
+
+#define ZT_LAYERNORM(T)                                                                          \
+  template void layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int, int, \
+                                     cudaStream_t);                                              \
+  template void layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*,          \
+                                      const float*, const float*, int, int, cudaStream_t);
+ZT_LAYERNORM(float)
+ZT_LAYERNORM(bf16)
+ZT_LAYERNORM(fp16)
+#undef ZT_LAYERNORM
 
 }  // namespace zt::cuda

@@ -4,9 +4,11 @@
 // `stream`. Element-wise and reduction math comes from kernels/common, so the CPU tests cover it.
 // Functions that return a host value (sum_squares, has_inf_or_nan) synchronise `stream`.
 //
-// Precision: activations are fp32 as on the CPU backend. GEMMs take fp32 operands through
+// Precision: activations and parameters are in the working precision T (float, bf16 or fp16),
+// as on the CPU backend (each templated kernel is instantiated for the three); arithmetic is
+// fp32, statistics, losses and parameter gradients are fp32. GEMMs take fp32 operands through
 // cuBLASLt with CUBLAS_COMPUTE_32F: exact fp32, no TF32 (so CPU and GPU agree to fp32 rounding);
-// gemm_mixed takes bf16/fp16 operands on tensor cores with fp32 accumulation (bf16 needs sm_80).
+// half operands run on tensor cores with fp32 accumulation (bf16 needs sm_80).
 // Device memory the kernels allocate themselves (cuBLASLt workspace, CUB temp storage, a few
 // grow-only scratch buffers) is listed in kernels/cuda/context.h.
 #include <cuda_runtime_api.h>
@@ -29,30 +31,37 @@ void gemm_mixed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, co
                 int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
                 DType c_type, cudaStream_t stream);
 
-void linear_forward(float* y, const float* x, const float* w, const float* b, int N, int in,
-                    int out, cudaStream_t stream);
+// y: T, or float (the head's logits, no bias).
+template <typename T, typename Y>
+void linear_forward(Y* y, const T* x, const T* w, const T* b, int N, int in, int out,
+                    cudaStream_t stream);
 // y = gelu(x w^T + b) and pre = x w^T + b (pre is what backward needs), fused in one cuBLASLt
 // epilogue where available.
 void linear_bias_gelu_forward(float* y, float* pre, const float* x, const float* w, const float* b,
                               int N, int in, int out, cudaStream_t stream);
-void linear_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                     const float* w, int N, int in, int out, bool accumulate_dx,
-                     cudaStream_t stream);
+template <typename T>
+void linear_backward(T* dx, float* dw, float* db, const T* dy, const T* x, const T* w, int N,
+                     int in, int out, bool accumulate_dx, cudaStream_t stream);
 
-void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
-                       int T, int C, int v_begin, int v_local, cudaStream_t stream);
+template <typename E>
+void embedding_forward(E* out, const int32_t* tokens, const E* wte, const E* wpe, int B, int T,
+                       int C, int v_begin, int v_local, cudaStream_t stream);
 // Deterministic (no floating-point atomics).
-void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+template <typename E>
+void embedding_backward(float* dwte, float* dwpe, const E* dout, const int32_t* tokens, int B,
                         int T, int C, int v_begin, int v_local, cudaStream_t stream);
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
-                       const float* b, int N, int C, cudaStream_t stream);
-void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
-                        const float* w, const float* mean, const float* rstd, int N, int C,
-                        cudaStream_t stream);
+template <typename T>
+void layernorm_forward(T* out, float* mean, float* rstd, const T* x, const T* w, const T* b, int N,
+                       int C, cudaStream_t stream);
+template <typename T>
+void layernorm_backward(T* dx, float* dw, float* db, const T* dout, const T* x, const T* w,
+                        const float* mean, const float* rstd, int N, int C, cudaStream_t stream);
 
-void gelu_forward(float* out, const float* x, int64_t n, cudaStream_t stream);
-void gelu_backward(float* dx, const float* x, const float* dout, int64_t n, cudaStream_t stream);
+template <typename T>
+void gelu_forward(T* out, const T* x, int64_t n, cudaStream_t stream);
+template <typename T>
+void gelu_backward(T* dx, const T* x, const T* dout, int64_t n, cudaStream_t stream);
 // out[N,C] = gelu(x + bias[C]) (fused bias + GeLU when the GEMM cannot take the epilogue).
 void bias_gelu_forward(float* out, const float* x, const float* bias, int N, int C,
                        cudaStream_t stream);
@@ -64,21 +73,29 @@ void bias_gelu_forward(float* out, const float* x, const float* bias, int N, int
 // 0). The overload with `scratch` uses the caller's buffer (null is fine when that is 0); the
 // one without it takes a grow-only internal buffer (kernels/cuda/context.h).
 int64_t attention_forward_scratch_floats(int B, int T, int NH, const DropoutParams& drop);
-void attention_forward(float* out, float* att, float* scratch, const float* qkv, int B, int T,
-                       int C, int NH, const DropoutParams& drop, cudaStream_t stream);
+template <typename E>
+void attention_forward(E* out, E* att, E* scratch, const E* qkv, int B, int T, int C, int NH,
+                       const DropoutParams& drop, cudaStream_t stream);
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
                        const DropoutParams& drop, cudaStream_t stream);
-void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                        const float* att, int B, int T, int C, int NH, const DropoutParams& drop,
-                        cudaStream_t stream);
+template <typename E>
+void attention_backward(E* dqkv, E* scratch, const E* dout, const E* qkv, const E* att, int B,
+                        int T, int C, int NH, const DropoutParams& drop, cudaStream_t stream);
 
-void dropout_add_forward(float* out, const float* a, const float* x, int64_t n,
-                         const DropoutParams& drop, cudaStream_t stream);
-void dropout_backward(float* dx, const float* dout, int64_t n, const DropoutParams& drop,
+template <typename T>
+void dropout_add_forward(T* out, const T* a, const T* x, int64_t n, const DropoutParams& drop,
+                         cudaStream_t stream);
+template <typename T>
+void dropout_backward(T* dx, const T* dout, int64_t n, const DropoutParams& drop,
                       cudaStream_t stream);
-void add_inplace(float* y, const float* x, int64_t n, cudaStream_t stream);
+template <typename T>
+void add_inplace(T* y, const T* x, int64_t n, cudaStream_t stream);
+// y[r·n + i] += x[i] for r < rows, one launch.
+template <typename T>
+void add_broadcast(T* y, const T* x, int64_t rows, int64_t n, cudaStream_t stream);
 
-void softmax_cross_entropy(float* logits, float* losses, const int32_t* targets, int N, int V,
+template <typename T>
+void softmax_cross_entropy(T* logits, float* losses, const int32_t* targets, int N, int V,
                            int v_real, float dloss, cudaStream_t stream);
 
 using AdamWParams = zt::AdamWParams;  // kernels/common/adamw.h, shared with the CPU backend
