@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "apps/commands.h"
 #include "src/comm/runtime.h"
@@ -12,6 +13,7 @@
 #include "src/core/log.h"
 #include "src/planner/train_plan.h"
 #include "src/train/checkpoint.h"
+#include "src/train/checkpoint_dir.h"
 #include "src/train/options.h"
 #include "src/train/train_data.h"
 #include "src/train/train_device.h"
@@ -27,6 +29,7 @@ int train(Args args) {
     TrainOptions o;
     TrainData data;
     bool help = false;
+    std::optional<CheckpointLock> save_lock;  // held until the job ends
     const int verdict = rt.agree_on_input([&] {
       help = !parse_train_options(args, o);
       if (help) return;
@@ -41,6 +44,12 @@ int train(Args args) {
       // The plan is what the run will allocate: refuse a layout that cannot fit, before it
       // allocates for seconds and dies of std::bad_alloc.
       check_plan_fits(o, dp, memory_budget(o, cpu, rt.local_size()));
+      // --save is created, tested for writing and locked against a second job now, not found
+      // unusable at the first save hours later. Rank 0 alone keeps the directory's bookkeeping.
+      if (!o.save.empty() && rt.rank() == 0) {
+        prepare_save_dir(o.save);
+        save_lock.emplace(o.save);
+      }
     });
     if (verdict != 0) return verdict;
     if (help) {

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "src/core/error.h"
+#include "src/train/checkpoint_dir.h"
+#include "src/train/checkpoint_file.h"
 #include "src/zero/partition.h"
 
 namespace zt {
@@ -22,64 +24,11 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'Z', 'T', 'C', 'K', 'P', 'T', '0', '1'};
-
-// An open file descriptor, closed on scope exit.
-class Fd {
- public:
-  Fd(const std::string& path, int flags) : fd_(::open(path.c_str(), flags, 0644)), path_(path) {
-    if (fd_ < 0) throw InputError(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  }
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  void write(const void* p, size_t n) {
-    crc_ = crc32(p, n, crc_);  // the checksum of everything written, without reading it back
-    const char* c = static_cast<const char*>(p);
-    while (n > 0) {
-      const ssize_t w = ::write(fd_, c, n);
-      ZT_CHECK(w > 0, "writing '{}': {}", path_, std::strerror(errno));
-      c += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
-  void sync() { ZT_CHECK(::fsync(fd_) == 0, "fsync '{}': {}", path_, std::strerror(errno)); }
-  uint32_t crc() const { return crc_; }
-
- private:
-  int fd_;
-  std::string path_;
-  uint32_t crc_ = 0;
-};
-
-std::string iter_name(int iteration) {
-  return fmt::format("iter_{:07d}", iteration);
-}
+// No rank holds more than this in one shard file (16 bytes of model state per parameter).
+constexpr uint64_t kMaxShardBytes = uint64_t{1} << 44;
 
 std::string shard_name(int tp_rank, int dp_rank) {
   return fmt::format("mp_rank_{:02d}_dp_{:03d}.bin", tp_rank, dp_rank);
-}
-
-std::vector<char> read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  ZT_REQUIRE(in.good(), "checkpoint file '{}' is missing or unreadable", p.string());
-  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_atomically(const fs::path& p, const std::string& text) {
-  const fs::path tmp = p.string() + ".tmp";
-  {
-    Fd f(tmp.string(), O_WRONLY | O_CREAT | O_TRUNC);
-    f.write(text.data(), text.size());
-    f.sync();
-  }
-  fs::rename(tmp, p);
-}
-
-void sync_dir(const fs::path& p) {
-  Fd d(p.string(), O_RDONLY | O_DIRECTORY);
-  d.sync();
 }
 
 struct Identity {
@@ -118,19 +67,6 @@ nlohmann::json model_json(const Trainer& t) {
           {"hidden_dropout", c.hidden_dropout}};
 }
 
-// Keeps the newest `keep` complete iteration directories (0: all); never the one `latest` names.
-void prune(const std::string& dir, int keep) {
-  if (keep <= 0) return;
-  std::vector<fs::path> iters;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string n = e.path().filename().string();
-    if (e.is_directory() && n.starts_with("iter_") && !n.ends_with(".tmp"))
-      iters.push_back(e.path());
-  }
-  std::sort(iters.begin(), iters.end());
-  for (size_t i = 0; i + static_cast<size_t>(keep) < iters.size(); ++i) fs::remove_all(iters[i]);
-}
-
 // A model-state tensor into the file: directly where the host reads the device's memory, else
 // through the trainer's host chunk, piece by piece.
 void write_tensor(Fd& f, const Tensor& s, Trainer& t) {
@@ -152,7 +88,10 @@ std::vector<std::vector<float>> read_shard(const fs::path& iter_dir, const nlohm
                                            const std::string& file,
                                            const std::vector<int64_t>& sizes) {
   const fs::path path = iter_dir / file;
-  const std::vector<char> bytes = read_file(path);
+  uint64_t size = 0;
+  const Fd fd = open_checkpoint_file(iter_dir, file, kMaxShardBytes, size);
+  std::vector<char> bytes(size);
+  fd.pread(bytes.data(), size, 0);
   ZT_REQUIRE(meta.at("shards").contains(file), "'{}' lists no shard '{}'",
              (iter_dir / "meta.json").string(), file);
   ZT_REQUIRE(crc32(bytes.data(), bytes.size()) == meta["shards"][file].get<uint32_t>(),
@@ -278,38 +217,21 @@ void load_reshaped(const fs::path& iter_dir, const nlohmann::json& meta, Trainer
 
 }  // namespace
 
-uint32_t crc32(const void* data, size_t n, uint32_t crc) {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  crc = ~crc;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) crc = table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
-  return ~crc;
-}
-
-std::string save_checkpoint(const std::string& dir, Trainer& t,
-                            const std::function<void()>& after_shard) {
+std::string save_checkpoint(const std::string& dir, Trainer& t, const SaveHooks& hooks) {
   const Trainer::LoopState loop = t.loop_state();
   const Identity id = identity(t);
   const bool root = t.topology() == nullptr || t.topology()->rank() == 0;
-  const fs::path final_dir = fs::path(dir) / iter_name(loop.iteration);
+  const fs::path final_dir = fs::path(dir) / iteration_name(loop.iteration);
   const fs::path tmp_dir = final_dir.string() + ".tmp";
   if (root) {
     fs::create_directories(dir);
-    fs::remove_all(tmp_dir);  // a previous attempt that died
+    remove_stale_tmp(dir);  // what a save that died left, this iteration's or another's
     fs::create_directories(tmp_dir);
   }
   barrier(t);
   uint32_t crc = 0;
   if (id.writes) {
-    Fd f((tmp_dir / shard_name(id.tp_rank, id.shard_dp)).string(), O_WRONLY | O_CREAT | O_TRUNC);
+    Fd f = Fd::create((tmp_dir / shard_name(id.tp_rank, id.shard_dp)).string());
     const std::vector<Tensor> state = t.optimizer().owned_state();
     const uint64_t count = state.size();
     f.write(kMagic, sizeof kMagic);
@@ -322,7 +244,7 @@ std::string save_checkpoint(const std::string& dir, Trainer& t,
     f.sync();
     crc = f.crc();
   }
-  if (after_shard) after_shard();
+  if (hooks.after_shard) hooks.after_shard();
   // Every rank's (writes, tp rank, shard dp, CRC-32 in two exact 16-bit halves) to everyone; the
   // all-gather is also the point where every shard is on disk.
   constexpr int kFields = 5;
@@ -364,33 +286,41 @@ std::string save_checkpoint(const std::string& dir, Trainer& t,
           (static_cast<uint32_t>(w[3]) << 16) | static_cast<uint32_t>(w[4]);
     }
     meta["shards"] = shards;
-    write_atomically(tmp_dir / "meta.json", meta.dump(2));
+    write_file_atomically(tmp_dir, "meta.json", meta.dump(2));
     sync_dir(tmp_dir);
-    fs::remove_all(final_dir);
-    fs::rename(tmp_dir, final_dir);
-    sync_dir(dir);
-    write_atomically(fs::path(dir) / "latest", iter_name(loop.iteration) + "\n");
-    sync_dir(dir);
-    prune(dir, t.options().keep_last);
+    publish_iteration(dir, loop.iteration, t.options().keep_last, hooks.at_publish);
   }
   barrier(t);
   return final_dir.string();
 }
 
-std::string latest_iteration_dir(const std::string& dir, nlohmann::json& meta) {
-  const fs::path latest = fs::path(dir) / "latest";
-  ZT_REQUIRE(fs::exists(latest), "--load '{}': no 'latest' file, so no complete checkpoint", dir);
+std::string checkpoint_iteration_dir(const std::string& dir, std::optional<int64_t> iteration,
+                                     nlohmann::json& meta) {
   std::string name;
-  std::ifstream(latest) >> name;
+  if (iteration) {
+    name = iteration_name(*iteration);
+  } else {
+    const std::optional<std::string> latest = read_latest(dir);
+    ZT_REQUIRE(latest.has_value(), "--load '{}': no 'latest' file, so no complete checkpoint", dir);
+    name = *latest;
+  }
   const fs::path iter_dir = fs::path(dir) / name;
-  const std::vector<char> meta_bytes = read_file(iter_dir / "meta.json");
+  const std::string text = read_small_file(iter_dir, "meta.json", kMaxMetaBytes);
   try {
-    meta = nlohmann::json::parse(meta_bytes.begin(), meta_bytes.end());
+    meta = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(
         fmt::format("'{}' is not valid JSON: {}", (iter_dir / "meta.json").string(), e.what()));
   }
+  ZT_REQUIRE(meta.is_object() && meta.contains("iteration") &&
+                 meta["iteration"].is_number_integer() &&
+                 iteration_name(meta["iteration"].get<int64_t>()) == name,
+             "'{}' does not record iteration {}", (iter_dir / "meta.json").string(), name);
   return iter_dir.string();
+}
+
+std::string latest_iteration_dir(const std::string& dir, nlohmann::json& meta) {
+  return checkpoint_iteration_dir(dir, std::nullopt, meta);
 }
 
 int load_checkpoint(const std::string& dir, Trainer& t) {

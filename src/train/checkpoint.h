@@ -12,17 +12,23 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "src/train/checkpoint_dir.h"
+#include "src/train/checkpoint_file.h"
 #include "src/train/trainer.h"
 
 namespace zt {
 
-// Collective over the world. Returns the iteration directory written. `after_shard` runs on each
-// rank once its shard is on disk (the failure tests kill a rank there).
-std::string save_checkpoint(const std::string& dir, Trainer& trainer,
-                            const std::function<void()>& after_shard = {});
+// Fault-injection points of a save (the failure tests kill a process there).
+struct SaveHooks {
+  std::function<void()> after_shard;             // each rank, once its shard is on disk
+  std::function<void(PublishPoint)> at_publish;  // rank 0, between the steps of publishing
+};
+// Collective over the world. Returns the iteration directory written.
+std::string save_checkpoint(const std::string& dir, Trainer& trainer, const SaveHooks& hooks = {});
 // Collective over the world. Loads DIR/latest into `trainer`. Under the saved layout each rank
 // reads its own shard; under another (tp, dp, zero stage) every rank re-assembles the whole
 // tensors from all shards and cuts its own part (optimizer states included). Returns the
@@ -36,10 +42,11 @@ struct WholeTensor {
   std::array<std::vector<float>, 3> v;  // master, m, v
 };
 std::string latest_iteration_dir(const std::string& dir, nlohmann::json& meta);
+// The same for a given iteration (nothing: `latest`'s).
+std::string checkpoint_iteration_dir(const std::string& dir, std::optional<int64_t> iteration,
+                                     nlohmann::json& meta);
 std::map<std::string, WholeTensor> read_whole_tensors(const std::string& iter_dir,
                                                       const nlohmann::json& meta);
 GptConfig config_from_json(const nlohmann::json& model);
-
-uint32_t crc32(const void* data, size_t n, uint32_t crc = 0);
 
 }  // namespace zt

@@ -5,7 +5,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include "src/core/log.h"
 #include "src/train/checkpoint.h"
@@ -106,8 +108,21 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
                   : kind == "inf"          ? Fault::Inf
                   : kind == "kill-in-save" ? Fault::KillInSave
                                            : Fault::None;
+    // kill-before-rename, kill-after-exchange, kill-before-latest, kill-before-prune: rank 0
+    // dies between those steps of publishing a checkpoint.
+    constexpr std::pair<std::string_view, PublishPoint> kPoints[] = {
+        {"kill-before-rename", PublishPoint::BeforeRename},
+        {"kill-after-exchange", PublishPoint::AfterExchange},
+        {"kill-before-latest", PublishPoint::BeforeLatest},
+        {"kill-before-prune", PublishPoint::BeforePrune}};
+    for (const auto& [name, point] : kPoints)
+      if (kind == name) {
+        fault_.kind = Fault::KillInPublish;
+        fault_.point = point;
+      }
     ZT_REQUIRE(fault_.kind != Fault::None,
-               "ZT_INJECT_FAULT kind must be throw, hang, inf or kill-in-save");
+               "ZT_INJECT_FAULT kind must be throw, hang, inf, kill-in-save, kill-before-rename, "
+               "kill-after-exchange, kill-before-latest or kill-before-prune");
     fault_.rank = std::stoi(spec.substr(a + 1, b - a - 1));
     fault_.step = std::stoi(spec.substr(b + 1));
   }
@@ -162,11 +177,16 @@ void Trainer::maybe_inject_fault() {
 void Trainer::save(bool print) {
   const auto t0 = std::chrono::steady_clock::now();
   const int rank = topo_ != nullptr ? topo_->rank() : 0;
-  const bool kill =
-      fault_.kind == Fault::KillInSave && rank == fault_.rank && iteration_ == fault_.step;
-  const std::string where = save_checkpoint(o_.save, *this, [kill] {
+  const bool here = rank == fault_.rank && iteration_ == fault_.step;
+  SaveHooks hooks;
+  hooks.after_shard = [kill = here && fault_.kind == Fault::KillInSave] {
     if (kill) std::raise(SIGKILL);  // after this rank's shard is on disk, before the rename
-  });
+  };
+  hooks.at_publish = [kill = here && fault_.kind == Fault::KillInPublish,
+                      at = fault_.point](PublishPoint p) {
+    if (kill && p == at) std::raise(SIGKILL);
+  };
+  const std::string where = save_checkpoint(o_.save, *this, hooks);
   saved_iteration_ = iteration_;
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (print) log::info(" saved checkpoint at iteration {} to {} ({:.2f} s)", iteration_, where, s);

@@ -12,6 +12,7 @@
 #include "src/core/memory_pool.h"
 #include "src/model/activation_store.h"
 #include "src/model/gpt.h"
+#include "src/train/checkpoint_dir.h"
 #include "src/train/lr_schedule.h"
 #include "src/train/metrics.h"
 #include "src/train/options.h"
@@ -103,10 +104,12 @@ class Trainer {
   // Fault injection for the failure tests: ZT_INJECT_FAULT="throw:RANK:STEP" makes rank RANK
   // throw in the middle of step STEP; "hang:RANK:STEP" makes it stop participating there;
   // "inf:RANK:STEP" makes its gradients of that step infinite (an fp16 overflow on one rank);
-  // "kill-in-save:RANK:STEP" kills it (SIGKILL) in the middle of saving step STEP's checkpoint.
+  // "kill-in-save:RANK:STEP" kills it (SIGKILL) in the middle of saving step STEP's checkpoint;
+  // "kill-before-latest:0:STEP" (and the other PublishPoints) kills rank 0 while publishing it.
   struct Fault {
-    enum Kind : uint8_t { None, Throw, Hang, Inf, KillInSave } kind = None;
+    enum Kind : uint8_t { None, Throw, Hang, Inf, KillInSave, KillInPublish } kind = None;
     int rank = -1, step = -1;
+    PublishPoint point = PublishPoint::BeforeRename;
   } fault_;
   void maybe_inject_fault();
   bool inject_inf() const;

@@ -1,0 +1,153 @@
+#include "src/train/checkpoint_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "src/core/error.h"
+
+namespace zt {
+namespace fs = std::filesystem;
+
+Fd Fd::create(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(fmt::format("cannot create '{}': {}", path, std::strerror(errno)));
+  return Fd(fd, path);
+}
+
+Fd::~Fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Fd::Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)), crc_(o.crc_) {}
+
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(o.fd_, -1);
+    path_ = std::move(o.path_);
+    crc_ = o.crc_;
+  }
+  return *this;
+}
+
+void Fd::write(const void* p, size_t n) {
+  crc_ = crc32(p, n, crc_);  // the checksum of everything written, without reading it back
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    const ssize_t w = ::write(fd_, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    ZT_CHECK(w > 0, "writing '{}': {}", path_, std::strerror(errno));
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void Fd::pread(void* p, size_t n, uint64_t offset) const {
+  char* c = static_cast<char*>(p);
+  while (n > 0) {
+    const ssize_t r = ::pread(fd_, c, n, static_cast<off_t>(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw InputError(fmt::format("reading '{}': {}", path_, std::strerror(errno)));
+    if (r == 0) throw InputError(fmt::format("checkpoint file '{}' is truncated", path_));
+    c += r;
+    n -= static_cast<size_t>(r);
+    offset += static_cast<uint64_t>(r);
+  }
+}
+
+void Fd::pwrite(const void* p, size_t n, uint64_t offset) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    const ssize_t w = ::pwrite(fd_, c, n, static_cast<off_t>(offset));
+    if (w < 0 && errno == EINTR) continue;
+    ZT_CHECK(w > 0, "writing '{}': {}", path_, std::strerror(errno));
+    c += w;
+    n -= static_cast<size_t>(w);
+    offset += static_cast<uint64_t>(w);
+  }
+}
+
+void Fd::sync() {
+  ZT_CHECK(::fsync(fd_) == 0, "fsync '{}': {}", path_, std::strerror(errno));
+}
+
+bool plain_name(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string_view("/\0", 2)) == std::string_view::npos;
+}
+
+Fd open_checkpoint_file(const fs::path& dir, std::string_view name, uint64_t max_bytes,
+                        uint64_t& size) {
+  const std::string path = (dir / name).string();
+  ZT_REQUIRE(plain_name(name), "checkpoint file name '{}' in '{}' is not a plain file name", name,
+             dir.string());
+  // O_NONBLOCK: a FIFO planted in the directory must not hang the open; O_NOFOLLOW: a symbolic
+  // link must not lead outside the checkpoint.
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    throw InputError(fmt::format("checkpoint directory '{}' is missing or unreadable: {}",
+                                 dir.string(), std::strerror(errno)));
+  Fd d(dfd, dir.string());
+  const int fd =
+      ::openat(dfd, std::string(name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    throw InputError(fmt::format("checkpoint file '{}' is missing or unreadable: {}", path,
+                                 std::strerror(errno)));
+  Fd f(fd, path);
+  struct stat st {};
+  ZT_REQUIRE(::fstat(fd, &st) == 0 && S_ISREG(st.st_mode),
+             "checkpoint file '{}' is not a regular file", path);
+  size = static_cast<uint64_t>(st.st_size);
+  ZT_REQUIRE(size <= max_bytes, "checkpoint file '{}' has {} bytes, more than the {} expected",
+             path, size, max_bytes);
+  return f;
+}
+
+std::string read_small_file(const fs::path& dir, std::string_view name, uint64_t max_bytes) {
+  uint64_t size = 0;
+  const Fd f = open_checkpoint_file(dir, name, max_bytes, size);
+  std::string text(size, '\0');
+  f.pread(text.data(), size, 0);
+  return text;
+}
+
+void write_file_atomically(const fs::path& dir, const std::string& name, const std::string& text) {
+  const fs::path tmp = dir / (name + ".tmp");
+  {
+    Fd f = Fd::create(tmp.string());
+    f.write(text.data(), text.size());
+    f.sync();
+  }
+  fs::rename(tmp, dir / name);
+}
+
+void sync_dir(const fs::path& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ZT_CHECK(fd >= 0, "opening directory '{}': {}", p.string(), std::strerror(errno));
+  Fd d(fd, p.string());
+  d.sync();
+}
+
+uint32_t crc32(const void* data, size_t n, uint32_t crc) {
+  static const std::array<uint32_t, 256> table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  crc = ~crc;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) crc = table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
+  return ~crc;
+}
+
+}  // namespace zt

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Data-loss cases of checkpoint saving that need a killed or a concurrent process (CTest:
+# dist.checkpoint_safety.<case>); checkpoint_safety_test.cpp has the others.
+#   resave-<point>  a run resumed with --load ck --save ck at its last iteration re-saves that
+#                   iteration and rank 0 is killed (SIGKILL) at <point> of publishing it
+#                   (before-rename, after-exchange, before-latest, before-prune): `latest` still
+#                   names a complete iteration 4, and resuming from it gives bitwise the losses of
+#                   the uninterrupted run.
+#   two-jobs        a second job given the --save directory of a running one exits 2 with one
+#                   line before its first step; the first one finishes unharmed.
+set -euo pipefail
+zt=$1
+case=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+first=
+# A background job runs in its own process group (setsid), so the whole of it (the wrapper,
+# mpirun, the ranks) is stopped together, also when the test fails half-way.
+cleanup() {
+  [ -n "$first" ] && kill -TERM -- "-$first" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+args=(train --device cpu --mock-data --vocab-size 64 --num-layers 2 --hidden-size 32
+  --num-attention-heads 4 --seq-length 16 --micro-batch-size 1 --global-batch-size 4 --lr 3e-3 --lr-decay-iters 6
+  --tensor-model-parallel-size 2 --zero-stage 2 --log-interval 1 --reduce-bucket-size 2000)
+losses() { grep -o '"lm_loss":[^,]*' "$1" | cut -d: -f2; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+case "$case" in
+resave-*)
+  point=${case#resave-}
+  "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 6 \
+    --metrics-file "$work/full.jsonl" >/dev/null
+  "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 4 --save "$work/ck" >/dev/null
+  [ "$(cat "$work/ck/latest")" = iter_0000004 ] || fail "first save: latest is $(cat "$work/ck/latest")"
+  set +e
+  ZT_MPIRUN_ARGS="-x ZT_INJECT_FAULT=kill-$point:0:4" "$root/launch/mpirun.sh" -np 2 "$zt" \
+    "${args[@]}" --train-iters 4 --load "$work/ck" --save "$work/ck" --keep-last 1 \
+    >"$work/kill.log" 2>&1
+  rc=$?
+  set -e
+  [ "$rc" -ne 0 ] || { cat "$work/kill.log"; fail "the killed re-save exited 0"; }
+  grep -q "loaded checkpoint" "$work/kill.log" || { cat "$work/kill.log"; fail "nothing loaded"; }
+  [ "$(cat "$work/ck/latest")" = iter_0000004 ] || fail "after the kill latest is $(cat "$work/ck/latest")"
+  [ -f "$work/ck/iter_0000004/meta.json" ] || fail "latest's target iter_0000004 is incomplete"
+  echo "killed at $point: exit $rc, directory: $(ls "$work/ck" | tr '\n' ' ')"
+  "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 6 --load "$work/ck" \
+    --save "$work/ck" --metrics-file "$work/resumed.jsonl" >"$work/resume.log" 2>&1 ||
+    { cat "$work/resume.log"; fail "resuming failed"; }
+  want=$(losses "$work/full.jsonl" | tail -n 2)
+  got=$(losses "$work/resumed.jsonl")
+  [ "$want" = "$got" ] || fail "resumed losses $got, uninterrupted $want"
+  [ ! -e "$work/ck/iter_0000004.tmp" ] || fail "the stale iter_0000004.tmp was not removed"
+  echo "PASS: killed $point a re-save; latest stayed complete and resumed bitwise"
+  ;;
+two-jobs)
+  setsid "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 20000 --save "$work/ck" \
+    --metrics-file "$work/first.jsonl" >"$work/first.log" 2>&1 &
+  first=$!
+  for _ in $(seq 600); do [ -s "$work/first.jsonl" ] && break; sleep 0.1; done
+  [ -s "$work/first.jsonl" ] || fail "the first job did not start"
+  set +e
+  "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 2 --save "$work/ck" \
+    >"$work/second.log" 2>&1
+  rc=$?
+  set -e
+  kill -TERM -- "-$first"
+  wait "$first" || true
+  first=
+  cat "$work/second.log"
+  [ "$rc" -eq 2 ] || fail "the second job exited $rc, expected 2"
+  grep -q "zerotron: error: rank 0: --save '$work/ck' is in use by another job (pid" \
+    "$work/second.log" || fail "no one-line refusal"
+  ! grep -q "iteration" "$work/second.log" || fail "the second job trained"
+  [ ! -e "$work/ck/latest" ] || fail "the second job wrote a checkpoint"
+  echo "PASS: a second job on one --save directory was refused"
+  ;;
+*)
+  fail "unknown case $case"
+  ;;
+esac

@@ -1,0 +1,206 @@
+// Saves that cannot lose the last good checkpoint (issue 16), one test per data-loss case that
+// does not need a killed process (those are in checkpoint_safety.sh): --keep-last after a
+// mistyped --load, iteration numbers across a digit boundary, stale .tmp directories, re-saving
+// the iteration `latest` names, two jobs on one directory, and a hostile `latest`.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "src/comm/topology.h"
+#include "src/train/checkpoint.h"
+#include "src/train/trainer.h"
+#include "tests/dist/dist_env.h"
+
+namespace zt {
+namespace {
+namespace fs = std::filesystem;
+
+TrainOptions small(int keep_last) {
+  TrainOptions o;
+  o.num_layers = 1;
+  o.hidden_size = 16;
+  o.num_attention_heads = 2;
+  o.seq_length = 8;
+  o.vocab_size = 32;
+  o.make_vocab_size_divisible_by = 16;
+  o.micro_batch_size = 1;
+  o.train_iters = 2;
+  o.mock_data = true;
+  o.zero_stage = 1;
+  o.reduce_bucket_size = 500;
+  o.keep_last = keep_last;
+  return o;
+}
+
+std::string fresh_dir(const std::string& what) {
+  const std::string d =
+      ::testing::TempDir() + "zt_safety_" + std::to_string(dist::world().size()) + "_" + what;
+  if (dist::world().rank() == 0) fs::remove_all(d);
+  dist::world().barrier();
+  return d;
+}
+
+// A trainer standing at `iteration` (its states are those of step 0; only the record matters).
+void save_at(const TrainOptions& o, const std::string& dir, int iteration) {
+  comm::Topology topo(dist::world(), 1);
+  Trainer t(o, dist::pool(), &topo);
+  Trainer::LoopState s;
+  s.iteration = iteration;
+  t.restore_loop_state(s);
+  save_checkpoint(dir, t);
+}
+
+std::vector<std::string> iterations_in(const std::string& dir) {
+  std::vector<std::string> v;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().starts_with("iter_")) v.push_back(e.path().filename());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::string latest_of(const std::string& dir) {
+  std::string s;
+  std::ifstream(fs::path(dir) / "latest") >> s;
+  return s;
+}
+
+// A new run (the --load was mistyped, so it starts at 0) saves iterations 10 and 20 into a
+// directory whose `latest` is 100: --keep-last must keep the two new ones, and 100 too.
+TEST(CheckpointSafety, KeepLastAfterMistypedLoadKeepsTheNewCheckpoints) {
+  const std::string dir = fresh_dir("mistyped");
+  save_at(small(2), dir, 100);
+  save_at(small(2), dir, 10);
+  save_at(small(2), dir, 20);
+  dist::world().barrier();
+  EXPECT_EQ(iterations_in(dir),
+            (std::vector<std::string>{"iter_0000010", "iter_0000020", "iter_0000100"}));
+  EXPECT_EQ(latest_of(dir), "iter_0000020");
+  // keep-last 1: the one older than `latest` goes; `latest`'s target and the newer 100 stay.
+  save_at(small(1), dir, 30);
+  dist::world().barrier();
+  EXPECT_EQ(iterations_in(dir), (std::vector<std::string>{"iter_0000030", "iter_0000100"}));
+}
+
+// Past iteration 9,999,999 the name gains a digit and sorts before the older ones: pruning by
+// name would delete the newest checkpoint.
+TEST(CheckpointSafety, KeepLastAcrossADigitBoundaryKeepsTheNewest) {
+  const std::string dir = fresh_dir("digits");
+  save_at(small(1), dir, 9'999'998);
+  save_at(small(1), dir, 9'999'999);
+  save_at(small(1), dir, 10'000'000);
+  dist::world().barrier();
+  EXPECT_EQ(iterations_in(dir), (std::vector<std::string>{"iter_10000000"}));
+  EXPECT_EQ(latest_of(dir), "iter_10000000");
+  comm::Topology topo(dist::world(), 1);
+  Trainer t(small(1), dist::pool(), &topo);
+  EXPECT_EQ(load_checkpoint(dir, t), 10'000'000);
+}
+
+// A save killed half-way leaves iter_N.tmp/ (and perhaps latest.tmp): the next save removes
+// them, whatever their iteration, and succeeds.
+TEST(CheckpointSafety, StaleTmpIsRemovedAtTheNextSave) {
+  const std::string dir = fresh_dir("stale");
+  if (dist::world().rank() == 0) {
+    for (const char* d : {"iter_0000002.tmp", "iter_0000007.tmp"}) {
+      fs::create_directories(fs::path(dir) / d / "junk");
+      std::ofstream(fs::path(dir) / d / "mp_rank_00_dp_000.bin") << "partial";
+    }
+    std::ofstream(fs::path(dir) / "latest.tmp") << "iter_00";
+    std::ofstream(fs::path(dir) / "notes.tmp") << "not a checkpoint's: left alone";
+  }
+  dist::world().barrier();
+  save_at(small(0), dir, 2);
+  dist::world().barrier();
+  EXPECT_EQ(iterations_in(dir), (std::vector<std::string>{"iter_0000002"}));
+  EXPECT_FALSE(fs::exists(fs::path(dir) / "latest.tmp"));
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "notes.tmp"));
+  comm::Topology topo(dist::world(), 1);
+  Trainer t(small(0), dist::pool(), &topo);
+  EXPECT_EQ(load_checkpoint(dir, t), 2);
+}
+
+// Re-saving the iteration `latest` names (a run resumed with --load ck --save ck at its last
+// iteration) replaces it with the new states and leaves nothing beside it.
+TEST(CheckpointSafety, ResavingLatestsIterationReplacesItInPlace) {
+  const std::string dir = fresh_dir("resave");
+  TrainOptions o = small(0);
+  o.save = dir;
+  std::vector<float> trained;
+  {
+    comm::Topology topo(dist::world(), 1);
+    Trainer t(o, dist::pool(), &topo);
+    t.run(false);  // saves iteration 2
+  }
+  {
+    comm::Topology topo(dist::world(), 1);
+    Trainer t(o, dist::pool(), &topo);
+    ASSERT_EQ(load_checkpoint(dir, t), 2);
+    trained.resize(static_cast<size_t>(t.optimizer().layout().numel()));
+    t.optimizer().gather_master(trained.data());
+  }
+  save_at(small(0), dir, 2);  // iteration 2 again, with the untrained initial states
+  dist::world().barrier();
+  EXPECT_EQ(iterations_in(dir), (std::vector<std::string>{"iter_0000002"}));
+  comm::Topology topo(dist::world(), 1);
+  Trainer t(small(0), dist::pool(), &topo);
+  std::vector<float> initial(trained.size()), loaded(trained.size());
+  t.optimizer().gather_master(initial.data());
+  ASSERT_EQ(load_checkpoint(dir, t), 2);
+  t.optimizer().gather_master(loaded.data());
+  EXPECT_EQ(loaded, initial);
+  EXPECT_NE(loaded, trained);
+}
+
+TEST(CheckpointSafety, ASecondJobOnTheSameDirectoryIsRefused) {
+  if (dist::world().rank() != 0) return;
+  const std::string dir = ::testing::TempDir() + "zt_safety_lock";
+  prepare_save_dir(dir);
+  CheckpointLock first(dir);
+  try {
+    CheckpointLock second(dir);
+    ADD_FAILURE() << "a second lock on one directory was granted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is in use by another job (pid"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CheckpointSafety, UnwritableSaveIsRefusedUpFront) {
+  if (dist::world().rank() != 0) return;
+  const std::string file = ::testing::TempDir() + "zt_safety_a_file";
+  std::ofstream(file) << "x";
+  try {
+    prepare_save_dir(file + "/ck");
+    ADD_FAILURE() << "a --save below a regular file was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot create the directory"), std::string::npos)
+        << e.what();
+  }
+}
+
+// `latest` must name an iteration directory inside the checkpoint directory.
+TEST(CheckpointSafety, HostileLatestIsRefused) {
+  const std::string dir = fresh_dir("hostile");
+  save_at(small(0), dir, 1);
+  for (const char* bad : {"../../etc", "/etc/passwd", "iter_01", "iter_0000001/../x"}) {
+    dist::world().barrier();
+    if (dist::world().rank() == 0) std::ofstream(fs::path(dir) / "latest") << bad << "\n";
+    dist::world().barrier();
+    comm::Topology topo(dist::world(), 1);
+    Trainer t(small(0), dist::pool(), &topo);
+    try {
+      load_checkpoint(dir, t);
+      ADD_FAILURE() << "latest = " << bad << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("must name an iteration directory"), std::string::npos)
+          << e.what();
+    }
+  }
+  dist::world().barrier();
+}
+
+}  // namespace
+}  // namespace zt
