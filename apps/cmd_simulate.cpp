@@ -1,6 +1,8 @@
 // zerotron simulate: step time, per-device TFLOP/s, tokens/s and memory of a model and layout on
 // a cluster (a preset or a JSON description, optionally calibrated from measured runs), from the
-// planner's memory plan and communication volumes (src/planner/step_model.h).
+// planner's memory plan and communication volumes (src/planner/step_model.h). --bf16/--fp16 set
+// the working precision of everything the trainer keeps in it (GEMM operands, activations,
+// checkpoints, tensor-parallel traffic), as in a training run.
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -40,6 +42,12 @@ ClusterSpec load_cluster(const ParsedFlags& f) {
   return c;
 }
 
+// Which of the device's peaks the GEMMs run at, for the console line.
+std::string_view peak_name(const ClusterSpec& c, DType working) {
+  if (working != DType::F32) return "half-precision";
+  return c.tf32 && c.tf32_peak_tflops > 0 ? "TF32" : "fp32";
+}
+
 }  // namespace
 
 int simulate(Args args) {
@@ -51,9 +59,6 @@ int simulate(Args args) {
   specs.push_back({"--global-batch-size", "G", "sequences per step (sets gradient accumulation)"});
   specs.push_back({"--max-micro-batch", "", "use the largest micro batch that fits the memory"});
   specs.push_back({"--no-overlap-comm", "", "data-parallel communication not overlapped"});
-  specs.push_back({"--half-activations", "",
-                   "model half-precision activations (the paper's systems) instead of zerotron's "
-                   "fp32"});
   specs.push_back({"--print-cluster", "", "print the cluster description as JSON and exit"});
   specs.push_back({"--json", "", "one JSON object instead of the table"});
   auto f = ParsedFlags::parse(kCommand, specs, args);
@@ -66,7 +71,6 @@ int simulate(Args args) {
   PlanInput in = plan_input_from_flags(*f, kCommand);
   SimOptions opt;
   opt.overlap_comm = !f->has("--no-overlap-comm");
-  opt.activation_scale = f->has("--half-activations") ? 0.5 : 1.0;
   ClusterSpec sized = cluster;
   if (f->has("--device-memory")) sized.hbm_bytes = size_value(*f, kCommand, "--device-memory", 0);
   if (f->has("--max-micro-batch")) {
@@ -102,6 +106,7 @@ int simulate(Args args) {
         {"dp_exposed_ms", r.dp_exposed_ms},
         {"offload_ms", r.offload_ms},
         {"gemm_efficiency", r.gemm_efficiency},
+        {"gemm_peak_tflops", r.gemm_peak_tflops},
         {"tflops_per_device", r.hardware_tflops_per_device},
         {"model_tflops_per_device", r.model_tflops_per_device},
         {"total_pflops", r.hardware_tflops_per_device * world / 1e3},
@@ -122,10 +127,11 @@ int simulate(Args args) {
       r.step_ms, r.forward_ms, r.recompute_ms, r.backward_ms, r.optimizer_ms, r.tp_comm_ms,
       r.dp_comm_ms, r.dp_exposed_ms, r.offload_ms);
   fmt::print(
-      "per device: {:.1f} TFLOP/s ({:.1f} model TFLOP/s, GEMMs at {:.0f}% of peak); "
-      "{:.0f} tokens/s for the job; {:.2f} PFLOP/s in total\n",
+      "per device: {:.1f} TFLOP/s ({:.1f} model TFLOP/s, GEMMs at {:.0f}% of the {:.1f} TFLOP/s "
+      "{} peak); {:.0f} tokens/s for the job; {:.2f} PFLOP/s in total\n",
       r.hardware_tflops_per_device, r.model_tflops_per_device, 100 * r.gemm_efficiency,
-      r.tokens_per_s, r.hardware_tflops_per_device * world / 1e3);
+      r.gemm_peak_tflops, peak_name(sized, in.working), r.tokens_per_s,
+      r.hardware_tflops_per_device * world / 1e3);
   fmt::print("memory per device: {:.2f} GB of {:.1f} GB ({})\n", r.device_bytes / 1e9,
              sized.hbm_bytes / 1e9, r.fits ? "fits" : "does NOT fit");
   return 0;

@@ -35,7 +35,7 @@ def read_csv(name):
 
 
 def simulate(args, zt_flags):
-    cmd = [args.zerotron, "simulate", "--cluster", args.cluster, "--fp16", "--half-activations",
+    cmd = [args.zerotron, "simulate", "--cluster", args.cluster, "--fp16",
            "--seq-length", "1024", "--checkpoint-activations", "--json"] + zt_flags
     if args.calibrate:
         cmd += ["--calibrate", args.calibrate]

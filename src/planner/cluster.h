@@ -8,14 +8,23 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "src/core/dtype.h"
+
 namespace zt {
 
 struct ClusterSpec {
   std::string name;
   int gpus_per_node = 8;
   int nodes = 1;
-  // Dense half-precision tensor-core peak of one device (fp32 for a CPU "device"), TFLOP/s.
+  // Dense GEMM peaks of one device in TFLOP/s, by operand type, since a GEMM runs at the peak of
+  // its operands: half (fp16/bf16; tensor cores on a GPU; on a CPU whatever its half GEMM
+  // reaches, today the widen-and-sgemm path, so the sgemm rate); fp32 (CUDA cores; 0 means the
+  // same as half, as on a CPU); TF32 (fp32 operands on sm_80+ tensor cores; 0 where the device
+  // has none). `tf32` says whether fp32 GEMMs use it (Megatron's default where it exists).
   double peak_tflops = 0;
+  double fp32_peak_tflops = 0;
+  double tf32_peak_tflops = 0;
+  bool tf32 = false;
   // The fraction of peak the best large GEMM reaches, and the GEMM dimension at which a
   // dimension's efficiency factor is one half: efficiency(m,n,k) = gemm_efficiency ·
   // m/(m+s) · n/(n+s) · k/(k+s) with s = gemm_half_dim (small GEMMs underfill the machine).
@@ -33,6 +42,9 @@ struct ClusterSpec {
   // device then gets peak_tflops / devices_in_use_per_node.
   bool shared_compute = false;
 };
+
+// The dense peak (TFLOP/s, before shared_compute's split) of a GEMM whose operands are `operands`.
+double gemm_peak_tflops(const ClusterSpec& c, DType operands);
 
 std::vector<std::string_view> cluster_preset_names();
 // A preset by name (dgx2-v100, dgx-a100, dgx-h100); InputError for an unknown one.

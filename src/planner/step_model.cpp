@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "src/planner/max_model.h"
+
 namespace zt {
 namespace {
 
@@ -35,8 +37,10 @@ struct Cost {
 
 class DeviceModel {
  public:
-  DeviceModel(const ClusterSpec& c, int world, double act_bytes) : c_(c), act_bytes_(act_bytes) {
-    peak_ = c.peak_tflops * 1e12;
+  // GEMMs of `operands` (the working precision: weights and activations share it).
+  DeviceModel(const ClusterSpec& c, int world, DType operands)
+      : c_(c), act_bytes_(static_cast<double>(dtype_size(operands))) {
+    peak_ = gemm_peak_tflops(c, operands) * 1e12;
     if (c.shared_compute) peak_ /= std::min(c.gpus_per_node, world);
     hbm_ = c.hbm_gbps * 1e9;
     if (c.shared_compute) hbm_ /= std::min(c.gpus_per_node, world);
@@ -57,6 +61,7 @@ class DeviceModel {
     return c;
   }
   double memory_ms(double bytes) const { return bytes / hbm_ * 1e3; }
+  double peak() const { return peak_; }
 
  private:
   const ClusterSpec& c_;
@@ -94,9 +99,10 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
   r.memory = plan_memory(in);
   const MemoryPlan& m = r.memory;
   const GptConfig& c = in.model;
-  const double act_bytes = 4 * opt.activation_scale;
+  const double act_bytes = static_cast<double>(dtype_size(in.working));
   const int world = in.tp * in.dp;
-  const DeviceModel dev(cl, world, act_bytes);
+  const DeviceModel dev(cl, world, in.working);
+  r.gemm_peak_tflops = dev.peak() / 1e12;
   const double a = in.accumulation, L = c.num_layers;
   const double N = static_cast<double>(in.micro_batch) * c.seq_length, h = c.hidden;
   const double s = c.seq_length, heads = static_cast<double>(c.heads) / in.tp;
@@ -114,7 +120,9 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
   // dropout (read + write the scores); backward moves about twice as much.
   const double layer_bytes =
       act_bytes * (4 * N * h + 8 * N * h / in.tp + 6 * N * h + 2 * in.micro_batch * heads * s * s);
-  const double logits_bytes = 3 * N * static_cast<double>(c.padded_vocab_size) / in.tp * 4;
+  // The logits are in the working precision too; cross-entropy reads them once, writes their
+  // gradient once, and the head's output writes them once.
+  const double logits_bytes = 3 * N * static_cast<double>(c.padded_vocab_size) / in.tp * act_bytes;
   const double ew_fwd = dev.memory_ms(L * layer_bytes + logits_bytes / 3);
   const double ew_bwd = dev.memory_ms(2 * L * layer_bytes + 2 * logits_bytes / 3);
 
@@ -149,7 +157,7 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
   // (behind forward/backward where the stage allows and overlap is on), offload over PCIe.
   double lat = 0;
   const double tp_gbps = group_gbps(cl, in.tp, 1, &lat);
-  r.tp_comm_ms = ring_ms(static_cast<double>(m.comm_tp) * opt.activation_scale, in.tp, tp_gbps, lat,
+  r.tp_comm_ms = ring_ms(static_cast<double>(m.comm_tp), in.tp, tp_gbps, lat,
                          static_cast<double>(m.tp_collectives), 2);
   const double dp_gbps = group_gbps(cl, in.dp, in.tp, &lat);
   const double dp_steps = in.zero_stage == 0 ? 2 : 1;
@@ -171,8 +179,7 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
     r.dp_exposed_ms = r.dp_comm_ms;
   }
   if (in.cpu_checkpointing && cl.pcie_gbps > 0)
-    r.offload_ms = 2 * static_cast<double>(m.host_checkpoints) * opt.activation_scale * a /
-                   (cl.pcie_gbps * 1e9) * 1e3;
+    r.offload_ms = 2 * static_cast<double>(m.host_checkpoints) * a / (cl.pcie_gbps * 1e9) * 1e3;
 
   r.step_ms = r.forward_ms + r.recompute_ms + r.backward_ms + r.optimizer_ms + r.tp_comm_ms +
               r.dp_exposed_ms + r.offload_ms;
@@ -180,9 +187,8 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
   r.model_tflops_per_device = r.model_flops / (r.step_ms * 1e-3) / 1e12;
   r.global_batch = static_cast<int64_t>(in.micro_batch) * in.accumulation * in.dp;
   r.tokens_per_s = static_cast<double>(r.global_batch) * c.seq_length / (r.step_ms * 1e-3);
-  r.device_bytes = static_cast<double>(m.model_states() + m.buffers) +
-                   static_cast<double>(m.activations + m.checkpoints) * opt.activation_scale;
-  r.fits = cl.hbm_bytes <= 0 || r.device_bytes <= cl.hbm_bytes;
+  r.device_bytes = static_cast<double>(m.device_total());
+  r.fits = cl.hbm_bytes <= 0 || plan_fits(m, cl.hbm_bytes, FitCriterion::Device);
   return r;
 }
 

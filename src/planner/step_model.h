@@ -1,8 +1,11 @@
 #pragma once
 // The step-time model behind `zerotron simulate`: compute from the model's GEMMs and memory-bound
 // kernels (with recompute), communication from the plan's exact per-group volumes through an
-// alpha-beta ring model, overlap as configured. GEMM efficiency depends on the GEMM sizes (see
-// ClusterSpec), so a bigger micro batch — which ZeRO's freed memory buys — runs closer to peak.
+// alpha-beta ring model, overlap as configured. It models what the trainer does: GEMM operands,
+// activations, checkpoints and tensor-parallel traffic in the working precision, so a half run's
+// GEMMs go at the device's half peak (tensor cores) and an fp32 run's at its fp32 (or TF32) peak.
+// GEMM efficiency depends on the GEMM sizes (see ClusterSpec), so a bigger micro batch — which
+// ZeRO's freed memory buys — runs closer to peak.
 #include "src/planner/cluster.h"
 #include "src/planner/memory_plan.h"
 
@@ -10,10 +13,6 @@ namespace zt {
 
 struct SimOptions {
   bool overlap_comm = true;
-  // Bytes per activation element relative to zerotron's fp32 activations: 1 models zerotron as
-  // built; 0.5 models a system with half-precision activations (the paper's Megatron and ZeRO),
-  // scaling activation memory, checkpoints, tensor-parallel traffic and memory-bound kernels.
-  double activation_scale = 1.0;
 };
 
 struct StepEstimate {
@@ -24,11 +23,12 @@ struct StepEstimate {
   double hardware_flops = 0;  // per device per step, recompute included
   double model_flops = 0;     // per device per step, 3 x forward
   double hardware_tflops_per_device = 0, model_tflops_per_device = 0;
-  double tokens_per_s = 0;     // whole job
-  double gemm_efficiency = 0;  // achieved GEMM FLOP/s over peak, FLOP-weighted
+  double tokens_per_s = 0;      // whole job
+  double gemm_efficiency = 0;   // achieved GEMM FLOP/s over peak, FLOP-weighted
+  double gemm_peak_tflops = 0;  // per device (after shared_compute), for the working precision
   int64_t global_batch = 0;
   MemoryPlan memory;
-  double device_bytes = 0;  // device memory needed, with activation_scale applied
+  double device_bytes = 0;  // device memory needed: the plan's device_total()
   bool fits = true;
 };
 

@@ -1,7 +1,8 @@
 // The planner's own properties, in one process: the paper's closed forms for the largest model
 // (Table 2) and per-device model states (Table 1), and the step-time model's mechanics — the
 // ring formula on a known volume, overlap, size-dependent GEMM efficiency, the micro-batch
-// search, cluster descriptions. (tests/dist/planner_test.cpp checks the plan against real runs.)
+// search, GEMM speed by operand precision, memory and traffic in the working precision, cluster
+// descriptions. (tests/dist/planner_test.cpp checks the plan against real runs.)
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -108,6 +109,62 @@ TEST(StepModel, RecomputeCostsAForwardPass) {
   EXPECT_GT(ckpt.recompute_ms, 0);
   EXPECT_GT(ckpt.hardware_flops, plain.hardware_flops);
   EXPECT_DOUBLE_EQ(ckpt.model_flops, plain.model_flops);
+}
+
+TEST(StepModel, GemmsRunAtThePeakOfTheirOperands) {
+  // Compute-bound fp32 GEMMs at 19.5 TFLOP/s take 312 / 19.5 = 16x the time of bf16 ones at
+  // 312; the few GEMMs the bf16 roofline makes memory-bound (attention's) can only lower it.
+  PlanInput in = gpt_input(7.5e9, 8, 1, 0);
+  in.micro_batch = 8;
+  ClusterSpec c = one_node();
+  c.tf32 = false;
+  const StepEstimate half = simulate_step(in, c);
+  in.working = DType::F32;
+  const StepEstimate fp32 = simulate_step(in, c);
+  EXPECT_DOUBLE_EQ(half.hardware_flops, fp32.hardware_flops);
+  EXPECT_EQ(half.gemm_peak_tflops, 312);
+  EXPECT_EQ(fp32.gemm_peak_tflops, 19.5);
+  const double ratio = fp32.gemm_ms / half.gemm_ms;
+  EXPECT_LE(ratio, 16 * (1 + 1e-9));
+  EXPECT_GT(ratio, 0.9 * 16);
+  // TF32 (on by default on the A100 preset) takes fp32 GEMMs to 156 TFLOP/s.
+  c.tf32 = true;
+  const StepEstimate tf32 = simulate_step(in, c);
+  EXPECT_EQ(tf32.gemm_peak_tflops, 156);
+  EXPECT_NEAR(fp32.gemm_ms / tf32.gemm_ms, 156 / 19.5, 1e-9 * 156 / 19.5);
+}
+
+TEST(StepModel, ActivationsAndMemoryAreInTheWorkingPrecision) {
+  PlanInput in = gpt_input(7.5e9, 8, 4, 2);
+  in.micro_batch = 4;
+  in.checkpoint_activations = in.partition_activations = true;
+  const ClusterSpec c = one_node();
+  const StepEstimate half = simulate_step(in, c);
+  // The memory a simulated step needs is the plan's, which sizes activations by the dtype.
+  EXPECT_EQ(half.device_bytes, static_cast<double>(plan_memory(in).device_total()));
+  in.working = DType::F32;
+  const StepEstimate fp32 = simulate_step(in, c);
+  EXPECT_EQ(fp32.device_bytes, static_cast<double>(plan_memory(in).device_total()));
+  EXPECT_LT(half.memory.activations + half.memory.checkpoints,
+            fp32.memory.activations + fp32.memory.checkpoints);
+  // The memory-bound kernels stream working-precision tensors: half the bytes, half the time.
+  EXPECT_NEAR(half.memory_bound_ms, 0.5 * fp32.memory_bound_ms, 1e-12 * fp32.memory_bound_ms);
+  EXPECT_LT(half.tp_comm_ms, fp32.tp_comm_ms);
+}
+
+TEST(Cluster, GemmPeakByOperandPrecision) {
+  const ClusterSpec v = cluster_preset("dgx2-v100");
+  EXPECT_EQ(gemm_peak_tflops(v, DType::F16), 125);
+  EXPECT_EQ(gemm_peak_tflops(v, DType::F32), 15.7);  // no TF32 before sm_80
+  const ClusterSpec h = cluster_preset("dgx-h100");
+  EXPECT_EQ(gemm_peak_tflops(h, DType::BF16), 989);
+  EXPECT_EQ(gemm_peak_tflops(h, DType::F32), 494.7);
+  // A description naming only one peak (bench_calibrate's CPU file) uses it for every GEMM.
+  const ClusterSpec cpu = cluster_from_json(
+      nlohmann::json{{"peak_tflops", 0.06}, {"hbm_gbps", 20.0}, {"intra_node_gbps", 8.0}});
+  EXPECT_EQ(gemm_peak_tflops(cpu, DType::F32), 0.06);
+  EXPECT_EQ(gemm_peak_tflops(cpu, DType::BF16), 0.06);
+  EXPECT_FALSE(cluster_from_json(nlohmann::json{{"tf32", false}}, h).tf32);
 }
 
 TEST(Cluster, JsonOverridesOnlyWhatItNames) {
