@@ -12,8 +12,8 @@ Each row is simulated on the dgx2-v100 cluster (`--cluster`), optionally calibra
 text states (examples/scaling/paper/README.md) are the reference points, printed and plotted
 beside the simulated ones with the error. ZeRO-100B = Pos+g (stage 2) with ZeRO-R (Pa,
 checkpointing, constant buffers) and Megatron tensor parallelism inside a node; the baseline =
-Megatron (stage 0, checkpointing). Activations are modelled in half precision as in the
-paper's systems (--half-activations); sequence length 1024.
+Megatron (stage 0, checkpointing). fp16, so GEMMs run at the half-precision (tensor-core) peak
+and activations, checkpoints and tp traffic are fp16, as in the trainer; sequence length 1024.
 
 Usage: examples/scaling/scaling_curves.py [--zerotron build/bin/zerotron] [--calibrate F]
 """
