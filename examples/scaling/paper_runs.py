@@ -143,8 +143,10 @@ def check(args):
             # Only the buffers are a known open item; any other failure to fit is a bug.
             bad.append(f"{key}: the record may say fits=yes or no-buffers, not {want['fits']}")
         elif status != want["fits"]:
-            hint = (" -- it fits now: record it as fits (yes) and tell the README"
-                    if status == "yes" else "")
+            hint = {"yes": " -- it fits now: record it as fits (yes) and update the README",
+                    "no-buffers": " -- it fits without its buffers: if the buffers are the "
+                                  "known open item, record no-buffers and tell the lead",
+                    "no": ""}[status]
             bad.append(f"{key}: recorded fits={want['fits']}, planned {status}{hint}")
         elif status == "yes" and offload != want["offload"]:
             bad.append(f"{key}: the least offload that fits is {offload}, recorded "
