@@ -78,6 +78,10 @@ struct TrainOptions {
   int save_interval = 0;  // 0: only at the end (with --save)
   std::string load;
   int keep_last = 0;  // 0: keep every checkpoint
+  // clean stops: save and exit 0
+  bool exit_signal_handler = false;
+  int exit_interval = 0;             // 0: off
+  double exit_duration_in_mins = 0;  // 0: off
   // logging
   int log_interval = 100;
   std::string metrics_file;

@@ -11,6 +11,7 @@
 
 #include "src/core/log.h"
 #include "src/train/checkpoint.h"
+#include "src/train/exit_conditions.h"
 
 namespace zt {
 namespace {
@@ -328,7 +329,9 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
         : o_.cpu_checkpointing     ? "checkpointed, partitioned, in host memory"
         : o_.partition_activations ? "checkpointed, partitioned (Pa)"
                                    : "checkpointed");
-  while (iteration_ < o_.train_iters) {
+  ExitConditions exits(o_, reducer_.get());
+  std::string stop;
+  while (iteration_ < o_.train_iters && stop.empty()) {
     const StepMetrics m = train_step();
     metrics_.write(m);
     const bool stuck = !scaler_.stuck().empty();
@@ -343,6 +346,14 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
     if (!o_.save.empty() && o_.save_interval > 0 && m.iteration % o_.save_interval == 0 &&
         m.iteration != o_.train_iters)
       save(print);
+    stop = exits.reason_to_stop(m.iteration);
+  }
+  if (!stop.empty()) {
+    // A clean stop (often a scheduler's SIGTERM before its time limit): the checkpoint comes
+    // before anything else that could run out the clock.
+    if (print) log::info("zerotron: stopping at iteration {}: {}", iteration_, stop);
+    if (!o_.save.empty() && saved_iteration_ != iteration_) save(print);
+    return history_;
   }
   if (data_.valid && (validation_.empty() || validation_.back().first != iteration_))
     report_validation(print);

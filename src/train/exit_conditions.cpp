@@ -1,0 +1,52 @@
+#include "src/train/exit_conditions.h"
+
+#include <fmt/format.h>
+
+#include <csignal>
+
+namespace zt {
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;  // the signal number received, 0 for none
+
+extern "C" void remember_signal(int sig) {
+  g_signal = sig;
+}
+
+}  // namespace
+
+ExitConditions::ExitConditions(const TrainOptions& o, comm::ScalarReducer* reducer)
+    : o_(o), reducer_(reducer), start_(std::chrono::steady_clock::now()) {
+  if (!o_.exit_signal_handler) return;
+  g_signal = 0;
+  previous_term_ = std::signal(SIGTERM, remember_signal);
+  previous_int_ = std::signal(SIGINT, remember_signal);
+}
+
+ExitConditions::~ExitConditions() {
+  if (!o_.exit_signal_handler) return;
+  std::signal(SIGTERM, previous_term_ == SIG_ERR ? SIG_DFL : previous_term_);
+  std::signal(SIGINT, previous_int_ == SIG_ERR ? SIG_DFL : previous_int_);
+}
+
+std::string ExitConditions::reason_to_stop(int iteration) {
+  const bool clocked = o_.exit_duration_in_mins > 0;
+  if (o_.exit_signal_handler || clocked) {
+    const double minutes =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() / 60.0;
+    // [signal number, minutes elapsed]: the largest over ranks decides, identically everywhere.
+    double flags[2] = {static_cast<double>(g_signal), minutes};
+    if (reducer_ != nullptr) reducer_->max(flags);
+    if (flags[0] != 0)
+      return fmt::format("{} received (--exit-signal-handler)",
+                         flags[0] == SIGINT ? "SIGINT" : "SIGTERM");
+    if (clocked && flags[1] >= o_.exit_duration_in_mins)
+      return fmt::format("{:.2f} minutes elapsed (--exit-duration-in-mins {})", flags[1],
+                         o_.exit_duration_in_mins);
+  }
+  if (o_.exit_interval > 0 && iteration % o_.exit_interval == 0)
+    return fmt::format("--exit-interval {}", o_.exit_interval);
+  return {};
+}
+
+}  // namespace zt

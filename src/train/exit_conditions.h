@@ -1,0 +1,35 @@
+#pragma once
+// Clean stops (Megatron's --exit-signal-handler, --exit-interval, --exit-duration-in-mins): the
+// trainer asks after every step whether to stop; the answer is the same on every rank, so all
+// of them save the same iteration and leave with exit status 0. A signal or a clock is local to
+// one rank: those flags are max-reduced over the world each step (only when such an option is
+// set, so a run without them pays nothing).
+#include <chrono>
+#include <string>
+
+#include "src/comm/scalar_reducer.h"
+#include "src/train/options.h"
+
+namespace zt {
+
+class ExitConditions {
+ public:
+  // `reducer` null: one process. With --exit-signal-handler, SIGTERM and SIGINT only set a flag
+  // from here until destruction (the previous handlers are then restored).
+  ExitConditions(const TrainOptions& o, comm::ScalarReducer* reducer);
+  ~ExitConditions();
+  ExitConditions(const ExitConditions&) = delete;
+  ExitConditions& operator=(const ExitConditions&) = delete;
+
+  // After step `iteration`: empty to go on, else why every rank stops now.
+  std::string reason_to_stop(int iteration);
+
+ private:
+  const TrainOptions& o_;
+  comm::ScalarReducer* reducer_;
+  std::chrono::steady_clock::time_point start_;
+  using Handler = void (*)(int);
+  Handler previous_term_ = nullptr, previous_int_ = nullptr;
+};
+
+}  // namespace zt

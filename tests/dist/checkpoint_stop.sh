@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Clean stops (CTest: dist.checkpoint_stop.<case>): the job saves a checkpoint at a step boundary
+# every rank agrees on, exits 0, and resuming from it gives bitwise the losses of an
+# uninterrupted run.
+#   sigterm        --exit-signal-handler; SIGTERM reaches one rank (rank 1 of 2) in the middle
+#                  of training: both stop after the same step, save it and exit 0
+#   exit-interval  --exit-interval 3: stops after step 3
+#   exit-duration  --exit-duration-in-mins 1e-9: stops after the first step
+set -euo pipefail
+zt=$1
+case=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+job=
+# The background job has its own process group (setsid): stopped whole if the test fails.
+cleanup() {
+  [ -n "$job" ] && kill -TERM -- "-$job" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+args=(train --device cpu --mock-data --vocab-size 64 --num-layers 2 --hidden-size 32
+  --num-attention-heads 4 --seq-length 16 --micro-batch-size 1 --global-batch-size 4 --lr 3e-3
+  --lr-decay-iters 20000 --tensor-model-parallel-size 2 --zero-stage 3 --log-interval 1
+  --reduce-bucket-size 2000)
+losses() { grep -o '"lm_loss":[^,]*' "$1" | cut -d: -f2; }
+fail() { echo "FAIL: $*"; exit 1; }
+# The descendants of a process, and the one of them that is MPI rank $2.
+rank_pid() {
+  local p kids
+  for p in $(pgrep -P "$1"); do
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+      echo "$p"
+      return
+    fi
+    kids=$(rank_pid "$p" "$2")
+    [ -n "$kids" ] && { echo "$kids"; return; }
+  done
+}
+
+case "$case" in
+sigterm)
+  setsid "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 20000 --save "$work/ck" \
+    --exit-signal-handler --metrics-file "$work/stopped.jsonl" >"$work/stop.log" 2>&1 &
+  job=$!
+  for _ in $(seq 600); do [ "$(losses "$work/stopped.jsonl" 2>/dev/null | wc -l)" -ge 5 ] && break; sleep 0.1; done
+  target=$(rank_pid "$job" 1)
+  [ -n "$target" ] || fail "rank 1 not found"
+  kill -TERM "$target"
+  rc=0
+  wait "$job" || rc=$?
+  job=
+  cat "$work/stop.log" | grep -v "^ iteration" || true
+  [ "$rc" -eq 0 ] || fail "the stopped job exited $rc"
+  grep -q "zerotron: stopping at iteration [0-9]*: SIGTERM received (--exit-signal-handler)" \
+    "$work/stop.log" || fail "no stop line"
+  k=$(losses "$work/stopped.jsonl" | wc -l)
+  [ "$(cat "$work/ck/latest")" = "$(printf 'iter_%07d' "$k")" ] ||
+    fail "latest is $(cat "$work/ck/latest") after $k steps"
+  ;;
+exit-interval)
+  "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 100 --save "$work/ck" \
+    --exit-interval 3 --metrics-file "$work/stopped.jsonl" >"$work/stop.log" 2>&1 ||
+    { cat "$work/stop.log"; fail "exit status $?"; }
+  grep -q "zerotron: stopping at iteration 3: --exit-interval 3" "$work/stop.log" ||
+    fail "no stop line"
+  k=3
+  ;;
+exit-duration)
+  "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 100 --save "$work/ck" \
+    --exit-duration-in-mins 1e-9 --metrics-file "$work/stopped.jsonl" >"$work/stop.log" 2>&1 ||
+    { cat "$work/stop.log"; fail "exit status $?"; }
+  grep -q "zerotron: stopping at iteration 1: .* minutes elapsed (--exit-duration-in-mins" \
+    "$work/stop.log" || { cat "$work/stop.log"; fail "no stop line"; }
+  k=1
+  ;;
+*)
+  fail "unknown case $case"
+  ;;
+esac
+[ "$(losses "$work/stopped.jsonl" | wc -l)" -eq "$k" ] || fail "$(losses "$work/stopped.jsonl" | wc -l) steps ran, not $k"
+[ "$(cat "$work/ck/latest")" = "$(printf 'iter_%07d' "$k")" ] || fail "latest is $(cat "$work/ck/latest")"
+# Resumed for two more steps, against an uninterrupted run of k + 2 steps.
+"$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters $((k + 2)) \
+  --metrics-file "$work/full.jsonl" >/dev/null
+"$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters $((k + 2)) --load "$work/ck" \
+  --metrics-file "$work/resumed.jsonl" >/dev/null
+want=$(losses "$work/full.jsonl" | tail -n 2)
+got=$(losses "$work/resumed.jsonl")
+[ "$want" = "$got" ] || fail "resumed losses $got, uninterrupted $want"
+[ "$(losses "$work/stopped.jsonl")" = "$(losses "$work/full.jsonl" | head -n "$k")" ] ||
+  fail "the stopped run's losses differ from the uninterrupted run's"
+echo "PASS: stopped cleanly after step $k ($case), exit 0, resumed bitwise"
