@@ -12,6 +12,7 @@ int train(Args args);
 int prepare_data(Args args);
 int train_tokenizer(Args args);
 int export_model(Args args);
+int import_model(Args args);
 int estimate(Args args);
 int simulate(Args args);
 

@@ -23,6 +23,8 @@ constexpr Command kCommands[] = {
     {"simulate", zt::app::simulate, "step time, TFLOP/s and memory of a layout on a cluster"},
     {"export", zt::app::export_model,
      "consolidate a checkpoint into safetensors with Hugging Face GPT-2 names"},
+    {"import", zt::app::import_model,
+     "turn Hugging Face GPT-2 safetensors into a checkpoint for any layout"},
 };
 
 int usage(FILE* out) {

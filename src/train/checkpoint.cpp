@@ -1,35 +1,25 @@
 #include "src/train/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <array>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <map>
+#include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <vector>
 
 #include "src/core/error.h"
+#include "src/core/log.h"
 #include "src/train/checkpoint_dir.h"
 #include "src/train/checkpoint_file.h"
+#include "src/train/checkpoint_map.h"
+#include "src/train/checkpoint_meta.h"
+#include "src/train/checkpoint_reader.h"
+#include "src/train/checkpoint_shard.h"
 #include "src/zero/partition.h"
+#include "src/zero/partitioned_states.h"
 
 namespace zt {
 namespace fs = std::filesystem;
 namespace {
-
-constexpr char kMagic[8] = {'Z', 'T', 'C', 'K', 'P', 'T', '0', '1'};
-// No rank holds more than this in one shard file (16 bytes of model state per parameter).
-constexpr uint64_t kMaxShardBytes = uint64_t{1} << 44;
-
-std::string shard_name(int tp_rank, int dp_rank) {
-  return fmt::format("mp_rank_{:02d}_dp_{:03d}.bin", tp_rank, dp_rank);
-}
 
 struct Identity {
   int tp_rank = 0, dp_rank = 0, tp = 1, dp = 1;
@@ -55,23 +45,31 @@ void barrier(Trainer& t) {
   if (t.topology() != nullptr) t.topology()->host_world().barrier();
 }
 
-nlohmann::json model_json(const Trainer& t) {
-  const GptConfig& c = t.config();
-  return {{"num_layers", c.num_layers},
-          {"hidden_size", c.hidden},
-          {"num_attention_heads", c.heads},
-          {"seq_length", c.seq_length},
-          {"vocab_size", c.vocab_size},
-          {"padded_vocab_size", c.padded_vocab_size},
-          {"attention_dropout", c.attention_dropout},
-          {"hidden_dropout", c.hidden_dropout}};
+int64_t global_batch(const Trainer& t, const Identity& id) {
+  const TrainOptions& o = t.options();
+  return o.global_batch_size == 0 ? int64_t{o.micro_batch_size} * id.dp
+                                  : int64_t{o.global_batch_size};
+}
+
+ShardHeader header_of(Trainer& t, const Identity& id, int iteration) {
+  ShardHeader h;
+  h.tp_rank = id.tp_rank;
+  h.dp_rank = id.shard_dp;
+  h.tp = id.tp;
+  h.dp = id.dp;
+  h.zero_stage = t.optimizer().stage();
+  h.iteration = iteration;
+  h.partition_unit = t.options().reduce_bucket_size;
+  h.layout_numel = t.optimizer().layout().numel();
+  h.shard_numel = t.optimizer().owned_state().at(0).numel();
+  return h;
 }
 
 // A model-state tensor into the file: directly where the host reads the device's memory, else
 // through the trainer's host chunk, piece by piece.
-void write_tensor(Fd& f, const Tensor& s, Trainer& t) {
+void write_tensor(ShardWriter& w, const Tensor& s, Trainer& t) {
   if (t.host_chunk() == nullptr) {
-    f.write(s.data(), s.bytes());
+    w.append(s.data(), s.bytes());
     return;
   }
   const size_t room = t.host_chunk_bytes();
@@ -79,140 +77,115 @@ void write_tensor(Fd& f, const Tensor& s, Trainer& t) {
   for (size_t at = 0; at < s.bytes(); at += room) {
     const size_t n = std::min(room, s.bytes() - at);
     t.context().backend().copy_to_host(t.host_chunk(), src + at, n);
-    f.write(t.host_chunk(), n);
+    w.append(t.host_chunk(), n);
   }
 }
 
-// One shard file, checked against meta.json's CRC-32 and the expected tensor sizes.
-std::vector<std::vector<float>> read_shard(const fs::path& iter_dir, const nlohmann::json& meta,
-                                           const std::string& file,
-                                           const std::vector<int64_t>& sizes) {
-  const fs::path path = iter_dir / file;
-  uint64_t size = 0;
-  const Fd fd = open_checkpoint_file(iter_dir, file, kMaxShardBytes, size);
-  std::vector<char> bytes(size);
-  fd.pread(bytes.data(), size, 0);
-  ZT_REQUIRE(meta.at("shards").contains(file), "'{}' lists no shard '{}'",
-             (iter_dir / "meta.json").string(), file);
-  ZT_REQUIRE(crc32(bytes.data(), bytes.size()) == meta["shards"][file].get<uint32_t>(),
-             "checkpoint shard '{}' is corrupt: its CRC-32 does not match meta.json",
-             path.string());
-  size_t at = sizeof kMagic + 8 + 8 * sizes.size();
-  ZT_REQUIRE(bytes.size() >= at && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0,
-             "'{}' is not a zerotron shard", path.string());
-  uint64_t count = 0;
-  std::memcpy(&count, bytes.data() + sizeof kMagic, 8);
-  ZT_REQUIRE(count == sizes.size(), "'{}' holds {} tensors, expected {}", path.string(), count,
-             sizes.size());
-  std::vector<std::vector<float>> out;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    uint64_t n = 0;
-    std::memcpy(&n, bytes.data() + sizeof kMagic + 8 + 8 * i, 8);
-    ZT_REQUIRE(n == static_cast<uint64_t>(sizes[i]), "'{}': tensor {} has {} elements, expected {}",
-               path.string(), i, n, sizes[i]);
-    ZT_REQUIRE(at + n * 4 <= bytes.size(), "'{}' is truncated", path.string());
-    out.emplace_back(n);
-    std::memcpy(out.back().data(), bytes.data() + at, n * 4);
-    at += n * 4;
+// Where a load writes one state tensor: straight into it where the host reaches the device's
+// memory (CPU), else into the trainer's host chunk, copied to the device when full.
+class StateSink {
+ public:
+  StateSink(Trainer& t, const Tensor& state)
+      : be_(t.context().backend()),
+        base_(state.f32()),
+        staging_(static_cast<float*>(t.host_chunk())),
+        cap_(static_cast<int64_t>(t.host_chunk_bytes() / 4)) {}
+  int64_t capacity() const {
+    return staging_ != nullptr ? cap_ : std::numeric_limits<int64_t>::max();
   }
-  ZT_REQUIRE(at == bytes.size(), "'{}' has {} trailing bytes", path.string(), bytes.size() - at);
-  return out;
-}
-
-}  // namespace
-
-GptConfig config_from_json(const nlohmann::json& j) {
-  GptConfig c;
-  c.num_layers = j.at("num_layers").get<int>();
-  c.hidden = j.at("hidden_size").get<int>();
-  c.heads = j.at("num_attention_heads").get<int>();
-  c.seq_length = j.at("seq_length").get<int>();
-  c.vocab_size = j.at("vocab_size").get<int>();
-  c.padded_vocab_size = j.at("padded_vocab_size").get<int>();
-  c.attention_dropout = j.at("attention_dropout").get<float>();
-  c.hidden_dropout = j.at("hidden_dropout").get<float>();
-  return c;
-}
-
-// Every saved shard of every saved rank, re-assembled into whole tensors by name (through the
-// saved layout's full_index and partition).
-std::map<std::string, WholeTensor> read_whole_tensors(const std::string& iter_dir_s,
-                                                      const nlohmann::json& meta) {
-  const fs::path iter_dir(iter_dir_s);
-  const GptConfig saved = config_from_json(meta.at("model"));
-  const auto& lay = meta.at("layout");
-  const int tp_s = lay.at("tensor_model_parallel_size").get<int>();
-  const int dp_s = lay.at("data_parallel_size").get<int>();
-  const int stage_s = lay.at("zero_stage").get<int>();
-  const int64_t unit = meta.at("partition_unit_elems").get<int64_t>();
-  std::map<std::string, WholeTensor> whole;
-  for (int r = 0; r < tp_s; ++r) {
-    const ParamLayout L = ParamLayout::gpt(saved, tp_s, r);
-    const int64_t n = L.numel();
-    std::array<std::vector<float>, 3> local;
-    if (stage_s == 0) {
-      auto s = read_shard(iter_dir, meta, shard_name(r, 0), {n, n, n});
-      for (size_t k = 0; k < 3; ++k) local[k] = std::move(s[k]);
-    } else {
-      for (auto& l : local) l.assign(static_cast<size_t>(n), 0.0f);
-      for (int d = 0; d < dp_s; ++d) {
-        const Partition P(L, dp_s, d, unit);
-        const int64_t m = P.shard_numel();
-        const auto s = read_shard(iter_dir, meta, shard_name(r, d), {m, m, m});
-        for (const auto& seg : P.segments())
-          for (size_t k = 0; k < 3; ++k)
-            std::copy_n(s[k].begin() + seg.shard_offset, seg.len,
-                        local[k].begin() + seg.layout_offset);
-      }
-    }
-    for (const auto& p : L.params()) {
-      WholeTensor& w = whole[p.name];
-      if (w.v[0].empty()) {
-        w.shape = p.full_shape;
-        for (auto& v : w.v) v.assign(static_cast<size_t>(p.full_numel()), 0.0f);
-      }
-      for (int64_t i = 0; i < p.numel(); ++i)
-        for (size_t k = 0; k < 3; ++k)
-          w.v[k][static_cast<size_t>(p.full_index(i))] =
-              local[k][static_cast<size_t>(p.offset + i)];
-    }
+  // Host memory for elements [at, at + n) of the state (n <= capacity()).
+  float* window(int64_t at, int64_t n) {
+    if (staging_ == nullptr) return base_ + at;
+    if (pending_ > 0 && (at != first_ + pending_ || pending_ + n > cap_)) flush();
+    if (pending_ == 0) first_ = at;
+    float* p = staging_ + pending_;
+    pending_ += n;
+    return p;
   }
-  return whole;
+  void flush() {
+    if (pending_ > 0)
+      be_.copy_to_device(base_ + first_, staging_, static_cast<size_t>(pending_) * 4);
+    pending_ = 0;
+  }
+
+ private:
+  Backend& be_;
+  float* base_;
+  float* staging_;
+  int64_t cap_, first_ = 0, pending_ = 0;
+};
+
+// One stretch of a rank's owned state: `len` elements of parameter `p` from its local element
+// `local`, kept at `dest` in the state tensors.
+struct OwnedRun {
+  const ParamSpec* p;
+  int64_t local, len, dest;
+};
+
+std::vector<OwnedRun> owned_runs(Trainer& t) {
+  const ParamLayout& L = t.optimizer().layout();
+  std::vector<OwnedRun> runs;
+  if (t.optimizer().stage() == 0) {
+    for (const auto& p : L.params()) runs.push_back({&p, 0, p.numel(), p.offset});
+    return runs;
+  }
+  const auto& states = dynamic_cast<const PartitionedStates&>(t.optimizer().states());
+  for (const auto& s : states.partition().segments()) {
+    const ParamSpec& p = L.params()[static_cast<size_t>(s.param)];
+    runs.push_back({&p, s.layout_offset - p.offset, s.len, s.shard_offset});
+  }
+  return runs;
 }
 
-namespace {
-
-// The universal path: the whole tensors cut for this rank's layout.
-void load_reshaped(const fs::path& iter_dir, const nlohmann::json& meta, Trainer& t) {
-  const std::map<std::string, WholeTensor> whole = read_whole_tensors(iter_dir.string(), meta);
-  const ParamLayout& C = t.optimizer().layout();
-  const auto n = static_cast<size_t>(C.numel());
-  std::array<std::vector<float>, 3> cur{std::vector<float>(n), std::vector<float>(n, 0.0f),
-                                        std::vector<float>(n, 0.0f)};
-  t.optimizer().gather_master(cur[0].data());  // rows no checkpoint covers keep their values
-  for (const auto& p : C.params()) {
-    const auto it = whole.find(p.name);
-    ZT_REQUIRE(it != whole.end(), "checkpoint '{}' has no tensor '{}'", iter_dir.string(), p.name);
-    const WholeTensor& w = it->second;
+// The universal path: every owned element found in the saved layout and read from the byte
+// ranges that hold it, a run at a time. Rows the checkpoint lacks (a larger vocabulary padding)
+// keep their master values and get zero moments.
+void load_reshaped(SavedCheckpoint& saved, Trainer& t, const std::string& where) {
+  const std::vector<OwnedRun> runs = owned_runs(t);
+  for (const auto& p : t.optimizer().layout().params()) {
+    const ParamSpec* s = nullptr;
+    for (const auto& q : saved.layout().params())
+      if (q.name == p.name) s = &q;
+    ZT_REQUIRE(s != nullptr, "checkpoint '{}' has no tensor '{}'", where, p.name);
     // Only the vocabulary padding (a multiple of 128·tp) may differ; its rows carry no signal.
-    const bool same = w.shape == p.full_shape;
-    ZT_REQUIRE(
-        same || (p.full_shape.rank() == 2 && w.shape.rank() == 2 && w.shape[1] == p.full_shape[1]),
-        "checkpoint tensor '{}' has shape {}, this model {}", p.name, w.shape.str(),
-        p.full_shape.str());
-    for (int64_t i = 0; i < p.numel(); ++i) {
-      const int64_t f = p.full_index(i);
-      int64_t src = f;
-      if (!same) {
-        const int64_t row = f / p.full_shape[1], col = f % p.full_shape[1];
-        if (row >= w.shape[0]) continue;
-        src = row * w.shape[1] + col;
-      }
-      for (size_t k = 0; k < 3; ++k)
-        cur[k][static_cast<size_t>(p.offset + i)] = w.v[k][static_cast<size_t>(src)];
-    }
+    ZT_REQUIRE(s->full_shape == p.full_shape ||
+                   (p.full_shape.rank() == 2 && s->full_shape.rank() == 2 &&
+                    s->full_shape[1] == p.full_shape[1] && p.name == "embedding.word"),
+               "checkpoint tensor '{}' has shape {}, this model {}", p.name, s->full_shape.str(),
+               p.full_shape.str());
   }
-  t.optimizer().set_state_from_layout_order(cur[0].data(), cur[1].data(), cur[2].data());
+  const std::vector<Tensor> state = t.optimizer().owned_state();
+  for (int k = 0; k < ShardHeader::kTensors; ++k) {
+    StateSink sink(t, state[static_cast<size_t>(k)]);
+    for (const OwnedRun& r : runs) {
+      const ParamSpec& s = saved.layout().find(r.p->name);
+      for (int64_t i = r.local; i < r.local + r.len;) {
+        const int64_t f = r.p->full_index(i);
+        const int64_t run = std::min({full_run(*r.p, i), r.local + r.len - i, sink.capacity()});
+        const int64_t have = std::clamp<int64_t>(s.full_numel() - f, 0, run);
+        const int64_t dest = r.dest + (i - r.local);
+        if (have > 0) saved.read_full(s, k, f, have, sink.window(dest, have));
+        if (have < run && k > 0) std::fill_n(sink.window(dest + have, run - have), run - have, 0.f);
+        i += run;
+      }
+    }
+    sink.flush();
+  }
+}
+
+// The saved layout is this run's: each state is one section of this rank's own shard file.
+void load_same_layout(SavedCheckpoint& saved, Trainer& t, const Identity& id) {
+  const std::vector<Tensor> state = t.optimizer().owned_state();
+  for (int k = 0; k < ShardHeader::kTensors; ++k) {
+    const Tensor& s = state[static_cast<size_t>(k)];
+    StateSink sink(t, s);
+    for (int64_t at = 0; at < s.numel();) {
+      const int64_t n = std::min(s.numel() - at, sink.capacity());
+      saved.read_shard(id.tp_rank, id.shard_dp, k, at, n, sink.window(at, n));
+      at += n;
+    }
+    sink.flush();
+  }
 }
 
 }  // namespace
@@ -229,24 +202,16 @@ std::string save_checkpoint(const std::string& dir, Trainer& t, const SaveHooks&
     fs::create_directories(tmp_dir);
   }
   barrier(t);
+  const ShardHeader header = header_of(t, id, loop.iteration);
   uint32_t crc = 0;
   if (id.writes) {
-    Fd f = Fd::create((tmp_dir / shard_name(id.tp_rank, id.shard_dp)).string());
-    const std::vector<Tensor> state = t.optimizer().owned_state();
-    const uint64_t count = state.size();
-    f.write(kMagic, sizeof kMagic);
-    f.write(&count, sizeof count);
-    for (const Tensor& s : state) {
-      const uint64_t n = static_cast<uint64_t>(s.numel());
-      f.write(&n, sizeof n);
-    }
-    for (const Tensor& s : state) write_tensor(f, s, t);
-    f.sync();
-    crc = f.crc();
+    ShardWriter w((tmp_dir / shard_file_name(id.tp_rank, id.shard_dp)).string(), header);
+    for (const Tensor& s : t.optimizer().owned_state()) write_tensor(w, s, t);
+    crc = w.finish();
   }
   if (hooks.after_shard) hooks.after_shard();
-  // Every rank's (writes, tp rank, shard dp, CRC-32 in two exact 16-bit halves) to everyone; the
-  // all-gather is also the point where every shard is on disk.
+  // Every rank's (writes, tp rank, shard dp, header CRC-32 in two exact 16-bit halves) to
+  // everyone; the all-gather is also the point where every shard is on disk.
   constexpr int kFields = 5;
   const int ranks = t.topology() != nullptr ? t.topology()->world_size() : 1;
   const int me = t.topology() != nullptr ? t.topology()->rank() : 0;
@@ -259,11 +224,12 @@ std::string save_checkpoint(const std::string& dir, Trainer& t, const SaveHooks&
     t.topology()->host_world().all_gather(Tensor(written.data(), {ranks * kFields}, DType::F32));
   if (root) {
     nlohmann::json meta;
-    meta["format"] = "zerotron-checkpoint-1";
+    meta["format"] = "zerotron-checkpoint-2";
+    meta["zerotron_version"] = zerotron_version();
     meta["iteration"] = loop.iteration;
     meta["consumed_train_samples"] = t.consumed_train_samples();
     meta["consumed_valid_samples"] = loop.consumed_valid;
-    meta["model"] = model_json(t);
+    meta["model"] = model_to_json(t.config());
     meta["layout"] = {{"tensor_model_parallel_size", id.tp},
                       {"data_parallel_size", id.dp},
                       {"zero_stage", t.optimizer().stage()},
@@ -278,12 +244,15 @@ std::string save_checkpoint(const std::string& dir, Trainer& t, const SaveHooks&
     // Dropout and the data order are pure functions of (seed, sample index): the seed and the
     // consumed samples are the whole random state.
     meta["seed"] = t.options().seed;
+    // What the numbers depend on besides the states: a resumed run is told what it changed.
+    meta["settings"] = training_settings(t.options(), global_batch(t, id));
     nlohmann::json shards = nlohmann::json::object();
     for (int r = 0; r < ranks; ++r) {
       const float* w = written.data() + r * kFields;
       if (w[0] == 0.0f) continue;
-      shards[shard_name(static_cast<int>(w[1]), static_cast<int>(w[2]))] =
-          (static_cast<uint32_t>(w[3]) << 16) | static_cast<uint32_t>(w[4]);
+      shards[shard_file_name(static_cast<int>(w[1]), static_cast<int>(w[2]))] = {
+          {"bytes", header.file_bytes()},
+          {"header_crc32", (static_cast<uint32_t>(w[3]) << 16) | static_cast<uint32_t>(w[4])}};
     }
     meta["shards"] = shards;
     write_file_atomically(tmp_dir, "meta.json", meta.dump(2));
@@ -323,38 +292,48 @@ std::string latest_iteration_dir(const std::string& dir, nlohmann::json& meta) {
   return checkpoint_iteration_dir(dir, std::nullopt, meta);
 }
 
-int load_checkpoint(const std::string& dir, Trainer& t) {
+int load_checkpoint(const std::string& dir, Trainer& t, LoadAccounting* accounting) {
   nlohmann::json meta;
-  const fs::path iter_dir = latest_iteration_dir(dir, meta);
+  const std::string iter_dir = latest_iteration_dir(dir, meta);
+  const std::string where = (fs::path(iter_dir) / "meta.json").string();
+  SavedCheckpoint saved(iter_dir, meta);  // every field checked before anything is read
   const Identity id = identity(t);
-  const nlohmann::json want_layout = {
-      {"tensor_model_parallel_size", id.tp},
-      {"data_parallel_size", id.dp},
-      {"zero_stage", t.optimizer().stage()},
-      {"precision", std::string(dtype_name(t.optimizer().working_dtype()))}};
-  nlohmann::json saved_model = meta.at("model"), want_model = model_json(t);
+  nlohmann::json saved_model = model_to_json(saved.model()), want_model = model_to_json(t.config());
   saved_model.erase("padded_vocab_size");  // follows tp (Megatron pads to 128·tp)
   want_model.erase("padded_vocab_size");
   ZT_REQUIRE(saved_model == want_model, "checkpoint '{}' holds model {} but this run is {}",
-             iter_dir.string(), meta.at("model").dump(), model_json(t).dump());
-  if (meta.at("layout") == want_layout) {
-    std::vector<Tensor> state = t.optimizer().owned_state();
-    std::vector<int64_t> sizes;
-    for (const Tensor& s : state) sizes.push_back(s.numel());
-    const auto loaded = read_shard(iter_dir, meta, shard_name(id.tp_rank, id.shard_dp), sizes);
-    for (size_t i = 0; i < state.size(); ++i)
-      t.context().backend().copy_to_device(state[i].f32(), loaded[i].data(), loaded[i].size() * 4);
-  } else {
-    load_reshaped(iter_dir, meta, t);
-  }
-  t.optimizer().after_load(meta.at("adam_step").get<int64_t>());
+             iter_dir, model_to_json(saved.model()).dump(), model_to_json(t.config()).dump());
+  const int stage = t.optimizer().stage();
+  const bool same = saved.tp() == id.tp && saved.dp() == id.dp && saved.stage() == stage &&
+                    (stage == 0 || saved.partition_unit() == t.options().reduce_bucket_size) &&
+                    saved.model().padded_vocab_size == t.config().padded_vocab_size;
+  if (same)
+    load_same_layout(saved, t, id);
+  else
+    load_reshaped(saved, t, iter_dir);
+  t.optimizer().after_load(int_field(meta, "adam_step", 0, int64_t{1} << 40, where));
   Trainer::LoopState loop;
-  loop.iteration = meta.at("iteration").get<int>();
-  loop.consumed_valid = meta.at("consumed_valid_samples").get<int64_t>();
-  loop.scaler.scale = meta["loss_scaler"].at("scale").get<double>();
-  loop.scaler.growth_tracker = meta["loss_scaler"].at("growth_tracker").get<int>();
-  loop.scaler.hysteresis_left = meta["loss_scaler"].at("hysteresis_left").get<int>();
+  loop.iteration = static_cast<int>(int_field(meta, "iteration", 0, (int64_t{1} << 31) - 1, where));
+  loop.consumed_valid = int_field(meta, "consumed_valid_samples", 0, int64_t{1} << 50, where);
+  loop.scaler = t.loop_state().scaler;  // an imported checkpoint has no scaler state
+  if (meta.contains("loss_scaler")) {
+    const auto& ls = meta["loss_scaler"];
+    ZT_REQUIRE(ls.is_object() && ls.contains("scale") && ls["scale"].is_number(),
+               "'{}': loss_scaler.scale must be a number", where);
+    loop.scaler.scale = ls["scale"].get<double>();
+    ZT_REQUIRE(loop.scaler.scale > 0 && loop.scaler.scale < 1e300, "'{}': loss_scaler.scale is {}",
+               where, loop.scaler.scale);
+    loop.scaler.growth_tracker =
+        static_cast<int>(int_field(ls, "growth_tracker", 0, 1 << 30, where));
+    loop.scaler.hysteresis_left =
+        static_cast<int>(int_field(ls, "hysteresis_left", 0, 1 << 30, where));
+  }
   t.restore_loop_state(loop);
+  for (const std::string& line :
+       changed_settings(meta.value("settings", nlohmann::json()),
+                        training_settings(t.options(), global_batch(t, id))))
+    log::info("zerotron: warning: {}", line);
+  if (accounting != nullptr) *accounting = saved.accounting();
   barrier(t);
   return loop.iteration;
 }

@@ -2,7 +2,7 @@
 // Files of a checkpoint directory, opened the one safe way: a checkpoint may come from someone
 // else, so a name must be a plain file name inside its directory (no '/', no '..'), the file is
 // opened without following a symbolic link and without blocking on a FIFO, and only a regular
-// file of a bounded size is read. Writes are checksummed as they go and fsynced.
+// file of a bounded size is read. Writes are fsynced.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -34,12 +34,10 @@ class Fd {
   void pread(void* p, size_t n, uint64_t offset) const;
   void pwrite(const void* p, size_t n, uint64_t offset);
   void sync();
-  uint32_t crc() const { return crc_; }  // of everything write() wrote
 
  private:
   int fd_ = -1;
   std::string path_;
-  uint32_t crc_ = 0;
 };
 
 // True when `name` is a plain file name: non-empty, no '/', not "." or "..", no NUL.

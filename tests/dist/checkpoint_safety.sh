@@ -6,6 +6,8 @@
 #                   (before-rename, after-exchange, before-latest, before-prune): `latest` still
 #                   names a complete iteration 4, and resuming from it gives bitwise the losses of
 #                   the uninterrupted run.
+#   settings-warning  a resumed run that changes --lr and --adam-beta2 prints one warning line
+#                   each (meta.json records the settings and the zerotron version).
 #   two-jobs        a second job given the --save directory of a running one exits 2 with one
 #                   line before its first step; the first one finishes unharmed.
 set -euo pipefail
@@ -75,6 +77,20 @@ two-jobs)
   ! grep -q "iteration" "$work/second.log" || fail "the second job trained"
   [ ! -e "$work/ck/latest" ] || fail "the second job wrote a checkpoint"
   echo "PASS: a second job on one --save directory was refused"
+  ;;
+settings-warning)
+  # The reproducibility record: a resumed run that changes a setting is told, one line each.
+  "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 2 --save "$work/ck" >/dev/null
+  "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 3 --load "$work/ck" \
+    --lr 1e-3 --adam-beta2 0.95 >"$work/resume.log" 2>&1 || { cat "$work/resume.log"; fail "resume"; }
+  grep "warning" "$work/resume.log" || true
+  [ "$(grep -c "zerotron: warning:" "$work/resume.log")" -eq 2 ] || fail "not two warning lines"
+  grep -qx "zerotron: warning: --lr was 0.003 in the checkpoint, this run uses 0.001" \
+    "$work/resume.log" || fail "no --lr line"
+  grep -qx "zerotron: warning: --adam-beta2 was 0.999 in the checkpoint, this run uses 0.95" \
+    "$work/resume.log" || fail "no --adam-beta2 line"
+  grep -q '"zerotron_version": "' "$work/ck/iter_0000002/meta.json" || fail "no version recorded"
+  echo "PASS: one warning line per changed setting"
   ;;
 *)
   fail "unknown case $case"

@@ -47,7 +47,7 @@ std::string fresh_dir(const std::string& what) {
 void save_at(const TrainOptions& o, const std::string& dir, int iteration) {
   comm::Topology topo(dist::world(), 1);
   Trainer t(o, dist::pool(), &topo);
-  Trainer::LoopState s;
+  Trainer::LoopState s = t.loop_state();
   s.iteration = iteration;
   t.restore_loop_state(s);
   save_checkpoint(dir, t);

@@ -61,7 +61,8 @@ def main():
     ckpt = os.path.join(work, "ckpt")
     run = lambda args: subprocess.run([mpirun, "-np", "4", zt] + common + args, check=True,
                                       stdout=subprocess.DEVNULL)
-    run(["--train-iters", "3", "--save", ckpt])
+    first = os.path.join(work, "first.jsonl")
+    run(["--train-iters", "3", "--save", ckpt, "--save-interval", "2", "--metrics-file", first])
     metrics = os.path.join(work, "m.jsonl")
     run(["--train-iters", "4", "--load", ckpt, "--metrics-file", metrics])
     zt_loss = [json.loads(l) for l in open(metrics)][-1]["lm_loss"]
@@ -81,19 +82,46 @@ def main():
     except ImportError:
         print("transformers absent: the GPT2LMHeadModel check is skipped")
         return 0
-    model = GPT2LMHeadModel.from_pretrained(os.path.dirname(out)).eval()
-    samples = [mock_sample(seed, 3 * gb + j, seq, vocab) for j in range(gb)]
-    x = torch.tensor([s[:-1] for s in samples])
-    y = torch.tensor([s[1:] for s in samples])
-    with torch.no_grad():
-        logits = model(x).logits.double()
-    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1)).item()
+    def hf_loss(directory, batch):
+        model = GPT2LMHeadModel.from_pretrained(directory).float().eval()
+        samples = [mock_sample(seed, batch * gb + j, seq, vocab) for j in range(gb)]
+        x = torch.tensor([s[:-1] for s in samples])
+        y = torch.tensor([s[1:] for s in samples])
+        with torch.no_grad():
+            logits = model(x).logits.double()
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1)).item()
+
+    loss = hf_loss(os.path.dirname(out), 3)
     rel = abs(loss - zt_loss) / zt_loss
     print(f"transformers GPT2LMHeadModel loss {loss:.7f}, zerotron step-4 lm_loss {zt_loss:.7f}, "
           f"relative difference {rel:.2e}")
     if rel > 1e-4:
         print("FAIL: the exported model does not compute zerotron's loss")
         return 1
+    # Any saved iteration, not only latest's: iteration 2 computes zerotron's step-3 loss. The
+    # output directory does not exist yet: export creates it.
+    older = os.path.join(work, "export2", "sub", "model.safetensors")
+    subprocess.run([zt, "export", "--load", ckpt, "--iteration", "2", "--output", older],
+                   check=True)
+    zt_loss3 = [json.loads(l) for l in open(first) if "lm_loss" in l][2]["lm_loss"]
+    loss3 = hf_loss(os.path.dirname(older), 2)
+    rel = abs(loss3 - zt_loss3) / zt_loss3
+    print(f"--iteration 2: transformers loss {loss3:.7f}, zerotron step-3 lm_loss {zt_loss3:.7f}, "
+          f"relative difference {rel:.2e}")
+    if rel > 1e-4:
+        print("FAIL: the export of iteration 2 does not compute zerotron's loss")
+        return 1
+    # Half-precision exports hold the fp32 export's values rounded once.
+    full = load_file(out)
+    for flag, dtype in (("--bf16", torch.bfloat16), ("--fp16", torch.float16)):
+        half = os.path.join(work, "half" + flag, "model.safetensors")
+        subprocess.run([zt, "export", "--load", ckpt, "--output", half, flag], check=True,
+                       stdout=subprocess.DEVNULL)
+        for name, t in load_file(half).items():
+            if t.dtype != dtype or not torch.equal(t, full[name].to(dtype)):
+                print(f"FAIL: {flag} export of {name} is not the fp32 export rounded")
+                return 1
+    print("bf16 and fp16 exports are the fp32 export rounded to nearest even")
     print("PASS")
     return 0
 

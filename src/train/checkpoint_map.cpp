@@ -1,0 +1,46 @@
+#include "src/train/checkpoint_map.h"
+
+#include <algorithm>
+
+namespace zt {
+
+TpLocation locate_tp(const ParamSpec& p, int tp, int64_t f) {
+  const int64_t total = p.full_numel();
+  if (p.split == TpSplit::Replicated || tp == 1) return {0, f, total - f};
+  const int64_t cols = p.full_shape.rank() == 2 ? p.full_shape[1] : 1;
+  const int64_t row = f / cols, col = f % cols;
+  if (p.split == TpSplit::InputColumns) {
+    const int64_t local_cols = cols / tp;
+    const int64_t within = col % local_cols;
+    return {static_cast<int>(col / local_cols), row * local_cols + within, local_cols - within};
+  }
+  // Rows split in `row_groups` stacked groups, each divided over the ranks (see full_index).
+  const int64_t group_full = p.full_shape[0] / p.row_groups, group_local = group_full / tp;
+  const int64_t g = row / group_full, within = row % group_full;
+  const int64_t r = within / group_local, local_row = g * group_local + within % group_local;
+  return {static_cast<int>(r), local_row * cols + col,
+          (group_local - within % group_local) * cols - col};
+}
+
+int64_t full_run(const ParamSpec& p, int64_t i) {
+  const int64_t n = p.numel();
+  if (p.split == TpSplit::Replicated || p.tp_size == 1) return n - i;
+  const int64_t cols = p.shape.rank() == 2 ? p.shape[1] : 1;
+  if (p.split == TpSplit::InputColumns) return cols - i % cols;
+  const int64_t group_local = p.shape[0] / p.row_groups;
+  return (group_local - (i / cols) % group_local) * cols - i % cols;
+}
+
+ShardLocation locate_shard(const Partition& part, int64_t layout_offset) {
+  const int64_t padded = part.padded_of(layout_offset);
+  const auto& units = part.units();
+  const auto it =
+      std::upper_bound(units.begin(), units.end(), padded,
+                       [](int64_t x, const PartitionUnit& u) { return x < u.padded_begin; });
+  const PartitionUnit& u = *(it - 1);
+  const int64_t within = padded - u.padded_begin;
+  return {static_cast<int>(within / u.part_len), u.shard_offset + within % u.part_len,
+          u.part_len - within % u.part_len};
+}
+
+}  // namespace zt

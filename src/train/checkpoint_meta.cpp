@@ -1,0 +1,112 @@
+#include "src/train/checkpoint_meta.h"
+
+#include "src/core/error.h"
+
+#ifndef ZT_VERSION
+#define ZT_VERSION "unknown"
+#endif
+
+namespace zt {
+namespace {
+
+constexpr int64_t kMaxDim = int64_t{1} << 24;  // far beyond any model, small enough to multiply
+
+double prob_field(const nlohmann::json& j, const std::string& key, const std::string& where) {
+  ZT_REQUIRE(j.is_object() && j.contains(key) && j[key].is_number(),
+             "'{}': field '{}' must be a number", where, key);
+  const double v = j[key].get<double>();
+  ZT_REQUIRE(v >= 0 && v < 1, "'{}': field '{}' is {}, outside [0, 1)", where, key, v);
+  return v;
+}
+
+}  // namespace
+
+const char* zerotron_version() {
+  return ZT_VERSION;
+}
+
+int64_t int_field(const nlohmann::json& j, const std::string& key, int64_t lo, int64_t hi,
+                  const std::string& where) {
+  ZT_REQUIRE(j.is_object() && j.contains(key) && j[key].is_number_integer(),
+             "'{}': field '{}' must be an integer", where, key);
+  const auto v = j[key].get<int64_t>();
+  ZT_REQUIRE(v >= lo && v <= hi, "'{}': field '{}' is {}, outside [{}, {}]", where, key, v, lo, hi);
+  return v;
+}
+
+nlohmann::json model_to_json(const GptConfig& c) {
+  return {{"num_layers", c.num_layers},
+          {"hidden_size", c.hidden},
+          {"num_attention_heads", c.heads},
+          {"seq_length", c.seq_length},
+          {"vocab_size", c.vocab_size},
+          {"padded_vocab_size", c.padded_vocab_size},
+          {"attention_dropout", c.attention_dropout},
+          {"hidden_dropout", c.hidden_dropout}};
+}
+
+GptConfig model_from_json(const nlohmann::json& j, const std::string& where) {
+  GptConfig c;
+  auto dim = [&](const char* key) {
+    return static_cast<int>(int_field(j, key, 1, kMaxDim, where));
+  };
+  c.num_layers = dim("num_layers");
+  c.hidden = dim("hidden_size");
+  c.heads = dim("num_attention_heads");
+  c.seq_length = dim("seq_length");
+  c.vocab_size = dim("vocab_size");
+  c.padded_vocab_size = dim("padded_vocab_size");
+  c.attention_dropout = static_cast<float>(prob_field(j, "attention_dropout", where));
+  c.hidden_dropout = static_cast<float>(prob_field(j, "hidden_dropout", where));
+  ZT_REQUIRE(c.hidden % c.heads == 0 && c.padded_vocab_size >= c.vocab_size,
+             "'{}': the model is inconsistent (heads must divide hidden_size, padded_vocab_size "
+             "must not be below vocab_size)",
+             where);
+  return c;
+}
+
+SavedLayout saved_layout(const nlohmann::json& meta, const std::string& where) {
+  ZT_REQUIRE(meta.is_object() && meta.value("format", "") == "zerotron-checkpoint-2",
+             "'{}' is not a zerotron-checkpoint-2 meta.json (checkpoints of format 1 are not read "
+             "by this version)",
+             where);
+  SavedLayout s;
+  s.model = model_from_json(meta.at("model"), where);
+  ZT_REQUIRE(meta.contains("layout") && meta["layout"].is_object(), "'{}' has no layout", where);
+  const auto& lay = meta["layout"];
+  s.tp = static_cast<int>(int_field(lay, "tensor_model_parallel_size", 1, 4096, where));
+  s.dp = static_cast<int>(int_field(lay, "data_parallel_size", 1, 1 << 20, where));
+  s.stage = static_cast<int>(int_field(lay, "zero_stage", 0, 3, where));
+  s.iteration = int_field(meta, "iteration", 0, int64_t{1} << 40, where);
+  s.partition_unit = int_field(meta, "partition_unit_elems", 1, int64_t{1} << 40, where);
+  return s;
+}
+
+nlohmann::json training_settings(const TrainOptions& o, int64_t global_batch) {
+  return {{"lr", o.lr},
+          {"min-lr", o.min_lr},
+          {"lr-warmup-iters", o.lr_warmup_iters},
+          {"lr-decay-iters", o.lr_decay_iters == 0 ? o.train_iters : o.lr_decay_iters},
+          {"lr-decay-style", o.lr_decay_style},
+          {"adam-beta1", o.adam_beta1},
+          {"adam-beta2", o.adam_beta2},
+          {"adam-eps", o.adam_eps},
+          {"weight-decay", o.weight_decay},
+          {"clip-grad", o.clip_grad},
+          {"global-batch-size", global_batch}};
+}
+
+std::vector<std::string> changed_settings(const nlohmann::json& saved, const nlohmann::json& now) {
+  std::vector<std::string> lines;
+  if (!saved.is_object()) return lines;
+  for (auto it = now.begin(); it != now.end(); ++it) {
+    if (!saved.contains(it.key())) continue;
+    const auto& was = saved[it.key()];
+    if (was != *it)
+      lines.push_back(fmt::format("--{} was {} in the checkpoint, this run uses {}", it.key(),
+                                  was.dump(), it->dump()));
+  }
+  return lines;
+}
+
+}  // namespace zt

@@ -1,0 +1,196 @@
+// The computed maps a reshaping load and the export read through: locate_tp inverts
+// ParamSpec::full_index for every element of every tensor-parallel rank, full_run and the runs
+// it returns are really contiguous, locate_shard inverts the partition's segments; and the shard
+// file format round-trips any byte range while catching a flipped bit in the block it reads.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <vector>
+
+#include "src/train/checkpoint_map.h"
+#include "src/train/checkpoint_meta.h"
+#include "src/train/checkpoint_shard.h"
+
+namespace zt {
+namespace {
+
+GptConfig tiny() {
+  GptConfig c;
+  c.num_layers = 2;
+  c.hidden = 32;
+  c.heads = 4;
+  c.seq_length = 8;
+  c.vocab_size = 60;
+  c.padded_vocab_size = 64;
+  return c;
+}
+
+TEST(CheckpointMap, LocateTpInvertsFullIndex) {
+  for (int tp : {1, 2, 4}) {
+    for (int r = 0; r < tp; ++r) {
+      const ParamLayout L = ParamLayout::gpt(tiny(), tp, r);
+      for (const ParamSpec& p : L.params()) {
+        for (int64_t i = 0; i < p.numel(); ++i) {
+          const int64_t f = p.full_index(i);
+          const TpLocation t = locate_tp(p, tp, f);
+          if (p.split == TpSplit::Replicated) {
+            EXPECT_EQ(t.local, f) << p.name;
+            continue;
+          }
+          ASSERT_EQ(t.tp_rank, r) << p.name << " tp " << tp << " element " << i;
+          ASSERT_EQ(t.local, i) << p.name << " tp " << tp;
+          ASSERT_GE(t.run, 1);
+          // The run stays on this rank and contiguous on both sides.
+          ASSERT_LE(i + t.run, p.numel());
+          ASSERT_EQ(p.full_index(i + t.run - 1), f + t.run - 1) << p.name;
+        }
+        for (int64_t i = 0; i < p.numel(); i += full_run(p, i)) {
+          const int64_t n = full_run(p, i);
+          ASSERT_GE(n, 1);
+          for (int64_t k = 0; k < n; ++k) ASSERT_EQ(p.full_index(i + k), p.full_index(i) + k);
+        }
+      }
+    }
+  }
+}
+
+TEST(CheckpointMap, LocateShardInvertsThePartition) {
+  const ParamLayout L = ParamLayout::gpt(tiny(), 2, 1);
+  for (int dp : {1, 2, 4}) {
+    for (int64_t unit : {48, 1000, 1 << 20}) {
+      const Partition any(L, dp, 0, unit);
+      for (int d = 0; d < dp; ++d) {
+        const Partition P(L, dp, d, unit);
+        for (const ShardSegment& s : P.segments()) {
+          const ShardLocation at = locate_shard(any, s.layout_offset);
+          EXPECT_EQ(at.dp_rank, d);
+          EXPECT_EQ(at.offset, s.shard_offset);
+          EXPECT_GE(at.run, s.len);  // a segment lies inside one part
+        }
+      }
+    }
+  }
+}
+
+// The standard check value, and every split of a longer buffer (the 8-byte steps and the tail).
+TEST(CheckpointShard, Crc32IsTheStandardOne) {
+  EXPECT_EQ(crc32("123456789", 9), 0xCBF43926u);
+  std::vector<unsigned char> b(1000);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<unsigned char>(i * 7 + 3);
+  uint32_t bytewise = 0;
+  for (unsigned char c : b) bytewise = crc32(&c, 1, bytewise);
+  for (size_t cut : {0, 1, 7, 8, 9, 500, 999})
+    EXPECT_EQ(crc32(b.data() + cut, b.size() - cut, crc32(b.data(), cut)), bytewise) << cut;
+}
+
+TEST(CheckpointShard, AnyRangeReadsBackAndAFlippedBitIsCaught) {
+  const std::filesystem::path dir = ::testing::TempDir() + "zt_shard_format";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ShardHeader h;
+  h.tp = 2;
+  h.tp_rank = 1;
+  h.dp = 3;
+  h.dp_rank = 2;
+  h.zero_stage = 2;
+  h.iteration = 7;
+  h.partition_unit = 96;
+  h.layout_numel = 1000000;
+  h.shard_numel = 700001;  // three sections of several blocks, the last ones partial
+  std::vector<float> data(static_cast<size_t>(3 * h.shard_numel));
+  std::iota(data.begin(), data.end(), 0.5f);
+  uint32_t crc = 0;
+  {
+    ShardWriter w((dir / "s.bin").string(), h);
+    // Uneven appends: the block checksums must not depend on how the bytes arrive.
+    for (size_t at = 0; at < data.size();) {
+      const size_t n = std::min<size_t>(data.size() - at, 12345 + at % 777);
+      w.append(data.data() + at, n * 4);
+      at += n;
+    }
+    crc = w.finish();
+  }
+  EXPECT_EQ(std::filesystem::file_size(dir / "s.bin"), h.file_bytes());
+  LoadAccounting acct;
+  {
+    ShardReader r(dir, "s.bin", h, crc, acct);
+    BlockCache cache(acct);
+    for (const auto& [k, first, n] : std::vector<std::tuple<int, int64_t, int64_t>>{
+             {0, 0, 700001}, {1, 3, 5}, {2, 262140, 300000}, {2, 700000, 1}, {1, 0, 0}}) {
+      std::vector<float> got(static_cast<size_t>(n));
+      r.read(k, first, n, got.data(), cache);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(got[static_cast<size_t>(i)],
+                  data[static_cast<size_t>(k * h.shard_numel + first + i)]);
+    }
+    EXPECT_LE(acct.peak, BlockCache::kSlots * ShardHeader::kBlockBytes + 64 * 1024);
+  }
+  EXPECT_EQ(acct.held, 0u);
+  // Another rank's header, or a different iteration, is refused.
+  ShardHeader other = h;
+  other.iteration = 8;
+  EXPECT_THROW(ShardReader(dir, "s.bin", other, crc, acct), InputError);
+  // One flipped bit in section 1: a read of its block is refused, a read elsewhere is not.
+  {
+    std::fstream f(dir / "s.bin", std::ios::in | std::ios::out | std::ios::binary);
+    const auto at = static_cast<std::streamoff>(h.section_offset(1) + 4 * 400000);
+    char c = 0;
+    f.seekg(at);
+    f.get(c);
+    f.seekp(at);
+    f.put(static_cast<char>(c ^ 0x04));
+  }
+  ShardReader r(dir, "s.bin", h, crc, acct);
+  BlockCache cache(acct);
+  std::vector<float> got(10);
+  EXPECT_NO_THROW(r.read(1, 0, 10, got.data(), cache));
+  try {
+    r.read(1, 399990, 20, got.data(), cache);
+    ADD_FAILURE() << "a corrupt block was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is corrupt"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CheckpointMeta, FieldsOfTheWrongTypeOrRangeAreRefused) {
+  nlohmann::json meta = {
+      {"format", "zerotron-checkpoint-2"},
+      {"iteration", 3},
+      {"partition_unit_elems", 100},
+      {"model", model_to_json(tiny())},
+      {"layout",
+       {{"tensor_model_parallel_size", 2}, {"data_parallel_size", 2}, {"zero_stage", 3}}}};
+  EXPECT_EQ(saved_layout(meta, "m").tp, 2);
+  for (auto [path, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"/iteration", "3"},
+           {"/iteration", -1},
+           {"/layout/zero_stage", 4},
+           {"/layout/tensor_model_parallel_size", 0},
+           {"/model/hidden_size", 33},
+           {"/model/num_layers", 1e12},
+           {"/model/hidden_dropout", 1.5},
+           {"/format", "zerotron-checkpoint-1"}}) {
+    nlohmann::json bad = meta;
+    bad[nlohmann::json::json_pointer(path)] = value;
+    EXPECT_THROW(saved_layout(bad, "m"), InputError) << path << " = " << value.dump();
+  }
+}
+
+TEST(CheckpointMeta, ChangedSettingsAreOneLineEach) {
+  TrainOptions o;
+  const nlohmann::json saved = training_settings(o, 8);
+  EXPECT_TRUE(changed_settings(saved, training_settings(o, 8)).empty());
+  o.lr = 3e-4;
+  o.adam_beta2 = 0.95;
+  const auto lines = changed_settings(saved, training_settings(o, 16));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "--lr was 0.0001 in the checkpoint, this run uses 0.0003"),
+            lines.end());
+  EXPECT_TRUE(changed_settings(nlohmann::json(), training_settings(o, 8)).empty());
+}
+
+}  // namespace
+}  // namespace zt
