@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """PyTorch eager peer of zerotron's step benchmark: the same GPT (pre-LN, tied head, GeLU tanh)
-and batch on the CPU, fp32, forward + backward + AdamW step, printing one JSON object.
+and batch on the CPU, forward + backward + AdamW step, printing one JSON object.
+
+--dtype fp32 (default) trains in float32; --dtype bf16 trains under
+torch.autocast("cpu", dtype=torch.bfloat16): fp32 parameters and optimizer, matmuls (and the
+attention) in bf16, the ops autocast keeps in fp32 (layernorm, softmax, cross-entropy) in fp32 --
+the mixed precision a PyTorch user gets on a CPU, to compare with zerotron --bf16.
 
 Attention uses F.scaled_dot_product_attention(is_causal=True): on this CPU it was faster than
 the explicit softmax(q k^T / sqrt(hd)) v form (--attn explicit measures the latter), so the peer
@@ -83,10 +88,11 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--attn", choices=("sdpa", "explicit"), default="sdpa")
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32")
     args = ap.parse_args()
     cfg = {k: getattr(args, k) for k in ("num_layers", "hidden_size", "num_attention_heads",
                                          "seq_length", "micro_batch_size", "vocab_size")}
-    cfg.update(dtype="fp32", attn=args.attn, warmup=args.warmup, steps=args.steps)
+    cfg.update(dtype=args.dtype, attn=args.attn, warmup=args.warmup, steps=args.steps)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -104,7 +110,9 @@ def main():
     for i in range(args.warmup + args.steps):
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        model(tokens, targets).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "bf16"):
+            loss = model(tokens, targets)
+        loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         if i >= args.warmup:
@@ -120,7 +128,7 @@ def main():
              + 12 * args.num_layers * args.hidden_size * t * tokens_per_step)
     median = statistics.median(times)
     print(json.dumps({
-        "impl": "pytorch-eager",
+        "impl": "pytorch-eager" + ("-autocast-bf16" if args.dtype == "bf16" else ""),
         "config": cfg,
         "threads": args.threads,
         "num_parameters": n_params,
