@@ -1,10 +1,12 @@
 #include "kernels/cuda/context.h"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <tuple>
 
 #include "kernels/cuda/cublas_check.h"
+#include "kernels/cuda/ops.h"
 #include "src/core/cuda_check.h"
 
 namespace zt::cuda::detail {
@@ -76,9 +78,10 @@ cublasHandle_t blas_handle(cudaStream_t stream) {
     cublasHandle_t h = nullptr;
     ZT_CUBLAS_CHECK(cublasCreate(&h));
     d.blas.reset(h);
-    // Exact fp32: no TF32 tensor-op math unless a caller opts in later.
-    ZT_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
   }
+  // fp32 GEMMs (the fp32 attention products) on TF32 tensor cores only when set_tf32(true).
+  ZT_CUBLAS_CHECK(
+      cublasSetMathMode(d.blas.get(), tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   ZT_CUBLAS_CHECK(cublasSetStream(d.blas.get(), stream));
   return d.blas.get();
 }
@@ -114,3 +117,15 @@ int sm_count() {
 }
 
 }  // namespace zt::cuda::detail
+
+namespace zt::cuda {
+namespace {
+std::atomic<bool> g_tf32{false};
+}  // namespace
+void set_tf32(bool on) {
+  g_tf32.store(on);
+}
+bool tf32() {
+  return g_tf32.load();
+}
+}  // namespace zt::cuda

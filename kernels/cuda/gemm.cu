@@ -81,8 +81,13 @@ void lt_matmul(const LtMatmul& g, cudaStream_t stream) {
       scale_matrix(static_cast<fp16*>(g.C), g.M, g.N, g.ldc, g.beta, stream);
     return;
   }
+  // fp32 operands on TF32 tensor cores when set_tf32(true) (Megatron's default on sm_80+).
+  const cublasComputeType_t compute =
+      g.compute == CUBLAS_COMPUTE_32F && g.ab_type == CUDA_R_32F && tf32()
+          ? CUBLAS_COMPUTE_32F_FAST_TF32
+          : g.compute;
   cublasLtMatmulDesc_t op_raw = nullptr;
-  ZT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_raw, g.compute, CUDA_R_32F));
+  ZT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_raw, compute, CUDA_R_32F));
   const OpDesc op(op_raw);
   // Swapped operands (see gemm_lt.h): the first is row-major B, the second row-major A.
   const cublasOperation_t ta = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -130,7 +135,7 @@ void lt_matmul(const LtMatmul& g, cudaStream_t stream) {
                     g.ldc,
                     static_cast<int64_t>(g.ab_type),
                     static_cast<int64_t>(g.c_type),
-                    static_cast<int64_t>(g.compute),
+                    static_cast<int64_t>(compute),
                     static_cast<int64_t>(g.epilogue),
                     alignment(g.A),
                     alignment(g.B),

@@ -6,9 +6,10 @@
 //
 // Precision: activations and parameters are in the working precision T (float, bf16 or fp16),
 // as on the CPU backend (each templated kernel is instantiated for the three); arithmetic is
-// fp32, statistics, losses and parameter gradients are fp32. GEMMs take fp32 operands through
-// cuBLASLt with CUBLAS_COMPUTE_32F: exact fp32, no TF32 (so CPU and GPU agree to fp32 rounding);
-// half operands run on tensor cores with fp32 accumulation (bf16 needs sm_80).
+// fp32, statistics, losses and parameter gradients are fp32. GEMMs on fp32 operands run through
+// cuBLASLt with CUBLAS_COMPUTE_32F (exact fp32, CPU and GPU agree to fp32 rounding) or, after
+// set_tf32(true), on TF32 tensor cores; half operands run on tensor cores with fp32
+// accumulation (bf16 needs sm_80).
 // Device memory the kernels allocate themselves (cuBLASLt workspace, CUB temp storage, a few
 // grow-only scratch buffers) is listed in kernels/cuda/context.h.
 #include <cuda_runtime_api.h>
@@ -21,6 +22,11 @@
 #include "src/core/half.h"
 
 namespace zt::cuda {
+
+// TF32 tensor cores for the GEMMs on fp32 operands (sm_80+; Megatron's default). Off, fp32
+// GEMMs are exact fp32 as on the CPU. Process-wide: one device per process; set before training.
+void set_tf32(bool on);
+bool tf32();
 
 // C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major like the CPU gemm.
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,

@@ -74,6 +74,8 @@ const std::vector<Decl>& decls() {
        "fp16 parameters and gradients, fp32 master weights, loss scaling"},
       {"bf16", "bf16.enabled", &O::bf16, Check::Any,
        "bf16 parameters and gradients, fp32 master weights"},
+      {"tf32", "tf32", &O::tf32, Check::Any,
+       "fp32 GEMMs on TF32 tensor cores (cuda, sm_80+; --tf32=false for exact fp32)"},
       {"loss-scale", "fp16.loss_scale", &O::loss_scale, Check::NonNegative,
        "fixed loss scale for fp16 (0: dynamic)"},
       {"initial-loss-scale", "fp16.initial_loss_scale", &O::initial_loss_scale, Check::Positive,

@@ -37,6 +37,7 @@ struct TrainOptions {
   // precision
   bool fp16 = false;
   bool bf16 = false;
+  bool tf32 = true;         // Megatron's default; only the CUDA backend's fp32 GEMMs read it
   double loss_scale = 0.0;  // 0: dynamic (fp16)
   double initial_loss_scale = 4294967296.0;
   int loss_scale_window = 1000;

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/ops.h"
 #include "src/comm/nccl_communicator.h"
 #include "src/core/cuda_allocator.h"
 #include "src/core/cuda_check.h"
@@ -70,6 +71,7 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
   // One GPU per rank on a node, chosen before anything touches the device.
   cuda::select_device(rt != nullptr ? rt->local_rank() : 0);
   cuda_detail::error_rank() = rt != nullptr ? rt->rank() : 0;
+  cuda::set_tf32(o.tf32);
   cuda_ = std::make_unique<Cuda>();
   CudaAllocatorOptions a;
   a.fixed_capacity = fixed;

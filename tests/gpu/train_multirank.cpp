@@ -31,6 +31,7 @@ namespace {
 TrainOptions small(int stage, const std::string& device) {
   TrainOptions o;
   o.device = device;
+  o.tf32 = false;  // exact fp32 GEMMs, comparable with the CPU backend
   o.num_layers = 3;
   o.hidden_size = 64;
   o.num_attention_heads = 4;
