@@ -2,7 +2,7 @@
 # Installs the Debian packages zerotron needs, only when one is missing, so both README
 # commands work on a fresh machine and cost nothing on a prepared one.
 set -euo pipefail
-packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin
+packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libopenblas-openmp-dev libdnnl-dev libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev bible-kjv fortunes python3)
 missing=()
 for p in "${packages[@]}"; do
