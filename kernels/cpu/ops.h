@@ -21,9 +21,11 @@ namespace zt::cpu {
 // C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, through cblas_sgemm.
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
           const float* B, int ldb, float beta, float* C, int ldc);
-
 // C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major; A and B in ab_type (F32, BF16
-// or F16), C in c_type (F32, or ab_type), fp32 accumulation; C is rounded once.
+// or F16), C in c_type (F32, or ab_type), fp32 accumulation. A half C is rounded once (nearest
+// even) from the fp32 result; beta = 0 never reads C. bf16 runs on oneDNN where the CPU has
+// AVX512-BF16 or AMX; fp16, and bf16 elsewhere, convert tiles to fp32 for sgemm in a constant
+// per-thread scratch; fp32 is sgemm (kernels/cpu/gemm_mixed.h). Safe to call from several threads.
 void gemm_mixed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
                 int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
                 DType c_type);

@@ -1,0 +1,175 @@
+// cpu::gemm_mixed: validation, the choice of path, and the convert-and-sgemm fallback. The oneDNN
+// path is in gemm_onednn.cpp; kernels/cpu/gemm_mixed.h describes both.
+#include "kernels/cpu/gemm_mixed.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/common/cast.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/parallel.h"
+#include "src/core/error.h"
+
+namespace zt::cpu {
+namespace detail {
+namespace {
+
+// The calling thread's fallback scratch, allocated once at its constant size: the same bytes
+// whatever the matrices, so the memory a step needs does not depend on the model's shapes.
+float* fallback_scratch() {
+  thread_local std::vector<float> scratch(kFallbackScratchFloats);
+  return scratch.data();
+}
+
+// dst[r * cols + c] = float(src[r * ld + c]): a rows x cols block of a stored matrix, dense.
+template <typename T>
+void widen_block(float* dst, const T* src, int64_t ld, int rows, int cols) {
+#pragma omp parallel for schedule(static) if (int64_t{rows} * cols >= kParallelMin)
+  for (int r = 0; r < rows; ++r) {
+    const T* s = src + r * ld;
+    float* d = dst + int64_t{r} * cols;
+    for (int c = 0; c < cols; ++c) d[c] = to_float(s[c]);
+  }
+}
+
+void widen_block(float* dst, const void* src, DType t, int64_t ld, int rows, int cols) {
+  if (t == DType::BF16)
+    widen_block(dst, static_cast<const bf16*>(src), ld, rows, cols);
+  else
+    widen_block(dst, static_cast<const fp16*>(src), ld, rows, cols);
+}
+
+// dst[r * ld + c] = round(src[r * cols + c]): a dense fp32 tile back into a half matrix.
+template <typename T>
+void narrow_block(T* dst, int64_t ld, const float* src, int rows, int cols) {
+#pragma omp parallel for schedule(static) if (int64_t{rows} * cols >= kParallelMin)
+  for (int r = 0; r < rows; ++r) {
+    T* d = dst + r * ld;
+    const float* s = src + int64_t{r} * cols;
+    for (int c = 0; c < cols; ++c) d[c] = from_float<T>(s[c]);
+  }
+}
+
+void narrow_block(void* dst, DType t, int64_t ld, const float* src, int rows, int cols) {
+  if (t == DType::BF16)
+    narrow_block(static_cast<bf16*>(dst), ld, src, rows, cols);
+  else
+    narrow_block(static_cast<fp16*>(dst), ld, src, rows, cols);
+}
+
+const void* offset(const void* p, DType t, int64_t elems) {
+  return static_cast<const char*>(p) + elems * static_cast<int64_t>(dtype_size(t));
+}
+void* offset(void* p, DType t, int64_t elems) {
+  return static_cast<char*>(p) + elems * static_cast<int64_t>(dtype_size(t));
+}
+
+// K = 0: the product is empty, C = beta * C. BLAS would do the same, but its argument checks
+// reject lda = 0, and a half C needs its own rounding anyway. beta = 0 writes zeros without
+// reading C (as sgemm does), so garbage or NaN in C does not survive.
+void scale_c(int M, int N, float beta, void* C, int ldc, DType c_type) {
+  for (int i = 0; i < M; ++i) {
+    if (c_type == DType::F32) {
+      float* row = static_cast<float*>(C) + int64_t{i} * ldc;
+      for (int j = 0; j < N; ++j) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
+    } else if (c_type == DType::BF16) {
+      bf16* row = static_cast<bf16*>(C) + int64_t{i} * ldc;
+      for (int j = 0; j < N; ++j) row[j] = to_bf16(beta == 0.0f ? 0.0f : beta * to_float(row[j]));
+    } else {
+      fp16* row = static_cast<fp16*>(C) + int64_t{i} * ldc;
+      for (int j = 0; j < N; ++j) row[j] = to_fp16(beta == 0.0f ? 0.0f : beta * to_float(row[j]));
+    }
+  }
+}
+
+// Half operands: every C tile [m0, m0+mt) x [n0, n0+nt) is accumulated in fp32 over K tiles.
+// op(A)'s tile is widened from the stored block in its stored orientation (rows of K when
+// transposed), so each conversion reads contiguous rows and sgemm takes the transpose flag.
+void fallback(bool ta, bool tb, int M, int N, int K, float alpha, const void* A, int lda,
+              const void* B, int ldb, float beta, void* C, int ldc, DType ab, DType ct,
+              const GemmTiles& tiles) {
+  float* const a_tile = fallback_scratch();
+  float* const b_tile = a_tile + size_t{kDefaultTiles.m} * kDefaultTiles.k;
+  float* const c_tile = b_tile + size_t{kDefaultTiles.k} * kDefaultTiles.n;
+  const auto op = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
+  for (int m0 = 0; m0 < M; m0 += tiles.m) {
+    const int mt = std::min(tiles.m, M - m0);
+    for (int n0 = 0; n0 < N; n0 += tiles.n) {
+      const int nt = std::min(tiles.n, N - n0);
+      // An fp32 C is its own accumulator; a half C is widened into c_tile (only when beta reads
+      // it) and rounded back once at the end, so it sees one rounding like the oneDNN path.
+      float* acc = c_tile;
+      int ld_acc = nt;
+      void* const c_block = offset(C, ct, int64_t{m0} * ldc + n0);
+      if (ct == DType::F32) {
+        acc = static_cast<float*>(c_block);
+        ld_acc = ldc;
+      } else if (beta != 0.0f) {
+        widen_block(c_tile, c_block, ct, ldc, mt, nt);
+      }
+      for (int k0 = 0; k0 < K; k0 += tiles.k) {
+        const int kt = std::min(tiles.k, K - k0);
+        // Stored block of A: op(A)[m0.., k0..] is A[k0.., m0..] when transposed.
+        const int a_rows = ta ? kt : mt, a_cols = ta ? mt : kt;
+        widen_block(a_tile, offset(A, ab, ta ? int64_t{k0} * lda + m0 : int64_t{m0} * lda + k0), ab,
+                    lda, a_rows, a_cols);
+        const int b_rows = tb ? nt : kt, b_cols = tb ? kt : nt;
+        widen_block(b_tile, offset(B, ab, tb ? int64_t{n0} * ldb + k0 : int64_t{k0} * ldb + n0), ab,
+                    ldb, b_rows, b_cols);
+        cblas_sgemm(CblasRowMajor, op(ta), op(tb), mt, nt, kt, alpha, a_tile, a_cols, b_tile,
+                    b_cols, k0 == 0 ? beta : 1.0f, acc, ld_acc);
+      }
+      if (ct != DType::F32) narrow_block(c_block, ct, ldc, c_tile, mt, nt);
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_mixed(GemmPath path, bool ta, bool tb, int M, int N, int K, float alpha, const void* A,
+                int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
+                DType c_type, const GemmTiles& tiles) {
+  ZT_CHECK(M >= 0 && N >= 0 && K >= 0, "gemm_mixed: negative size {}x{}x{}", M, N, K);
+  ZT_CHECK(c_type == DType::F32 || c_type == ab_type,
+           "gemm_mixed: {} operands with a {} result (C must be fp32 or the operands' type)",
+           dtype_name(ab_type), dtype_name(c_type));
+  // BLAS's own checks print to stderr and return without computing; refuse here instead.
+  ZT_CHECK(
+      lda >= std::max(1, ta ? M : K) && ldb >= std::max(1, tb ? K : N) && ldc >= std::max(1, N),
+      "gemm_mixed: leading dimensions lda {} ldb {} ldc {} too small for {}x{}x{} "
+      "(trans_a {}, trans_b {})",
+      lda, ldb, ldc, M, N, K, ta, tb);
+  ZT_CHECK(tiles.m > 0 && tiles.n > 0 && tiles.k > 0 && tiles.m <= kDefaultTiles.m &&
+               tiles.n <= kDefaultTiles.n && tiles.k <= kDefaultTiles.k,
+           "gemm_mixed: tiles {}x{}x{} outside (0, default]", tiles.m, tiles.n, tiles.k);
+  if (path == GemmPath::Onednn) {
+    ZT_CHECK(ab_type == DType::BF16, "gemm_mixed: the oneDNN path takes bf16 operands, not {}",
+             dtype_name(ab_type));
+    ZT_CHECK(onednn_bf16_available(),
+             "gemm_mixed: the oneDNN path needs a CPU with AVX512-BF16 or AMX");
+  }
+  if (M == 0 || N == 0) return;
+  if (K == 0) return scale_c(M, N, beta, C, ldc, c_type);
+  if (ab_type == DType::F32)
+    return cpu::gemm(ta, tb, M, N, K, alpha, static_cast<const float*>(A), lda,
+                     static_cast<const float*>(B), ldb, beta, static_cast<float*>(C), ldc);
+  const bool use_onednn =
+      path == GemmPath::Onednn ||
+      (path == GemmPath::Auto && ab_type == DType::BF16 && onednn_bf16_available());
+  if (use_onednn) return gemm_onednn(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, c_type);
+  fallback(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ab_type, c_type, tiles);
+}
+
+}  // namespace detail
+
+void gemm_mixed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
+                int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
+                DType c_type) {
+  detail::gemm_mixed(detail::GemmPath::Auto, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta,
+                     C, ldc, ab_type, c_type);
+}
+
+}  // namespace zt::cpu
