@@ -3,6 +3,10 @@
 #include "kernels/cpu/gemm_mixed.h"
 
 #include <cblas.h>
+#include <omp.h>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -10,7 +14,6 @@
 
 #include "kernels/common/cast.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/parallel.h"
 #include "src/core/error.h"
 
 namespace zt::cpu {
@@ -27,13 +30,29 @@ float* fallback_scratch() {
 // dst[r * cols + c] = float(src[r * ld + c]): a rows x cols block of a stored matrix, dense.
 template <typename T>
 void widen_block(float* dst, const T* src, int64_t ld, int rows, int cols) {
-#pragma omp parallel for schedule(static) if (int64_t{rows} * cols >= kParallelMin)
   for (int r = 0; r < rows; ++r) {
     const T* s = src + r * ld;
     float* d = dst + int64_t{r} * cols;
     for (int c = 0; c < cols; ++c) d[c] = to_float(s[c]);
   }
 }
+
+#if defined(__F16C__)
+// fp16 -> fp32 is exact, so the hardware's conversion gives the same bits as to_float(fp16),
+// whose subnormal branch keeps the compiler from vectorising it (fp16 ran ~25% slower than bf16).
+template <>
+void widen_block(float* dst, const fp16* src, int64_t ld, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    const fp16* s = src + r * ld;
+    float* d = dst + int64_t{r} * cols;
+    int c = 0;
+    for (; c + 8 <= cols; c += 8)
+      _mm256_storeu_ps(d + c,
+                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + c))));
+    for (; c < cols; ++c) d[c] = to_float(s[c]);
+  }
+}
+#endif
 
 void widen_block(float* dst, const void* src, DType t, int64_t ld, int rows, int cols) {
   if (t == DType::BF16)
@@ -45,7 +64,6 @@ void widen_block(float* dst, const void* src, DType t, int64_t ld, int rows, int
 // dst[r * ld + c] = round(src[r * cols + c]): a dense fp32 tile back into a half matrix.
 template <typename T>
 void narrow_block(T* dst, int64_t ld, const float* src, int rows, int cols) {
-#pragma omp parallel for schedule(static) if (int64_t{rows} * cols >= kParallelMin)
   for (int r = 0; r < rows; ++r) {
     T* d = dst + r * ld;
     const float* s = src + int64_t{r} * cols;
@@ -85,45 +103,87 @@ void scale_c(int M, int N, float beta, void* C, int ldc, DType c_type) {
   }
 }
 
-// Half operands: every C tile [m0, m0+mt) x [n0, n0+nt) is accumulated in fp32 over K tiles.
-// op(A)'s tile is widened from the stored block in its stored orientation (rows of K when
-// transposed), so each conversion reads contiguous rows and sgemm takes the transpose flag.
-void fallback(bool ta, bool tb, int M, int N, int K, float alpha, const void* A, int lda,
-              const void* B, int ldb, float beta, void* C, int ldc, DType ab, DType ct,
-              const GemmTiles& tiles) {
+int ceil_div(int a, int b) {
+  return (a + b - 1) / b;
+}
+
+// C tiles no narrower than this are split further to give every thread work: below it sgemm's
+// rate drops and the A and B tiles are converted more often.
+constexpr int kMinSplitTile = 64;
+
+// One C tile [m0, m0+mt) x [n0, n0+nt), accumulated in fp32 over K tiles by the calling thread
+// in its own scratch. op(A)'s tile is widened from the stored block in its stored orientation
+// (rows of K when transposed), so each conversion reads contiguous rows and sgemm takes the
+// transpose flag.
+void fallback_tile(bool ta, bool tb, int m0, int mt, int n0, int nt, int K, int tk, float alpha,
+                   const void* A, int lda, const void* B, int ldb, float beta, void* C, int ldc,
+                   DType ab, DType ct) {
   float* const a_tile = fallback_scratch();
   float* const b_tile = a_tile + size_t{kDefaultTiles.m} * kDefaultTiles.k;
   float* const c_tile = b_tile + size_t{kDefaultTiles.k} * kDefaultTiles.n;
   const auto op = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
-  for (int m0 = 0; m0 < M; m0 += tiles.m) {
-    const int mt = std::min(tiles.m, M - m0);
-    for (int n0 = 0; n0 < N; n0 += tiles.n) {
-      const int nt = std::min(tiles.n, N - n0);
-      // An fp32 C is its own accumulator; a half C is widened into c_tile (only when beta reads
-      // it) and rounded back once at the end, so it sees one rounding like the oneDNN path.
-      float* acc = c_tile;
-      int ld_acc = nt;
-      void* const c_block = offset(C, ct, int64_t{m0} * ldc + n0);
-      if (ct == DType::F32) {
-        acc = static_cast<float*>(c_block);
-        ld_acc = ldc;
-      } else if (beta != 0.0f) {
-        widen_block(c_tile, c_block, ct, ldc, mt, nt);
-      }
-      for (int k0 = 0; k0 < K; k0 += tiles.k) {
-        const int kt = std::min(tiles.k, K - k0);
-        // Stored block of A: op(A)[m0.., k0..] is A[k0.., m0..] when transposed.
-        const int a_rows = ta ? kt : mt, a_cols = ta ? mt : kt;
-        widen_block(a_tile, offset(A, ab, ta ? int64_t{k0} * lda + m0 : int64_t{m0} * lda + k0), ab,
-                    lda, a_rows, a_cols);
-        const int b_rows = tb ? nt : kt, b_cols = tb ? kt : nt;
-        widen_block(b_tile, offset(B, ab, tb ? int64_t{n0} * ldb + k0 : int64_t{k0} * ldb + n0), ab,
-                    ldb, b_rows, b_cols);
-        cblas_sgemm(CblasRowMajor, op(ta), op(tb), mt, nt, kt, alpha, a_tile, a_cols, b_tile,
-                    b_cols, k0 == 0 ? beta : 1.0f, acc, ld_acc);
-      }
-      if (ct != DType::F32) narrow_block(c_block, ct, ldc, c_tile, mt, nt);
-    }
+  // An fp32 C is its own accumulator; a half C is widened into c_tile (only when beta reads it)
+  // and rounded back once at the end, so it sees one rounding like the oneDNN path.
+  float* acc = c_tile;
+  int ld_acc = nt;
+  void* const c_block = offset(C, ct, int64_t{m0} * ldc + n0);
+  if (ct == DType::F32) {
+    acc = static_cast<float*>(c_block);
+    ld_acc = ldc;
+  } else if (beta != 0.0f) {
+    widen_block(c_tile, c_block, ct, ldc, mt, nt);
+  }
+  for (int k0 = 0; k0 < K; k0 += tk) {
+    const int kt = std::min(tk, K - k0);
+    // Stored block of A: op(A)[m0.., k0..] is A[k0.., m0..] when transposed.
+    const int a_rows = ta ? kt : mt, a_cols = ta ? mt : kt;
+    widen_block(a_tile, offset(A, ab, ta ? int64_t{k0} * lda + m0 : int64_t{m0} * lda + k0), ab,
+                lda, a_rows, a_cols);
+    const int b_rows = tb ? nt : kt, b_cols = tb ? kt : nt;
+    widen_block(b_tile, offset(B, ab, tb ? int64_t{n0} * ldb + k0 : int64_t{k0} * ldb + n0), ab,
+                ldb, b_rows, b_cols);
+    cblas_sgemm(CblasRowMajor, op(ta), op(tb), mt, nt, kt, alpha, a_tile, a_cols, b_tile, b_cols,
+                k0 == 0 ? beta : 1.0f, acc, ld_acc);
+  }
+  if (ct != DType::F32) narrow_block(c_block, ct, ldc, c_tile, mt, nt);
+}
+
+// Half operands. The threads share out C tiles in one parallel region, each converting its own
+// operand tiles and calling sgemm, which runs single-threaded inside the region (OpenBLAS built
+// on OpenMP does so when omp_in_parallel()). One region per GEMM, not three per tile: with the
+// cores oversubscribed (several ranks on one machine) every region's barrier waits for a
+// descheduled thread, and per-tile regions measured 5-10x slower than sgemm on 2 threads.
+// Each tile is one thread's work from start to end, so which thread takes it does not change a
+// bit: the same call gives the same result every time. The tiling follows the thread count, and
+// sgemm's rounding follows its blocking, so 1 and 2 threads may differ in the last bit (as
+// OpenBLAS sgemm itself does on fp32 operands).
+void fallback(bool ta, bool tb, int M, int N, int K, float alpha, const void* A, int lda,
+              const void* B, int ldb, float beta, void* C, int ldc, DType ab, DType ct,
+              const GemmTiles& tiles) {
+  // Even tiles of at most tiles.m x tiles.n; split further (the longer side first) until every
+  // thread has about two, for balance, or the tiles reach kMinSplitTile.
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  int mtiles = ceil_div(M, tiles.m), ntiles = ceil_div(N, tiles.n);
+  while (int64_t{mtiles} * ntiles < 2 * threads) {
+    const bool m_splits = ceil_div(M, mtiles + 1) >= kMinSplitTile;
+    const bool n_splits = ceil_div(N, ntiles + 1) >= kMinSplitTile;
+    if (m_splits && (!n_splits || ceil_div(M, mtiles) >= ceil_div(N, ntiles)))
+      ++mtiles;
+    else if (n_splits)
+      ++ntiles;
+    else
+      break;
+  }
+  const int tm = ceil_div(M, mtiles), tn = ceil_div(N, ntiles);
+  mtiles = ceil_div(M, tm);
+  ntiles = ceil_div(N, tn);
+  const int count = mtiles * ntiles;
+  // dynamic: a thread that was descheduled does fewer tiles instead of holding the others up.
+#pragma omp parallel for schedule(dynamic, 1) if (count > 1)
+  for (int t = 0; t < count; ++t) {
+    const int m0 = (t / ntiles) * tm, n0 = (t % ntiles) * tn;
+    fallback_tile(ta, tb, m0, std::min(tm, M - m0), n0, std::min(tn, N - n0), K, tiles.k, alpha, A,
+                  lda, B, ldb, beta, C, ldc, ab, ct);
   }
 }
 

@@ -12,8 +12,9 @@
 //     and go to sgemm whole.
 //
 // Host memory these kernels hold themselves (not through MemoryPool):
-//   - the fallback scratch: kFallbackScratchBytes per thread that ever ran the fallback, allocated
-//     on first use and kept until the thread exits;
+//   - the fallback scratch: kFallbackScratchBytes per thread that ever ran the fallback (each
+//     OpenMP thread of the team that shares out C's tiles), allocated on first use and kept until
+//     the thread exits;
 //   - oneDNN's primitives (JIT code, at most kOnednnCacheCapacity of ours plus oneDNN's own
 //     primitive cache) and the scratchpads oneDNN manages for them.
 #include <cstddef>
@@ -28,9 +29,9 @@ enum class GemmPath {
   Fallback,  // any operand type
 };
 
-// Block sizes of the fallback: C is computed in tiles of m x n, K in steps of k. Each is at most
-// the default (the scratch is sized for the defaults); tests pass smaller ones to cross many tile
-// edges with small matrices.
+// Block sizes of the fallback: C is computed in tiles of at most m x n (smaller where that gives
+// every OpenMP thread a share of C), K in steps of k. Each is at most the default (the scratch is
+// sized for the defaults); tests pass smaller ones to cross many tile edges with small matrices.
 struct GemmTiles {
   int m = 512, n = 512, k = 512;
 };
