@@ -352,6 +352,25 @@ TEST(KernelsGemmMixed, ConcurrentCallsAndBoundedCache) {
   }
 }
 
+// Called from inside an OpenMP loop (as attention does per head): the inner parallelism of
+// oneDNN, the fallback and sgemm collapses to the calling thread, and every call is still right.
+TEST(KernelsGemmMixed, InsideAnOpenMpLoop) {
+  constexpr int kCalls = 16;
+  std::vector<std::string> failures(kCalls);
+  for (const auto& t : kTypes)
+    for (GemmPath path : paths_for(t.ab)) {
+#pragma omp parallel for schedule(dynamic, 1)
+      for (int i = 0; i < kCalls; ++i) {
+        Gemm g;
+        g.ta = i % 2, g.tb = (i / 2) % 2, g.M = 70 + i % 3, g.N = 66, g.K = 600, g.beta = 1.0f;
+        g.ab = t.ab, g.c = t.c;
+        auto r = check(g, path, cpu::detail::kDefaultTiles, 500 + i);
+        if (!r) failures[i] = std::string(path_name(path)) + ": " + r.message();
+      }
+      for (int i = 0; i < kCalls; ++i) EXPECT_EQ(failures[i], "") << "call " << i;
+    }
+}
+
 // The Backend's typed gemm is this kernel.
 TEST(KernelsGemmMixed, CpuBackendForwards) {
   Gemm g;
