@@ -274,6 +274,10 @@ std::string checkpoint_iteration_dir(const std::string& dir, std::optional<int64
     name = *latest;
   }
   const fs::path iter_dir = fs::path(dir) / name;
+  // The iteration directory is the checkpoint's own: a symbolic link could lead anywhere.
+  std::error_code ec;
+  ZT_REQUIRE(!fs::is_symlink(iter_dir, ec), "checkpoint directory '{}' is a symbolic link",
+             iter_dir.string());
   const std::string text = read_small_file(iter_dir, "meta.json", kMaxMetaBytes);
   try {
     meta = nlohmann::json::parse(text);

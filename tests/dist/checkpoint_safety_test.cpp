@@ -200,6 +200,22 @@ TEST(CheckpointSafety, HostileLatestIsRefused) {
     }
   }
   dist::world().barrier();
+  // Nor may the iteration directory be a symbolic link (to another checkpoint, or anywhere).
+  if (dist::world().rank() == 0) {
+    fs::rename(fs::path(dir) / "iter_0000001", fs::path(dir) / "elsewhere");
+    fs::create_directory_symlink("elsewhere", fs::path(dir) / "iter_0000001");
+    std::ofstream(fs::path(dir) / "latest") << "iter_0000001\n";
+  }
+  dist::world().barrier();
+  comm::Topology topo(dist::world(), 1);
+  Trainer t(small(0), dist::pool(), &topo);
+  try {
+    load_checkpoint(dir, t);
+    ADD_FAILURE() << "a symbolic link as the iteration directory was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a symbolic link"), std::string::npos) << e.what();
+  }
+  dist::world().barrier();
 }
 
 }  // namespace
