@@ -41,20 +41,22 @@ int estimate(Args args) {
                    "print the largest model that fits --device-memory instead: 'model-states' "
                    "(the paper's Table 2) or 'device' (everything)"});
   specs.push_back({"--json", "", "one JSON object instead of the table"});
-  auto f = ParsedFlags::parse(kCommand, specs, args);
-  if (!f) return 0;
-  const double device = size_value(*f, kCommand, "--device-memory", 0);
+  auto a = parse_plan_args(kCommand, specs, args);
+  if (!a) return 0;
+  const ParsedFlags* f = &a->plan;
+  const double device = a->train.options.device_memory;
   if (f->has("--max-parameters")) {
     const std::string what = f->str("--max-parameters");
     ZT_REQUIRE(what == "model-states" || what == "device",
                "estimate: --max-parameters takes 'model-states' or 'device', got '{}'", what);
     ZT_REQUIRE(device > 0, "estimate: --max-parameters needs --device-memory");
-    ZT_REQUIRE(!f->has("--num-parameters") && !f->has("--num-layers") && !f->has("--hidden-size"),
-               "estimate: --max-parameters chooses the model; give no model shape");
+    ZT_REQUIRE(
+        !f->has("--num-parameters") && !a->train.has("num-layers") && !a->train.has("hidden-size"),
+        "estimate: --max-parameters chooses the model; give no model shape");
     std::vector<std::string_view> with_model(args.begin(), args.end());
     with_model.insert(with_model.end(), {"--num-parameters", "1e9"});
-    auto g = ParsedFlags::parse(kCommand, specs, with_model);
-    const PlanInput in = plan_input_from_flags(*g, kCommand);
+    const PlanInput in =
+        plan_input_from_args(*parse_plan_args(kCommand, specs, with_model), kCommand);
     const int64_t n = max_parameters(
         in, device, what == "device" ? FitCriterion::Device : FitCriterion::ModelStates);
     if (f->has("--json"))
@@ -70,7 +72,7 @@ int estimate(Args args) {
           in.zero_stage, n, static_cast<double>(n) / 1e9);
     return 0;
   }
-  const PlanInput in = plan_input_from_flags(*f, kCommand);
+  const PlanInput in = plan_input_from_args(*a, kCommand);
   const MemoryPlan p = plan_memory(in);
   if (f->has("--json")) {
     fmt::print("{}\n", plan_json(in, p, device).dump());

@@ -56,30 +56,30 @@ int simulate(Args args) {
                    "dgx2-v100 (default, the paper's), dgx-a100, dgx-h100, or a JSON file"});
   specs.push_back(
       {"--calibrate", "FILE", "measured cluster fields (JSON) overriding the cluster's"});
-  specs.push_back({"--global-batch-size", "G", "sequences per step (sets gradient accumulation)"});
   specs.push_back({"--max-micro-batch", "", "use the largest micro batch that fits the memory"});
   specs.push_back({"--no-overlap-comm", "", "data-parallel communication not overlapped"});
   specs.push_back({"--print-cluster", "", "print the cluster description as JSON and exit"});
   specs.push_back({"--json", "", "one JSON object instead of the table"});
-  auto f = ParsedFlags::parse(kCommand, specs, args);
-  if (!f) return 0;
+  auto a = parse_plan_args(kCommand, specs, args);
+  if (!a) return 0;
+  const ParsedFlags* f = &a->plan;
   const ClusterSpec cluster = load_cluster(*f);
   if (f->has("--print-cluster")) {
     fmt::print("{}\n", cluster_to_json(cluster).dump(2));
     return 0;
   }
-  PlanInput in = plan_input_from_flags(*f, kCommand);
+  PlanInput in = plan_input_from_args(*a, kCommand);
   SimOptions opt;
   opt.overlap_comm = !f->has("--no-overlap-comm");
   ClusterSpec sized = cluster;
-  if (f->has("--device-memory")) sized.hbm_bytes = size_value(*f, kCommand, "--device-memory", 0);
+  if (a->train.has("device-memory")) sized.hbm_bytes = a->train.options.device_memory;
   if (f->has("--max-micro-batch")) {
     in.micro_batch = max_micro_batch(in, sized, opt);
     ZT_REQUIRE(in.micro_batch > 0, "simulate: not even a micro batch of 1 fits {:.1f} GB",
                sized.hbm_bytes / 1e9);
   }
-  if (f->has("--global-batch-size")) {
-    const int64_t g = f->integer("--global-batch-size", 0, 1, int64_t{1} << 40);
+  if (a->train.options.global_batch_size != 0) {  // again: --max-micro-batch may have changed it
+    const int64_t g = a->train.options.global_batch_size;
     const int64_t per = static_cast<int64_t>(in.micro_batch) * in.dp;
     ZT_REQUIRE(g % per == 0,
                "simulate: --global-batch-size {} is not a multiple of micro batch x dp = {}", g,

@@ -1,20 +1,33 @@
 #pragma once
-// The flags `zerotron estimate` and `zerotron simulate` share: the model (or --num-parameters
-// with the shape rule), the layout, precision, micro batch, checkpointing and bucket options,
-// parsed into the planner's PlanInput. Declared once here so the two commands cannot drift.
+// The flags of `zerotron estimate` and `zerotron simulate`. The model, layout, precision, batch,
+// checkpointing, bucket and memory options are the training options themselves (the one table
+// in src/train/options.cpp: same names, defaults and checks as `train`, --config included);
+// only what planning adds is declared here: --num-parameters (a shape from a size), the world
+// (--data-parallel-size or --world-size, which `train` takes from mpirun) and each command's own
+// switches.
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "apps/cli_flags.h"
 #include "src/planner/memory_plan.h"
+#include "src/train/options.h"
 
 namespace zt::app {
 
+struct PlanArgs {
+  TrainFlags train;  // the training options
+  ParsedFlags plan;  // the planner's own flags (plan_flag_specs() and the command's)
+};
+
+// The planner flags both commands take.
 std::vector<FlagSpec> plan_flag_specs();
-// "5e8", "32GB", "32e9", "1.5GiB": a byte or element count (fallback when the flag is absent).
-double size_value(const ParsedFlags& f, std::string_view command, std::string_view name,
-                  double fallback);
-PlanInput plan_input_from_flags(const ParsedFlags& f, std::string_view command);
+// nullopt after printing usage for --help.
+std::optional<PlanArgs> parse_plan_args(std::string_view command,
+                                        const std::vector<FlagSpec>& specs, Args args);
+// The plan's input: the training options on dp = --data-parallel-size or --world-size / tp.
+// --device cpu plans MPI's fp32 staging of half reductions; cuda and auto plan NCCL's.
+PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command);
 // Pads the vocabulary for tp and checks the shape, as the trainer does; call after any change of
 // model or tp.
 void finish_plan_input(PlanInput& in, std::string_view command);

@@ -17,7 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "results", "v100_paper_calibration.json")
-COMMON = ["--cluster", "dgx2-v100", "--fp16", "--seq-length", "1024",
+COMMON = ["--cluster", "dgx2-v100", "--fp16", "--seq-length", "1024", "--vocab-size", "50257",
           "--checkpoint-activations", "--json"]
 ZERO_100B = ["--num-layers", "125", "--hidden-size", "8192", "--num-attention-heads", "64",
              "--tensor-model-parallel-size", "16", "--data-parallel-size", "25",

@@ -35,8 +35,8 @@ def read_csv(name):
 
 
 def simulate(args, zt_flags):
-    cmd = [args.zerotron, "simulate", "--cluster", args.cluster, "--fp16",
-           "--seq-length", "1024", "--checkpoint-activations", "--json"] + zt_flags
+    cmd = [args.zerotron, "simulate", "--cluster", args.cluster, "--fp16", "--seq-length", "1024",
+           "--vocab-size", "50257", "--checkpoint-activations", "--json"] + zt_flags
     if args.calibrate:
         cmd += ["--calibrate", args.calibrate]
     r = subprocess.run(cmd, capture_output=True, text=True)

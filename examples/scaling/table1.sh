@@ -7,7 +7,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 zt=${1:-$root/build/bin/zerotron}
 csv=$root/examples/scaling/paper/table1_model_state_memory.csv
 states() {  # model_params nd stage -> model_states_bytes / 1e9
-  "$zt" estimate --num-parameters "$1" --data-parallel-size "$2" --zero-stage "$3" --fp16 --json |
+  "$zt" estimate --num-parameters "$1" --data-parallel-size "$2" --zero-stage "$3" --fp16 --json \
+    --seq-length 1024 --vocab-size 50257 |
     grep -o '"model_states_bytes":[0-9]*' | cut -d: -f2 | awk '{printf "%.2f", $1 / 1e9}'
 }
 printf "%-8s %5s | %10s %10s %7s | %10s %10s %7s | %10s %10s %7s\n" params Nd \

@@ -9,6 +9,7 @@ zt=${1:-$root/build/bin/zerotron}
 csv=$root/examples/scaling/paper/table2_max_model_size.csv
 largest() {  # mp stage -> max parameters / 1e9
   "$zt" estimate --max-parameters model-states --device-memory 32GB --fp16 \
+    --seq-length 1024 --vocab-size 50257 \
     --tensor-model-parallel-size "$1" --data-parallel-size 64 --zero-stage "$2" --json |
     grep -o '"max_parameters":[0-9]*' | cut -d: -f2 | awk '{printf "%.1f", $1 / 1e9}'
 }

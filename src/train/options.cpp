@@ -267,7 +267,7 @@ void flatten(const nlohmann::json& j, const std::string& prefix,
 // The JSON value of an option as the text its flag would take, refusing a value of the wrong
 // JSON type (a string for a number, 1 for a boolean, an array for a scalar): a config whose
 // types are off is more likely a mistake than a request.
-std::string json_option_text(const Decl& d, const nlohmann::json& v, const std::string& where) {
+std::string json_option_text(const Decl& d, const nlohmann::json& v, std::string_view where) {
   auto wrong = [&](std::string_view want) {
     return InputError(fmt::format("{}: key '{}' must be {}, got {} {}", where, d.json, want,
                                   json_type_name(v), json_excerpt(v)));
@@ -298,10 +298,16 @@ std::string json_option_text(const Decl& d, const nlohmann::json& v, const std::
 }
 
 void read_json_config(const std::string& path, O& o) {
-  const std::string where = fmt::format("--config file '{}'", excerpt(path, 200));
   // A DeepSpeed config is a few kilobytes; a megabyte leaves room and bounds what is read.
-  const nlohmann::json j = parse_json_input(read_input_file(path, 1 << 20, "--config file"), where,
-                                            JsonLimits{.max_depth = 8, .max_string = 4096});
+  apply_json_config(read_input_file(path, 1 << 20, "--config file"),
+                    fmt::format("--config file '{}'", excerpt(path, 200)), o);
+}
+
+}  // namespace
+
+void apply_json_config(std::string_view text, std::string_view where, O& o) {
+  const nlohmann::json j =
+      parse_json_input(text, where, JsonLimits{.max_depth = 8, .max_string = 4096});
   ZT_REQUIRE(j.is_object(), "{} must hold a JSON object, got {}", where, json_type_name(j));
   std::vector<std::pair<std::string, nlohmann::json>> items;
   flatten(j, "", items);
@@ -313,8 +319,6 @@ void read_json_config(const std::string& path, O& o) {
     set_from_text(*d, json_option_text(*d, value, where), o);
   }
 }
-
-}  // namespace
 
 double parse_size(std::string_view text, std::string_view flag) {
   static constexpr std::pair<std::string_view, double> kUnits[] = {
@@ -358,7 +362,11 @@ std::string train_options_help() {
   return s;
 }
 
-bool parse_train_options(std::span<const std::string_view> args, O& o) {
+namespace {
+
+// The parser behind parse_train_options and parse_train_flags. Without `flags`, a flag not in
+// the table is an error; with it, the flag and its values go to flags->rest.
+bool parse_into(std::span<const std::string_view> args, O& o, TrainFlags* flags) {
   o = O{};
   // The config file is read first so flags override it wherever it appears on the line.
   for (size_t i = 0; i < args.size(); ++i) {
@@ -377,7 +385,14 @@ bool parse_train_options(std::span<const std::string_view> args, O& o) {
       has_value = true;
     }
     const Decl* d = find_flag(name);
+    if (d == nullptr && flags != nullptr) {  // the caller's flag, with its values
+      flags->rest.push_back(a);
+      while (i + 1 < args.size() && !args[i + 1].starts_with("--"))
+        flags->rest.push_back(args[++i]);
+      continue;
+    }
     ZT_REQUIRE(d != nullptr, "unknown flag --{}, run 'zerotron train --help'", excerpt(name));
+    if (flags != nullptr) flags->given.emplace_back(name);
     if (is_bool(*d) && !has_value) {
       o.*std::get<bool O::*>(d->field) = true;
       continue;
@@ -399,6 +414,24 @@ bool parse_train_options(std::span<const std::string_view> args, O& o) {
     set_from_text(*d, value, o);
   }
   return true;
+}
+
+}  // namespace
+
+bool parse_train_options(std::span<const std::string_view> args, O& o) {
+  return parse_into(args, o, nullptr);
+}
+
+TrainFlags parse_train_flags(std::span<const std::string_view> args) {
+  TrainFlags f;
+  f.help = !parse_into(args, f.options, &f);
+  return f;
+}
+
+bool TrainFlags::has(std::string_view flag) const {
+  for (const auto& g : given)
+    if (g == flag) return true;
+  return false;
 }
 
 int data_parallel_size(const O& o, int world) {

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zt {
 
@@ -93,6 +94,22 @@ struct TrainOptions {
 // every option and their combinations. Throws InputError with one line naming the problem.
 // Returns false when --help was asked (the caller prints train_options_help() once).
 bool parse_train_options(std::span<const std::string_view> args, TrainOptions& out);
+
+// For commands that take the training options besides flags of their own (`zerotron estimate`,
+// `simulate`): the table's flags parsed exactly as `train` parses them (same names, defaults and
+// checks, --config included), every other flag left in `rest` with the words after it.
+struct TrainFlags {
+  TrainOptions options;
+  std::vector<std::string> given;         // the table's flags on the line, without "--"
+  std::vector<std::string_view> rest;     // the other flags and their values, in order
+  bool help = false;                      // --help or -h was asked
+  bool has(std::string_view flag) const;  // `flag` without "--" was on the line
+};
+TrainFlags parse_train_flags(std::span<const std::string_view> args);
+
+// Sets the options a JSON config text names (DeepSpeed-style keys; what --config reads from its
+// file). `where` names the source in errors. Throws InputError.
+void apply_json_config(std::string_view text, std::string_view where, TrainOptions& out);
 
 // DP = world / (TP·PP); throws InputError when it does not divide (or PP > 1).
 int data_parallel_size(const TrainOptions& o, int world);
