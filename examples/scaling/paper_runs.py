@@ -61,7 +61,8 @@ def paper_rows():
 def estimate(args, row, offload):
     _, _, gpus, mp, layers, hidden, heads, mb = row
     cmd = [args.zerotron, "estimate", "--json", "--device", "cuda", "--fp16",
-           "--seq-length", str(SEQ), "--num-layers", layers, "--hidden-size", hidden,
+           "--seq-length", str(SEQ), "--vocab-size", "50257", "--num-layers", layers,
+           "--hidden-size", hidden,
            "--num-attention-heads", heads, "--tensor-model-parallel-size", str(mp),
            "--world-size", str(gpus), "--micro-batch-size", str(mb), "--zero-stage", "2",
            "--checkpoint-activations", "--device-memory", args.device_memory] + OFFLOADS[offload]
