@@ -1,0 +1,49 @@
+#pragma once
+// Shared fixture of the trainer-level multi-rank tests: a run of zerotron train's code path
+// (Trainer) under a layout, its per-step metrics and its final fp32 master parameters.
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "src/comm/topology.h"
+#include "src/train/trainer.h"
+#include "tests/dist/dist_env.h"
+
+namespace zt::dist {
+
+struct TrainResult {
+  std::vector<StepMetrics> steps;
+  std::vector<float> master;  // the rank's tensor-parallel shard, gathered over dp, layout order
+};
+
+// `distributed`: on the world (tp = o.tensor_model_parallel_size, dp = world / tp); otherwise
+// this rank alone (tp = dp = 1) in its own pool — the reference a layout must reproduce.
+inline TrainResult train_run(const TrainOptions& o, bool distributed = true) {
+  MemoryPool local(make_host_allocator());
+  std::unique_ptr<comm::Topology> topo;
+  if (distributed) topo = std::make_unique<comm::Topology>(world(), o.tensor_model_parallel_size);
+  Trainer t(o, distributed ? pool() : local, topo.get());
+  TrainResult r;
+  r.steps = t.run(false);
+  r.master.resize(static_cast<size_t>(t.optimizer().layout().numel()));
+  t.optimizer().gather_master(r.master.data());
+  return r;
+}
+
+inline std::string precision_name(const TrainOptions& o) {
+  return o.fp16 ? "fp16" : (o.bf16 ? "bf16" : "fp32");
+}
+
+// "tp 2 dp 2 stage 3 Pa+cpu fp16"
+inline std::string layout_name(const TrainOptions& o) {
+  const int tp = o.tensor_model_parallel_size;
+  const char* act = !o.checkpoint_activations ? ""
+                    : o.cpu_checkpointing     ? " Pa+cpu"
+                    : o.partition_activations ? " Pa"
+                                              : " ckpt";
+  return fmt::format("tp {} dp {} stage {}{} {}", tp, world().size() / tp, o.zero_stage, act,
+                     precision_name(o));
+}
+
+}  // namespace zt::dist
