@@ -10,6 +10,7 @@
 #include "src/core/slab_allocator.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/dist/train_testing.h"
 
 namespace zt {
 namespace {
@@ -37,9 +38,7 @@ TrainOptions small(int stage, int tp) {
 }
 
 std::vector<StepMetrics> train(const TrainOptions& o) {
-  comm::Topology topo(dist::world(), o.tensor_model_parallel_size);
-  Trainer t(o, dist::pool(), &topo);
-  return t.run(false);
+  return dist::train_run(o).steps;
 }
 
 size_t cat(const StepMetrics& m, MemCategory c) {

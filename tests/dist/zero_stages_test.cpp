@@ -13,6 +13,7 @@
 #include "src/comm/topology.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/dist/train_testing.h"
 #include "tests/max_rel_error.h"
 
 namespace zt {
@@ -42,21 +43,10 @@ TrainOptions small(int stage) {
   return o;
 }
 
-struct Result {
-  std::vector<StepMetrics> steps;
-  std::vector<float> master;  // gathered, layout order
-  int64_t psi = 0;
-};
+using Result = dist::TrainResult;
 
 Result train(const TrainOptions& o) {
-  comm::Topology topo(dist::world(), o.tensor_model_parallel_size);
-  Trainer t(o, dist::pool(), &topo);
-  Result r;
-  r.steps = t.run(false);
-  r.psi = t.optimizer().layout().numel();
-  r.master.resize(static_cast<size_t>(r.psi));
-  t.optimizer().gather_master(r.master.data());
-  return r;
+  return dist::train_run(o);
 }
 
 double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
@@ -118,7 +108,7 @@ TEST(ZeroStages, MemoryAndCommunicationAreThePapers) {
     o.global_batch_size = nd;  // one micro-batch per step: the paper's per-step accounting
     o.train_iters = 3;
     const Result r = train(o);
-    const double psi = static_cast<double>(r.psi);
+    const double psi = static_cast<double>(r.master.size());
     const double expect[4] = {16 * psi, 4 * psi + 12 * psi / nd, 2 * psi + 14 * psi / nd,
                               16 * psi / nd};
     const StepMetrics& m = r.steps.back();
