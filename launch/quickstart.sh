@@ -12,27 +12,7 @@ zt="$root/build/bin/zerotron"
 data="$root/build/quickstart"
 prefix="$data/kjv_text_document"
 
-if [[ ! -f "$prefix.idx" || ! -f "$data/tokenizer/merges.txt" ]]; then
-  mkdir -p "$data"
-  # 4.4 MB, one verse per reference ("Ge1:1 In the beginning ..."), long verses wrapped. Each
-  # chapter becomes one document (1189 of them): references dropped, wrapped lines joined, one
-  # verse per line, a blank line between chapters (prepare-data's plain-text document break).
-  bible -f -l 'Gen1:1-Rev22:21' | awk '
-    match($0, /^[1-3]?[A-Za-z]+[0-9]+:[0-9]+ /) {
-      verse = substr($0, 1, RLENGTH - 1); sub(/^[1-3]?[A-Za-z]+[0-9]+:/, "", verse)
-      if (n++ > 0) printf (verse == "1" ? "\n\n" : "\n")
-      printf "%s", substr($0, RLENGTH + 1); next
-    }
-    { printf " %s", $0 }
-    END { printf "\n" }' >"$data/kjv.txt.tmp"
-  mv "$data/kjv.txt.tmp" "$data/kjv.txt"
-  "$zt" train-tokenizer --input "$data/kjv.txt" --vocab-size 4096 --output-dir "$data/tokenizer"
-  "$zt" prepare-data --input "$data/kjv.txt" --output-prefix "$data/kjv" \
-    --tokenizer-type GPT2BPETokenizer --vocab-file "$data/tokenizer/vocab.json" \
-    --merge-file "$data/tokenizer/merges.txt" --append-eod
-else
-  echo "zerotron: using the prepared corpus in $data"
-fi
+"$root/launch/prepare_kjv.sh" "$data" "$zt"
 
 # The layout zerotron exists for, on 4 ranks: tensor parallel 2 x data parallel 2, ZeRO stage 3
 # (parameters, gradients and optimizer states partitioned over the data-parallel pair), and
