@@ -1,5 +1,8 @@
 #include "src/model/gpt.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include "src/tensor_parallel/mappings.h"
 #include "src/tensor_parallel/parallel_linear.h"
 #include "src/tensor_parallel/rng_tracker.h"
@@ -7,7 +10,17 @@
 #include "src/tensor_parallel/vocab_parallel_embedding.h"
 
 namespace zt {
-namespace {}  // namespace
+bool Gpt::acquired_in_backward(const ParamSpec& p) {
+  // Backward needs the weights (input gradients) and the layernorms (recomputed, and their
+  // backward), not the linear biases or the position table.
+  const std::string& n = p.name;
+  auto ends_with = [&](std::string_view s) {
+    return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
+  };
+  if (n == "embedding.position") return false;
+  return !(ends_with("qkv.bias") || ends_with("attn.proj.bias") || ends_with("fc.bias") ||
+           ends_with("mlp.proj.bias"));
+}
 
 size_t Gpt::arena_bytes(const GptConfig& c, int micro_batch, int tp_size) {
   const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length);
@@ -33,12 +46,12 @@ Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
       tp::vocab_range(config.padded_vocab_size, layout.tp_size(), layout.tp_rank());
   vocab_begin_ = vr.begin;
   vocab_local_ = vr.local;
-  for (int i = 0; i < config.num_layers; ++i) offsets_.push_back(LayerOffsets::from(layout, i));
-  const auto& blocks = layout.blocks();
-  wpe_offset_ =
-      layout.find("embedding.position").offset - blocks[ParamLayout::kEmbeddingBlock].begin;
-  lnf_b_offset_ =
-      layout.find("final_ln.bias").offset - blocks[static_cast<size_t>(layout.final_block())].begin;
+  for (int i = 0; i < config.num_layers; ++i) layers_.push_back(LayerRefs::of(layout, i));
+  wte_ = ParamRef::of(layout, "embedding.word");
+  wpe_ = ParamRef::of(layout, "embedding.position");
+  lnf_w_ = ParamRef::of(layout, "final_ln.weight");
+  lnf_b_ = ParamRef::of(layout, "final_ln.bias");
+  head_ = LinearRefs{wte_, ParamRef{}, config.hidden, vocab_local_};
   const int64_t n = dims_.N(), h = config.hidden;
   const DType t = config.dtype;
   auto carve = [&](int64_t elems) { return Ref(arena_.carve({elems}, t).data(), t); };
@@ -52,6 +65,11 @@ Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
   logits_ = carve(n * vocab_local_);
   if (layout.tp_size() > 1) ce_scratch_ = arena_.carve({3 * n}, DType::F32).f32();
   scratch_ = LayerScratch::carve(arena_, config, micro_batch, layout.tp_size());
+  visit_dtype(t, [&](auto z) {
+    using T = decltype(z);
+    const std::vector<T> ones(static_cast<size_t>(n), from_float<T>(1.0f));
+    be_.copy_to_device(scratch_.ones.p, ones.data(), ones.size() * sizeof(T));
+  });
   if (ctx.needs_staging()) {
     const int64_t ce = layout.tp_size() > 1 ? tp::host_scratch_floats(dims_.N(), vocab_local_) : 0;
     host_staging_ = ctx.host().allocate({n + ce}, DType::F32, MemCategory::Buffers);
@@ -77,39 +95,58 @@ LayerDropout Gpt::dropout(int layer, const DropoutSeeds* rng) const {
   return d;
 }
 
+void Gpt::embed(const int32_t* tokens, ParamSource& params) {
+  const int N = dims_.N(), C = dims_.C;
+  const tp::VocabRange vr{vocab_begin_, vocab_local_};
+  const int64_t step = wte_.chunk(params), pstep = wpe_.chunk(params);
+  if (step == wte_.rows && pstep == wpe_.rows) {
+    const Held e(params, wte_), p(params, wpe_);
+    tp::vocab_parallel_embedding_forward(be_, dims_.tp, embed_out_, tokens, e.get(), p.get(),
+                                         dims_.B, dims_.T, C, vr);
+    return;
+  }
+  // Chunk by chunk: the rows of the chunk's tokens (0 for the others), summed; then the position
+  // rows. Each output element is one wte row (exact) plus one position row, rounded once: the
+  // bits of the fused lookup.
+  const int64_t nc = int64_t{N} * C;
+  for (int64_t r = 0; r < wte_.rows; r += step) {
+    const int64_t n = std::min(step, wte_.rows - r);
+    const Held e(params, wte_.row_span(r, n));
+    const Ref dst = r == 0 ? embed_out_ : scratch_.d_a;
+    be_.embedding_forward(dst, tokens, e.get(), CRef(nullptr, e.get().t), dims_.B, dims_.T, C,
+                          vr.begin + static_cast<int>(r), static_cast<int>(n));
+    if (r > 0) be_.add_inplace(embed_out_, scratch_.d_a, nc);
+  }
+  tp::reduce_from_tp_forward(be_, dims_.tp, embed_out_, nc);
+  for (int64_t t0 = 0; t0 < wpe_.rows; t0 += pstep) {
+    const int64_t n = std::min(pstep, wpe_.rows - t0);
+    const Held p(params, wpe_.row_span(t0, n));
+    for (int b = 0; b < dims_.B; ++b)
+      be_.add_inplace(embed_out_ + (int64_t{b} * dims_.T + t0) * C, p.get(), n * C);
+  }
+}
+
 void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                             const DropoutSeeds* rng) {
   const int N = dims_.N(), C = dims_.C, L = config_.num_layers;
-  const tp::VocabRange vr{vocab_begin_, vocab_local_};
-  {
-    const CRef e = params.acquire(ParamLayout::kEmbeddingBlock);
-    tp::vocab_parallel_embedding_forward(be_, dims_.tp, embed_out_, tokens, e, e + wpe_offset_,
-                                         dims_.B, dims_.T, C, vr);
-    params.release(ParamLayout::kEmbeddingBlock);
-  }
+  embed(tokens, params);
   CRef x = embed_out_;
   for (int i = 0; i < L; ++i) {
-    const int block = ParamLayout::layer_block(i);
-    const CRef base = params.acquire(block);
     LayerActivations& a = acts.begin_forward(i);
-    layer_forward(dims_, offsets_[static_cast<size_t>(i)].at(base), x, a, scratch_,
-                  dropout(i, rng));
+    layer_forward(dims_, params, layers_[static_cast<size_t>(i)], x, a, scratch_, dropout(i, rng));
     acts.end_forward(i, x);
-    params.release(block);
     x = a.out;
   }
   // The final layernorm's input is kept by the model: a checkpointing store need not keep the
   // last layer's output.
   be_.copy(final_in_.p, x.p, x.bytes(int64_t{N} * C));
-  const int fb = L + 1;
-  const CRef lnf = params.acquire(fb);
-  be_.layernorm_forward(lnf_out_, lnf_mean_, lnf_rstd_, final_in_, lnf, lnf + lnf_b_offset_, N, C);
-  params.release(fb);
+  {
+    const Held w(params, lnf_w_), b(params, lnf_b_);
+    be_.layernorm_forward(lnf_out_, lnf_mean_, lnf_rstd_, final_in_, w.get(), b.get(), N, C);
+  }
   // The head tied to this rank's vocabulary shard: column-parallel, copy-to-TP on its input.
-  const CRef wte = params.acquire(ParamLayout::kEmbeddingBlock);
   tp::copy_to_tp_forward(be_, dims_.tp, lnf_out_, int64_t{N} * C);
-  tp::column_parallel_forward(be_, logits_, lnf_out_, wte, CRef(nullptr, wte.t), N, C, vr.local);
-  params.release(ParamLayout::kEmbeddingBlock);
+  chunked_linear_forward(be_, params, head_, logits_, lnf_out_, N, false);
 }
 
 double Gpt::forward(const int32_t* tokens, const int32_t* targets, float dloss, ParamSource& params,
@@ -136,25 +173,16 @@ double Gpt::forward(const int32_t* tokens, const int32_t* targets, float dloss, 
 void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                    const DropoutSeeds* rng) {
   const int N = dims_.N(), C = dims_.C, L = config_.num_layers;
-  const tp::VocabRange vr{vocab_begin_, vocab_local_};
-  const int eb = ParamLayout::kEmbeddingBlock, fb = L + 1;
-  // Head: logits = lnf_out · wteᵀ, so d(lnf_out) = dlogits · wte and d(wte) += dlogitsᵀ · lnf_out;
-  // with tp each rank's shard gives a partial d(lnf_out), all-reduced (copy-to-TP backward).
+  // Head: logits = lnf_out · wteᵀ, so d(lnf_out) = dlogits · wte; with tp each rank's shard gives
+  // a partial d(lnf_out), all-reduced (copy-to-TP backward). d(wte) waits for the lookup's part.
+  chunked_linear_backward_input(be_, params, head_, scratch_.d_a, logits_, N);
+  tp::copy_to_tp_backward(be_, dims_.tp, scratch_.d_a, int64_t{N} * C);
   {
-    const CRef wte = params.acquire(eb);
-    float* gwte = params.grads(eb);
-    tp::column_parallel_backward(be_, dims_.tp, scratch_.d_a, gwte, nullptr, logits_, lnf_out_, wte,
-                                 N, C, vr.local);
-    params.release(eb);
-  }
-  {
-    const CRef lnf = params.acquire(fb);
-    float* g = params.grads(fb);
+    const Held b(params, lnf_b_), w(params, lnf_w_);
     be_.fill_zero(dres_.p, dres_.bytes(int64_t{N} * C));
-    be_.layernorm_backward(dres_, g, g + lnf_b_offset_, scratch_.d_a, final_in_, lnf, lnf_mean_,
+    const GradSpan gb(params, lnf_b_), gw(params, lnf_w_);
+    be_.layernorm_backward(dres_, gw.get(), gb.get(), scratch_.d_a, final_in_, w.get(), lnf_mean_,
                            lnf_rstd_, N, C);
-    params.grads_done(fb);
-    params.release(fb);
   }
   for (int i = L - 1; i >= 0; --i) {
     const ActivationStore::Restored r = acts.begin_backward(i);
@@ -163,27 +191,46 @@ void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& 
       // dropout masks: they are a function of the sample, not of when they are drawn).
       CRef x = r.recompute_input;
       for (int j = r.recompute_from; j <= i; ++j) {
-        const int bj = ParamLayout::layer_block(j);
-        const CRef bp = params.acquire(bj);
         LayerActivations& a = acts.begin_forward(j);
-        layer_forward(dims_, offsets_[static_cast<size_t>(j)].at(bp), x, a, scratch_,
+        layer_forward(dims_, params, layers_[static_cast<size_t>(j)], x, a, scratch_,
                       dropout(j, rng));
-        params.release(bj);
         x = a.out;
       }
     }
-    const int block = ParamLayout::layer_block(i);
-    const LayerOffsets& off = offsets_[static_cast<size_t>(i)];
-    const LayerParams p = off.at(params.acquire(block));
-    const LayerDropout drop = dropout(i, rng);
-    layer_backward(dims_, p, off.at(params.grads(block)), r.input, *r.acts, scratch_, drop, dres_);
-    params.grads_done(block);
-    params.release(block);
+    layer_backward(dims_, params, layers_[static_cast<size_t>(i)], r.input, *r.acts, scratch_,
+                   dropout(i, rng), dres_);
   }
-  float* g = params.grads(eb);
-  tp::vocab_parallel_embedding_backward(be_, g, g + wpe_offset_, dres_, tokens, dims_.B, dims_.T, C,
-                                        vr);
-  params.grads_done(eb);
+  embedding_grads(tokens, params);
+}
+
+void Gpt::embedding_grads(const int32_t* tokens, ParamSource& params) {
+  const int N = dims_.N(), C = dims_.C, B = dims_.B, T = dims_.T;
+  // Position rows first (they follow the word embedding in the layout): Σ over samples.
+  const int64_t pstep = wpe_.chunk(params);
+  for (int64_t t0 = (wpe_.rows - 1) / pstep * pstep; t0 >= 0; t0 -= pstep) {
+    const int64_t n = std::min(pstep, wpe_.rows - t0);
+    const GradSpan g(params, wpe_.row_span(t0, n));
+    if (n == T) {
+      be_.embedding_backward(nullptr, g.get(), dres_, tokens, B, T, C, 0, 0);
+      continue;
+    }
+    for (int b = 0; b < B; ++b)  // sample by sample: the same order of additions
+      be_.embedding_backward(nullptr, g.get(), dres_ + (int64_t{b} * T + t0) * C,
+                             tokens + int64_t{b} * T + t0, 1, static_cast<int>(n), C, 0, 0);
+  }
+  const int64_t step = wte_.chunk(params);
+  for (int64_t r = (wte_.rows - 1) / step * step; r >= 0; r -= step) {
+    const int64_t n = std::min(step, wte_.rows - r);
+    const GradSpan g(params, wte_.row_span(r, n));
+    if (n == wte_.rows)
+      be_.linear_backward(Ref(nullptr, logits_.t), g.get(), nullptr, logits_, lnf_out_,
+                          CRef(nullptr, logits_.t), N, C, vocab_local_, false);
+    else
+      be_.gemm(true, false, static_cast<int>(n), C, N, 1.0f, CRef(logits_) + r, vocab_local_,
+               lnf_out_, C, 1.0f, g.get(), C);
+    be_.embedding_backward(g.get(), nullptr, dres_, tokens, B, T, C,
+                           vocab_begin_ + static_cast<int>(r), static_cast<int>(n));
+  }
 }
 
 double Gpt::forward_backward(const int32_t* tokens, const int32_t* targets, float dloss,

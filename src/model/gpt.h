@@ -19,6 +19,7 @@
 #include "src/model/activation_store.h"
 #include "src/model/gpt_config.h"
 #include "src/model/param_layout.h"
+#include "src/model/param_ref.h"
 #include "src/model/param_source.h"
 #include "src/model/transformer_layer.h"
 
@@ -56,6 +57,8 @@ class Gpt {
   // Bytes of the model's own workspace arena (embedding output, final layernorm, logits,
   // backward scratch) for one of `tp_size` ranks: what the constructor allocates.
   static size_t arena_bytes(const GptConfig& config, int micro_batch, int tp_size);
+  // Whether backward acquires `p` again (the planner counts stage-3 gathers by it).
+  static bool acquired_in_backward(const ParamSpec& p);
   // [N, Vp/tp] in the backend's memory, in the working precision; dlogits after
   // forward_backward.
   CRef logits() const { return logits_; }
@@ -70,16 +73,22 @@ class Gpt {
   void backward(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                 const DropoutSeeds* rng);
   LayerDropout dropout(int layer, const DropoutSeeds* rng) const;
+  // The vocab-parallel embedding of `tokens` into embed_out_, over the word embedding's chunks.
+  void embed(const int32_t* tokens, ParamSource& params);
+  // The tied embedding's gradient, at the end of backward: the head's dlogitsᵀ·lnf_out (dlogits
+  // stay in logits_ through backward) plus the lookup's rows, chunk by chunk, each element of
+  // the block once.
+  void embedding_grads(const int32_t* tokens, ParamSource& params);
 
   GptConfig config_;
   Backend& be_;
   LayerDims dims_;
   int vocab_begin_ = 0;  // this rank's vocabulary rows [vocab_begin_, vocab_begin_ + vocab_local_)
   int vocab_local_ = 0;
-  std::vector<LayerOffsets> offsets_;
-  int64_t wpe_offset_ = 0;  // relative to the embedding block
-  int64_t lnf_b_offset_ = 0;
-  Arena arena_;  // embedding output, final layernorm, logits, losses, backward scratch
+  std::vector<LayerRefs> layers_;
+  ParamRef wte_, wpe_, lnf_w_, lnf_b_;
+  LinearRefs head_;  // the word embedding as the head's weight [Vp/tp, C], no bias
+  Arena arena_;      // embedding output, final layernorm, logits, losses, backward scratch
   LayerScratch scratch_;
   Ref embed_out_;                // [N, C]
   Ref lnf_out_;                  // [N, C]

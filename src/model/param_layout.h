@@ -19,6 +19,15 @@ namespace zt {
 
 enum class ParamInit : uint8_t { Normal, Zeros, Ones };
 
+// Rows per chunk when `rows` rows of `row_len` elements are cut into chunks of whole rows of at
+// most `max_elems` elements (one row where a row is longer). The model produces gradients and
+// acquires parameters by this one rule, and ZeRO partitions by it, so a chunk never straddles
+// two partition units.
+inline int64_t chunk_rows(int64_t rows, int64_t row_len, int64_t max_elems) {
+  const int64_t r = max_elems / row_len;
+  return r < 1 ? 1 : (r > rows ? rows : r);
+}
+
 // How a parameter is divided over the tensor-parallel group.
 enum class TpSplit : uint8_t {
   Replicated,    // whole on every rank (layernorms, row-parallel biases, position embedding)
@@ -47,6 +56,13 @@ struct ParamSpec {
   int64_t full_numel() const { return full_shape.numel(); }
   // The full tensor's row-major element index of local element `i` (i in [0, numel())).
   int64_t full_index(int64_t i) const;
+  // A parameter as rows: dim 0 of a matrix (a word embedding's vocabulary entries, a weight's
+  // output features); a vector is one row.
+  int64_t row_len() const { return shape.rank() >= 2 ? numel() / shape[0] : numel(); }
+  int64_t rows() const { return numel() / row_len(); }
+  int64_t chunk_rows(int64_t max_elems) const {
+    return zt::chunk_rows(rows(), row_len(), max_elems);
+  }
 };
 
 struct BlockRange {

@@ -13,25 +13,21 @@ Ref carve_typed(Arena& arena, int64_t n, DType t) {
 
 }  // namespace
 
-LayerOffsets LayerOffsets::from(const ParamLayout& layout, int layer) {
+LayerRefs LayerRefs::of(const ParamLayout& layout, int layer) {
   const std::string p = "layers." + std::to_string(layer) + ".";
-  const int64_t base =
-      layout.blocks().at(static_cast<size_t>(ParamLayout::layer_block(layer))).begin;
-  auto off = [&](const char* name) { return layout.find(p + name).offset - base; };
-  return LayerOffsets{off("ln1.weight"),    off("ln1.bias"),         off("attn.qkv.weight"),
-                      off("attn.qkv.bias"), off("attn.proj.weight"), off("attn.proj.bias"),
-                      off("ln2.weight"),    off("ln2.bias"),         off("mlp.fc.weight"),
-                      off("mlp.fc.bias"),   off("mlp.proj.weight"),  off("mlp.proj.bias")};
-}
-
-LayerParams LayerOffsets::at(CRef b) const {
-  return LayerParams{b + ln1_w, b + ln1_b, b + qkv_w, b + qkv_b, b + proj_w,   b + proj_b,
-                     b + ln2_w, b + ln2_b, b + fc_w,  b + fc_b,  b + fcproj_w, b + fcproj_b};
-}
-
-LayerGrads LayerOffsets::at(float* b) const {
-  return LayerGrads{b + ln1_w, b + ln1_b, b + qkv_w, b + qkv_b, b + proj_w,   b + proj_b,
-                    b + ln2_w, b + ln2_b, b + fc_w,  b + fc_b,  b + fcproj_w, b + fcproj_b};
+  auto ref = [&](const char* name) { return ParamRef::of(layout, p + name); };
+  auto linear = [&](const char* w, const char* b) {
+    const ParamRef wr = ref(w);
+    return LinearRefs{wr, ref(b), static_cast<int>(wr.row_len), static_cast<int>(wr.rows)};
+  };
+  return LayerRefs{ref("ln1.weight"),
+                   ref("ln1.bias"),
+                   ref("ln2.weight"),
+                   ref("ln2.bias"),
+                   linear("attn.qkv.weight", "attn.qkv.bias"),
+                   linear("attn.proj.weight", "attn.proj.bias"),
+                   linear("mlp.fc.weight", "mlp.fc.bias"),
+                   linear("mlp.proj.weight", "mlp.proj.bias")};
 }
 
 LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp_rank,
@@ -50,7 +46,7 @@ size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
                      static_cast<size_t>(c.seq_length) * static_cast<size_t>(c.seq_length);
   const size_t e = dtype_size(c.dtype);
   return Arena::aligned(n * h * e) * 3 + Arena::aligned(n * f * e) * 2 +
-         Arena::aligned(n * 3 * hl * e) + Arena::aligned(att * e);
+         Arena::aligned(n * 3 * hl * e) + Arena::aligned(att * e) + Arena::aligned(n * e);
 }
 
 LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size) {
@@ -65,6 +61,7 @@ LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_bat
   s.d_ff = carve_typed(arena, n * f, c.dtype);
   s.d_qkv = carve_typed(arena, n * 3 * hl, c.dtype);
   s.d_att = carve_typed(arena, att, c.dtype);
+  s.ones = carve_typed(arena, n, c.dtype);
   return s;
 }
 
@@ -100,30 +97,49 @@ void attention_backward(const LayerDims& d, Ref dqkv, Ref scratch, CRef dout, CR
                              tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
 }
 
+// Row-parallel forward: at tp = 1 the bias is fused into the GEMM; with tp it is added once,
+// after the partial products are summed (added on every rank before, it would count tp times).
+void row_parallel_forward(const LayerDims& d, ParamSource& src, const LinearRefs& l, Ref y,
+                          CRef x) {
+  if (!tp::active(d.tp)) {
+    chunked_linear_forward(*d.be, src, l, y, x, d.N(), true);
+    return;
+  }
+  chunked_linear_forward(*d.be, src, l, y, x, d.N(), false);
+  tp::reduce_from_tp_forward(*d.be, d.tp, y, int64_t{d.N()} * l.out);
+  chunked_add_bias(*d.be, src, l, y, d.N());
+}
+
 }  // namespace
 
-void layer_forward(const LayerDims& d, const LayerParams& p, CRef x, LayerActivations& a,
-                   const LayerScratch& s, const LayerDropout& drop) {
+void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRef x,
+                   LayerActivations& a, const LayerScratch& s, const LayerDropout& drop) {
   Backend& be = *d.be;
   const int N = d.N(), C = d.C;
   const int64_t nc = int64_t{N} * C, nf = int64_t{N} * d.F;
-  be.layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, N, C);
+  {
+    const Held w(src, p.ln1_w), b(src, p.ln1_b);
+    be.layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, w.get(), b.get(), N, C);
+  }
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
-  tp::column_parallel_forward(be, a.qkv, s.ln, p.qkv_w, p.qkv_b, N, C, 3 * d.Cl);
+  chunked_linear_forward(be, src, p.qkv, a.qkv, s.ln, N, true);
   // The attention-gradient scratch is free during forward, like d_a below.
   attention_forward(d, a.atty, a.att, s.d_att, a.qkv, drop.attention);
   const Ref proj = s.d_a;  // backward scratch is free during forward
-  tp::row_parallel_forward(be, d.tp, proj, a.atty, p.proj_w, p.proj_b, N, d.Cl, C);
+  row_parallel_forward(d, src, p.proj, proj, a.atty);
   be.dropout_add_forward(a.res2, x, proj, nc, drop.attn_out);
-  be.layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, p.ln2_w, p.ln2_b, N, C);
+  {
+    const Held w(src, p.ln2_w), b(src, p.ln2_b);
+    be.layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, w.get(), b.get(), N, C);
+  }
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
-  tp::column_parallel_forward(be, a.fch, s.ln, p.fc_w, p.fc_b, N, C, d.F);
+  chunked_linear_forward(be, src, p.fc, a.fch, s.ln, N, true);
   be.gelu_forward(s.ff, a.fch, nf);
-  tp::row_parallel_forward(be, d.tp, proj, s.ff, p.fcproj_w, p.fcproj_b, N, d.F, C);
+  row_parallel_forward(d, src, p.fcproj, proj, s.ff);
   be.dropout_add_forward(a.out, a.res2, proj, nc, drop.mlp_out);
 }
 
-void layer_backward(const LayerDims& d, const LayerParams& p, const LayerGrads& g, CRef x,
+void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRef x,
                     const LayerActivations& a, const LayerScratch& s, const LayerDropout& drop,
                     Ref dres) {
   Backend& be = *d.be;
@@ -132,23 +148,39 @@ void layer_backward(const LayerDims& d, const LayerParams& p, const LayerGrads& 
   // MLP branch: out = res2 + drop(fcproj(gelu(fc(ln2(res2)))))
   be.dropout_backward(s.d_a, dres, nc, drop.mlp_out);
   be.gelu_forward(s.ff, a.fch, nf);
-  tp::row_parallel_backward(be, s.d_ff, g.fcproj_w, g.fcproj_b, s.d_a, s.ff, p.fcproj_w, N, d.F, C);
+  chunked_linear_backward_input(be, src, p.fcproj, s.d_ff, s.d_a, N);
+  chunked_linear_backward_params(be, src, p.fcproj, s.d_a, s.ff, s.ones, N);
   be.gelu_backward(s.d_ff, a.fch, s.d_ff, nf);
-  // The layernorm is recomputed from the kept mean and rstd: the same bits as in forward.
-  be.layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, p.ln2_w, p.ln2_b, N, C);
   // copy-to-TP backward: the all-reduce of d(ln2 out) comes before the (replicated) layernorm
   // backward, so its gradients are identical on every rank.
-  tp::column_parallel_backward(be, d.tp, s.d_b, g.fc_w, g.fc_b, s.d_ff, s.ln, p.fc_w, N, C, d.F);
-  be.layernorm_backward(dres, g.ln2_w, g.ln2_b, s.d_b, a.res2, p.ln2_w, a.ln2_mean, a.ln2_rstd, N,
-                        C);
+  chunked_linear_backward_input(be, src, p.fc, s.d_b, s.d_ff, N);
+  tp::copy_to_tp_backward(be, d.tp, s.d_b, nc);
+  {
+    // The layernorm is recomputed from the kept mean and rstd: the same bits as in forward. It is
+    // held from here to its backward, so backward reaches the parameters from the last to the
+    // first (bias before weight), each partition unit in one run.
+    const Held b(src, p.ln2_b), w(src, p.ln2_w);
+    be.layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, w.get(), b.get(), N, C);
+    chunked_linear_backward_params(be, src, p.fc, s.d_ff, s.ln, s.ones, N);
+    const GradSpan gb(src, p.ln2_b), gw(src, p.ln2_w);
+    be.layernorm_backward(dres, gw.get(), gb.get(), s.d_b, a.res2, w.get(), a.ln2_mean, a.ln2_rstd,
+                          N, C);
+  }
   // Attention branch: res2 = x + drop(proj(attn(ln1(x))))
   be.dropout_backward(s.d_a, dres, nc, drop.attn_out);
-  tp::row_parallel_backward(be, s.d_b, g.proj_w, g.proj_b, s.d_a, a.atty, p.proj_w, N, d.Cl, C);
+  chunked_linear_backward_input(be, src, p.proj, s.d_b, s.d_a, N);
+  chunked_linear_backward_params(be, src, p.proj, s.d_a, a.atty, s.ones, N);
   attention_backward(d, s.d_qkv, s.d_att, s.d_b, a.qkv, a.att, drop.attention);
-  be.layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, p.ln1_w, p.ln1_b, N, C);
-  tp::column_parallel_backward(be, d.tp, s.d_a, g.qkv_w, g.qkv_b, s.d_qkv, s.ln, p.qkv_w, N, C,
-                               3 * d.Cl);
-  be.layernorm_backward(dres, g.ln1_w, g.ln1_b, s.d_a, x, p.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
+  chunked_linear_backward_input(be, src, p.qkv, s.d_a, s.d_qkv, N);
+  tp::copy_to_tp_backward(be, d.tp, s.d_a, nc);
+  {
+    const Held b(src, p.ln1_b), w(src, p.ln1_w);
+    be.layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, w.get(), b.get(), N, C);
+    chunked_linear_backward_params(be, src, p.qkv, s.d_qkv, s.ln, s.ones, N);
+    const GradSpan gb(src, p.ln1_b), gw(src, p.ln1_w);
+    be.layernorm_backward(dres, gw.get(), gb.get(), s.d_a, x, w.get(), a.ln1_mean, a.ln1_rstd, N,
+                          C);
+  }
 }
 
 }  // namespace zt

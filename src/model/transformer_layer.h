@@ -11,37 +11,18 @@
 #include "kernels/backend.h"
 #include "kernels/common/dropout.h"
 #include "src/comm/communicator.h"
+#include "src/model/chunked_linear.h"
 #include "src/model/layer_activations.h"
 #include "src/model/param_layout.h"
+#include "src/model/param_source.h"
 
 namespace zt {
 
-// One layer's tensors inside a block region: its parameters (typed, the working precision) or
-// its fp32 gradients.
-template <typename P>
-struct LayerTensors {
-  P ln1_w;
-  P ln1_b;
-  P qkv_w;
-  P qkv_b;
-  P proj_w;
-  P proj_b;
-  P ln2_w;
-  P ln2_b;
-  P fc_w;
-  P fc_b;
-  P fcproj_w;
-  P fcproj_b;
-};
-using LayerParams = LayerTensors<CRef>;
-using LayerGrads = LayerTensors<float*>;
-
-// Offsets of a layer's tensors relative to its block's first element; the same for every layer.
-struct LayerOffsets {
-  int64_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w, fcproj_b;
-  static LayerOffsets from(const ParamLayout& layout, int layer);
-  LayerParams at(CRef base) const;
-  LayerGrads at(float* base) const;
+// A layer's parameters as the model reaches them through a ParamSource.
+struct LayerRefs {
+  ParamRef ln1_w, ln1_b, ln2_w, ln2_b;
+  LinearRefs qkv, proj, fc, fcproj;
+  static LayerRefs of(const ParamLayout& layout, int layer);
 };
 
 struct LayerDropout {
@@ -60,6 +41,7 @@ struct LayerScratch {
   Ref d_ff;   // [N, F]
   Ref d_qkv;  // [N, 3Cl]
   Ref d_att;  // [B, H, T, T]
+  Ref ones;   // [N] ones: the bias gradient beside a chunked weight (set by the model)
   static size_t bytes(const GptConfig& c, int micro_batch, int tp_size = 1);
   static LayerScratch carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);
 };
@@ -80,11 +62,12 @@ struct LayerDims {
                       comm::Communicator* tp, Backend& be);
 };
 
-void layer_forward(const LayerDims& d, const LayerParams& p, CRef x, LayerActivations& a,
-                   const LayerScratch& s, const LayerDropout& drop);
+void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRef x,
+                   LayerActivations& a, const LayerScratch& s, const LayerDropout& drop);
 // dres [N, C]: on entry the gradient of the layer output, on return the gradient of its input.
-// Parameter gradients are added into g.
-void layer_backward(const LayerDims& d, const LayerParams& p, const LayerGrads& g, CRef x,
+// Parameter gradients go to the source's gradient spans, from the layer's last parameter to its
+// first, and its parameters are acquired in that order too.
+void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRef x,
                     const LayerActivations& a, const LayerScratch& s, const LayerDropout& drop,
                     Ref dres);
 

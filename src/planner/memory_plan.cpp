@@ -1,23 +1,26 @@
 #include "src/planner/memory_plan.h"
 
 #include <algorithm>
+#include <array>
+#include <vector>
 
 #include "src/core/memory_pool.h"
 #include "src/model/gpt.h"
 #include "src/model/layer_activations.h"
 #include "src/model/param_layout.h"
 #include "src/zero/activation_checkpointer.h"
+#include "src/zero/dp_grad_sync.h"
 #include "src/zero/grad_buckets.h"
+#include "src/zero/grad_staging.h"
 #include "src/zero/partition.h"
+#include "src/zero/partitioned_states.h"
 
 namespace zt {
 namespace {
 
-// Mirrors of the constant-size buffers the trainer's components allocate (their sources give the
-// reason for each size); tests/dist/planner_test.cpp checks the sum against MemoryPool.
+// The constant-size buffers the trainer's components allocate (their sources give the reason
+// for each size); tests/dist/planner_test.cpp checks the sum against MemoryPool.
 constexpr size_t kStagingChunk = size_t{1} << 20;  // fp32 elements: Replicated/PartitionedStates
-constexpr size_t kReductionsInFlight = 2;          // PartitionedStates' double-buffered buckets
-constexpr size_t kGradSlots = 2;                   // GradSlots: the block in backward + the next
 constexpr size_t kTrainerScalars = kNumMemCategories + 2;  // Trainer's metrics reducer
 
 // ScalarReducer: every rank's values as two fp32 words each.
@@ -25,54 +28,126 @@ size_t scalar_reducer_bytes(int world, size_t values) {
   return static_cast<size_t>(world) * values * 2 * 4;
 }
 
+// The communicator's fp32 staging for `count` half reductions of up to `elems` elements
+// (MpiCommunicator::reserve_staging).
+size_t mpi_staging_bytes(size_t elems, size_t dp, size_t count) {
+  return count * (elems + elems / dp + 1) * 4;
+}
+
 size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partition& part) {
   const size_t e = dtype_size(in.working);
   const bool half = in.working != DType::F32;
   const bool staged = half && in.staged_half_reductions;
   const int world = in.tp * in.dp;
+  const auto dp = static_cast<size_t>(in.dp);
   size_t b = scalar_reducer_bytes(world, kTrainerScalars);
   // The tensor-parallel all-reduces of [N, h] activations are half: MPI stages one in fp32.
   if (staged && in.tp > 1)
     b += static_cast<size_t>(in.micro_batch) * static_cast<size_t>(in.model.seq_length) *
          static_cast<size_t>(in.model.hidden) * 4;
   if (world > 1) b += scalar_reducer_bytes(world, 1);  // the global gradient norm
+  const auto span = static_cast<size_t>(longest_chunk(layout, in.reduce_bucket_elems));
+  const size_t staging = GradStaging::kSlots * span * 4;
   if (in.zero_stage == 0) {
-    size_t block = 0;
-    for (const auto& blk : layout.blocks())
-      block = std::max(block, static_cast<size_t>(blk.numel()));
-    if (half) b += kGradSlots * block * 4 + kStagingChunk * 4;
-    // Every gradient bucket's all-reduce may be in flight at once; each stages its fp32 copy.
+    if (half) b += staging + kStagingChunk * 4;
     if (staged && in.dp > 1) {
       const GradBuckets buckets(layout, in.reduce_bucket_elems);
-      for (const auto& k : buckets.buckets()) b += static_cast<size_t>(k.end - k.begin) * 4;
+      size_t bucket = 0;
+      for (const auto& k : buckets.buckets())
+        bucket = std::max(bucket, static_cast<size_t>(k.end - k.begin));
+      b += mpi_staging_bytes(bucket, dp, DpGradSync::kInFlight);
     }
     return b;
   }
-  const auto block = static_cast<size_t>(part.max_padded_block());
-  size_t max_unit = 0, max_part = 0;
-  for (const auto& u : part.units()) {
-    max_unit = std::max(max_unit, static_cast<size_t>(u.padded_len));
-    max_part = std::max(max_part, static_cast<size_t>(u.part_len));
-  }
+  const auto max_unit = static_cast<size_t>(part.max_unit());
+  size_t max_part = 0;
+  for (const auto& u : part.units()) max_part = std::max(max_part, static_cast<size_t>(u.part_len));
+  const auto reductions = static_cast<size_t>(PartitionedStates::kReductions);
   b += std::max(kStagingChunk, max_part) * 4;  // fp32 optimizer chunk
-  if (in.zero_stage >= 2 || half) b += kGradSlots * block * 4;
-  if (in.zero_stage >= 2) {
-    b += kReductionsInFlight * (max_unit + max_part) * e;
-    // reserve_staging(max_unit, 2): room for the reduce-scatter's input and output in fp32.
-    if (staged)
-      b += kReductionsInFlight * (max_unit + max_unit / static_cast<size_t>(in.dp) + 1) * 4;
-  }
-  if (in.zero_stage == 1 && staged)  // every unit's in-place reduce-scatter at once
-    for (const auto& u : part.units()) b += static_cast<size_t>(u.padded_len + u.part_len) * 4;
+  if (in.zero_stage >= 2 || half) b += staging;
+  if (staged) b += mpi_staging_bytes(max_unit, dp, reductions);
+  if (in.zero_stage >= 2) b += reductions * (max_unit + max_part) * e;
   if (in.zero_stage == 3) {
-    for (int k = 0; k < layout.num_blocks(); ++k)
-      if (layout.blocks()[static_cast<size_t>(k)].numel() <= in.param_persistence_threshold)
-        b += static_cast<size_t>(part.padded_block_len(k)) * e;
-    const int64_t slots =
-        std::clamp<int64_t>(in.max_live_parameters / static_cast<int64_t>(block), 1, 3);
-    b += static_cast<size_t>(slots) * block * e;
+    bool shared = false;
+    for (const auto& u : part.units()) {
+      if (layout.blocks()[static_cast<size_t>(u.block)].numel() > in.param_persistence_threshold)
+        shared = true;
+      else
+        b += static_cast<size_t>(u.padded_len) * e;
+    }
+    if (shared) b += static_cast<size_t>(PartitionedStates::kGatherSlots) * max_unit * e;
   }
   return b;
+}
+
+// Stage-3 all-gathers of one micro-batch: PartitionedStates gathers a unit when the model
+// acquires a span in it and it is not resident, and drops a released unit once another is
+// acquired. The model reaches each unit in one run per pass: forward every unit (the word
+// embedding's twice: lookup and head); backward the head's units again but the last (still
+// resident), then per layer the units holding what backward acquires (Gpt::acquired_in_backward),
+// after a checkpointed span's recomputed forward, which gathers all of its layers' units and
+// leaves the last layer's last unit resident for its backward.
+struct Gathers {
+  uint64_t count = 0, elems = 0;
+  void add(const PartitionUnit& u, int64_t times = 1) {
+    count += static_cast<uint64_t>(times);
+    elems += static_cast<uint64_t>(times * u.padded_len);
+  }
+};
+
+// Forward ([0]) and backward ([1]) gathers of one micro-batch.
+std::array<Gathers, 2> stage3_gathers(const PlanInput& in, const ParamLayout& layout,
+                                      const Partition& part) {
+  std::array<Gathers, 2> g;
+  auto persistent = [&](int block) {
+    return layout.blocks()[static_cast<size_t>(block)].numel() <= in.param_persistence_threshold;
+  };
+  const auto& units = part.units();
+  // Per unit: does it hold the word embedding (the head's weight); does backward acquire in it.
+  const ParamSpec& word = layout.find("embedding.word");
+  std::vector<char> word_unit(units.size(), 0), bwd_unit(units.size(), 0);
+  for (const auto& p : layout.params()) {
+    if (p.numel() == 0) continue;
+    const int first = part.unit_of(p.offset), last = part.unit_of(p.offset + p.numel() - 1);
+    for (int k = first; k <= last; ++k) {
+      if (&p == &word) word_unit[static_cast<size_t>(k)] = 1;
+      if (Gpt::acquired_in_backward(p)) bwd_unit[static_cast<size_t>(k)] = 1;
+    }
+  }
+  for (int b = 0; b < layout.num_blocks(); ++b) {
+    if (persistent(b)) continue;
+    const auto [first, last] = part.block_units(b);
+    int last_word = -1;
+    for (int k = first; k < last; ++k) {
+      const auto& u = units[static_cast<size_t>(k)];
+      const auto i = static_cast<size_t>(k);
+      g[0].add(u);
+      if (word_unit[i]) {
+        g[0].add(u);  // the head's forward
+        g[1].add(u);  // the head's backward
+        last_word = k;
+      }
+      if (b != ParamLayout::kEmbeddingBlock && bwd_unit[i]) g[1].add(u);
+    }
+    if (last_word >= 0) g[1].add(units[static_cast<size_t>(last_word)], -1);
+  }
+  if (in.checkpoint_activations) {
+    const int L = in.model.num_layers, span = in.checkpoint_num_layers;
+    for (int first_layer = 0; first_layer < L; first_layer += span) {
+      const int last_layer = std::min(first_layer + span, L) - 1;
+      for (int l = first_layer; l <= last_layer; ++l) {
+        const int b = ParamLayout::layer_block(l);
+        if (persistent(b)) continue;
+        const auto [first, last] = part.block_units(b);
+        for (int k = first; k < last; ++k) g[1].add(units[static_cast<size_t>(k)]);
+      }
+      const int b = ParamLayout::layer_block(last_layer);
+      const auto [first, last] = part.block_units(b);
+      if (!persistent(b) && last > first && bwd_unit[static_cast<size_t>(last - 1)])
+        g[1].add(units[static_cast<size_t>(last - 1)], -1);
+    }
+  }
+  return g;
 }
 
 }  // namespace
@@ -144,17 +219,18 @@ MemoryPlan plan_memory(const PlanInput& in) {
       p.comm_dp_after = padded * e;
       p.dp_collectives = (a + 1) * units;
     } else {
-      uint64_t persistent = 0, gathered_blocks = 0;
-      for (int b = 0; b < layout.num_blocks(); ++b) {
-        if (layout.blocks()[static_cast<size_t>(b)].numel() <= in.param_persistence_threshold)
-          persistent += static_cast<uint64_t>(part.padded_block_len(b));
-        else
-          ++gathered_blocks;
-      }
-      p.comm_dp_forward = a * (padded - persistent) * e;
-      p.comm_dp_backward = a * ((padded - persistent) + padded) * e;
+      uint64_t persistent = 0, persistent_units = 0;
+      for (const auto& u : part.units())
+        if (layout.blocks()[static_cast<size_t>(u.block)].numel() <=
+            in.param_persistence_threshold) {
+          persistent += static_cast<uint64_t>(u.padded_len);
+          ++persistent_units;
+        }
+      const auto g = stage3_gathers(in, layout, part);
+      p.comm_dp_forward = a * g[0].elems * e;
+      p.comm_dp_backward = a * (g[1].elems + padded) * e;  // gathers and reduce-scatters
       p.comm_dp_after = persistent * e;
-      p.dp_collectives = a * (2 * gathered_blocks + units) + (persistent > 0 ? 1 : 0);
+      p.dp_collectives = a * (g[0].count + g[1].count + units) + persistent_units;
     }
     p.comm_dp = p.comm_dp_forward + p.comm_dp_backward + p.comm_dp_after;
   }

@@ -224,7 +224,7 @@ std::string save_checkpoint(const std::string& dir, Trainer& t, const SaveHooks&
     t.topology()->host_world().all_gather(Tensor(written.data(), {ranks * kFields}, DType::F32));
   if (root) {
     nlohmann::json meta;
-    meta["format"] = "zerotron-checkpoint-2";
+    meta["format"] = "zerotron-checkpoint-3";
     meta["zerotron_version"] = zerotron_version();
     meta["iteration"] = loop.iteration;
     meta["consumed_train_samples"] = t.consumed_train_samples();

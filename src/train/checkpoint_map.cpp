@@ -39,8 +39,10 @@ ShardLocation locate_shard(const Partition& part, int64_t layout_offset) {
                        [](int64_t x, const PartitionUnit& u) { return x < u.padded_begin; });
   const PartitionUnit& u = *(it - 1);
   const int64_t within = padded - u.padded_begin;
+  // The run ends with the rank's part or with the unit's real elements, whichever comes first:
+  // the unit's padding is not the next element of the layout.
   return {static_cast<int>(within / u.part_len), u.shard_offset + within % u.part_len,
-          u.part_len - within % u.part_len};
+          std::min(u.part_len - within % u.part_len, u.real_len - within)};
 }
 
 }  // namespace zt

@@ -66,10 +66,11 @@ GptConfig model_from_json(const nlohmann::json& j, const std::string& where) {
 }
 
 SavedLayout saved_layout(const nlohmann::json& meta, const std::string& where) {
-  ZT_REQUIRE(meta.is_object() && meta.value("format", "") == "zerotron-checkpoint-2",
-             "'{}' is not a zerotron-checkpoint-2 meta.json (checkpoints of format 1 are not read "
-             "by this version)",
-             where);
+  ZT_REQUIRE(
+      meta.is_object() && meta.value("format", "") == "zerotron-checkpoint-3",
+      "'{}' is not a zerotron-checkpoint-3 meta.json (checkpoints of formats 1 and 2 are not read: "
+      "their ZeRO partition cut units differently)",
+      where);
   SavedLayout s;
   s.model = model_from_json(meta.at("model"), where);
   ZT_REQUIRE(meta.contains("layout") && meta["layout"].is_object(), "'{}' has no layout", where);

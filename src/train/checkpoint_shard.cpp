@@ -9,7 +9,7 @@
 namespace zt {
 namespace {
 
-constexpr char kMagic[8] = {'Z', 'T', 'C', 'K', 'P', 'T', '0', '2'};
+constexpr char kMagic[8] = {'Z', 'T', 'C', 'K', 'P', 'T', '0', '3'};
 constexpr uint64_t kPage = 4096;
 
 std::array<uint64_t, ShardHeader::kFixedWords> fixed_words(const ShardHeader& h) {

@@ -1,8 +1,8 @@
 #pragma once
-// One shard file of a checkpoint (format zerotron-checkpoint-2): a header, then the fp32 master
+// One shard file of a checkpoint (format zerotron-checkpoint-3): a header, then the fp32 master
 // parameters, Adam m and Adam v of one rank's shard, each a section of shard_numel floats.
 //
-//   u64[14]  magic "ZTCKPT02", version 2, header bytes, tp rank, dp rank, tp, dp, zero stage,
+//   u64[14]  magic "ZTCKPT03", version 3, header bytes, tp rank, dp rank, tp, dp, zero stage,
 //            iteration, partition unit, layout numel, shard numel, tensors (3), block bytes
 //   u32[]    CRC-32 of every block (1 MiB) of every section, section by section
 //   zeros    up to header bytes (a multiple of 4096)
@@ -21,7 +21,7 @@
 namespace zt {
 
 struct ShardHeader {
-  static constexpr uint64_t kVersion = 2;
+  static constexpr uint64_t kVersion = 3;
   static constexpr int kTensors = 3;  // master, Adam m, Adam v
   static constexpr uint64_t kBlockBytes = uint64_t{1} << 20;
   static constexpr size_t kFixedWords = 14;

@@ -118,7 +118,7 @@ void write_checkpoint(const std::string& dir, const GptConfig& model, const Chec
     }
   }
   nlohmann::json meta;
-  meta["format"] = "zerotron-checkpoint-2";
+  meta["format"] = "zerotron-checkpoint-3";
   meta["zerotron_version"] = zerotron_version();
   meta["iteration"] = 0;
   meta["consumed_train_samples"] = 0;

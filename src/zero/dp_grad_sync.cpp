@@ -24,6 +24,19 @@ void DpGradSync::begin_backward(bool last_microbatch) {
 }
 
 void DpGradSync::launch(int k) {
+  // At most kInFlight all-reduces at once: a half one holds an fp32 staging copy in the
+  // communicator, so the staging stays a constant number of buckets.
+  size_t in_flight = 0, oldest = handles_.size();
+  for (size_t j = 0; j < handles_.size(); ++j)
+    if (started_[j] && !finished_[j]) {
+      ++in_flight;
+      if (oldest == handles_.size() || launched_[j] < launched_[oldest]) oldest = j;
+    }
+  if (in_flight >= static_cast<size_t>(kInFlight)) {
+    handles_[oldest].wait();
+    finished_[oldest] = 1;
+    completed_[oldest] = Clock::now();
+  }
   const auto& b = buckets_.buckets()[static_cast<size_t>(k)];
   const auto i = static_cast<size_t>(k);
   started_[i] = 1;

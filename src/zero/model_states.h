@@ -25,7 +25,9 @@ struct ZeroConfig {
   comm::Communicator* dp = nullptr;     // the data-parallel group; null: one rank
   comm::Communicator* world = nullptr;  // for the global gradient norm across dp and tp
   int tp_rank = 0;  // parameters replicated over tp count in the norm on tp rank 0 only
-  // Constant-size buckets (ZeRO-R's CB), in elements; DeepSpeed's defaults.
+  // Constant-size buckets (ZeRO-R's CB), in elements; DeepSpeed's defaults. The reduce bucket
+  // is also the longest span the model reaches (ParamSource::max_span) and the partition unit,
+  // in every stage, so the stages compute the same bits.
   int64_t reduce_bucket_elems = 500'000'000;
   int64_t allgather_bucket_elems = 500'000'000;
   bool overlap_comm = true;

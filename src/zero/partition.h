@@ -3,13 +3,13 @@
 // its data-parallel group. The one implementation used by the optimizer, checkpoints and the
 // planner.
 //
-// The layout's blocks are placed in a *padded space*: each block padded at its end to a
-// multiple of Nd·kAlign elements, so a block's tensors keep their offsets and the model's view
-// of a block stays contiguous. Each padded block is cut into units of at most `unit_elems`
-// (rounded to Nd·kAlign), and every unit into Nd equal parts: part r belongs to rank r. A
-// rank's shard is its parts of all units, back to back. A unit is what one reduce-scatter or
-// all-gather moves (a constant-size bucket), and never crosses a block, so a block's gradient
-// can be reduced the moment the block is done and a block's parameters gathered alone.
+// Each block is cut into units: its parameters' chunks of whole rows (ParamSpec::chunk_rows of
+// `unit_elems`, the rule the model acquires and produces gradients by) packed in layout order,
+// at most `unit_elems` elements each unless one row is longer. Every unit is padded at its end
+// to a multiple of Nd·kAlign elements in a *padded space* and cut into Nd equal parts: part r
+// belongs to rank r. A rank's shard is its parts of all units, back to back. A unit is what
+// one reduce-scatter or all-gather moves (a constant-size bucket), never crosses a block, and
+// holds whole chunks, so every span the model reaches lies in one unit, contiguous.
 #include <cstdint>
 #include <vector>
 
@@ -19,6 +19,8 @@ namespace zt {
 
 struct PartitionUnit {
   int block = 0;
+  int64_t layout_begin = 0;  // its first element in ParamLayout's flat order
+  int64_t real_len = 0;      // elements before the padding
   int64_t padded_begin = 0;  // first element in padded space
   int64_t padded_len = 0;    // multiple of Nd·kAlign
   int64_t part_len = 0;      // padded_len / Nd
@@ -49,7 +51,9 @@ class Partition {
   }
   int64_t padded_block_begin(int block) const { return padded_begin_[static_cast<size_t>(block)]; }
   int64_t padded_block_len(int block) const { return padded_len_[static_cast<size_t>(block)]; }
-  int64_t max_padded_block() const { return max_block_; }
+  // Padded elements any unit may have under this unit flag (at least every unit's padded_len):
+  // what unit-sized buffers are sized by.
+  int64_t max_unit() const { return max_unit_; }
   int64_t padded_numel() const { return padded_numel_; }
   int64_t shard_numel() const { return shard_numel_; }
   // This rank's real elements, in shard order.
@@ -59,15 +63,18 @@ class Partition {
     const auto& u = units_[static_cast<size_t>(unit)];
     return u.padded_begin + int64_t{rank_} * u.part_len + (shard_offset - u.shard_offset);
   }
-  // The padded-space element of a layout element.
+  // The padded-space element of a layout element, and the unit holding it.
   int64_t padded_of(int64_t layout_offset) const;
+  int unit_of(int64_t layout_offset) const;
 
  private:
   int dp_, rank_;
   std::vector<PartitionUnit> units_;
   std::vector<std::pair<int, int>> block_units_;
-  std::vector<int64_t> padded_begin_, padded_len_, layout_begin_;
-  int64_t max_block_ = 0, padded_numel_ = 0, shard_numel_ = 0;
+  std::vector<int64_t> padded_begin_, padded_len_;
+  std::vector<int64_t> unit_layout_begin_;  // units with real elements, by layout offset
+  std::vector<int> unit_index_;
+  int64_t max_unit_ = 0, padded_numel_ = 0, shard_numel_ = 0;
   std::vector<ShardSegment> segments_;
 };
 

@@ -9,7 +9,6 @@ namespace zt {
 namespace {
 
 constexpr int64_t kChunk = int64_t{1} << 20;  // fp32 staging: 4 MiB
-constexpr int kReductionsInFlight = 2;        // DeepSpeed's double-buffered reduce buckets
 
 double ms_between(std::chrono::steady_clock::time_point a,
                   std::chrono::steady_clock::time_point b) {
@@ -32,12 +31,9 @@ PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
   ZT_CHECK(zero.stage >= 1 && zero.stage <= 3, "stage {} is not partitioned", zero.stage);
   MemoryPool& pool = ctx.pool();
   const int64_t shard = part_.shard_numel(), padded = part_.padded_numel();
-  const int64_t block = part_.max_padded_block();
-  int64_t max_unit = 0, max_part = 0;
-  for (const auto& u : part_.units()) {
-    max_unit = std::max(max_unit, u.padded_len);
-    max_part = std::max(max_part, u.part_len);
-  }
+  const int64_t max_unit = part_.max_unit();
+  int64_t max_part = 0;
+  for (const auto& u : part_.units()) max_part = std::max(max_part, u.part_len);
   if (zero.stage <= 2) full_params_ = pool.allocate({padded}, working_, MemCategory::Params);
   if (zero.stage == 3) shard_params_ = pool.allocate({shard}, working_, MemCategory::Params);
   if (zero.stage == 1) full_grads_ = pool.allocate({padded}, working_, MemCategory::Grads);
@@ -45,12 +41,15 @@ PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
   master_ = pool.allocate({shard}, DType::F32, MemCategory::Optimizer);
   m_ = pool.allocate({shard}, DType::F32, MemCategory::Optimizer);
   v_ = pool.allocate({shard}, DType::F32, MemCategory::Optimizer);
-  // Constant-size buffers: none grows with the number of layers.
+  // Constant-size buffers: each is sized by the partition unit, none by a block or the depth.
   f32_chunk_ = pool.allocate({std::max(kChunk, max_part)}, DType::F32, MemCategory::Buffers);
-  if (zero.stage >= 2 || half()) grad_slots_ = GradSlots(ctx, block);
+  if (zero.stage >= 2 || half())
+    staging_ = GradStaging(ctx, longest_chunk(layout_, zero.reduce_bucket_elems));
+  for (const auto& u : part_.units()) unit_pending_.push_back(u.real_len);
+  unit_fill_.assign(part_.units().size(), -1);
+  if (half()) dp_.reserve_staging(static_cast<size_t>(max_unit), kReductions);
   if (zero.stage >= 2) {
-    if (half()) dp_.reserve_staging(static_cast<size_t>(max_unit), kReductionsInFlight);
-    reductions_.resize(kReductionsInFlight);
+    reductions_.resize(kReductions);
     for (auto& r : reductions_) {
       r.input = pool.allocate({max_unit}, working_, MemCategory::Buffers);
       r.output = pool.allocate({max_part}, working_, MemCategory::Buffers);
@@ -62,21 +61,24 @@ PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
     stage1_times_.resize(part_.units().size());
   }
   if (zero.stage == 3) {
-    // Blocks at or below the persistence threshold keep their gathered copy for the whole step;
-    // the others share a few slots, as many as --max-live-parameters allows (1 to 3: the block
-    // in use, the prefetched next one, and the one the model is about to come back to).
-    for (int b = 0; b < layout_.num_blocks(); ++b) {
-      if (block_numel(b) > zero.param_persistence_threshold) continue;
+    // Units of blocks at or below the persistence threshold keep their gathered copy for the
+    // whole step; the others share kGatherSlots slots.
+    bool shared = false;
+    for (int k = 0; k < static_cast<int>(part_.units().size()); ++k) {
+      const auto& u = unit(k);
+      if (layout_.blocks()[static_cast<size_t>(u.block)].numel() >
+          zero.param_persistence_threshold) {
+        shared = true;
+        continue;
+      }
       Gathered g;
-      g.buffer = pool.allocate({part_.padded_block_len(b)}, working_, MemCategory::Buffers);
-      g.persistent = true;
-      g.reserved = b;
+      g.buffer = pool.allocate({u.padded_len}, working_, MemCategory::Buffers);
+      g.reserved = k;
       gathered_.push_back(std::move(g));
     }
-    const int64_t slots = std::clamp<int64_t>(zero.max_live_parameters / block, 1, 3);
-    for (int64_t i = 0; i < slots; ++i) {
+    for (int i = 0; shared && i < kGatherSlots; ++i) {
       Gathered g;
-      g.buffer = pool.allocate({block}, working_, MemCategory::Buffers);
+      g.buffer = pool.allocate({max_unit}, working_, MemCategory::Buffers);
       gathered_.push_back(std::move(g));
     }
   }
@@ -115,12 +117,16 @@ PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
     from_f32(be_, shard_params_.data(), working_, master, shard);
   } else {
     for (const auto& p : params) {
-      const int64_t base = part_.padded_of(p.offset);
-      for (int64_t i = 0; i < p.numel(); i += room) {
-        const int64_t len = std::min(room, p.numel() - i);
+      for (int64_t i = 0; i < p.numel();) {
+        // A parameter may span several units, each padded: convert unit by unit.
+        const auto& u = unit(part_.unit_of(p.offset + i));
+        const int64_t len =
+            std::min({room, p.numel() - i, u.layout_begin + u.real_len - (p.offset + i)});
         init_parameter_range(p, seed, i, len, make);
         if (make != chunk) be_.copy_to_device(chunk, make, static_cast<size_t>(len) * 4);
-        from_f32(be_, at(full_params_.data(), working_, base + i), working_, chunk, len);
+        from_f32(be_, at(full_params_.data(), working_, part_.padded_of(p.offset + i)), working_,
+                 chunk, len);
+        i += len;
       }
     }
   }
@@ -128,7 +134,7 @@ PartitionedStates::PartitionedStates(const ParamLayout& layout, DType working,
 
 PartitionedStates::~PartitionedStates() {
   for (auto& r : reductions_) r.handle = comm::Handle();
-  for (auto& g : gathered_) g.pending.clear();
+  for (auto& g : gathered_) g.pending = comm::Handle();
 }
 
 Tensor PartitionedStates::typed(const Buffer& b, int64_t offset, int64_t n, DType t) const {
@@ -142,31 +148,29 @@ void PartitionedStates::set_master(const float* full) {
                        static_cast<size_t>(s.len) * 4);
   if (zero_.stage == 3) {
     from_f32(be_, shard_params_.data(), working_, master, part_.shard_numel());
-    for (auto& g : gathered_) g.block = -1;
+    for (auto& g : gathered_) g.unit = -1;
     return;
   }
-  // Every rank has the full copy: convert it into padded space directly (through the fp32 chunk
-  // where the host cannot reach the device).
+  // Every rank has the full copy: convert it into padded space directly, unit by unit (through
+  // the fp32 chunk where the host cannot reach the device).
   auto* chunk = static_cast<float*>(f32_chunk_.data());
   const int64_t room = static_cast<int64_t>(f32_chunk_.bytes() / 4);
-  for (int b = 0; b < layout_.num_blocks(); ++b) {
-    const auto& range = layout_.blocks()[static_cast<size_t>(b)];
-    void* dst = at(full_params_.data(), working_, part_.padded_block_begin(b));
+  for (const auto& u : part_.units()) {
+    void* dst = at(full_params_.data(), working_, u.padded_begin);
     if (!ctx_.needs_staging()) {
-      from_f32(be_, dst, working_, full + range.begin, range.numel());
+      from_f32(be_, dst, working_, full + u.layout_begin, u.real_len);
       continue;
     }
-    for (int64_t i = 0; i < range.numel(); i += room) {
-      const int64_t len = std::min(room, range.numel() - i);
-      be_.copy_to_device(chunk, full + range.begin + i, static_cast<size_t>(len) * 4);
+    for (int64_t i = 0; i < u.real_len; i += room) {
+      const int64_t len = std::min(room, u.real_len - i);
+      be_.copy_to_device(chunk, full + u.layout_begin + i, static_cast<size_t>(len) * 4);
       from_f32(be_, at(dst, working_, i), working_, chunk, len);
     }
   }
 }
 
 void PartitionedStates::gather_master(float* full) {
-  int64_t max_unit = 0;
-  for (const auto& u : part_.units()) max_unit = std::max(max_unit, u.padded_len);
+  const int64_t max_unit = part_.max_unit();
   // The gather lands in the backend's memory: a host vector on the CPU, a device buffer for the
   // duration of this call elsewhere (checkpoint reshaping and tests call it, never a step).
   std::vector<float> host_tmp;
@@ -184,11 +188,7 @@ void PartitionedStates::gather_master(float* full) {
     Tensor out(tmp, {u.padded_len}, DType::F32, be_.device());
     Tensor in(const_cast<float*>(master) + u.shard_offset, {u.part_len}, DType::F32, be_.device());
     dp_.all_gather(in, out);
-    const int64_t block_begin = part_.padded_block_begin(u.block);
-    const int64_t rel = u.padded_begin - block_begin;
-    const int64_t real = std::clamp<int64_t>(block_numel(u.block) - rel, 0, u.padded_len);
-    const int64_t dst = layout_.blocks()[static_cast<size_t>(u.block)].begin + rel;
-    be_.copy_to_host(full + dst, tmp, static_cast<size_t>(real) * 4);
+    be_.copy_to_host(full + u.layout_begin, tmp, static_cast<size_t>(u.real_len) * 4);
   }
 }
 
@@ -214,7 +214,7 @@ void PartitionedStates::after_load(int64_t adam_step) {
   const float* master = master_.view({part_.shard_numel()}, DType::F32).f32();
   if (zero_.stage == 3) {
     from_f32(be_, shard_params_.data(), working_, master, part_.shard_numel());
-    for (auto& g : gathered_) g.block = -1;
+    for (auto& g : gathered_) g.unit = -1;
     return;
   }
   const int rank = dp_.rank();
@@ -226,100 +226,149 @@ void PartitionedStates::after_load(int64_t adam_step) {
 
 // ---- parameters -------------------------------------------------------------------------------
 
-PartitionedStates::Gathered* PartitionedStates::find_gathered(int block) {
+PartitionedStates::Gathered* PartitionedStates::find_gathered(int u) {
   for (auto& g : gathered_)
-    if (g.block == block) return &g;
+    if (g.unit == u) return &g;
   return nullptr;
 }
 
-PartitionedStates::Gathered& PartitionedStates::gather(int block) {
-  if (Gathered* g = find_gathered(block)) return *g;
+PartitionedStates::Gathered& PartitionedStates::start_gather(int u) {
   Gathered* slot = nullptr;
-  for (auto& g : gathered_)  // a persistent slot reserved for this block
-    if (g.reserved == block) slot = &g;
-  if (slot == nullptr) {
-    for (auto& g : gathered_) {  // else the least recently used free shared slot
-      if (g.persistent || g.in_use || !g.pending.empty()) continue;
-      if (slot == nullptr || g.last_use < slot->last_use) slot = &g;
-    }
-  }
-  ZT_CHECK(slot != nullptr, "no free slot to gather block {}", block);
-  slot->block = block;
-  const int64_t base = part_.padded_block_begin(block);
-  const auto [first, last] = part_.block_units(block);
-  for (int k = first; k < last; ++k) {
-    const auto& u = part_.units()[static_cast<size_t>(k)];
-    Tensor in = typed(shard_params_, u.shard_offset, u.part_len, working_);
-    Tensor out = typed(slot->buffer, u.padded_begin - base, u.padded_len, working_);
-    slot->pending.push_back(dp_.all_gather_async(in, out));
-  }
+  for (auto& g : gathered_)  // a persistent slot reserved for this unit
+    if (g.reserved == u) slot = &g;
+  if (slot == nullptr)
+    for (auto& g : gathered_)
+      if (g.reserved < 0 && g.unit < 0) {
+        slot = &g;
+        break;
+      }
+  ZT_CHECK(slot != nullptr, "no free slot to gather unit {}", u);
+  slot->pending.wait();  // a dropped prefetch may still be landing
+  slot->unit = u;
+  const auto& pu = unit(u);
+  Tensor in = typed(shard_params_, pu.shard_offset, pu.part_len, working_);
+  Tensor out = typed(slot->buffer, 0, pu.padded_len, working_);
+  slot->pending = dp_.all_gather_async(in, out);
   return *slot;
 }
 
-void PartitionedStates::prefetch_after(int block) {
+void PartitionedStates::prefetch_after(int u) {
   if (!trace_valid_) return;
-  if (trace_pos_ >= trace_.size() || trace_[trace_pos_] != block) {
+  if (trace_pos_ >= trace_.size() || trace_[trace_pos_] != u) {
     trace_valid_ = false;  // the model changed its order: stop guessing
+    for (auto& g : gathered_) g.prefetched = false;
     return;
   }
-  if (trace_pos_ + 1 >= trace_.size()) return;
-  const int next = trace_[trace_pos_ + 1];
-  if (find_gathered(next) != nullptr || part_.padded_block_len(next) > zero_.prefetch_bucket_elems)
+  // The next unit the model will ask for that it does not hold now: gathered ahead, into a free
+  // slot, only if its acquire would gather it anyway (so prefetching never adds traffic).
+  for (size_t i = trace_pos_ + 1; i < trace_.size(); ++i) {
+    const int next = trace_[i];
+    const Gathered* g = find_gathered(next);
+    if (g != nullptr && g->held > 0) continue;
+    if (g != nullptr) return;
+    for (const auto& s : gathered_)
+      if (s.reserved == next) return;  // persistent: gathered once per step on first use
+    for (auto& s : gathered_)
+      if (s.reserved < 0 && s.unit < 0) {
+        start_gather(next).prefetched = true;
+        return;
+      }
     return;
-  for (const auto& g : gathered_)
-    if ((!g.persistent && !g.in_use && g.pending.empty() && g.block != next) ||
-        g.reserved == next) {
-      gather(next);
-      return;
-    }
-}
-
-CRef PartitionedStates::acquire(int block) {
-  ZT_CHECK(held_ < 0, "block {} acquired while block {} is held", block, held_);
-  held_ = block;
-  const int64_t base = part_.padded_block_begin(block);
-  const void* src = nullptr;
-  if (zero_.stage == 3) {
-    // A released block's gathered copy is dropped once another block is needed: only the rank's
-    // shard stays resident, and every block is gathered once in forward and once in backward.
-    if (last_released_ >= 0 && last_released_ != block)
-      if (Gathered* old = find_gathered(last_released_); old != nullptr && !old->persistent)
-        old->block = -1;
-    last_released_ = -1;
-    Gathered& g = gather(block);
-    for (auto& h : g.pending) h.wait();
-    g.pending.clear();
-    g.in_use = true;
-    g.last_use = ++use_clock_;
-    src = g.buffer.data();
-    if (recording_) trace_.push_back(block);
-    prefetch_after(block);
-    ++trace_pos_;
-  } else {
-    src = at(full_params_.data(), working_, base);
   }
-  return {src, working_};
 }
 
-void PartitionedStates::release(int block) {
-  ZT_CHECK(held_ == block, "release of block {} which is not held", block);
-  held_ = -1;
+CRef PartitionedStates::acquire(const Span& s) {
+  const int64_t off = layout_offset(s);
+  if (zero_.stage != 3) return {at(full_params_.data(), working_, part_.padded_of(off)), working_};
+  const int u = part_.unit_of(off);
+  // A released unit's copy lives until another unit is acquired: only the rank's shard stays
+  // resident, and a pass reaches each unit in one run, so it is gathered once per pass.
+  for (auto& g : gathered_)
+    if (g.reserved < 0 && g.unit >= 0 && g.unit != u && g.held == 0 && !g.prefetched) g.unit = -1;
+  Gathered* g = find_gathered(u);
+  if (g == nullptr) g = &start_gather(u);
+  g->pending.wait();
+  g->prefetched = false;
+  ++g->held;
+  if (recording_) trace_.push_back(u);
+  prefetch_after(u);
+  ++trace_pos_;
+  return {at(g->buffer.data(), working_, off - unit(u).layout_begin), working_};
+}
+
+void PartitionedStates::release(const Span& s) {
   if (zero_.stage != 3) return;
-  // The gathered copy stays valid until the next acquire of another block (parameters change
-  // only in step()), so the block the model comes straight back to — the tied embedding, from
-  // the head's forward to its backward — is not gathered again.
-  if (Gathered* g = find_gathered(block)) {
-    g->in_use = false;
-    if (!g->persistent) last_released_ = block;
-  }
+  Gathered* g = find_gathered(part_.unit_of(layout_offset(s)));
+  ZT_CHECK(g != nullptr && g->held > 0, "release of a span that is not held");
+  --g->held;
 }
 
 // ---- gradients --------------------------------------------------------------------------------
 
-float* PartitionedStates::grads(int block) {
+float* PartitionedStates::open_grads(const Span& s) {
   if (zero_.stage == 1 && !half())
-    return static_cast<float*>(full_grads_.data()) + part_.padded_block_begin(block);
-  return grad_slot(block);
+    return static_cast<float*>(full_grads_.data()) + part_.padded_of(layout_offset(s));
+  return staging_.open(s);
+}
+
+void PartitionedStates::close_grads(const Span& s) {
+  const int64_t off = layout_offset(s);
+  const int u = part_.unit_of(off);
+  const auto& pu = unit(u);
+  ZT_CHECK(off + s.len <= pu.layout_begin + pu.real_len, "gradient span crosses a unit");
+  if (zero_.stage == 1) {
+    if (half())
+      accumulate_f32(be_, at(full_grads_.data(), working_, part_.padded_of(off)), working_,
+                     staging_.find(s), s.len);
+  } else {
+    Reduction& r = filling(u);
+    from_f32(be_, at(r.input.data(), working_, off - pu.layout_begin), working_, staging_.find(s),
+             s.len);
+  }
+  if (zero_.stage >= 2 || half()) staging_.close(s);
+  int64_t& left = unit_pending_[static_cast<size_t>(u)];
+  left -= s.len;
+  ZT_CHECK(left >= 0, "unit {}: gradient elements closed twice", u);
+  if (left > 0) return;
+  left = pu.real_len;
+  if (zero_.stage == 1) {
+    if (last_microbatch_ && zero_.overlap_comm) launch_stage1(u);
+    return;
+  }
+  launch(reductions_[static_cast<size_t>(unit_fill_[static_cast<size_t>(u)])]);
+}
+
+PartitionedStates::Reduction& PartitionedStates::filling(int u) {
+  if (const int i = unit_fill_[static_cast<size_t>(u)]; i >= 0)
+    return reductions_[static_cast<size_t>(i)];
+  Reduction* r = nullptr;
+  for (auto& x : reductions_)
+    if (x.state == Fill::Free) r = &x;
+  if (r == nullptr) {  // all busy: wait for the oldest reduction in flight
+    for (auto& x : reductions_)
+      if (x.state == Fill::InFlight && (r == nullptr || x.order < r->order)) r = &x;
+    ZT_CHECK(r != nullptr, "more than {} gradient units filling at once", kReductions);
+    complete(*r);
+  }
+  const auto& pu = unit(u);
+  if (pu.padded_len > pu.real_len)  // the padding reduces as zeros
+    be_.fill_zero(at(r->input.data(), working_, pu.real_len),
+                  static_cast<size_t>(pu.padded_len - pu.real_len) * dtype_size(working_));
+  r->unit = u;
+  r->state = Fill::Filling;
+  unit_fill_[static_cast<size_t>(u)] = static_cast<int>(r - reductions_.data());
+  return *r;
+}
+
+void PartitionedStates::launch(Reduction& r) {
+  const auto& u = unit(r.unit);
+  unit_fill_[static_cast<size_t>(r.unit)] = -1;
+  r.state = Fill::InFlight;
+  r.order = ++launches_;
+  r.launched = Clock::now();
+  r.handle = dp_.reduce_scatter_async(typed(r.input, 0, u.padded_len, working_),
+                                      typed(r.output, 0, u.part_len, working_));
+  if (!zero_.overlap_comm) complete(r);
 }
 
 void PartitionedStates::complete(Reduction& r) {
@@ -328,63 +377,35 @@ void PartitionedStates::complete(Reduction& r) {
   const auto t1 = Clock::now();
   comm_ms_ += ms_between(r.launched, t1);
   hidden_ms_ += ms_between(r.launched, t1) - ms_between(t0, t1);
-  const auto& u = part_.units()[static_cast<size_t>(r.unit)];
+  const auto& u = unit(r.unit);
   auto* tmp = static_cast<float*>(f32_chunk_.data());
   to_f32(be_, tmp, r.output.data(), working_, u.part_len);
   accumulate_f32(be_, at(shard_grads_.data(), working_, u.shard_offset), working_, tmp, u.part_len);
   r.unit = -1;
+  r.state = Fill::Free;
 }
 
-void PartitionedStates::reduce_unit(int unit, const float* block_grad) {
-  Reduction& r = reductions_[next_reduction_];
-  next_reduction_ = (next_reduction_ + 1) % reductions_.size();
-  if (r.unit >= 0) complete(r);  // both buffers busy: wait for the older one
-  const auto& u = part_.units()[static_cast<size_t>(unit)];
-  from_f32(be_, r.input.data(), working_,
-           block_grad + (u.padded_begin - part_.padded_block_begin(u.block)), u.padded_len);
-  r.unit = unit;
-  r.launched = Clock::now();
-  r.handle = dp_.reduce_scatter_async(typed(r.input, 0, u.padded_len, working_),
-                                      typed(r.output, 0, u.part_len, working_));
-  if (!zero_.overlap_comm) complete(r);
-}
-
-void PartitionedStates::launch_stage1(int block) {
-  const auto [first, last] = part_.block_units(block);
-  for (int k = first; k < last; ++k) {
-    const auto& u = part_.units()[static_cast<size_t>(k)];
-    const auto i = static_cast<size_t>(k);
-    if (stage1_launched_[i]) continue;
-    stage1_launched_[i] = 1;
-    stage1_times_[i] = Clock::now();
-    // In place: the own part of the summed gradient lands where the rank's own part already is.
-    Tensor in = typed(full_grads_, u.padded_begin, u.padded_len, working_);
-    stage1_handles_[i] =
-        dp_.reduce_scatter_async(in, in.slice(dp_.rank() * u.part_len, {u.part_len}));
-  }
-}
-
-void PartitionedStates::grads_done(int block) {
-  if (zero_.stage == 1) {
-    if (half()) {
-      accumulate_f32(be_, at(full_grads_.data(), working_, part_.padded_block_begin(block)),
-                     working_, grad_slot(block), block_numel(block));
-      grad_slots_.close(block);
-    }
-    if (last_microbatch_ && zero_.overlap_comm) launch_stage1(block);
-    return;
-  }
-  const float* g = grad_slot(block);
-  const auto [first, last] = part_.block_units(block);
-  for (int k = first; k < last; ++k) reduce_unit(k, g);
-  grad_slots_.close(block);
+void PartitionedStates::launch_stage1(int k) {
+  const auto i = static_cast<size_t>(k);
+  if (stage1_launched_[i]) return;
+  // At most kReductions in flight: each half one holds an fp32 staging copy in the communicator.
+  if (stage1_order_.size() - stage1_waited_ >= static_cast<size_t>(kReductions))
+    stage1_handles_[static_cast<size_t>(stage1_order_[stage1_waited_++])].wait();
+  const auto& u = unit(k);
+  stage1_launched_[i] = 1;
+  stage1_times_[i] = Clock::now();
+  stage1_order_.push_back(k);
+  // In place: the own part of the summed gradient lands where the rank's own part already is.
+  Tensor in = typed(full_grads_, u.padded_begin, u.padded_len, working_);
+  stage1_handles_[i] =
+      dp_.reduce_scatter_async(in, in.slice(dp_.rank() * u.part_len, {u.part_len}));
 }
 
 void PartitionedStates::finish_reductions() {
   const auto backward_end = Clock::now();
   double exposed = 0;
   if (zero_.stage == 1) {
-    for (int b = 0; b < layout_.num_blocks(); ++b) launch_stage1(b);
+    for (int k = 0; k < static_cast<int>(part_.units().size()); ++k) launch_stage1(k);
     for (size_t i = 0; i < stage1_handles_.size(); ++i) {
       const bool was_done = stage1_handles_[i].test();
       const auto t0 = Clock::now();
@@ -396,9 +417,12 @@ void PartitionedStates::finish_reductions() {
           ms_between(stage1_times_[i], std::min(backward_end, was_done ? backward_end : t1));
       stage1_launched_[i] = 0;
     }
+    stage1_order_.clear();
+    stage1_waited_ = 0;
   } else {
     for (auto& r : reductions_) {
-      if (r.unit < 0) continue;
+      ZT_CHECK(r.state != Fill::Filling, "unit {}: gradient incomplete at the step", r.unit);
+      if (r.state != Fill::InFlight) continue;
       const auto t0 = Clock::now();
       complete(r);
       exposed += ms_between(t0, Clock::now());
@@ -483,7 +507,7 @@ StepResult PartitionedStates::step(double lr, double loss_scale) {
   }
   if (zero_.stage == 3) {
     from_f32(be_, shard_params_.data(), working_, master, part_.shard_numel());
-    for (auto& g : gathered_) g.block = -1;  // every gathered copy is stale now
+    for (auto& g : gathered_) g.unit = -1;  // every gathered copy is stale now
     return r;
   }
   const int rank = dp_.rank();

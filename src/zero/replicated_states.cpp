@@ -63,13 +63,18 @@ ReplicatedStates::ReplicatedStates(const ParamLayout& layout, DType working, con
   v_ = pool.allocate({n}, DType::F32, MemCategory::Optimizer);
   if (half()) {
     master_ = pool.allocate({n}, DType::F32, MemCategory::Optimizer);
-    int64_t slot = 0;
-    for (const auto& b : layout_.blocks()) slot = std::max(slot, b.numel());
-    grad_slots_ = GradSlots(ctx, slot);
+    staging_ = GradStaging(ctx, longest_chunk(layout_, zero.reduce_bucket_elems));
     chunk_ = pool.allocate({kChunk}, DType::F32, MemCategory::Buffers);
   }
+  for (const auto& b : layout_.blocks()) pending_.push_back(b.numel());
   init_parameters_on(ctx, layout_, seed, master_params().f32());
   sync_working_from_master();
+  if (zero.dp != nullptr && zero.dp->size() > 1 && half()) {
+    const GradBuckets buckets(layout_, zero.reduce_bucket_elems);
+    int64_t bucket = 0;
+    for (const auto& k : buckets.buckets()) bucket = std::max(bucket, k.end - k.begin);
+    zero.dp->reserve_staging(static_cast<size_t>(bucket), DpGradSync::kInFlight);
+  }
   if (zero.dp != nullptr && zero.dp->size() > 1)
     sync_ = std::make_unique<DpGradSync>(*zero.dp, layout_, working_grads(),
                                          zero.reduce_bucket_elems, zero.overlap_comm);
@@ -121,27 +126,28 @@ GradSyncTiming ReplicatedStates::grad_sync_timing() const {
   return sync_ ? sync_->timing() : GradSyncTiming{};
 }
 
-CRef ReplicatedStates::acquire(int block) {
-  const BlockRange& b = layout_.blocks().at(static_cast<size_t>(block));
-  return {at(params_.data(), working_, b.begin), working_};
+CRef ReplicatedStates::acquire(const Span& s) {
+  return {at(params_.data(), working_, begin(s)), working_};
 }
 
-void ReplicatedStates::release(int) {}
+void ReplicatedStates::release(const Span&) {}
 
-float* ReplicatedStates::grads(int block) {
-  const BlockRange& b = layout_.blocks().at(static_cast<size_t>(block));
-  if (!half()) return static_cast<float*>(grads_.data()) + b.begin;
-  return grad_slots_.open(block, b.numel());
+float* ReplicatedStates::open_grads(const Span& s) {
+  if (!half()) return static_cast<float*>(grads_.data()) + begin(s);
+  return staging_.open(s);
 }
 
-void ReplicatedStates::grads_done(int block) {
+void ReplicatedStates::close_grads(const Span& s) {
   if (half()) {
-    const BlockRange& b = layout_.blocks().at(static_cast<size_t>(block));
-    accumulate_f32(be_, at(grads_.data(), working_, b.begin), working_,
-                   grad_slots_.open(block, b.numel()), b.numel());
-    grad_slots_.close(block);
+    accumulate_f32(be_, at(grads_.data(), working_, begin(s)), working_, staging_.find(s), s.len);
+    staging_.close(s);
   }
-  if (sync_) sync_->block_done(block);
+  int64_t& left = pending_[static_cast<size_t>(s.block)];
+  left -= s.len;
+  ZT_CHECK(left >= 0, "block {}: gradient elements closed twice", s.block);
+  if (left > 0) return;
+  left = layout_.blocks()[static_cast<size_t>(s.block)].numel();
+  if (sync_) sync_->block_done(s.block);
 }
 
 void ReplicatedStates::zero_grad() {

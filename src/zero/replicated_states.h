@@ -3,11 +3,12 @@
 // in constant-size buckets started during backward (DpGradSync).
 #include <array>
 #include <memory>
+#include <vector>
 
 #include "kernels/backend.h"
 #include "src/comm/scalar_reducer.h"
 #include "src/core/memory_pool.h"
-#include "src/zero/grad_slots.h"
+#include "src/zero/grad_staging.h"
 #include "src/zero/model_states.h"
 
 namespace zt {
@@ -17,10 +18,11 @@ class ReplicatedStates final : public ModelStates {
   ReplicatedStates(const ParamLayout& layout, DType working, const AdamConfig& adam,
                    const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero);
 
-  CRef acquire(int block) override;
-  void release(int block) override;
-  float* grads(int block) override;
-  void grads_done(int block) override;
+  int64_t max_span() const override { return zero_.reduce_bucket_elems; }
+  CRef acquire(const Span& s) override;
+  void release(const Span& s) override;
+  float* open_grads(const Span& s) override;
+  void close_grads(const Span& s) override;
 
   void zero_grad() override;
   void begin_microbatch(bool last) override;
@@ -51,11 +53,13 @@ class ReplicatedStates final : public ModelStates {
   Buffer grads_;   // working precision
   Buffer master_;  // fp32, only when working precision is half
   Buffer m_, v_;
-  // Half precision only: fp32 views the model computes with — the one block it holds, and its
-  // open gradient blocks.
-  int held_ = -1;
-  GradSlots grad_slots_;
-  Buffer chunk_;  // fp32 staging for the optimizer step, constant size
+  int64_t begin(const Span& s) const {
+    return layout_.blocks()[static_cast<size_t>(s.block)].begin + s.offset;
+  }
+  // Half precision only: the fp32 spans the model adds its gradients into.
+  GradStaging staging_;
+  std::vector<int64_t> pending_;  // per block: gradient elements not yet closed this backward
+  Buffer chunk_;                  // fp32 staging for the optimizer step, constant size
   std::unique_ptr<DpGradSync> sync_;
   std::unique_ptr<comm::ScalarReducer> norm_;
   int64_t adam_step_ = 0;

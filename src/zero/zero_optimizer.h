@@ -18,10 +18,11 @@ class ZeroOptimizer final : public ParamSource {
                 const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero = {});
   ~ZeroOptimizer() override;
 
-  CRef acquire(int block) override { return states_->acquire(block); }
-  void release(int block) override { states_->release(block); }
-  float* grads(int block) override { return states_->grads(block); }
-  void grads_done(int block) override { states_->grads_done(block); }
+  int64_t max_span() const override { return states_->max_span(); }
+  CRef acquire(const Span& s) override { return states_->acquire(s); }
+  void release(const Span& s) override { states_->release(s); }
+  float* open_grads(const Span& s) override { return states_->open_grads(s); }
+  void close_grads(const Span& s) override { states_->close_grads(s); }
 
   void zero_grad() { states_->zero_grad(); }
   // Before each micro-batch's forward/backward (stages 0–1 reduce only during the last).

@@ -31,6 +31,7 @@
 // only once after fp32 accumulation of all micro-batches) differ, and requires some: it can tell
 // them apart.
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <cstdint>
 #include <string>
@@ -137,12 +138,17 @@ int64_t mismatches(int stage, DType working, int micro, bool overlap,
   opt.zero_grad();
   for (int k = 0; k < micro; ++k) {
     opt.begin_microbatch(k == micro - 1);
-    // Backward order: the last block first.
-    for (int b = layout.num_blocks() - 1; b >= 0; --b) {
-      const BlockRange& range = layout.blocks()[static_cast<size_t>(b)];
-      float* slot = opt.grads(b);
-      for (int64_t i = 0; i < range.numel(); ++i) slot[i] = slot_value(rank, k, range.begin + i);
-      opt.grads_done(b);
+    // Backward order: the last parameter first, each in the model's chunks of whole rows.
+    const auto& params = layout.params();
+    for (auto p = params.rbegin(); p != params.rend(); ++p) {
+      const int64_t step = p->chunk_rows(opt.max_span()) * p->row_len();
+      const int64_t block_begin = layout.blocks()[static_cast<size_t>(p->block)].begin;
+      for (int64_t at = (p->numel() - 1) / step * step; at >= 0; at -= step) {
+        const Span span{p->block, p->offset - block_begin + at, std::min(step, p->numel() - at)};
+        float* g = opt.open_grads(span);
+        for (int64_t i = 0; i < span.len; ++i) g[i] = slot_value(rank, k, p->offset + at + i);
+        opt.close_grads(span);
+      }
     }
   }
   const StepResult s = opt.step(1e-3, 1.0);

@@ -1,7 +1,7 @@
 // The planner predicts what a real run measures: for several layouts in fp32, bf16 and fp16, every
 // MemoryPool category the plan covers (buffers included) and the dp/tp bytes per step from
 // CommStats are equal — computed by the same layout, partition and byte-count code, so exactly,
-// not within a tolerance.
+// not within a tolerance. And the buffers stay the same bytes when the model grows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -111,6 +111,59 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     expect_equal(m.comm_bytes_dp, p.comm_dp, "dp bytes", i);
     expect_equal(m.comm_bytes_tp, p.comm_tp, "tp bytes", i);
   }
+}
+
+// ZeRO-R's constant-size buffers: with the same bucket flags, a wider, deeper model with a larger
+// vocabulary allocates exactly the same buffer bytes, in every stage and precision — and the
+// planner says so too. (tp = 1: tensor parallelism's activation all-reduce is staged per [N, h].)
+TEST(Planner, BuffersDoNotGrowWithTheModel) {
+  const int dp = dist::world().size();
+  struct Size {
+    int layers, hidden, vocab;
+  };
+  const Size sizes[] = {{2, 32, 50}, {2, 64, 50}, {2, 32, 400}, {5, 32, 50}};
+  for (const DType working : {F32, BF16, F16})
+    for (int stage = 0; stage <= 3; ++stage) {
+      size_t first = 0;
+      for (const Size& z : sizes) {
+        TrainOptions o;
+        o.num_layers = z.layers;
+        o.hidden_size = z.hidden;
+        o.num_attention_heads = 4;
+        o.seq_length = 16;
+        o.vocab_size = z.vocab;
+        o.make_vocab_size_divisible_by = 16;
+        o.micro_batch_size = 2;
+        o.global_batch_size = 2 * dp;
+        o.train_iters = 1;
+        o.mock_data = true;
+        o.zero_stage = stage;
+        o.bf16 = working == BF16;
+        o.fp16 = working == F16;
+        if (o.fp16) o.initial_loss_scale = 1024;
+        o.reduce_bucket_size = 1500;
+        o.param_persistence_threshold = 0;
+        comm::Topology topo(dist::world(), 1);
+        Trainer t(o, dist::pool(), &topo);
+        const StepMetrics m = t.run(false).back();
+        const size_t measured = m.memory_peak[static_cast<size_t>(MemCategory::Buffers)];
+        PlanInput in;
+        in.model = t.config();
+        in.dp = dp;
+        in.zero_stage = stage;
+        in.working = working;
+        in.micro_batch = o.micro_batch_size;
+        in.reduce_bucket_elems = o.reduce_bucket_size;
+        in.param_persistence_threshold = o.param_persistence_threshold;
+        const std::string what = std::string(dtype_name(working)) + " stage " +
+                                 std::to_string(stage) + " layers " + std::to_string(z.layers) +
+                                 " hidden " + std::to_string(z.hidden) + " vocab " +
+                                 std::to_string(z.vocab);
+        EXPECT_EQ(measured, plan_memory(in).buffers) << what;
+        if (first == 0) first = measured;
+        EXPECT_EQ(measured, first) << what << ": buffers grew with the model";
+      }
+    }
 }
 
 }  // namespace

@@ -114,11 +114,13 @@ TEST(ZeroStages, MemoryAndCommunicationAreThePapers) {
     const StepMetrics& m = r.steps.back();
     const double states = static_cast<double>(
         cat(m, MemCategory::Params) + cat(m, MemCategory::Grads) + cat(m, MemCategory::Optimizer));
-    // Padding: each block is padded to a multiple of Nd·16 elements.
-    EXPECT_NEAR(states, expect[stage], 0.01 * expect[stage]) << "stage " << stage;
+    // Padding: each partition unit is padded to a multiple of Nd·16 elements, and this
+    // 17.8k-parameter model has 17 units (reduce bucket 3000): 1.2% measured at Nd = 4, so 2%.
+    // A model of realistic size pads by well under 0.1%.
+    EXPECT_NEAR(states, expect[stage], 0.02 * expect[stage]) << "stage " << stage;
     const double comm_expect = nd == 1 ? 0 : (stage == 3 ? 3 : 2) * psi * 2;
     for (const auto& s : r.steps)
-      EXPECT_NEAR(static_cast<double>(s.comm_bytes_dp), comm_expect, 0.01 * comm_expect + 1)
+      EXPECT_NEAR(static_cast<double>(s.comm_bytes_dp), comm_expect, 0.02 * comm_expect + 1)
           << "stage " << stage;
     if (print)
       std::printf("%5d %12zu %12zu %12zu %12.0f [%.0f] %12llu [%.0f]\n", stage,

@@ -156,7 +156,7 @@ TEST(CheckpointShard, AnyRangeReadsBackAndAFlippedBitIsCaught) {
 
 TEST(CheckpointMeta, FieldsOfTheWrongTypeOrRangeAreRefused) {
   nlohmann::json meta = {
-      {"format", "zerotron-checkpoint-2"},
+      {"format", "zerotron-checkpoint-3"},
       {"iteration", 3},
       {"partition_unit_elems", 100},
       {"model", model_to_json(tiny())},

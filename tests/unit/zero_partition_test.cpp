@@ -2,6 +2,7 @@
 // one rank, shards are equal, units never cross blocks and are the configured constant size.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "src/model/param_layout.h"
@@ -42,12 +43,25 @@ TEST(Partition, EveryElementHasExactlyOneOwner) {
           EXPECT_GE(s.layout_offset, spec.offset);
           EXPECT_LE(s.layout_offset + s.len, spec.offset + spec.numel());
         }
+        int64_t longest_row = 0;
+        for (const auto& spec : layout.params())
+          longest_row = std::max(longest_row, spec.row_len());
         for (const auto& u : p.units()) {
           EXPECT_EQ(u.padded_len % (dp * Partition::kAlign), 0);
-          EXPECT_LE(u.padded_len, std::max<int64_t>(unit, dp * Partition::kAlign));
+          EXPECT_LT(u.padded_len - u.real_len, dp * Partition::kAlign) << "padding < a quantum";
+          EXPECT_LE(u.real_len, std::max(unit, longest_row)) << "bounded by the unit flag";
           EXPECT_GE(u.padded_begin, p.padded_block_begin(u.block));
           EXPECT_LE(u.padded_begin + u.padded_len,
                     p.padded_block_begin(u.block) + p.padded_block_len(u.block));
+        }
+        // Every chunk the model reaches (whole rows, chunk_rows) lies inside one unit.
+        for (const auto& spec : layout.params()) {
+          const int64_t step = spec.chunk_rows(unit) * spec.row_len();
+          for (int64_t at = 0; at < spec.numel(); at += step) {
+            const int64_t end = std::min(spec.numel(), at + step);
+            EXPECT_EQ(p.unit_of(spec.offset + at), p.unit_of(spec.offset + end - 1))
+                << spec.name << " chunk at " << at << " unit " << unit;
+          }
         }
       }
       for (size_t i = 0; i < owners.size(); ++i)
@@ -59,8 +73,10 @@ TEST(Partition, EveryElementHasExactlyOneOwner) {
 TEST(Partition, PaddingIsSmall) {
   const ParamLayout layout = ParamLayout::gpt(config());
   const Partition p(layout, 4, 0, 1 << 20);
-  // At most one quantum (Nd·kAlign) of padding per block.
-  EXPECT_LT(p.padded_numel() - layout.numel(), layout.num_blocks() * 4 * Partition::kAlign);
+  // Less than one quantum (Nd·kAlign) of padding per unit; here one unit per block.
+  EXPECT_EQ(p.units().size(), static_cast<size_t>(layout.num_blocks()));
+  EXPECT_LT(p.padded_numel() - layout.numel(),
+            static_cast<int64_t>(p.units().size()) * 4 * Partition::kAlign);
   EXPECT_EQ(p.padded_of(layout.blocks()[1].begin), p.padded_block_begin(1));
 }
 

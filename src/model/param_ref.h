@@ -1,0 +1,58 @@
+#pragma once
+// ParamRef: one parameter as the model reaches it through a ParamSource — its block, where it
+// starts in the block, and its rows — and the chunks of whole rows it is cut into.
+#include <cstdint>
+#include <string>
+
+#include "src/model/param_layout.h"
+#include "src/model/param_source.h"
+
+namespace zt {
+
+struct ParamRef {
+  int block = 0;
+  int64_t offset = 0;  // block-relative
+  int64_t rows = 0, row_len = 0;
+
+  static ParamRef of(const ParamLayout& layout, const std::string& name);
+  int64_t numel() const { return rows * row_len; }
+  Span span() const { return {block, offset, numel()}; }
+  Span row_span(int64_t row0, int64_t n) const {
+    return {block, offset + row0 * row_len, n * row_len};
+  }
+  int64_t chunk(const ParamSource& src) const { return chunk_rows(rows, row_len, src.max_span()); }
+};
+
+// The parameter held whole (one span), released when this goes out of scope.
+class Held {
+ public:
+  Held(ParamSource& src, const Span& s) : src_(&src), span_(s), p_(src.acquire(s)) {}
+  Held(ParamSource& src, const ParamRef& p) : Held(src, p.span()) {}
+  ~Held() { src_->release(span_); }
+  Held(const Held&) = delete;
+  Held& operator=(const Held&) = delete;
+  CRef get() const { return p_; }
+
+ private:
+  ParamSource* src_;
+  Span span_;
+  CRef p_;
+};
+
+// A gradient span open for adding into, closed when this goes out of scope.
+class GradSpan {
+ public:
+  GradSpan(ParamSource& src, const Span& s) : src_(&src), span_(s), p_(src.open_grads(s)) {}
+  GradSpan(ParamSource& src, const ParamRef& p) : GradSpan(src, p.span()) {}
+  ~GradSpan() { src_->close_grads(span_); }
+  GradSpan(const GradSpan&) = delete;
+  GradSpan& operator=(const GradSpan&) = delete;
+  float* get() const { return p_; }
+
+ private:
+  ParamSource* src_;
+  Span span_;
+  float* p_;
+};
+
+}  // namespace zt
