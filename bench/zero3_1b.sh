@@ -21,8 +21,8 @@ tiny=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --vocab-size 50257
   --seq-length 256)
 layout=(--micro-batch-size 1 --bf16 --reduce-bucket-size 5e6 --allgather-bucket-size 5e6
   --checkpoint-activations)
-plan() {  # plan MODEL...: zerotron estimate's JSON for 4 data-parallel ranks at stage 3
-  "$zt" estimate "$@" "${layout[@]}" --data-parallel-size 4 --zero-stage 3 --json
+plan() {  # plan MODEL...: the plan of this CPU run (MPI stages half reductions in fp32)
+  "$zt" estimate "$@" "${layout[@]}" --device cpu --data-parallel-size 4 --zero-stage 3 --json
 }
 run() {  # run NAME MODEL...: 4 ranks, stage 3; each rank's peak RSS into NAME.rss.<rank>
   local name=$1
