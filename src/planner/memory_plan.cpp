@@ -10,17 +10,18 @@
 #include "src/model/param_layout.h"
 #include "src/zero/activation_checkpointer.h"
 #include "src/zero/dp_grad_sync.h"
+#include "src/zero/gathered_params.h"
 #include "src/zero/grad_buckets.h"
 #include "src/zero/grad_staging.h"
 #include "src/zero/partition.h"
-#include "src/zero/partitioned_states.h"
+#include "src/zero/reduce_scatter_grads.h"
 
 namespace zt {
 namespace {
 
 // The constant-size buffers the trainer's components allocate (their sources give the reason
 // for each size); tests/dist/planner_test.cpp checks the sum against MemoryPool.
-constexpr size_t kStagingChunk = size_t{1} << 20;  // fp32 elements: Replicated/PartitionedStates
+constexpr size_t kStagingChunk = size_t{1} << 20;          // fp32 elements: ZeroStates' workspace
 constexpr size_t kTrainerScalars = kNumMemCategories + 2;  // Trainer's metrics reducer
 
 // ScalarReducer: every rank's values as two fp32 words each.
@@ -62,7 +63,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   const auto max_unit = static_cast<size_t>(part.max_unit());
   size_t max_part = 0;
   for (const auto& u : part.units()) max_part = std::max(max_part, static_cast<size_t>(u.part_len));
-  const auto reductions = static_cast<size_t>(PartitionedStates::kReductions);
+  const auto reductions = static_cast<size_t>(ReduceScatterUnits::kReductions);
   b += std::max(kStagingChunk, max_part) * 4;  // fp32 optimizer chunk
   if (in.zero_stage >= 2 || half) b += staging;
   if (staged) b += mpi_staging_bytes(max_unit, dp, reductions);
@@ -75,12 +76,12 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
       else
         b += static_cast<size_t>(u.padded_len) * e;
     }
-    if (shared) b += static_cast<size_t>(PartitionedStates::kGatherSlots) * max_unit * e;
+    if (shared) b += static_cast<size_t>(GatheredParams::kSlots) * max_unit * e;
   }
   return b;
 }
 
-// Stage-3 all-gathers of one micro-batch: PartitionedStates gathers a unit when the model
+// Stage-3 all-gathers of one micro-batch: GatheredParams gathers a unit when the model
 // acquires a span in it and it is not resident, and drops a released unit once another is
 // acquired. The model reaches each unit in one run per pass: forward every unit (the word
 // embedding's twice: lookup and head); backward the head's units again but the last (still
@@ -164,7 +165,7 @@ MemoryPlan plan_memory(const PlanInput& in) {
   p.num_parameters = in.model.num_parameters();
   p.rank_parameters = layout.numel();
   switch (in.zero_stage) {
-    case 0:  // ReplicatedStates: all on every rank; fp32 master only beside half weights
+    case 0:  // stage 0: all on every rank; fp32 master only beside half weights
       p.params = p.grads = numel * e;
       p.optimizer = (half ? 3 : 2) * numel * 4;
       break;

@@ -15,7 +15,7 @@
 #include "src/train/checkpoint_reader.h"
 #include "src/train/checkpoint_shard.h"
 #include "src/zero/partition.h"
-#include "src/zero/partitioned_states.h"
+#include "src/zero/zero_optimizer.h"
 
 namespace zt {
 namespace fs = std::filesystem;
@@ -125,12 +125,7 @@ struct OwnedRun {
 std::vector<OwnedRun> owned_runs(Trainer& t) {
   const ParamLayout& L = t.optimizer().layout();
   std::vector<OwnedRun> runs;
-  if (t.optimizer().stage() == 0) {
-    for (const auto& p : L.params()) runs.push_back({&p, 0, p.numel(), p.offset});
-    return runs;
-  }
-  const auto& states = dynamic_cast<const PartitionedStates&>(t.optimizer().states());
-  for (const auto& s : states.partition().segments()) {
+  for (const auto& s : t.optimizer().shard().segments) {
     const ParamSpec& p = L.params()[static_cast<size_t>(s.param)];
     runs.push_back({&p, s.layout_offset - p.offset, s.len, s.shard_offset});
   }

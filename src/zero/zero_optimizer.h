@@ -1,13 +1,12 @@
 #pragma once
-// ZeroOptimizer: the trainer's handle on the model states under a ZeRO stage. Stage 0 keeps
-// everything on every rank (ReplicatedStates); stages 1–3 partition over the data-parallel group
-// (PartitionedStates). It is the model's ParamSource either way: the model does not change per
-// stage.
+// ZeroOptimizer: the trainer's handle on the model states under a ZeRO stage (ZeroStates: a
+// parameter store, a gradient reducer and the sharded optimizer chosen by the stage). It is the
+// model's ParamSource: the model does not change per stage.
 #include <memory>
 
 #include "src/core/memory_pool.h"
 #include "src/zero/model_states.h"
-#include "src/zero/replicated_states.h"
+#include "src/zero/zero_states.h"
 
 namespace zt {
 
@@ -43,19 +42,20 @@ class ZeroOptimizer final : public ParamSource {
   int stage() const { return zero_.stage; }
   const ParamLayout& layout() const { return layout_; }
   DType working_dtype() const { return working_; }
-  ModelStates& states() { return *states_; }
+  ZeroStates& states() { return *states_; }
+  // What this rank owns of the master parameters and moments (owned_state's order).
+  const Shard& shard() const { return states_->shard(); }
   // Stage 0 only: the resident full tensors.
-  ReplicatedStates& replicated();
-  Tensor working_params() { return replicated().working_params(); }
-  Tensor working_grads() { return replicated().working_grads(); }
-  Tensor master_params() { return replicated().master_params(); }
-  void sync_working_from_master() { replicated().sync_working_from_master(); }
+  Tensor working_params() { return states_->working_params(); }
+  Tensor working_grads() { return states_->working_grads(); }
+  Tensor master_params() { return states_->master_params(); }
+  void sync_working_from_master() { states_->sync_working_from_master(); }
 
  private:
   ParamLayout layout_;
   DType working_;
   ZeroConfig zero_;
-  std::unique_ptr<ModelStates> states_;
+  std::unique_ptr<ZeroStates> states_;
 };
 
 }  // namespace zt

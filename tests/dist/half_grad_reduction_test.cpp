@@ -1,15 +1,15 @@
 // The data-parallel gradient reduction's numerics in half precision, checked bitwise through
 // every ZeRO stage's own reducer (ZeroOptimizer, dp = world, tp = 1).
 //
-// What the stages do today (src/zero/replicated_states.cpp, partitioned_states.cpp; the
-// communicator's part in src/comm/mpi_communicator.cpp):
-//   - The model hands each block's gradient over in an fp32 slot (accumulated in fp32 across
-//     the block's ops), rounded once into the half gradient.
-//   - Stages 0-1 round each micro-batch's block gradient into the rank's full half gradient,
-//     g = round(g + slot) (fp32 add, one rounding), and reduce once, after the last
+// What the stages do today (the reducers in src/zero/all_reduce_grads.cpp and
+// reduce_scatter_grads.cpp; the communicator's part in src/comm/mpi_communicator.cpp):
+//   - The model hands each gradient span over in fp32 staging (accumulated in fp32 across the
+//     ops that produce it), rounded once into the half gradient.
+//   - Stages 0-1 round each micro-batch's span into the rank's full half gradient,
+//     g = round(g + span) (fp32 add, one rounding), and reduce once, after the last
 //     micro-batch: all-reduce (stage 0, constant-size buckets) or reduce-scatter (stage 1).
-//   - Stages 2-3 round each micro-batch's block gradient to half, reduce-scatter it unit by unit
-//     as the block completes, and add the reduced part to the half shard, g = round(g + part).
+//   - Stages 2-3 round each micro-batch's span to half, reduce-scatter each unit as soon as all
+//     of its spans are in, and add the reduced part to the half shard, g = round(g + part).
 //   - The reduction itself: on MpiCommunicator (CPU backend) a half tensor is widened into an
 //     fp32 staging buffer, summed with MPI_SUM on fp32 and rounded once back to half; the wire
 //     carries fp32 (CommStats counts the paper's 2-byte elements). NcclCommunicator (CUDA)

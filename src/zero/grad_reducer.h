@@ -1,0 +1,36 @@
+#pragma once
+// GradReducer: how a rank's gradients cross the data-parallel group — one part of a ZeRO stage.
+// The model opens and closes gradient spans (ParamSource); the reducer stages them, starts the
+// reduction of whatever range is complete, and at the step holds this rank's summed gradient of
+// every segment of its Shard:
+//   AllReduceGrads       stage 0: the whole gradient kept; buckets all-reduced as they complete.
+//   ReduceScatterAtStep  stage 1: the whole gradient kept; each unit reduce-scattered in place
+//                        once the last micro-batch completes it.
+//   ReduceScatterUnits   stages 2-3: only the own shard kept; each unit staged and
+//                        reduce-scattered as soon as backward completes it, every micro-batch.
+#include <chrono>
+
+#include "src/model/param_source.h"
+#include "src/zero/dp_grad_sync.h"
+#include "src/zero/partition.h"
+
+namespace zt {
+
+class GradReducer {
+ public:
+  virtual ~GradReducer() = default;
+  virtual float* open(const Span& s) = 0;
+  virtual void close(const Span& s) = 0;
+  virtual void begin_microbatch(bool last) = 0;
+  virtual void zero() = 0;
+  // Completes every reduction of the step.
+  virtual void finish() = 0;
+  // The summed gradient of a segment of the rank's Shard, in the working precision.
+  virtual const void* grad(const ShardSegment& s) const = 0;
+  // True when every data-parallel rank holds the same summed gradient (then one speaks for all
+  // in the global norm).
+  virtual bool replicated() const = 0;
+  virtual GradSyncTiming timing() const = 0;
+};
+
+}  // namespace zt

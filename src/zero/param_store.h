@@ -1,0 +1,30 @@
+#pragma once
+// ParamStore: where the working parameters live and how the model reaches them — one part of a
+// ZeRO stage.
+//   ResidentParams  stage 0: every parameter, in layout order.
+//   PaddedParams    stages 1-2: every parameter, in the partition's padded space; after the step
+//                   each rank's updated parts are all-gathered unit by unit.
+//   GatheredParams  stage 3: only the own shard; a unit is all-gathered when the model acquires
+//                   a span in it.
+#include "src/model/param_source.h"
+
+namespace zt {
+
+class ParamStore {
+ public:
+  virtual ~ParamStore() = default;
+  virtual CRef acquire(const Span& s) = 0;
+  virtual void release(const Span& s) = 0;
+  // The working parameters again from the updated fp32 master shard (collective over the
+  // data-parallel group in stages 1-2).
+  virtual void from_master(const float* master) = 0;
+  // The working parameters from a full fp32 host copy every rank holds, and the master shard
+  // already set from it (no collective).
+  virtual void from_full(const float* full, const float* master) = 0;
+  // Around each step's micro-batches (stage 3 learns the acquire order from the first step and
+  // prefetches by it).
+  virtual void begin_step() {}
+  virtual void end_step() {}
+};
+
+}  // namespace zt

@@ -1,0 +1,235 @@
+#include "src/zero/reduce_scatter_grads.h"
+
+#include <algorithm>
+
+#include "src/zero/precision.h"
+
+namespace zt {
+namespace {
+
+double ms_between(std::chrono::steady_clock::time_point a,
+                  std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+Tensor typed(const Buffer& b, int64_t offset, int64_t n, DType t) {
+  return b.view({offset + n}, t).slice(offset, {n});
+}
+
+int64_t layout_offset(const ParamLayout& layout, const Span& s) {
+  return layout.blocks()[static_cast<size_t>(s.block)].begin + s.offset;
+}
+
+// The unit holding span `s`, which must lie inside it.
+int unit_of_span(const ParamLayout& layout, const Partition& part, const Span& s) {
+  const int64_t off = layout_offset(layout, s);
+  const int u = part.unit_of(off);
+  const auto& pu = part.units()[static_cast<size_t>(u)];
+  ZT_CHECK(off + s.len <= pu.layout_begin + pu.real_len, "gradient span crosses a unit");
+  return u;
+}
+
+}  // namespace
+
+// ---- stage 1 ----------------------------------------------------------------------------------
+
+ReduceScatterAtStep::ReduceScatterAtStep(const ParamLayout& layout, const Partition& part,
+                                         DType working, const DeviceContext& ctx,
+                                         comm::Communicator& dp, int64_t span_elems, bool overlap)
+    : layout_(layout),
+      part_(part),
+      working_(working),
+      be_(ctx.backend()),
+      dp_(dp),
+      overlap_(overlap) {
+  grads_ = ctx.pool().allocate({part_.padded_numel()}, working_, MemCategory::Grads);
+  if (half()) staging_ = GradStaging(ctx, longest_chunk(layout_, span_elems));
+  for (const auto& u : part_.units()) pending_.push_back(u.real_len);
+  handles_.resize(part_.units().size());
+  launched_.assign(part_.units().size(), 0);
+  times_.resize(part_.units().size());
+}
+
+float* ReduceScatterAtStep::open(const Span& s) {
+  if (!half())
+    return static_cast<float*>(grads_.data()) + part_.padded_of(layout_offset(layout_, s));
+  return staging_.open(s);
+}
+
+void ReduceScatterAtStep::close(const Span& s) {
+  const int u = unit_of_span(layout_, part_, s);
+  if (half()) {
+    accumulate_f32(be_, at(grads_.data(), working_, part_.padded_of(layout_offset(layout_, s))),
+                   working_, staging_.find(s), s.len);
+    staging_.close(s);
+  }
+  int64_t& left = pending_[static_cast<size_t>(u)];
+  left -= s.len;
+  ZT_CHECK(left >= 0, "unit {}: gradient elements closed twice", u);
+  if (left > 0) return;
+  left = part_.units()[static_cast<size_t>(u)].real_len;
+  if (last_microbatch_ && overlap_) launch(u);
+}
+
+void ReduceScatterAtStep::launch(int k) {
+  const auto i = static_cast<size_t>(k);
+  if (launched_[i]) return;
+  if (order_.size() - waited_ >= static_cast<size_t>(kInFlight))
+    handles_[static_cast<size_t>(order_[waited_++])].wait();
+  const auto& u = part_.units()[i];
+  launched_[i] = 1;
+  times_[i] = Clock::now();
+  order_.push_back(k);
+  Tensor in = typed(grads_, u.padded_begin, u.padded_len, working_);
+  handles_[i] = dp_.reduce_scatter_async(in, in.slice(dp_.rank() * u.part_len, {u.part_len}));
+}
+
+void ReduceScatterAtStep::zero() {
+  be_.fill_zero(grads_.data(), grads_.bytes());
+}
+
+void ReduceScatterAtStep::finish() {
+  const auto backward_end = Clock::now();
+  double exposed = 0, comm = 0, hidden = 0;
+  for (int k = 0; k < static_cast<int>(part_.units().size()); ++k) launch(k);
+  for (size_t i = 0; i < handles_.size(); ++i) {
+    const bool was_done = handles_[i].test();
+    const auto t0 = Clock::now();
+    handles_[i].wait();
+    const auto t1 = Clock::now();
+    exposed += ms_between(t0, t1);
+    comm += ms_between(times_[i], was_done ? backward_end : t1);
+    hidden += ms_between(times_[i], std::min(backward_end, was_done ? backward_end : t1));
+    launched_[i] = 0;
+  }
+  order_.clear();
+  waited_ = 0;
+  timing_ = GradSyncTiming{};
+  timing_.buckets = static_cast<int>(part_.units().size());
+  timing_.comm_ms = comm;
+  timing_.exposed_ms = exposed;
+  timing_.hidden_fraction = comm > 0 ? std::clamp(hidden / comm, 0.0, 1.0) : 0;
+}
+
+const void* ReduceScatterAtStep::grad(const ShardSegment& s) const {
+  return at(grads_.data(), working_, part_.padded_of_shard(s.unit, s.shard_offset));
+}
+
+// ---- stages 2-3 -------------------------------------------------------------------------------
+
+ReduceScatterUnits::ReduceScatterUnits(const ParamLayout& layout, const Partition& part,
+                                       DType working, const DeviceContext& ctx,
+                                       comm::Communicator& dp, int64_t span_elems, bool overlap,
+                                       float* scratch)
+    : layout_(layout),
+      part_(part),
+      working_(working),
+      be_(ctx.backend()),
+      dp_(dp),
+      overlap_(overlap),
+      scratch_(scratch) {
+  MemoryPool& pool = ctx.pool();
+  shard_ = pool.allocate({part_.shard_numel()}, working_, MemCategory::Grads);
+  staging_ = GradStaging(ctx, longest_chunk(layout_, span_elems));
+  for (const auto& u : part_.units()) pending_.push_back(u.real_len);
+  fill_.assign(part_.units().size(), -1);
+  int64_t max_part = 0;
+  for (const auto& u : part_.units()) max_part = std::max(max_part, u.part_len);
+  reductions_.resize(kReductions);
+  for (auto& r : reductions_) {
+    r.input = pool.allocate({part_.max_unit()}, working_, MemCategory::Buffers);
+    r.output = pool.allocate({max_part}, working_, MemCategory::Buffers);
+  }
+}
+
+ReduceScatterUnits::~ReduceScatterUnits() {
+  for (auto& r : reductions_) r.handle = comm::Handle();
+}
+
+void ReduceScatterUnits::close(const Span& s) {
+  const int u = unit_of_span(layout_, part_, s);
+  const auto& pu = part_.units()[static_cast<size_t>(u)];
+  Reduction& r = filling(u);
+  from_f32(be_, at(r.input.data(), working_, layout_offset(layout_, s) - pu.layout_begin), working_,
+           staging_.find(s), s.len);
+  staging_.close(s);
+  int64_t& left = pending_[static_cast<size_t>(u)];
+  left -= s.len;
+  ZT_CHECK(left >= 0, "unit {}: gradient elements closed twice", u);
+  if (left > 0) return;
+  left = pu.real_len;
+  launch(r);
+}
+
+ReduceScatterUnits::Reduction& ReduceScatterUnits::filling(int u) {
+  if (const int i = fill_[static_cast<size_t>(u)]; i >= 0)
+    return reductions_[static_cast<size_t>(i)];
+  Reduction* r = nullptr;
+  for (auto& x : reductions_)
+    if (x.state == Fill::Free) r = &x;
+  if (r == nullptr) {  // all busy: wait for the oldest reduction in flight
+    for (auto& x : reductions_)
+      if (x.state == Fill::InFlight && (r == nullptr || x.order < r->order)) r = &x;
+    ZT_CHECK(r != nullptr, "more than {} gradient units filling at once", kReductions);
+    complete(*r);
+  }
+  const auto& pu = part_.units()[static_cast<size_t>(u)];
+  if (pu.padded_len > pu.real_len)  // the padding reduces as zeros
+    be_.fill_zero(at(r->input.data(), working_, pu.real_len),
+                  static_cast<size_t>(pu.padded_len - pu.real_len) * dtype_size(working_));
+  r->unit = u;
+  r->state = Fill::Filling;
+  fill_[static_cast<size_t>(u)] = static_cast<int>(r - reductions_.data());
+  return *r;
+}
+
+void ReduceScatterUnits::launch(Reduction& r) {
+  const auto& u = part_.units()[static_cast<size_t>(r.unit)];
+  fill_[static_cast<size_t>(r.unit)] = -1;
+  r.state = Fill::InFlight;
+  r.order = ++launches_;
+  r.launched = Clock::now();
+  r.handle = dp_.reduce_scatter_async(typed(r.input, 0, u.padded_len, working_),
+                                      typed(r.output, 0, u.part_len, working_));
+  if (!overlap_) complete(r);
+}
+
+void ReduceScatterUnits::complete(Reduction& r) {
+  const auto t0 = Clock::now();
+  r.handle.wait();
+  const auto t1 = Clock::now();
+  comm_ms_ += ms_between(r.launched, t1);
+  hidden_ms_ += ms_between(r.launched, t1) - ms_between(t0, t1);
+  const auto& u = part_.units()[static_cast<size_t>(r.unit)];
+  to_f32(be_, scratch_, r.output.data(), working_, u.part_len);
+  accumulate_f32(be_, at(shard_.data(), working_, u.shard_offset), working_, scratch_, u.part_len);
+  r.unit = -1;
+  r.state = Fill::Free;
+}
+
+void ReduceScatterUnits::zero() {
+  be_.fill_zero(shard_.data(), shard_.bytes());
+}
+
+void ReduceScatterUnits::finish() {
+  double exposed = 0;
+  for (auto& r : reductions_) {
+    ZT_CHECK(r.state != Fill::Filling, "unit {}: gradient incomplete at the step", r.unit);
+    if (r.state != Fill::InFlight) continue;
+    const auto t0 = Clock::now();
+    complete(r);
+    exposed += ms_between(t0, Clock::now());
+  }
+  timing_ = GradSyncTiming{};
+  timing_.buckets = static_cast<int>(part_.units().size());
+  timing_.comm_ms = comm_ms_;
+  timing_.exposed_ms = exposed;
+  timing_.hidden_fraction = comm_ms_ > 0 ? std::clamp(hidden_ms_ / comm_ms_, 0.0, 1.0) : 0;
+  comm_ms_ = hidden_ms_ = 0;
+}
+
+const void* ReduceScatterUnits::grad(const ShardSegment& s) const {
+  return at(shard_.data(), working_, s.shard_offset);
+}
+
+}  // namespace zt

@@ -1,0 +1,108 @@
+#pragma once
+// The partitioned stages' gradient reducers, over the units of a Partition.
+//   ReduceScatterAtStep (stage 1): the whole gradient kept in padded space; once the last
+//     micro-batch has closed every span of a unit, its reduce-scatter starts in place, so the
+//     own part of the sum lands where the rank's own part already is.
+//   ReduceScatterUnits (stages 2-3): only the own shard kept; each unit is staged in the working
+//     precision as its spans close and reduce-scattered the moment it is complete, every
+//     micro-batch, and its part added (fp32, rounded once) into the shard.
+// Both keep at most kInFlight reductions going: a half one holds an fp32 copy in the MPI
+// communicator, so that staging is a constant number of units too.
+#include <chrono>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "src/core/memory_pool.h"
+#include "src/zero/grad_reducer.h"
+#include "src/zero/grad_staging.h"
+
+namespace zt {
+
+class ReduceScatterAtStep final : public GradReducer {
+ public:
+  static constexpr int kInFlight = 3;
+  ReduceScatterAtStep(const ParamLayout& layout, const Partition& part, DType working,
+                      const DeviceContext& ctx, comm::Communicator& dp, int64_t span_elems,
+                      bool overlap);
+  float* open(const Span& s) override;
+  void close(const Span& s) override;
+  void begin_microbatch(bool last) override { last_microbatch_ = last; }
+  void zero() override;
+  void finish() override;
+  const void* grad(const ShardSegment& s) const override;
+  bool replicated() const override { return false; }
+  GradSyncTiming timing() const override { return timing_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool half() const { return working_ != DType::F32; }
+  void launch(int unit);
+
+  const ParamLayout& layout_;
+  const Partition& part_;
+  DType working_;
+  Backend& be_;
+  comm::Communicator& dp_;
+  bool overlap_;
+  Buffer grads_;  // padded space, working precision
+  GradStaging staging_;
+  std::vector<int64_t> pending_;  // per unit: gradient elements not yet closed
+  std::vector<comm::Handle> handles_;
+  std::vector<char> launched_;
+  std::vector<Clock::time_point> times_;
+  std::vector<int> order_;  // units launched, oldest first
+  size_t waited_ = 0;
+  bool last_microbatch_ = true;
+  GradSyncTiming timing_;
+};
+
+class ReduceScatterUnits final : public GradReducer {
+ public:
+  static constexpr int kReductions = 3;  // units staged or in flight at once
+  // `scratch`: fp32 workspace of at least the largest unit part, shared with the optimizer.
+  ReduceScatterUnits(const ParamLayout& layout, const Partition& part, DType working,
+                     const DeviceContext& ctx, comm::Communicator& dp, int64_t span_elems,
+                     bool overlap, float* scratch);
+  ~ReduceScatterUnits() override;
+  float* open(const Span& s) override { return staging_.open(s); }
+  void close(const Span& s) override;
+  void begin_microbatch(bool) override {}
+  void zero() override;
+  void finish() override;
+  const void* grad(const ShardSegment& s) const override;
+  bool replicated() const override { return false; }
+  GradSyncTiming timing() const override { return timing_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  enum class Fill : uint8_t { Free, Filling, InFlight };
+  struct Reduction {
+    Buffer input, output;  // working precision: the unit, its own part of the sum
+    comm::Handle handle;
+    int unit = -1;
+    Fill state = Fill::Free;
+    uint64_t order = 0;
+    Clock::time_point launched;
+  };
+  Reduction& filling(int unit);
+  void launch(Reduction& r);
+  void complete(Reduction& r);
+
+  const ParamLayout& layout_;
+  const Partition& part_;
+  DType working_;
+  Backend& be_;
+  comm::Communicator& dp_;
+  bool overlap_;
+  float* scratch_;
+  Buffer shard_;  // the own shard, working precision
+  GradStaging staging_;
+  std::vector<int64_t> pending_;  // per unit
+  std::vector<int> fill_;         // per unit: its Reduction while filling, else -1
+  std::vector<Reduction> reductions_;
+  uint64_t launches_ = 0;
+  double comm_ms_ = 0, hidden_ms_ = 0;
+  GradSyncTiming timing_;
+};
+
+}  // namespace zt

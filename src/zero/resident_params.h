@@ -1,0 +1,55 @@
+#pragma once
+// The parameter stores that keep every working parameter (stages 0-2); see param_store.h.
+#include <cstdint>
+
+#include "kernels/backend.h"
+#include "src/comm/communicator.h"
+#include "src/core/memory_pool.h"
+#include "src/zero/param_store.h"
+#include "src/zero/partition.h"
+
+namespace zt {
+
+// Stage 0: layout order. In fp32 the working parameters are the master parameters themselves.
+class ResidentParams final : public ParamStore {
+ public:
+  ResidentParams(const ParamLayout& layout, DType working, const DeviceContext& ctx);
+  CRef acquire(const Span& s) override;
+  void release(const Span&) override {}
+  void from_master(const float* master) override;
+  void from_full(const float*, const float* master) override { from_master(master); }
+  Tensor params() const { return params_.view({layout_.numel()}, working_); }
+
+ private:
+  const ParamLayout& layout_;
+  DType working_;
+  Backend& be_;
+  Buffer params_;
+};
+
+// Stages 1-2: the partition's padded space, made from the seed on every rank (no collective).
+// `chunk`/`chunk_elems`: fp32 device workspace for conversions.
+class PaddedParams final : public ParamStore {
+ public:
+  PaddedParams(const ParamLayout& layout, const Partition& part, DType working,
+               const DeviceContext& ctx, comm::Communicator& dp, int64_t allgather_elems,
+               uint64_t seed, float* chunk, int64_t chunk_elems);
+  CRef acquire(const Span& s) override;
+  void release(const Span&) override {}
+  void from_master(const float* master) override;
+  void from_full(const float* full, const float* master) override;
+
+ private:
+  const ParamLayout& layout_;
+  const Partition& part_;
+  DType working_;
+  DeviceContext ctx_;
+  Backend& be_;
+  comm::Communicator& dp_;
+  int64_t allgather_elems_;
+  float* chunk_;
+  int64_t chunk_elems_;
+  Buffer params_;
+};
+
+}  // namespace zt

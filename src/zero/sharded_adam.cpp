@@ -1,0 +1,114 @@
+#include "src/zero/sharded_adam.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "src/zero/precision.h"
+
+namespace zt {
+namespace {
+
+constexpr int64_t kHostChunk = int64_t{1} << 20;  // host staging for initialisation: 4 MiB
+
+// Σ over the world group of each rank's share of the squared gradient norm (exact, rank order).
+double global_sum(comm::ScalarReducer* reducer, double local) {
+  if (reducer == nullptr) return local;
+  double v[1] = {local};
+  reducer->sum(v);
+  return v[0];
+}
+
+}  // namespace
+
+void init_parameters_on(const DeviceContext& ctx, const ParamLayout& layout, uint64_t seed,
+                        float* dst) {
+  if (!ctx.needs_staging()) {
+    init_parameters(layout, seed, dst);
+    return;
+  }
+  // The same values, parameter by parameter through one host chunk (init is a pure function of
+  // the element's index, so chunking changes nothing).
+  Buffer chunk = ctx.host().allocate({kHostChunk}, DType::F32, MemCategory::Buffers);
+  auto* h = static_cast<float*>(chunk.data());
+  for (const auto& p : layout.params())
+    for (int64_t i = 0; i < p.numel(); i += kHostChunk) {
+      const int64_t len = std::min(kHostChunk, p.numel() - i);
+      init_parameter_range(p, seed, i, len, h);
+      ctx.backend().copy_to_device(dst + p.offset + i, h, static_cast<size_t>(len) * 4);
+    }
+}
+
+ShardedAdam::ShardedAdam(const ParamLayout& layout, Shard shard, const AdamConfig& adam,
+                         const DeviceContext& ctx, float* master)
+    : layout_(layout), shard_(std::move(shard)), adam_(adam), be_(ctx.backend()), master_(master) {
+  MemoryPool& pool = ctx.pool();
+  if (master_ == nullptr) {
+    own_master_ = pool.allocate({shard_.numel}, DType::F32, MemCategory::Optimizer);
+    master_ = static_cast<float*>(own_master_.data());
+  }
+  m_ = pool.allocate({shard_.numel}, DType::F32, MemCategory::Optimizer);
+  v_ = pool.allocate({shard_.numel}, DType::F32, MemCategory::Optimizer);
+}
+
+std::vector<Tensor> ShardedAdam::state() const {
+  const int64_t n = shard_.numel;
+  return {Tensor(master_, {n}, DType::F32, be_.device()), m_.view({n}, DType::F32),
+          v_.view({n}, DType::F32)};
+}
+
+void ShardedAdam::set_from_layout_order(const float* master, const float* m, const float* v) {
+  float* dst[3] = {master_, static_cast<float*>(m_.data()), static_cast<float*>(v_.data())};
+  const float* src[3] = {master, m, v};
+  for (int k = 0; k < 3; ++k)
+    for (const auto& s : shard_.segments)
+      be_.copy_to_device(dst[k] + s.shard_offset, src[k] + s.layout_offset,
+                         static_cast<size_t>(s.len) * 4);
+}
+
+StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr, double loss_scale,
+                             bool speaks, int tp_rank, comm::ScalarReducer* norm, float* chunk,
+                             int64_t chunk_elems) {
+  const auto& params = layout_.params();
+  double local = 0;
+  if (speaks)
+    for (const auto& s : shard_.segments)
+      if (!params[static_cast<size_t>(s.param)].tp_replicated || tp_rank == 0)
+        local += sum_squares(be_, grads.grad(s), working, s.len);
+  const double sumsq = global_sum(norm, local);
+  StepResult r;
+  const bool finite = std::isfinite(sumsq);
+  r.grad_norm = finite ? std::sqrt(sumsq) / loss_scale : sumsq;
+  r.skipped = !finite;
+  if (r.skipped) return r;
+  ++steps_;
+  // torch.nn.utils.clip_grad_norm_'s rule, so runs compare with PyTorch's.
+  double coef = 1.0;
+  if (adam_.clip_grad > 0) coef = std::min(1.0, adam_.clip_grad / (r.grad_norm + 1e-6));
+  cpu::AdamWParams p;
+  p.lr = static_cast<float>(lr);
+  p.beta1 = static_cast<float>(adam_.beta1);
+  p.beta2 = static_cast<float>(adam_.beta2);
+  p.eps = static_cast<float>(adam_.eps);
+  p.grad_scale = static_cast<float>(coef / loss_scale);
+  p.step = steps_;
+  auto* m = static_cast<float*>(m_.data());
+  auto* v = static_cast<float*>(v_.data());
+  for (const auto& s : shard_.segments) {
+    p.weight_decay = params[static_cast<size_t>(s.param)].weight_decay
+                         ? static_cast<float>(adam_.weight_decay)
+                         : 0.0f;
+    const int64_t o = s.shard_offset;
+    if (working == DType::F32) {
+      be_.adamw(master_ + o, m + o, v + o, static_cast<const float*>(grads.grad(s)), s.len, p);
+      continue;
+    }
+    for (int64_t i = 0; i < s.len; i += chunk_elems) {
+      const int64_t len = std::min(chunk_elems, s.len - i);
+      to_f32(be_, chunk, at(grads.grad(s), working, i), working, len);
+      be_.adamw(master_ + o + i, m + o + i, v + o + i, chunk, len, p);
+    }
+  }
+  return r;
+}
+
+}  // namespace zt

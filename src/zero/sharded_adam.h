@@ -1,0 +1,53 @@
+#pragma once
+// ShardedAdam: the fp32 master parameters and Adam moments of a rank's Shard, and the AdamW step
+// over them from a GradReducer's summed gradient — the one optimizer of every ZeRO stage (stage 0's
+// shard is the whole layout).
+#include <cstdint>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "src/comm/scalar_reducer.h"
+#include "src/core/memory_pool.h"
+#include "src/zero/grad_reducer.h"
+#include "src/zero/model_states.h"
+#include "src/zero/shard.h"
+
+namespace zt {
+
+class ShardedAdam {
+ public:
+  // `master`: fp32 storage the caller already has for it (stage 0 in fp32: the working
+  // parameters), or null to allocate it.
+  ShardedAdam(const ParamLayout& layout, Shard shard, const AdamConfig& adam,
+              const DeviceContext& ctx, float* master);
+  float* master() const { return master_; }
+  const Shard& shard() const { return shard_; }
+  // Unscales by loss_scale, clips to the global norm (Σ over world of each rank's share: `speaks`
+  // says whether this rank's share counts, parameters replicated over tp on tp rank 0 only) and
+  // applies one AdamW step at lr. `chunk`: fp32 workspace for half gradients.
+  StepResult step(const GradReducer& grads, DType working, double lr, double loss_scale,
+                  bool speaks, int tp_rank, comm::ScalarReducer* norm, float* chunk,
+                  int64_t chunk_elems);
+  int64_t steps() const { return steps_; }
+  void set_steps(int64_t n) { steps_ = n; }
+  // master, m, v in shard order.
+  std::vector<Tensor> state() const;
+  // Sets master, m and v from full copies in ParamLayout order (host).
+  void set_from_layout_order(const float* master, const float* m, const float* v);
+
+ private:
+  const ParamLayout& layout_;
+  Shard shard_;
+  AdamConfig adam_;
+  Backend& be_;
+  Buffer own_master_, m_, v_;
+  float* master_;
+  int64_t steps_ = 0;
+};
+
+// init_parameters into `dst` (the whole layout, fp32, in the backend's memory), through a host
+// chunk when the host cannot write the device directly.
+void init_parameters_on(const DeviceContext& ctx, const ParamLayout& layout, uint64_t seed,
+                        float* dst);
+
+}  // namespace zt

@@ -1,0 +1,172 @@
+#include "src/zero/zero_states.h"
+
+#include <algorithm>
+
+#include "src/zero/all_reduce_grads.h"
+#include "src/zero/gathered_params.h"
+#include "src/zero/precision.h"
+#include "src/zero/reduce_scatter_grads.h"
+#include "src/zero/resident_params.h"
+
+namespace zt {
+namespace {
+
+constexpr int64_t kChunk = int64_t{1} << 20;  // fp32 workspace: 4 MiB
+
+}  // namespace
+
+ZeroStates::ZeroStates(const ParamLayout& layout, DType working, const AdamConfig& adam,
+                       const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero)
+    : layout_(layout), working_(working), zero_(zero), ctx_(ctx), be_(ctx.backend()), dp_(zero.dp) {
+  ZT_CHECK(zero.stage >= 0 && zero.stage <= 3, "no ZeRO stage {}", zero.stage);
+  MemoryPool& pool = ctx.pool();
+  const bool half = working_ != DType::F32;
+  if (zero.world != nullptr && zero.world->size() > 1)
+    norm_ = std::make_unique<comm::ScalarReducer>(*zero.world, ctx.host(), 1);
+  if (zero.stage == 0) {
+    auto params = std::make_unique<ResidentParams>(layout_, working_, ctx);
+    float* alias = half ? nullptr : params->params().f32();
+    store_ = std::move(params);
+    grads_ = std::make_unique<AllReduceGrads>(layout_, working_, ctx, dp_, zero.reduce_bucket_elems,
+                                              zero.overlap_comm);
+    adam_ = std::make_unique<ShardedAdam>(layout_, Shard::whole(layout_), adam, ctx, alias);
+    if (half) chunk_ = pool.allocate({kChunk}, DType::F32, MemCategory::Buffers);
+    init_parameters_on(ctx, layout_, seed, adam_->master());
+    store_->from_master(adam_->master());
+    return;
+  }
+  ZT_CHECK(dp_ != nullptr, "ZeRO stage {} needs a data-parallel group", zero.stage);
+  part_.emplace(layout_, dp_->size(), dp_->rank(), zero.reduce_bucket_elems);
+  const Partition& part = *part_;
+  int64_t max_part = 0;
+  for (const auto& u : part.units()) max_part = std::max(max_part, u.part_len);
+  // Constant-size: the largest unit part (a reduced gradient part), at least 4 MiB.
+  chunk_ = pool.allocate({std::max(kChunk, max_part)}, DType::F32, MemCategory::Buffers);
+  auto* chunk = static_cast<float*>(chunk_.data());
+  const int64_t chunk_elems = static_cast<int64_t>(chunk_.bytes() / 4);
+  adam_ = std::make_unique<ShardedAdam>(layout_, Shard::of(part), adam, ctx, nullptr);
+  // The own shard of the master parameters, element by element from the seed: the full model is
+  // never materialised in fp32. Where the host cannot write the device, through a host chunk.
+  {
+    Buffer host_chunk;
+    float* make = nullptr;
+    int64_t room = chunk_elems;
+    if (ctx.needs_staging()) {
+      room = std::min(kChunk, chunk_elems);
+      host_chunk = ctx.host().allocate({room}, DType::F32, MemCategory::Buffers);
+      make = static_cast<float*>(host_chunk.data());
+    }
+    float* master = adam_->master();
+    for (const auto& s : part.segments()) {
+      const auto& p = layout_.params()[static_cast<size_t>(s.param)];
+      if (make == nullptr) {
+        init_parameter_range(p, seed, s.layout_offset - p.offset, s.len, master + s.shard_offset);
+        continue;
+      }
+      for (int64_t i = 0; i < s.len; i += room) {
+        const int64_t len = std::min(room, s.len - i);
+        init_parameter_range(p, seed, s.layout_offset - p.offset + i, len, make);
+        be_.copy_to_device(master + s.shard_offset + i, make, static_cast<size_t>(len) * 4);
+      }
+    }
+  }
+  if (zero.stage == 3) {
+    store_ = std::make_unique<GatheredParams>(layout_, part, working_, ctx, *dp_,
+                                              zero.param_persistence_threshold);
+    store_->from_master(adam_->master());
+  } else {
+    store_ = std::make_unique<PaddedParams>(layout_, part, working_, ctx, *dp_,
+                                            zero.allgather_bucket_elems, seed, chunk, chunk_elems);
+  }
+  if (zero.stage == 1)
+    grads_ = std::make_unique<ReduceScatterAtStep>(layout_, part, working_, ctx, *dp_,
+                                                   zero.reduce_bucket_elems, zero.overlap_comm);
+  else
+    grads_ = std::make_unique<ReduceScatterUnits>(
+        layout_, part, working_, ctx, *dp_, zero.reduce_bucket_elems, zero.overlap_comm, chunk);
+  if (half)
+    dp_->reserve_staging(static_cast<size_t>(part.max_unit()), ReduceScatterUnits::kReductions);
+}
+
+ZeroStates::~ZeroStates() = default;
+
+void ZeroStates::zero_grad() {
+  grads_->zero();
+  store_->begin_step();
+}
+
+StepResult ZeroStates::step(double lr, double loss_scale) {
+  grads_->finish();
+  store_->end_step();
+  // Every data-parallel replica of a replicated gradient holds the same sum: dp rank 0 speaks
+  // for it.
+  const bool speaks = !grads_->replicated() || dp_ == nullptr || dp_->rank() == 0;
+  const StepResult r =
+      adam_->step(*grads_, working_, lr, loss_scale, speaks, zero_.tp_rank, norm_.get(),
+                  static_cast<float*>(chunk_.data()), static_cast<int64_t>(chunk_.bytes() / 4));
+  if (!r.skipped) store_->from_master(adam_->master());
+  return r;
+}
+
+void ZeroStates::gather_master(float* full) {
+  if (!part_) {
+    be_.copy_to_host(full, adam_->master(), static_cast<size_t>(layout_.numel()) * 4);
+    return;
+  }
+  // The gather lands in the backend's memory: a host vector on the CPU, a device buffer for the
+  // duration of this call elsewhere (checkpoint reshaping and tests call it, never a step).
+  const int64_t max_unit = part_->max_unit();
+  std::vector<float> host_tmp;
+  Buffer device_tmp;
+  float* tmp = nullptr;
+  if (ctx_.needs_staging()) {
+    device_tmp = ctx_.pool().allocate({max_unit}, DType::F32, MemCategory::Buffers);
+    tmp = static_cast<float*>(device_tmp.data());
+  } else {
+    host_tmp.resize(static_cast<size_t>(max_unit));
+    tmp = host_tmp.data();
+  }
+  float* master = adam_->master();
+  for (const auto& u : part_->units()) {
+    Tensor out(tmp, {u.padded_len}, DType::F32, be_.device());
+    Tensor in(master + u.shard_offset, {u.part_len}, DType::F32, be_.device());
+    dp_->all_gather(in, out);
+    be_.copy_to_host(full + u.layout_begin, tmp, static_cast<size_t>(u.real_len) * 4);
+  }
+}
+
+void ZeroStates::set_master(const float* full) {
+  float* master = adam_->master();
+  for (const auto& s : shard().segments)
+    be_.copy_to_device(master + s.shard_offset, full + s.layout_offset,
+                       static_cast<size_t>(s.len) * 4);
+  store_->from_full(full, master);
+}
+
+void ZeroStates::after_load(int64_t adam_step) {
+  adam_->set_steps(adam_step);
+  store_->from_master(adam_->master());
+}
+
+void ZeroStates::set_state_from_layout_order(const float* master, const float* m, const float* v) {
+  adam_->set_from_layout_order(master, m, v);
+}
+
+Tensor ZeroStates::working_params() const {
+  const auto* p = dynamic_cast<const ResidentParams*>(store_.get());
+  ZT_CHECK(p != nullptr, "stage {} keeps no full parameters; use gather_master()", zero_.stage);
+  return p->params();
+}
+
+Tensor ZeroStates::working_grads() const {
+  const auto* g = dynamic_cast<const AllReduceGrads*>(grads_.get());
+  ZT_CHECK(g != nullptr, "stage {} keeps no full gradient", zero_.stage);
+  return g->grads();
+}
+
+Tensor ZeroStates::master_params() const {
+  ZT_CHECK(!part_, "stage {} keeps only a shard of the master parameters", zero_.stage);
+  return Tensor(adam_->master(), {layout_.numel()}, DType::F32, be_.device());
+}
+
+}  // namespace zt
