@@ -22,7 +22,7 @@ struct GradSyncTiming {
 
 class DpGradSync {
  public:
-  static constexpr int kInFlight = 3;  // bucket all-reduces in flight at once
+  static constexpr int kInFlight = 2;  // bucket all-reduces in flight at once
 
   DpGradSync(comm::Communicator& dp, const ParamLayout& layout, Tensor grads, int64_t bucket_elems,
              bool overlap);

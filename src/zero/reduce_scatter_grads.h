@@ -6,8 +6,10 @@
 //   ReduceScatterUnits (stages 2-3): only the own shard kept; each unit is staged in the working
 //     precision as its spans close and reduce-scattered the moment it is complete, every
 //     micro-batch, and its part added (fp32, rounded once) into the shard.
-// Both keep at most kInFlight reductions going: a half one holds an fp32 copy in the MPI
-// communicator, so that staging is a constant number of units too.
+// Both are double-buffered, as DeepSpeed's reduce buckets: at most two units' reductions are
+// staged or in flight (a half one holds an fp32 copy in the MPI communicator, so that staging is
+// two units too). Two suffice because backward closes spans from the last element down (two
+// spans at most open at once), so at most two units are ever filling together.
 #include <chrono>
 #include <vector>
 
@@ -20,7 +22,7 @@ namespace zt {
 
 class ReduceScatterAtStep final : public GradReducer {
  public:
-  static constexpr int kInFlight = 3;
+  static constexpr int kInFlight = 2;
   ReduceScatterAtStep(const ParamLayout& layout, const Partition& part, DType working,
                       const DeviceContext& ctx, comm::Communicator& dp, int64_t span_elems,
                       bool overlap);
@@ -58,7 +60,7 @@ class ReduceScatterAtStep final : public GradReducer {
 
 class ReduceScatterUnits final : public GradReducer {
  public:
-  static constexpr int kReductions = 3;  // units staged or in flight at once
+  static constexpr int kReductions = 2;  // units staged or in flight at once
   // `scratch`: fp32 workspace of at least the largest unit part, shared with the optimizer.
   ReduceScatterUnits(const ParamLayout& layout, const Partition& part, DType working,
                      const DeviceContext& ctx, comm::Communicator& dp, int64_t span_elems,
