@@ -1,9 +1,11 @@
 #pragma once
-// Backend: the one interface the training stack computes through. It carries the operations of
-// kernels/cpu/ops.h (same arguments, same conventions: read that header for each contract) plus
-// the memory moves the stack needs between host and device, so src/model, src/tensor_parallel,
-// src/zero and src/train never name a backend: CpuBackend wraps zt::cpu, CudaBackend
-// (kernels/cuda/cuda_backend.h, only with ZT_HAVE_CUDA) wraps zt::cuda on its compute stream.
+// Backend: the one interface the training stack computes through. It carries the kernels of
+// kernels/ops.inc (same arguments on typed references, same conventions: read that file for each
+// contract) plus the memory moves the stack needs between host and device, so src/model,
+// src/tensor_parallel, src/zero and src/train never name a backend. kernels/kernel_backend.h
+// implements the kernels once over a backend's kernel class: CpuBackend over cpu::Kernels,
+// CudaBackend (kernels/cuda/cuda_backend.h, only with ZT_HAVE_CUDA) over cuda::Kernels on its
+// compute stream.
 //
 // Every pointer a kernel takes is device memory of the backend (host memory on the CPU), except
 // where a function says "host". Work is ordered on the backend's compute stream: a function that
@@ -39,7 +41,7 @@ class Backend {
   // The compute stream (a cudaStream_t) for code that enqueues its own work; null on the CPU.
   virtual void* stream() const = 0;
 
-  // ---- the kernels (kernels/cpu/ops.h) ----
+  // ---- the kernels (kernels/ops.inc) ----
   // Activations and parameters are Refs in the run's working precision (every Ref argument of
   // one call has the same type, except where a comment says otherwise); statistics, losses and
   // parameter gradients are fp32.

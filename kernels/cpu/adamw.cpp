@@ -7,7 +7,8 @@
 
 namespace zt::cpu {
 
-void adamw(float* param, float* m, float* v, const float* g, int64_t n, const AdamWParams& p) {
+void Kernels::adamw(float* param, float* m, float* v, const float* g, int64_t n,
+                    const AdamWParams& p, Exec) {
   ZT_CHECK(p.step >= 1, "adamw: step {} < 1", p.step);
   const AdamWConsts c = adamw_consts(p);
 #pragma omp parallel for schedule(static) if (n >= detail::kParallelMin)

@@ -208,8 +208,8 @@ Dims make_dims(int B, int T, int C, int NH) {
 // the libgomp and OpenBLAS pools trade the two cores at every small GEMM). The result does not
 // depend on the thread count: each head is computed by one thread, in a fixed order.
 template <typename T>
-void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int NH,
-                       const DropoutParams& drop) {
+void Kernels::attention_forward(T* out, T* att, std::type_identity_t<T>* /*scratch*/, const T* qkv,
+                                int B, int Tn, int C, int NH, const DropoutParams& drop, Exec) {
   ZT_CHECK(drop.p >= 0.0f && drop.p < 1.0f, "attention: dropout p={} outside [0, 1)", drop.p);
   const Dims d = make_dims(B, Tn, C, NH);
   const int BH = B * NH;
@@ -219,8 +219,8 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int Tn, int C, int N
 }
 
 template <typename T>
-void attention_backward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att, int B,
-                        int Tn, int C, int NH, const DropoutParams& drop) {
+void Kernels::attention_backward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att,
+                                 int B, int Tn, int C, int NH, const DropoutParams& drop, Exec) {
   ZT_CHECK(drop.p >= 0.0f && drop.p < 1.0f, "attention: dropout p={} outside [0, 1)", drop.p);
   const Dims d = make_dims(B, Tn, C, NH);
   const int BH = B * NH;
@@ -229,10 +229,11 @@ void attention_backward(T* dqkv, T* scratch, const T* dout, const T* qkv, const 
   for (int bh = 0; bh < BH; ++bh) backward_head(dqkv, scratch, dout, qkv, att, d, bh, drop);
 }
 
-#define ZT_ATTENTION(T)                                                                           \
-  template void attention_forward<T>(T*, T*, const T*, int, int, int, int, const DropoutParams&); \
-  template void attention_backward<T>(T*, T*, const T*, const T*, const T*, int, int, int, int,   \
-                                      const DropoutParams&);
+#define ZT_ATTENTION(T)                                                                        \
+  template void Kernels::attention_forward<T>(T*, T*, T*, const T*, int, int, int, int,        \
+                                              const DropoutParams&, Kernels::Exec);            \
+  template void Kernels::attention_backward<T>(T*, T*, const T*, const T*, const T*, int, int, \
+                                               int, int, const DropoutParams&, Kernels::Exec);
 ZT_ATTENTION(float)
 ZT_ATTENTION(bf16)
 ZT_ATTENTION(fp16)

@@ -21,22 +21,22 @@ void accumulate_impl(T* dst, const float* src, int64_t n) {
 
 }  // namespace
 
-void cast(bf16* dst, const float* src, int64_t n) {
+void Kernels::cast(bf16* dst, const float* src, int64_t n, Exec) {
   cast_impl(dst, src, n);
 }
-void cast(fp16* dst, const float* src, int64_t n) {
+void Kernels::cast(fp16* dst, const float* src, int64_t n, Exec) {
   cast_impl(dst, src, n);
 }
-void cast(float* dst, const bf16* src, int64_t n) {
+void Kernels::cast(float* dst, const bf16* src, int64_t n, Exec) {
   cast_impl(dst, src, n);
 }
-void cast(float* dst, const fp16* src, int64_t n) {
+void Kernels::cast(float* dst, const fp16* src, int64_t n, Exec) {
   cast_impl(dst, src, n);
 }
-void accumulate(bf16* dst, const float* src, int64_t n) {
+void Kernels::accumulate(bf16* dst, const float* src, int64_t n, Exec) {
   accumulate_impl(dst, src, n);
 }
-void accumulate(fp16* dst, const float* src, int64_t n) {
+void Kernels::accumulate(fp16* dst, const float* src, int64_t n, Exec) {
   accumulate_impl(dst, src, n);
 }
 

@@ -10,8 +10,8 @@
 namespace zt::cpu {
 
 template <typename T>
-void softmax_cross_entropy(T* logits, float* losses, const int32_t* targets, int N, int V,
-                           int v_real, float dloss) {
+void Kernels::softmax_cross_entropy(T* logits, float* losses, const int32_t* targets, int N, int V,
+                                    int v_real, float dloss, Exec) {
   ZT_CHECK(N > 0 && v_real > 0 && v_real <= V, "softmax_cross_entropy: N={} V={} v_real={}", N, V,
            v_real);
   for (int n = 0; n < N; ++n)
@@ -38,8 +38,11 @@ void softmax_cross_entropy(T* logits, float* losses, const int32_t* targets, int
   }
 }
 
-template void softmax_cross_entropy<float>(float*, float*, const int32_t*, int, int, int, float);
-template void softmax_cross_entropy<bf16>(bf16*, float*, const int32_t*, int, int, int, float);
-template void softmax_cross_entropy<fp16>(fp16*, float*, const int32_t*, int, int, int, float);
+template void Kernels::softmax_cross_entropy<float>(float*, float*, const int32_t*, int, int, int,
+                                                    float, Kernels::Exec);
+template void Kernels::softmax_cross_entropy<bf16>(bf16*, float*, const int32_t*, int, int, int,
+                                                   float, Kernels::Exec);
+template void Kernels::softmax_cross_entropy<fp16>(fp16*, float*, const int32_t*, int, int, int,
+                                                   float, Kernels::Exec);
 
 }  // namespace zt::cpu

@@ -9,7 +9,8 @@ namespace zt::cpu {
 
 // The counter of element i is drop.offset + i (see kernels/common/dropout.h).
 template <typename T>
-void dropout_add_forward(T* out, const T* a, const T* x, int64_t n, const DropoutParams& drop_in) {
+void Kernels::dropout_add_forward(T* out, const T* a, const T* x, int64_t n,
+                                  const DropoutParams& drop_in, Exec) {
   const DropoutParams drop = drop_in;  // a local copy: the stores below cannot alias it
   ZT_CHECK(drop.p >= 0.0f && drop.p < 1.0f, "dropout: p={} outside [0, 1)", drop.p);
   if (drop.p == 0.0f) {
@@ -24,7 +25,8 @@ void dropout_add_forward(T* out, const T* a, const T* x, int64_t n, const Dropou
 }
 
 template <typename T>
-void dropout_backward(T* dx, const T* dout, int64_t n, const DropoutParams& drop_in) {
+void Kernels::dropout_backward(T* dx, const T* dout, int64_t n, const DropoutParams& drop_in,
+                               Exec) {
   const DropoutParams drop = drop_in;
   ZT_CHECK(drop.p >= 0.0f && drop.p < 1.0f, "dropout: p={} outside [0, 1)", drop.p);
   if (drop.p == 0.0f) {
@@ -37,9 +39,11 @@ void dropout_backward(T* dx, const T* dout, int64_t n, const DropoutParams& drop
     dx[i] = from_float<T>(dropout_apply(to_float(dout[i]), drop, static_cast<uint64_t>(i)));
 }
 
-#define ZT_DROPOUT(T)                                                                          \
-  template void dropout_add_forward<T>(T*, const T*, const T*, int64_t, const DropoutParams&); \
-  template void dropout_backward<T>(T*, const T*, int64_t, const DropoutParams&);
+#define ZT_DROPOUT(T)                                                                     \
+  template void Kernels::dropout_add_forward<T>(T*, const T*, const T*, int64_t,          \
+                                                const DropoutParams&, Kernels::Exec);     \
+  template void Kernels::dropout_backward<T>(T*, const T*, int64_t, const DropoutParams&, \
+                                             Kernels::Exec);
 ZT_DROPOUT(float)
 ZT_DROPOUT(bf16)
 ZT_DROPOUT(fp16)

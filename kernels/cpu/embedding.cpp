@@ -7,8 +7,8 @@
 namespace zt::cpu {
 
 template <typename E>
-void embedding_forward(E* out, const int32_t* tokens, const E* wte, const E* wpe, int B, int T,
-                       int C, int v_begin, int v_local) {
+void Kernels::embedding_forward(E* out, const int32_t* tokens, const E* wte, const E* wpe, int B,
+                                int T, int C, int v_begin, int v_local, Exec) {
   ZT_CHECK(B > 0 && T > 0 && C > 0 && v_local >= 0, "embedding_forward: bad shape");
   const int BT = B * T;
 #pragma omp parallel for schedule(static) if (int64_t{BT} * C >= detail::kParallelMin)
@@ -34,8 +34,8 @@ void embedding_forward(E* out, const int32_t* tokens, const E* wte, const E* wpe
 // one thread, and within it the tokens are added in (b, t) order — the same order whatever the
 // thread count.
 template <typename E>
-void embedding_backward(float* dwte, float* dwpe, const E* dout, const int32_t* tokens, int B,
-                        int T, int C, int v_begin, int v_local) {
+void Kernels::embedding_backward(float* dwte, float* dwpe, const E* dout, const int32_t* tokens,
+                                 int B, int T, int C, int v_begin, int v_local, Exec) {
   ZT_CHECK(B > 0 && T > 0 && C > 0 && v_local >= 0, "embedding_backward: bad shape");
   constexpr int kBlock = 64;
   const int nblocks = (C + kBlock - 1) / kBlock;
@@ -61,11 +61,11 @@ void embedding_backward(float* dwte, float* dwpe, const E* dout, const int32_t* 
   }
 }
 
-#define ZT_EMBEDDING(E)                                                                          \
-  template void embedding_forward<E>(E*, const int32_t*, const E*, const E*, int, int, int, int, \
-                                     int);                                                       \
-  template void embedding_backward<E>(float*, float*, const E*, const int32_t*, int, int, int,   \
-                                      int, int);
+#define ZT_EMBEDDING(E)                                                                            \
+  template void Kernels::embedding_forward<E>(E*, const int32_t*, const E*, const E*, int, int,    \
+                                              int, int, int, Kernels::Exec);                       \
+  template void Kernels::embedding_backward<E>(float*, float*, const E*, const int32_t*, int, int, \
+                                               int, int, int, Kernels::Exec);
 ZT_EMBEDDING(float)
 ZT_EMBEDDING(bf16)
 ZT_EMBEDDING(fp16)

@@ -1,5 +1,5 @@
-// cpu::gemm_mixed: validation, the choice of path, and the convert-and-sgemm fallback. The oneDNN
-// path is in gemm_onednn.cpp; kernels/cpu/gemm_mixed.h describes both.
+// cpu::Kernels::gemm: validation, the choice of path, and the convert-and-sgemm fallback. The
+// oneDNN path is in gemm_onednn.cpp; kernels/cpu/gemm_mixed.h describes both.
 #include "kernels/cpu/gemm_mixed.h"
 
 #include <cblas.h>
@@ -225,9 +225,9 @@ void gemm_mixed(GemmPath path, bool ta, bool tb, int M, int N, int K, float alph
 
 }  // namespace detail
 
-void gemm_mixed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
-                int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
-                DType c_type) {
+void Kernels::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
+                   int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
+                   DType c_type, Exec) {
   detail::gemm_mixed(detail::GemmPath::Auto, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta,
                      C, ldc, ab_type, c_type);
 }

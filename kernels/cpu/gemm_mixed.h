@@ -1,5 +1,5 @@
 #pragma once
-// Internals of cpu::gemm_mixed (kernels/cpu/ops.h), exposed so tests and benchmarks can pick the
+// Internals of cpu::Kernels::gemm (kernels/cpu/ops.h), exposed so tests and benchmarks can pick the
 // path explicitly: both paths are then tested on a CPU that would always take oneDNN.
 //
 // Paths:
@@ -51,7 +51,7 @@ bool onednn_bf16_available();
 // Entries now in the primitive cache (for tests of its bound).
 size_t onednn_cache_size();
 
-// cpu::gemm_mixed with the path (and the fallback's tiles) chosen by the caller.
+// cpu::Kernels::gemm with the path (and the fallback's tiles) chosen by the caller.
 void gemm_mixed(GemmPath path, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                 const void* A, int lda, const void* B, int ldb, float beta, void* C, int ldc,
                 DType ab_type, DType c_type, const GemmTiles& tiles = kDefaultTiles);

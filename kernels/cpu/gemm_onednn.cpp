@@ -1,4 +1,4 @@
-// The oneDNN path of cpu::gemm_mixed: bf16 x bf16 -> fp32 or bf16 through oneDNN's matmul, with
+// The oneDNN path of cpu::Kernels::gemm: bf16 x bf16 -> fp32 or bf16 through oneDNN's matmul, with
 // its primitives in a bounded LRU cache (kernels/cpu/gemm_mixed.h).
 //
 // alpha and beta are compiled into each primitive (an output scale and a sum post-op) rather

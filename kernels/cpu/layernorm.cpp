@@ -38,8 +38,8 @@ float* row_buffer(int C) {
 }  // namespace
 
 template <typename T>
-void layernorm_forward(T* out, float* mean, float* rstd, const T* x, const T* w, const T* b, int N,
-                       int C) {
+void Kernels::layernorm_forward(T* out, float* mean, float* rstd, const T* x, const T* w,
+                                const T* b, int N, int C, Exec) {
   ZT_CHECK(N > 0 && C > 0, "layernorm_forward: bad shape N={} C={}", N, C);
 #pragma omp parallel for schedule(static) if (int64_t{N} * C >= detail::kParallelMin)
   for (int n = 0; n < N; ++n) {
@@ -57,8 +57,8 @@ void layernorm_forward(T* out, float* mean, float* rstd, const T* x, const T* w,
 // Two passes, both deterministic for any thread count: rows in parallel for dx, then fixed
 // channel blocks in parallel for dw and db (each block sums the rows in order).
 template <typename T>
-void layernorm_backward(T* dx, float* dw, float* db, const T* dout, const T* x, const T* w,
-                        const float* mean, const float* rstd, int N, int C) {
+void Kernels::layernorm_backward(T* dx, float* dw, float* db, const T* dout, const T* x, const T* w,
+                                 const float* mean, const float* rstd, int N, int C, Exec) {
   ZT_CHECK(N > 0 && C > 0, "layernorm_backward: bad shape N={} C={}", N, C);
   const bool par = int64_t{N} * C >= detail::kParallelMin;
   const float inv_c = 1.0f / static_cast<float>(C);
@@ -117,10 +117,12 @@ void layernorm_backward(T* dx, float* dw, float* db, const T* dout, const T* x, 
   }
 }
 
-#define ZT_LAYERNORM(T)                                                                           \
-  template void layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int, int); \
-  template void layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*,           \
-                                      const float*, const float*, int, int);
+#define ZT_LAYERNORM(T)                                                                          \
+  template void Kernels::layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*,  \
+                                              int, int, Kernels::Exec);                          \
+  template void Kernels::layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*, \
+                                               const float*, const float*, int, int,             \
+                                               Kernels::Exec);
 ZT_LAYERNORM(float)
 ZT_LAYERNORM(bf16)
 ZT_LAYERNORM(fp16)

@@ -7,7 +7,8 @@
 namespace zt::cpu {
 
 template <typename T, typename Y>
-void linear_forward(Y* y, const T* x, const T* w, const T* b, int N, int in, int out) {
+void Kernels::linear_forward(Y* y, const T* x, const T* w, const T* b, int N, int in, int out,
+                             Exec) {
   ZT_CHECK(N > 0 && in > 0 && out > 0, "linear_forward: bad shape N={} in={} out={}", N, in, out);
   float beta = 0.0f;
   if (b != nullptr) {
@@ -25,8 +26,8 @@ void linear_forward(Y* y, const T* x, const T* w, const T* b, int N, int in, int
 }
 
 template <typename T>
-void linear_backward(T* dx, float* dw, float* db, const T* dy, const T* x, const T* w, int N,
-                     int in, int out, bool accumulate_dx) {
+void Kernels::linear_backward(T* dx, float* dw, float* db, const T* dy, const T* x, const T* w,
+                              int N, int in, int out, bool accumulate_dx, Exec) {
   ZT_CHECK(N > 0 && in > 0 && out > 0, "linear_backward: bad shape N={} in={} out={}", N, in, out);
   if (dx != nullptr)
     gemm_t(false, false, N, in, out, 1.0f, dy, out, w, in, accumulate_dx ? 1.0f : 0.0f, dx, in);
@@ -51,17 +52,18 @@ void linear_backward(T* dx, float* dw, float* db, const T* dy, const T* x, const
   }
 }
 
-#define ZT_LINEAR(T)                                                                           \
-  template void linear_forward<T, T>(T*, const T*, const T*, const T*, int, int, int);         \
-  template void linear_backward<T>(T*, float*, float*, const T*, const T*, const T*, int, int, \
-                                   int, bool);
+#define ZT_LINEAR(T)                                                                               \
+  template void Kernels::linear_forward<T, T>(T*, const T*, const T*, const T*, int, int, int,     \
+                                              Kernels::Exec);                                      \
+  template void Kernels::linear_backward<T>(T*, float*, float*, const T*, const T*, const T*, int, \
+                                            int, int, bool, Kernels::Exec);
 ZT_LINEAR(float)
 ZT_LINEAR(bf16)
 ZT_LINEAR(fp16)
 #undef ZT_LINEAR
-template void linear_forward<bf16, float>(float*, const bf16*, const bf16*, const bf16*, int, int,
-                                          int);
-template void linear_forward<fp16, float>(float*, const fp16*, const fp16*, const fp16*, int, int,
-                                          int);
+template void Kernels::linear_forward<bf16, float>(float*, const bf16*, const bf16*, const bf16*,
+                                                   int, int, int, Kernels::Exec);
+template void Kernels::linear_forward<fp16, float>(float*, const fp16*, const fp16*, const fp16*,
+                                                   int, int, int, Kernels::Exec);
 
 }  // namespace zt::cpu

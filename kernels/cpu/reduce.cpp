@@ -40,23 +40,23 @@ bool has_inf_or_nan_impl(const T* x, int64_t n) {
 
 }  // namespace
 
-double sum_squares(const float* x, int64_t n) {
+double Kernels::sum_squares(const float* x, int64_t n, Exec) {
   return sum_squares_impl(x, n);
 }
-double sum_squares(const bf16* x, int64_t n) {
+double Kernels::sum_squares(const bf16* x, int64_t n, Exec) {
   return sum_squares_impl(x, n);
 }
-double sum_squares(const fp16* x, int64_t n) {
+double Kernels::sum_squares(const fp16* x, int64_t n, Exec) {
   return sum_squares_impl(x, n);
 }
 
-bool has_inf_or_nan(const float* x, int64_t n) {
+bool Kernels::has_inf_or_nan(const float* x, int64_t n, Exec) {
   return has_inf_or_nan_impl(x, n);
 }
-bool has_inf_or_nan(const bf16* x, int64_t n) {
+bool Kernels::has_inf_or_nan(const bf16* x, int64_t n, Exec) {
   return has_inf_or_nan_impl(x, n);
 }
-bool has_inf_or_nan(const fp16* x, int64_t n) {
+bool Kernels::has_inf_or_nan(const fp16* x, int64_t n, Exec) {
   return has_inf_or_nan_impl(x, n);
 }
 

@@ -43,8 +43,8 @@ void check_step(const AdamWParams& p) {
 }  // namespace
 }  // namespace detail
 
-void adamw(float* param, float* m, float* v, const float* g, int64_t n, const AdamWParams& p,
-           cudaStream_t stream) {
+void Kernels::adamw(float* param, float* m, float* v, const float* g, int64_t n,
+                    const AdamWParams& p, cudaStream_t stream) {
   detail::check_step(p);
   const AdamWConsts c = adamw_consts(p);
   detail::for_each(n, stream,

@@ -163,8 +163,16 @@ int64_t attention_forward_scratch_floats(int B, int T, int NH, const DropoutPara
 }
 
 template <typename E>
-void attention_forward(E* out, E* att, E* scratch, const E* qkv, int B, int T, int C, int NH,
-                       const DropoutParams& drop, cudaStream_t stream) {
+void Kernels::attention_forward(E* out, E* att, std::type_identity_t<E>* scratch, const E* qkv,
+                                int B, int T, int C, int NH, const DropoutParams& drop,
+                                cudaStream_t stream) {
+  // fp32 without the caller's scratch: the kernels' own grow-only buffer (kernels/cuda/context.h).
+  if constexpr (std::is_same_v<E, float>) {
+    const int64_t n = attention_forward_scratch_floats(B, T, NH, drop);
+    if (scratch == nullptr && n > 0)
+      scratch = static_cast<float*>(detail::scratch(
+          detail::Scratch::Attention, sizeof(float) * static_cast<size_t>(n), stream));
+  }
   const detail::Dims d = detail::make_dims(B, T, C, NH, drop);
   ZT_CU_CHECK(drop.p == 0.0f || scratch != nullptr,
               std::string("attention_forward: dropout needs scratch"));
@@ -190,17 +198,13 @@ void attention_forward(E* out, E* att, E* scratch, const E* qkv, int B, int T, i
 
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
                        const DropoutParams& drop, cudaStream_t stream) {
-  const int64_t n = attention_forward_scratch_floats(B, T, NH, drop);
-  float* scratch =
-      n > 0 ? static_cast<float*>(detail::scratch(detail::Scratch::Attention,
-                                                  sizeof(float) * static_cast<size_t>(n), stream))
-            : nullptr;
-  attention_forward(out, att, scratch, qkv, B, T, C, NH, drop, stream);
+  Kernels::attention_forward(out, att, nullptr, qkv, B, T, C, NH, drop, stream);
 }
 
 template <typename E>
-void attention_backward(E* dqkv, E* scratch, const E* dout, const E* qkv, const E* att, int B,
-                        int T, int C, int NH, const DropoutParams& drop, cudaStream_t stream) {
+void Kernels::attention_backward(E* dqkv, E* scratch, const E* dout, const E* qkv, const E* att,
+                                 int B, int T, int C, int NH, const DropoutParams& drop,
+                                 cudaStream_t stream) {
   const detail::Dims d = detail::make_dims(B, T, C, NH, drop);
   const int ld3 = static_cast<int>(d.C3);
   const auto q = [&](int b) { return qkv + int64_t{b} * T * d.C3; };
@@ -237,11 +241,11 @@ void attention_backward(E* dqkv, E* scratch, const E* dout, const E* qkv, const 
                     stream);
 }
 
-#define ZT_ATTENTION(E)                                                                         \
-  template void attention_forward<E>(E*, E*, E*, const E*, int, int, int, int,                  \
-                                     const DropoutParams&, cudaStream_t);                       \
-  template void attention_backward<E>(E*, E*, const E*, const E*, const E*, int, int, int, int, \
-                                      const DropoutParams&, cudaStream_t);
+#define ZT_ATTENTION(E)                                                                        \
+  template void Kernels::attention_forward<E>(E*, E*, E*, const E*, int, int, int, int,        \
+                                              const DropoutParams&, cudaStream_t);             \
+  template void Kernels::attention_backward<E>(E*, E*, const E*, const E*, const E*, int, int, \
+                                               int, int, const DropoutParams&, cudaStream_t);
 ZT_ATTENTION(float)
 ZT_ATTENTION(bf16)
 ZT_ATTENTION(fp16)

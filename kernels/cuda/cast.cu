@@ -24,22 +24,22 @@ void accumulate_impl(T* dst, const float* src, int64_t n, cudaStream_t stream) {
 }  // namespace
 }  // namespace detail
 
-void cast(bf16* dst, const float* src, int64_t n, cudaStream_t stream) {
+void Kernels::cast(bf16* dst, const float* src, int64_t n, cudaStream_t stream) {
   detail::cast_impl(dst, src, n, stream);
 }
-void cast(fp16* dst, const float* src, int64_t n, cudaStream_t stream) {
+void Kernels::cast(fp16* dst, const float* src, int64_t n, cudaStream_t stream) {
   detail::cast_impl(dst, src, n, stream);
 }
-void cast(float* dst, const bf16* src, int64_t n, cudaStream_t stream) {
+void Kernels::cast(float* dst, const bf16* src, int64_t n, cudaStream_t stream) {
   detail::cast_impl(dst, src, n, stream);
 }
-void cast(float* dst, const fp16* src, int64_t n, cudaStream_t stream) {
+void Kernels::cast(float* dst, const fp16* src, int64_t n, cudaStream_t stream) {
   detail::cast_impl(dst, src, n, stream);
 }
-void accumulate(bf16* dst, const float* src, int64_t n, cudaStream_t stream) {
+void Kernels::accumulate(bf16* dst, const float* src, int64_t n, cudaStream_t stream) {
   detail::accumulate_impl(dst, src, n, stream);
 }
-void accumulate(fp16* dst, const float* src, int64_t n, cudaStream_t stream) {
+void Kernels::accumulate(fp16* dst, const float* src, int64_t n, cudaStream_t stream) {
   detail::accumulate_impl(dst, src, n, stream);
 }
 

@@ -81,8 +81,8 @@ __global__ void cross_entropy_kernel(T* logits, float* losses, const int32_t* ta
 }  // namespace detail
 
 template <typename T>
-void softmax_cross_entropy(T* logits, float* losses, const int32_t* targets, int N, int V,
-                           int v_real, float dloss, cudaStream_t stream) {
+void Kernels::softmax_cross_entropy(T* logits, float* losses, const int32_t* targets, int N, int V,
+                                    int v_real, float dloss, cudaStream_t stream) {
   ZT_CU_CHECK(N > 0 && v_real > 0 && v_real <= V,
               detail::cat("softmax_cross_entropy: N=", N, " V=", V, " v_real=", v_real));
   detail::cross_entropy_kernel<<<N, detail::kRowThreads, 0, stream>>>(logits, losses, targets, V,
@@ -90,11 +90,11 @@ void softmax_cross_entropy(T* logits, float* losses, const int32_t* targets, int
   ZT_CU_CUDA_CHECK(cudaGetLastError());
 }
 
-template void softmax_cross_entropy<float>(float*, float*, const int32_t*, int, int, int, float,
-                                           cudaStream_t);
-template void softmax_cross_entropy<bf16>(bf16*, float*, const int32_t*, int, int, int, float,
-                                          cudaStream_t);
-template void softmax_cross_entropy<fp16>(fp16*, float*, const int32_t*, int, int, int, float,
-                                          cudaStream_t);
+template void Kernels::softmax_cross_entropy<float>(float*, float*, const int32_t*, int, int, int,
+                                                    float, cudaStream_t);
+template void Kernels::softmax_cross_entropy<bf16>(bf16*, float*, const int32_t*, int, int, int,
+                                                   float, cudaStream_t);
+template void Kernels::softmax_cross_entropy<fp16>(fp16*, float*, const int32_t*, int, int, int,
+                                                   float, cudaStream_t);
 
 }  // namespace zt::cuda

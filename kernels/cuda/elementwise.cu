@@ -18,13 +18,13 @@ void check_p(const DropoutParams& drop) {
 }  // namespace
 
 template <typename T>
-void gelu_forward(T* out, const T* x, int64_t n, cudaStream_t stream) {
+void Kernels::gelu_forward(T* out, const T* x, int64_t n, cudaStream_t stream) {
   detail::for_each(
       n, stream, [=] __device__(int64_t i) { out[i] = from_float<T>(gelu_tanh(to_float(x[i]))); });
 }
 
 template <typename T>
-void gelu_backward(T* dx, const T* x, const T* dout, int64_t n, cudaStream_t stream) {
+void Kernels::gelu_backward(T* dx, const T* x, const T* dout, int64_t n, cudaStream_t stream) {
   detail::for_each(n, stream, [=] __device__(int64_t i) {
     dx[i] = from_float<T>(to_float(dout[i]) * gelu_tanh_grad(to_float(x[i])));
   });
@@ -37,8 +37,8 @@ void bias_gelu_forward(float* out, const float* x, const float* bias, int N, int
 }
 
 template <typename T>
-void dropout_add_forward(T* out, const T* a, const T* x, int64_t n, const DropoutParams& drop,
-                         cudaStream_t stream) {
+void Kernels::dropout_add_forward(T* out, const T* a, const T* x, int64_t n,
+                                  const DropoutParams& drop, cudaStream_t stream) {
   check_p(drop);
   if (drop.p == 0.0f) {
     detail::for_each(n, stream, [=] __device__(int64_t i) {
@@ -53,8 +53,8 @@ void dropout_add_forward(T* out, const T* a, const T* x, int64_t n, const Dropou
 }
 
 template <typename T>
-void dropout_backward(T* dx, const T* dout, int64_t n, const DropoutParams& drop,
-                      cudaStream_t stream) {
+void Kernels::dropout_backward(T* dx, const T* dout, int64_t n, const DropoutParams& drop,
+                               cudaStream_t stream) {
   check_p(drop);
   if (drop.p == 0.0f) {
     detail::for_each(n, stream, [=] __device__(int64_t i) { dx[i] = dout[i]; });
@@ -66,7 +66,7 @@ void dropout_backward(T* dx, const T* dout, int64_t n, const DropoutParams& drop
 }
 
 template <typename T>
-void add_inplace(T* y, const T* x, int64_t n, cudaStream_t stream) {
+void Kernels::add_inplace(T* y, const T* x, int64_t n, cudaStream_t stream) {
   detail::for_each(n, stream, [=] __device__(int64_t i) {
     y[i] = from_float<T>(to_float(y[i]) + to_float(x[i]));
   });
@@ -74,24 +74,25 @@ void add_inplace(T* y, const T* x, int64_t n, cudaStream_t stream) {
 
 // One launch over all rows (the row-parallel bias, the position table).
 template <typename T>
-void add_broadcast(T* y, const T* x, int64_t rows, int64_t n, cudaStream_t stream) {
+void Kernels::add_broadcast(T* y, const T* x, int64_t rows, int64_t n, cudaStream_t stream) {
   detail::for_each(rows * n, stream, [=] __device__(int64_t i) {
     y[i] = from_float<T>(to_float(y[i]) + to_float(x[i % n]));
   });
 }
 
-void scale_inplace(float* x, float s, int64_t n, cudaStream_t stream) {
+void Kernels::scale_inplace(float* x, float s, int64_t n, cudaStream_t stream) {
   detail::for_each(n, stream, [=] __device__(int64_t i) { x[i] *= s; });
 }
 
-#define ZT_ELEMENTWISE(T)                                                                       \
-  template void gelu_forward<T>(T*, const T*, int64_t, cudaStream_t);                           \
-  template void gelu_backward<T>(T*, const T*, const T*, int64_t, cudaStream_t);                \
-  template void dropout_add_forward<T>(T*, const T*, const T*, int64_t, const DropoutParams&,   \
-                                       cudaStream_t);                                           \
-  template void dropout_backward<T>(T*, const T*, int64_t, const DropoutParams&, cudaStream_t); \
-  template void add_inplace<T>(T*, const T*, int64_t, cudaStream_t);                            \
-  template void add_broadcast<T>(T*, const T*, int64_t, int64_t, cudaStream_t);
+#define ZT_ELEMENTWISE(T)                                                                 \
+  template void Kernels::gelu_forward<T>(T*, const T*, int64_t, cudaStream_t);            \
+  template void Kernels::gelu_backward<T>(T*, const T*, const T*, int64_t, cudaStream_t); \
+  template void Kernels::dropout_add_forward<T>(T*, const T*, const T*, int64_t,          \
+                                                const DropoutParams&, cudaStream_t);      \
+  template void Kernels::dropout_backward<T>(T*, const T*, int64_t, const DropoutParams&, \
+                                             cudaStream_t);                               \
+  template void Kernels::add_inplace<T>(T*, const T*, int64_t, cudaStream_t);             \
+  template void Kernels::add_broadcast<T>(T*, const T*, int64_t, int64_t, cudaStream_t);
 ZT_ELEMENTWISE(float)
 ZT_ELEMENTWISE(bf16)
 ZT_ELEMENTWISE(fp16)

@@ -56,8 +56,8 @@ void check_shape(const char* what, int B, int T, int C, int v_local) {
 }  // namespace detail
 
 template <typename E>
-void embedding_forward(E* out, const int32_t* tokens, const E* wte, const E* wpe, int B, int T,
-                       int C, int v_begin, int v_local, cudaStream_t stream) {
+void Kernels::embedding_forward(E* out, const int32_t* tokens, const E* wte, const E* wpe, int B,
+                                int T, int C, int v_begin, int v_local, cudaStream_t stream) {
   detail::check_shape("embedding_forward", B, T, C, v_local);
   detail::for_each(int64_t{B} * T * C, stream, [=] __device__(int64_t i) {
     const int64_t bt = i / C;
@@ -77,8 +77,9 @@ void embedding_forward(E* out, const int32_t* tokens, const E* wte, const E* wpe
 }
 
 template <typename E>
-void embedding_backward(float* dwte, float* dwpe, const E* dout, const int32_t* tokens, int B,
-                        int T, int C, int v_begin, int v_local, cudaStream_t stream) {
+void Kernels::embedding_backward(float* dwte, float* dwpe, const E* dout, const int32_t* tokens,
+                                 int B, int T, int C, int v_begin, int v_local,
+                                 cudaStream_t stream) {
   detail::check_shape("embedding_backward", B, T, C, v_local);
   const int BT = B * T;
   if (v_local > 0) {
@@ -115,11 +116,11 @@ void embedding_backward(float* dwte, float* dwpe, const E* dout, const int32_t* 
     });
 }
 
-#define ZT_EMBEDDING(E)                                                                          \
-  template void embedding_forward<E>(E*, const int32_t*, const E*, const E*, int, int, int, int, \
-                                     int, cudaStream_t);                                         \
-  template void embedding_backward<E>(float*, float*, const E*, const int32_t*, int, int, int,   \
-                                      int, int, cudaStream_t);
+#define ZT_EMBEDDING(E)                                                                            \
+  template void Kernels::embedding_forward<E>(E*, const int32_t*, const E*, const E*, int, int,    \
+                                              int, int, int, cudaStream_t);                        \
+  template void Kernels::embedding_backward<E>(float*, float*, const E*, const int32_t*, int, int, \
+                                               int, int, int, cudaStream_t);
 ZT_EMBEDDING(float)
 ZT_EMBEDDING(bf16)
 ZT_EMBEDDING(fp16)

@@ -85,8 +85,8 @@ void check_shape(const char* what, int N, int C) {
 }  // namespace detail
 
 template <typename T>
-void layernorm_forward(T* out, float* mean, float* rstd, const T* x, const T* w, const T* b, int N,
-                       int C, cudaStream_t stream) {
+void Kernels::layernorm_forward(T* out, float* mean, float* rstd, const T* x, const T* w,
+                                const T* b, int N, int C, cudaStream_t stream) {
   detail::check_shape("layernorm_forward", N, C);
   detail::layernorm_forward_kernel<<<N, detail::kRowThreads, 0, stream>>>(out, mean, rstd, x, w, b,
                                                                           C);
@@ -94,8 +94,9 @@ void layernorm_forward(T* out, float* mean, float* rstd, const T* x, const T* w,
 }
 
 template <typename T>
-void layernorm_backward(T* dx, float* dw, float* db, const T* dout, const T* x, const T* w,
-                        const float* mean, const float* rstd, int N, int C, cudaStream_t stream) {
+void Kernels::layernorm_backward(T* dx, float* dw, float* db, const T* dout, const T* x, const T* w,
+                                 const float* mean, const float* rstd, int N, int C,
+                                 cudaStream_t stream) {
   detail::check_shape("layernorm_backward", N, C);
   detail::layernorm_dx_kernel<<<N, detail::kRowThreads, 0, stream>>>(dx, dout, x, w, mean, rstd, C);
   ZT_CU_CUDA_CHECK(cudaGetLastError());
@@ -114,10 +115,11 @@ void layernorm_backward(T* dx, float* dw, float* db, const T* dout, const T* x, 
 }
 
 #define ZT_LAYERNORM(T)                                                                          \
-  template void layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int, int, \
-                                     cudaStream_t);                                              \
-  template void layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*,          \
-                                      const float*, const float*, int, int, cudaStream_t);
+  template void Kernels::layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*,  \
+                                              int, int, cudaStream_t);                           \
+  template void Kernels::layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*, \
+                                               const float*, const float*, int, int,             \
+                                               cudaStream_t);
 ZT_LAYERNORM(float)
 ZT_LAYERNORM(bf16)
 ZT_LAYERNORM(fp16)

@@ -58,8 +58,8 @@ void forward_gemm(Y* y, const T* x, const T* w, const T* b, int N, int in, int o
 }  // namespace
 
 template <typename T, typename Y>
-void linear_forward(Y* y, const T* x, const T* w, const T* b, int N, int in, int out,
-                    cudaStream_t stream) {
+void Kernels::linear_forward(Y* y, const T* x, const T* w, const T* b, int N, int in, int out,
+                             cudaStream_t stream) {
   check_shape("linear_forward", N, in, out);
   forward_gemm(y, x, w, b, N, in, out, stream);
 }
@@ -68,18 +68,18 @@ void linear_bias_gelu_forward(float* y, float* pre, const float* x, const float*
                               int N, int in, int out, cudaStream_t stream) {
   check_shape("linear_bias_gelu_forward", N, in, out);
   forward_gemm<float, float>(pre, x, w, b, N, in, out, stream);
-  gelu_forward(y, pre, int64_t{N} * out, stream);
+  Kernels::gelu_forward(y, pre, int64_t{N} * out, stream);
 }
 
 template <typename T>
-void linear_backward(T* dx, float* dw, float* db, const T* dy, const T* x, const T* w, int N,
-                     int in, int out, bool accumulate_dx, cudaStream_t stream) {
+void Kernels::linear_backward(T* dx, float* dw, float* db, const T* dy, const T* x, const T* w,
+                              int N, int in, int out, bool accumulate_dx, cudaStream_t stream) {
   check_shape("linear_backward", N, in, out);
   if constexpr (std::is_same_v<T, float>) {
     if (dx != nullptr)
-      gemm(false, false, N, in, out, 1.0f, dy, out, w, in, accumulate_dx ? 1.0f : 0.0f, dx, in,
-           stream);
-    gemm(true, false, out, in, N, 1.0f, dy, out, x, in, 1.0f, dw, in, stream);
+      cuda::gemm(false, false, N, in, out, 1.0f, dy, out, w, in, accumulate_dx ? 1.0f : 0.0f, dx,
+                 in, stream);
+    cuda::gemm(true, false, out, in, N, 1.0f, dy, out, x, in, 1.0f, dw, in, stream);
   } else {
     if (dx != nullptr)
       gemm_mixed(false, false, N, in, out, 1.0f, dy, out, w, in, accumulate_dx ? 1.0f : 0.0f, dx,
@@ -96,18 +96,18 @@ void linear_backward(T* dx, float* dw, float* db, const T* dy, const T* x, const
         [=] __device__(int c, const float* tot) { db[c] += tot[0]; });
 }
 
-#define ZT_LINEAR(T)                                                                           \
-  template void linear_forward<T, T>(T*, const T*, const T*, const T*, int, int, int,          \
-                                     cudaStream_t);                                            \
-  template void linear_backward<T>(T*, float*, float*, const T*, const T*, const T*, int, int, \
-                                   int, bool, cudaStream_t);
+#define ZT_LINEAR(T)                                                                               \
+  template void Kernels::linear_forward<T, T>(T*, const T*, const T*, const T*, int, int, int,     \
+                                              cudaStream_t);                                       \
+  template void Kernels::linear_backward<T>(T*, float*, float*, const T*, const T*, const T*, int, \
+                                            int, int, bool, cudaStream_t);
 ZT_LINEAR(float)
 ZT_LINEAR(bf16)
 ZT_LINEAR(fp16)
 #undef ZT_LINEAR
-template void linear_forward<bf16, float>(float*, const bf16*, const bf16*, const bf16*, int, int,
-                                          int, cudaStream_t);
-template void linear_forward<fp16, float>(float*, const fp16*, const fp16*, const fp16*, int, int,
-                                          int, cudaStream_t);
+template void Kernels::linear_forward<bf16, float>(float*, const bf16*, const bf16*, const bf16*,
+                                                   int, int, int, cudaStream_t);
+template void Kernels::linear_forward<fp16, float>(float*, const fp16*, const fp16*, const fp16*,
+                                                   int, int, int, cudaStream_t);
 
 }  // namespace zt::cuda

@@ -89,22 +89,22 @@ bool has_inf_or_nan_impl(const T* x, int64_t n, cudaStream_t stream) {
 }  // namespace
 }  // namespace detail
 
-double sum_squares(const float* x, int64_t n, cudaStream_t stream) {
+double Kernels::sum_squares(const float* x, int64_t n, cudaStream_t stream) {
   return detail::sum_squares_impl(x, n, stream);
 }
-double sum_squares(const bf16* x, int64_t n, cudaStream_t stream) {
+double Kernels::sum_squares(const bf16* x, int64_t n, cudaStream_t stream) {
   return detail::sum_squares_impl(x, n, stream);
 }
-double sum_squares(const fp16* x, int64_t n, cudaStream_t stream) {
+double Kernels::sum_squares(const fp16* x, int64_t n, cudaStream_t stream) {
   return detail::sum_squares_impl(x, n, stream);
 }
-bool has_inf_or_nan(const float* x, int64_t n, cudaStream_t stream) {
+bool Kernels::has_inf_or_nan(const float* x, int64_t n, cudaStream_t stream) {
   return detail::has_inf_or_nan_impl(x, n, stream);
 }
-bool has_inf_or_nan(const bf16* x, int64_t n, cudaStream_t stream) {
+bool Kernels::has_inf_or_nan(const bf16* x, int64_t n, cudaStream_t stream) {
   return detail::has_inf_or_nan_impl(x, n, stream);
 }
-bool has_inf_or_nan(const fp16* x, int64_t n, cudaStream_t stream) {
+bool Kernels::has_inf_or_nan(const fp16* x, int64_t n, cudaStream_t stream) {
   return detail::has_inf_or_nan_impl(x, n, stream);
 }
 

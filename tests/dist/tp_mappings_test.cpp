@@ -91,9 +91,9 @@ TEST(TpColumnParallel, GatheredOutputMatchesTheFullLinear) {
     for (int i = 0; i < N; ++i) dy[static_cast<size_t>(i * out + o)] = val(i, o, 4);
   }
   std::vector<float> y_ref(N * out), dx_ref(N * in), dw_ref(out * in, 0.0f), db_ref(out, 0.0f);
-  cpu::linear_forward(y_ref.data(), x.data(), w.data(), b.data(), N, in, out);
-  cpu::linear_backward(dx_ref.data(), dw_ref.data(), db_ref.data(), dy.data(), x.data(), w.data(),
-                       N, in, out, false);
+  cpu::Kernels::linear_forward(y_ref.data(), x.data(), w.data(), b.data(), N, in, out);
+  cpu::Kernels::linear_backward(dx_ref.data(), dw_ref.data(), db_ref.data(), dy.data(), x.data(),
+                                w.data(), N, in, out, false);
   // This rank's shard: output rows [me·ol, (me+1)·ol).
   const float* w_r = w.data() + me * ol * in;
   const float* b_r = b.data() + me * ol;
@@ -133,7 +133,8 @@ TEST(TpCrossEntropy, MatchesTheFullKernelAndExcludesPadding) {
           logits[static_cast<size_t>(n * V + range.begin + v)];
   std::vector<float> want_loss(N), got_loss(N), scratch(3 * N);
   const float dloss = 0.25f;
-  cpu::softmax_cross_entropy(logits.data(), want_loss.data(), targets.data(), N, V, v_real, dloss);
+  cpu::Kernels::softmax_cross_entropy(logits.data(), want_loss.data(), targets.data(), N, V, v_real,
+                                      dloss);
   tp::vocab_parallel_cross_entropy(cpu_backend(), tp, local.data(), got_loss.data(), targets.data(),
                                    N, range, v_real, dloss, scratch.data());
   for (int n = 0; n < N; ++n) {

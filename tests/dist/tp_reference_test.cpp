@@ -103,13 +103,13 @@ TEST(TensorParallelReference, Fp32MatchesPyTorchAtTp2) {
     // torch.nn.utils.clip_grad_norm_ does (the optimizer's own norm is this rank's only).
     double split = 0, rep = 0;
     for (const auto& p : layout.params())
-      (p.tp_replicated ? rep : split) += cpu::sum_squares(g + p.offset, p.numel());
+      (p.tp_replicated ? rep : split) += cpu::Kernels::sum_squares(g + p.offset, p.numel());
     const double norm = std::sqrt(tp::grad_sum_squares(&topo.tp(), split, rep));
     if (step == 0) {
       EXPECT_NEAR(norm, ref.f32("out/grad_norm").data[0], 1e-4 * norm);
     }
     const double coef = std::min(1.0, clip / (norm + 1e-6));
-    if (coef < 1.0) cpu::scale_inplace(g, static_cast<float>(coef), layout.numel());
+    if (coef < 1.0) cpu::Kernels::scale_inplace(g, static_cast<float>(coef), layout.numel());
     ASSERT_FALSE(opt.step(lr, 1.0).skipped);
   }
   for (const auto& p : layout.params())

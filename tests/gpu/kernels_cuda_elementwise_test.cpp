@@ -33,11 +33,11 @@ TEST(CudaElementwise, GeluForwardBackward) {
   const size_t n = 100003;
   const auto x = random_floats(n, 1, -8.0f, 8.0f), g = random_floats(n, 2);
   std::vector<float> y(n), dx(n);
-  cpu::gelu_forward(y.data(), x.data(), int64_t(n));
-  cpu::gelu_backward(dx.data(), x.data(), g.data(), int64_t(n));
+  cpu::Kernels::gelu_forward(y.data(), x.data(), int64_t(n));
+  cpu::Kernels::gelu_backward(dx.data(), x.data(), g.data(), int64_t(n));
   DeviceVector<float> dX(x), dG(g), dY(n), dDX(n);
-  cuda::gelu_forward(dY.get(), dX.get(), int64_t(n), 0);
-  cuda::gelu_backward(dDX.get(), dX.get(), dG.get(), int64_t(n), 0);
+  cuda::Kernels::gelu_forward(dY.get(), dX.get(), int64_t(n), 0);
+  cuda::Kernels::gelu_backward(dDX.get(), dX.get(), dG.get(), int64_t(n), 0);
   EXPECT_LE(rel_err(dY.host(), y), 1e-6);
   EXPECT_LE(rel_err(dDX.host(), dx), 1e-6);
 }
@@ -48,7 +48,7 @@ TEST(CudaElementwise, BiasGelu) {
   const auto x = random_floats(size_t(N) * C, 3, -4.0f, 4.0f), b = random_floats(C, 4);
   std::vector<float> pre(x.size()), y(x.size());
   for (size_t i = 0; i < x.size(); ++i) pre[i] = x[i] + b[i % C];
-  cpu::gelu_forward(y.data(), pre.data(), int64_t(y.size()));
+  cpu::Kernels::gelu_forward(y.data(), pre.data(), int64_t(y.size()));
   DeviceVector<float> dX(x), dB(b), dY(x.size());
   cuda::bias_gelu_forward(dY.get(), dX.get(), dB.get(), N, C, 0);
   EXPECT_LE(rel_err(dY.host(), y), 1e-6);
@@ -62,16 +62,16 @@ TEST(CudaElementwise, DropoutMasksAreBitIdenticalToCpu) {
     // dout = 1: dx is exactly the mask's multiplier (0 or 1/(1-p)), no rounding involved.
     const std::vector<float> ones(n, 1.0f);
     std::vector<float> mask(n);
-    cpu::dropout_backward(mask.data(), ones.data(), int64_t(n), drop);
+    cpu::Kernels::dropout_backward(mask.data(), ones.data(), int64_t(n), drop);
     DeviceVector<float> dOnes(ones), dMask(n);
-    cuda::dropout_backward(dMask.get(), dOnes.get(), int64_t(n), drop, 0);
+    cuda::Kernels::dropout_backward(dMask.get(), dOnes.get(), int64_t(n), drop, 0);
     EXPECT_TRUE(same_bits(dMask.host(), mask)) << "p " << p;
 
     const auto a = random_floats(n, 5), x = random_floats(n, 6);
     std::vector<float> out(n);
-    cpu::dropout_add_forward(out.data(), a.data(), x.data(), int64_t(n), drop);
+    cpu::Kernels::dropout_add_forward(out.data(), a.data(), x.data(), int64_t(n), drop);
     DeviceVector<float> dA(a), dX(x), dOut(n);
-    cuda::dropout_add_forward(dOut.get(), dA.get(), dX.get(), int64_t(n), drop, 0);
+    cuda::Kernels::dropout_add_forward(dOut.get(), dA.get(), dX.get(), int64_t(n), drop, 0);
     EXPECT_LE(rel_err(dOut.host(), out), 1e-6) << "p " << p;
   }
 }
@@ -82,10 +82,10 @@ TEST(CudaElementwise, AddAndScaleAreBitExact) {
   auto y = random_floats(n, 7);
   const auto x = random_floats(n, 8);
   DeviceVector<float> dY(y), dX(x);
-  cuda::add_inplace(dY.get(), dX.get(), int64_t(n), 0);
-  cuda::scale_inplace(dY.get(), 0.37f, int64_t(n), 0);
-  cpu::add_inplace(y.data(), x.data(), int64_t(n));
-  cpu::scale_inplace(y.data(), 0.37f, int64_t(n));
+  cuda::Kernels::add_inplace(dY.get(), dX.get(), int64_t(n), 0);
+  cuda::Kernels::scale_inplace(dY.get(), 0.37f, int64_t(n), 0);
+  cpu::Kernels::add_inplace(y.data(), x.data(), int64_t(n));
+  cpu::Kernels::scale_inplace(y.data(), 0.37f, int64_t(n));
   EXPECT_TRUE(same_bits(dY.host(), y));
 }
 
@@ -112,24 +112,24 @@ void check_casts() {
   const auto x = cast_inputs();
   const int64_t n = int64_t(x.size());
   std::vector<H> h(x.size());
-  cpu::cast(h.data(), x.data(), n);
+  cpu::Kernels::cast(h.data(), x.data(), n);
   DeviceVector<float> dX(x);
   DeviceVector<H> dH(x.size());
-  cuda::cast(dH.get(), dX.get(), n, 0);
+  cuda::Kernels::cast(dH.get(), dX.get(), n, 0);
   EXPECT_TRUE(same_bits(dH.host(), h)) << "float -> half";
 
   std::vector<float> back(x.size());
-  cpu::cast(back.data(), h.data(), n);
+  cpu::Kernels::cast(back.data(), h.data(), n);
   DeviceVector<float> dBack(x.size());
-  cuda::cast(dBack.get(), dH.get(), n, 0);
+  cuda::Kernels::cast(dBack.get(), dH.get(), n, 0);
   EXPECT_TRUE(same_bits(dBack.host(), back)) << "half -> float";
 
   // accumulate: bit-exact except that a NaN's payload after float arithmetic is the hardware's
   // (x86 keeps the operand's, the GPU returns the canonical NaN), so NaNs only need to be NaN.
   const auto s = random_floats(x.size(), 10, -4.0f, 4.0f);
-  cpu::accumulate(h.data(), s.data(), n);
+  cpu::Kernels::accumulate(h.data(), s.data(), n);
   DeviceVector<float> dS(s);
-  cuda::accumulate(dH.get(), dS.get(), n, 0);
+  cuda::Kernels::accumulate(dH.get(), dS.get(), n, 0);
   const auto got = dH.host();
   size_t bad = 0;
   for (size_t i = 0; i < h.size(); ++i) {
@@ -151,18 +151,18 @@ void check_reductions(size_t n) {
   std::vector<T> x(n);
   for (size_t i = 0; i < n; ++i) x[i] = from_float<T>(f[i]);
   DeviceVector<T> dX(x);
-  const double want = cpu::sum_squares(x.data(), int64_t(n));
-  const double got = cuda::sum_squares(dX.get(), int64_t(n), 0);
+  const double want = cpu::Kernels::sum_squares(x.data(), int64_t(n));
+  const double got = cuda::Kernels::sum_squares(dX.get(), int64_t(n), 0);
   EXPECT_LE(std::fabs(got - want) / want, 1e-12) << "n " << n;
-  EXPECT_EQ(cuda::sum_squares(dX.get(), int64_t(n), 0), got) << "run-to-run";
-  EXPECT_FALSE(cuda::has_inf_or_nan(dX.get(), int64_t(n), 0));
+  EXPECT_EQ(cuda::Kernels::sum_squares(dX.get(), int64_t(n), 0), got) << "run-to-run";
+  EXPECT_FALSE(cuda::Kernels::has_inf_or_nan(dX.get(), int64_t(n), 0));
   for (const float bad : {std::numeric_limits<float>::infinity(), std::nanf("")}) {
     for (const size_t at : {size_t{0}, n / 2, n - 1}) {
       auto y = x;
       y[at] = from_float<T>(bad);
       DeviceVector<T> dY(y);
-      EXPECT_TRUE(cuda::has_inf_or_nan(dY.get(), int64_t(n), 0)) << "at " << at;
-      EXPECT_EQ(cpu::has_inf_or_nan(y.data(), int64_t(n)), true);
+      EXPECT_TRUE(cuda::Kernels::has_inf_or_nan(dY.get(), int64_t(n), 0)) << "at " << at;
+      EXPECT_EQ(cpu::Kernels::has_inf_or_nan(y.data(), int64_t(n)), true);
     }
   }
 }
@@ -174,7 +174,7 @@ TEST(CudaReduce, SumSquaresAndHasInfOrNan) {
     check_reductions<bf16>(n);
     check_reductions<fp16>(n);
   }
-  EXPECT_EQ(cuda::sum_squares(static_cast<const float*>(nullptr), 0, 0), 0.0);
+  EXPECT_EQ(cuda::Kernels::sum_squares(static_cast<const float*>(nullptr), 0, 0), 0.0);
 }
 
 TEST(CudaLayerNorm, ForwardBackwardMatchCpuAndAreDeterministic) {
@@ -188,22 +188,22 @@ TEST(CudaLayerNorm, ForwardBackwardMatchCpuAndAreDeterministic) {
     const auto dx0 = random_floats(size_t(N) * C, 16), dw0 = random_floats(C, 17);
     const auto db0 = random_floats(C, 18);
     std::vector<float> out(x.size()), mean(N), rstd(N);
-    cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N,
-                           C);
+    cpu::Kernels::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(),
+                                    b.data(), N, C);
     auto dx = dx0, dw = dw0, db = db0;
-    cpu::layernorm_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(),
-                            mean.data(), rstd.data(), N, C);
+    cpu::Kernels::layernorm_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(),
+                                     mean.data(), rstd.data(), N, C);
     DeviceVector<float> dX(x), dW(w), dB(b), dG(g), dOut(x.size()), dMean(N), dRstd(N);
-    cuda::layernorm_forward(dOut.get(), dMean.get(), dRstd.get(), dX.get(), dW.get(), dB.get(), N,
-                            C, 0);
+    cuda::Kernels::layernorm_forward(dOut.get(), dMean.get(), dRstd.get(), dX.get(), dW.get(),
+                                     dB.get(), N, C, 0);
     EXPECT_LE(rel_err(dOut.host(), out), 1e-5) << "C " << C;
     EXPECT_LE(rel_err(dMean.host(), mean), 1e-5);
     EXPECT_LE(rel_err(dRstd.host(), rstd), 1e-5);
     std::vector<float> first[3];
     for (int run = 0; run < 2; ++run) {
       DeviceVector<float> ddx(dx0), ddw(dw0), ddb(db0);
-      cuda::layernorm_backward(ddx.get(), ddw.get(), ddb.get(), dG.get(), dX.get(), dW.get(),
-                               dMean.get(), dRstd.get(), N, C, 0);
+      cuda::Kernels::layernorm_backward(ddx.get(), ddw.get(), ddb.get(), dG.get(), dX.get(),
+                                        dW.get(), dMean.get(), dRstd.get(), N, C, 0);
       const std::vector<float> got[3] = {ddx.host(), ddw.host(), ddb.host()};
       EXPECT_LE(rel_err(got[0], dx), 1e-5) << "dx";
       EXPECT_LE(rel_err(got[1], dw), 1e-5) << "dw";
@@ -233,27 +233,27 @@ TEST(CudaEmbedding, ForwardBackwardBitIdenticalToCpu) {
     for (const bool pos : {true, false}) {
       const int v_local = v_begin == 0 ? V : 17;
       std::vector<float> out(dout.size());
-      cpu::embedding_forward(out.data(), tokens.data(), wte.data(), pos ? wpe.data() : nullptr, B,
-                             T, C, v_begin, v_local);
-      cuda::embedding_forward(dOut.get(), dT.get(), dWte.get(), pos ? dWpe.get() : nullptr, B, T, C,
-                              v_begin, v_local, 0);
+      cpu::Kernels::embedding_forward(out.data(), tokens.data(), wte.data(),
+                                      pos ? wpe.data() : nullptr, B, T, C, v_begin, v_local);
+      cuda::Kernels::embedding_forward(dOut.get(), dT.get(), dWte.get(), pos ? dWpe.get() : nullptr,
+                                       B, T, C, v_begin, v_local, 0);
       EXPECT_TRUE(same_bits(dOut.host(), out)) << "forward v_begin " << v_begin << " pos " << pos;
 
       auto gte = random_floats(size_t(v_local) * C, 23), gpe = random_floats(size_t(T) * C, 24);
       DeviceVector<float> dGte(gte), dGpe(gpe);
-      cpu::embedding_backward(gte.data(), pos ? gpe.data() : nullptr, dout.data(), tokens.data(), B,
-                              T, C, v_begin, v_local);
+      cpu::Kernels::embedding_backward(gte.data(), pos ? gpe.data() : nullptr, dout.data(),
+                                       tokens.data(), B, T, C, v_begin, v_local);
       for (int run = 0; run < 2; ++run) {
         // Second run from the first run's result: the CPU's accumulation applied twice.
-        cuda::embedding_backward(dGte.get(), pos ? dGpe.get() : nullptr, dDout.get(), dT.get(), B,
-                                 T, C, v_begin, v_local, 0);
+        cuda::Kernels::embedding_backward(dGte.get(), pos ? dGpe.get() : nullptr, dDout.get(),
+                                          dT.get(), B, T, C, v_begin, v_local, 0);
         EXPECT_TRUE(same_bits(dGte.host(), gte)) << "dwte run " << run;
         if (pos) {
           EXPECT_TRUE(same_bits(dGpe.host(), gpe)) << "dwpe run " << run;
         }
         if (run == 0)
-          cpu::embedding_backward(gte.data(), pos ? gpe.data() : nullptr, dout.data(),
-                                  tokens.data(), B, T, C, v_begin, v_local);
+          cpu::Kernels::embedding_backward(gte.data(), pos ? gpe.data() : nullptr, dout.data(),
+                                           tokens.data(), B, T, C, v_begin, v_local);
       }
     }
 }
@@ -267,8 +267,9 @@ TEST(CudaCrossEntropy, MatchesCpuWithPadding) {
   DeviceVector<float> dL(logits), dLoss(N);
   DeviceVector<int32_t> dT(targets);
   std::vector<float> losses(N);
-  cpu::softmax_cross_entropy(logits.data(), losses.data(), targets.data(), N, V, v_real, 0.25f);
-  cuda::softmax_cross_entropy(dL.get(), dLoss.get(), dT.get(), N, V, v_real, 0.25f, 0);
+  cpu::Kernels::softmax_cross_entropy(logits.data(), losses.data(), targets.data(), N, V, v_real,
+                                      0.25f);
+  cuda::Kernels::softmax_cross_entropy(dL.get(), dLoss.get(), dT.get(), N, V, v_real, 0.25f, 0);
   EXPECT_LE(rel_err(dLoss.host(), losses), 1e-5);
   const auto dl = dL.host();
   EXPECT_LE(rel_err(dl, logits), 1e-5);
@@ -289,8 +290,8 @@ TEST(CudaAdamW, SingleTensorMatchesCpu) {
   DeviceVector<float> dP(p), dM(m), dV(v), dG(g);
   for (int64_t step = 1; step <= 3; ++step) {
     ap.step = step;
-    cpu::adamw(p.data(), m.data(), v.data(), g.data(), int64_t(n), ap);
-    cuda::adamw(dP.get(), dM.get(), dV.get(), dG.get(), int64_t(n), ap, 0);
+    cpu::Kernels::adamw(p.data(), m.data(), v.data(), g.data(), int64_t(n), ap);
+    cuda::Kernels::adamw(dP.get(), dM.get(), dV.get(), dG.get(), int64_t(n), ap, 0);
   }
   EXPECT_LE(rel_err(dP.host(), p), 1e-6);
   EXPECT_LE(rel_err(dM.host(), m), 1e-6);
@@ -331,7 +332,7 @@ void check_adamw_multi(DType wt, bool device_descriptors) {
     cuda::adamw_multi(desc.data(), 3, wt, ap, 0);
   }
   for (size_t k = 0; k < 3; ++k) {
-    cpu::adamw(p[k].data(), m[k].data(), v[k].data(), g[k].data(), int64_t(sizes[k]), ap);
+    cpu::Kernels::adamw(p[k].data(), m[k].data(), v[k].data(), g[k].data(), int64_t(sizes[k]), ap);
     const auto got = dp[k].host();
     EXPECT_LE(rel_err(got, p[k]), 1e-6) << "tensor " << k;
     EXPECT_LE(rel_err(dm[k].host(), m[k]), 1e-6);

@@ -59,16 +59,16 @@ TYPED_TEST(CudaHalf, ElementwiseMatchCpu) {
   const DropoutParams drop{0.1f, 7, 3};
   DeviceVector<H> dx(x), dy(y), dout(static_cast<size_t>(n));
   std::vector<H> cpu_out(static_cast<size_t>(n));
-  cuda::gelu_forward(dout.get(), dx.get(), n, 0);
-  cpu::gelu_forward(cpu_out.data(), x.data(), n);
+  cuda::Kernels::gelu_forward(dout.get(), dx.get(), n, 0);
+  cpu::Kernels::gelu_forward(cpu_out.data(), x.data(), n);
   EXPECT_LE(rel_err(widen(dout.host()), widen(cpu_out)), ulp_tolerance<H>()) << "gelu";
-  cuda::dropout_add_forward(dout.get(), dx.get(), dy.get(), n, drop, 0);
-  cpu::dropout_add_forward(cpu_out.data(), x.data(), y.data(), n, drop);
+  cuda::Kernels::dropout_add_forward(dout.get(), dx.get(), dy.get(), n, drop, 0);
+  cpu::Kernels::dropout_add_forward(cpu_out.data(), x.data(), y.data(), n, drop);
   EXPECT_LE(rel_err(widen(dout.host()), widen(cpu_out)), ulp_tolerance<H>()) << "dropout_add";
   auto acc = x;
   DeviceVector<H> dacc(x);
-  cuda::add_broadcast(dacc.get(), dy.get(), 32, 128, 0);
-  cpu::add_broadcast(acc.data(), y.data(), 32, 128);
+  cuda::Kernels::add_broadcast(dacc.get(), dy.get(), 32, 128, 0);
+  cpu::Kernels::add_broadcast(acc.data(), y.data(), 32, 128);
   EXPECT_LE(rel_err(widen(dacc.host()), widen(acc)), ulp_tolerance<H>()) << "add_broadcast";
 }
 
@@ -82,26 +82,27 @@ TYPED_TEST(CudaHalf, LayernormAndLinearMatchCpu) {
   DeviceVector<float> dmean(N), drstd(N);
   std::vector<H> ln(size_t(N) * C);
   std::vector<float> mean(N), rstd(N);
-  cuda::layernorm_forward(dln.get(), dmean.get(), drstd.get(), dx.get(), dw.get(), db.get(), N, C,
-                          0);
-  cpu::layernorm_forward(ln.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+  cuda::Kernels::layernorm_forward(dln.get(), dmean.get(), drstd.get(), dx.get(), dw.get(),
+                                   db.get(), N, C, 0);
+  cpu::Kernels::layernorm_forward(ln.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(),
+                                  N, C);
   EXPECT_LE(rel_err(widen(dln.host()), widen(ln)), ulp_tolerance<H>()) << "layernorm";
   EXPECT_LE(rel_err(dmean.host(), mean), 1e-5) << "mean";
   const auto W = to_half<H>(random_floats(size_t(out) * C, 6, -0.1f, 0.1f));
   const auto bias = to_half<H>(random_floats(out, 7, -0.1f, 0.1f));
   DeviceVector<H> dW(W), dbias(bias), dy(size_t(N) * out);
   std::vector<H> y(size_t(N) * out);
-  cuda::linear_forward(dy.get(), dln.get(), dW.get(), dbias.get(), N, C, out, 0);
-  cpu::linear_forward(y.data(), ln.data(), W.data(), bias.data(), N, C, out);
+  cuda::Kernels::linear_forward(dy.get(), dln.get(), dW.get(), dbias.get(), N, C, out, 0);
+  cpu::Kernels::linear_forward(y.data(), ln.data(), W.data(), bias.data(), N, C, out);
   EXPECT_LE(rel_err(widen(dy.host()), widen(y)), ulp_tolerance<H>()) << "linear_forward";
   std::vector<H> gx(size_t(N) * C);
   std::vector<float> gw(size_t(out) * C, 0.0f), gb(out, 0.0f);
   DeviceVector<H> dgx(gx.size());
   DeviceVector<float> dgw(gw), dgb(gb);
-  cuda::linear_backward(dgx.get(), dgw.get(), dgb.get(), dy.get(), dln.get(), dW.get(), N, C, out,
-                        false, 0);
-  cpu::linear_backward(gx.data(), gw.data(), gb.data(), y.data(), ln.data(), W.data(), N, C, out,
-                       false);
+  cuda::Kernels::linear_backward(dgx.get(), dgw.get(), dgb.get(), dy.get(), dln.get(), dW.get(), N,
+                                 C, out, false, 0);
+  cpu::Kernels::linear_backward(gx.data(), gw.data(), gb.data(), y.data(), ln.data(), W.data(), N,
+                                C, out, false);
   EXPECT_LE(rel_err(widen(dgx.host()), widen(gx)), ulp_tolerance<H>()) << "linear dx";
   EXPECT_LE(rel_err(dgw.host(), gw), 1e-4) << "linear dw (fp32 accumulation)";
   EXPECT_LE(rel_err(dgb.host(), gb), 1e-5) << "linear db";
@@ -118,14 +119,15 @@ TYPED_TEST(CudaHalf, AttentionAndCrossEntropyMatchCpu) {
   DeviceVector<H> dqkv_in(qkv), dgo(dout), dout_(size_t(B) * T * C), datt(att), dscr(att),
       dgrad(qkv.size());
   std::vector<H> o(size_t(B) * T * C), a(att), scr(att), g(qkv.size());
-  cuda::attention_forward(dout_.get(), datt.get(), dscr.get(), dqkv_in.get(), B, T, C, NH, drop, 0);
-  cpu::attention_forward(o.data(), a.data(), qkv.data(), B, T, C, NH, drop);
+  cuda::Kernels::attention_forward(dout_.get(), datt.get(), dscr.get(), dqkv_in.get(), B, T, C, NH,
+                                   drop, 0);
+  cpu::Kernels::attention_forward(o.data(), a.data(), nullptr, qkv.data(), B, T, C, NH, drop);
   const double tol = std::is_same_v<H, bf16> ? 4e-2 : 6e-3;
   EXPECT_LE(rel_err(widen(dout_.host()), widen(o)), tol) << "attention forward";
-  cuda::attention_backward(dgrad.get(), dscr.get(), dgo.get(), dqkv_in.get(), datt.get(), B, T, C,
-                           NH, drop, 0);
-  cpu::attention_backward(g.data(), scr.data(), dout.data(), qkv.data(), a.data(), B, T, C, NH,
-                          drop);
+  cuda::Kernels::attention_backward(dgrad.get(), dscr.get(), dgo.get(), dqkv_in.get(), datt.get(),
+                                    B, T, C, NH, drop, 0);
+  cpu::Kernels::attention_backward(g.data(), scr.data(), dout.data(), qkv.data(), a.data(), B, T, C,
+                                   NH, drop);
   EXPECT_LE(rel_err(widen(dgrad.host()), widen(g)), tol) << "attention backward";
 
   const int N = B * T;
@@ -136,8 +138,10 @@ TYPED_TEST(CudaHalf, AttentionAndCrossEntropyMatchCpu) {
   DeviceVector<int32_t> dtargets(targets);
   DeviceVector<float> dloss(N);
   std::vector<float> loss(N);
-  cuda::softmax_cross_entropy(dlogits.get(), dloss.get(), dtargets.get(), N, V, v_real, 0.5f, 0);
-  cpu::softmax_cross_entropy(logits.data(), loss.data(), targets.data(), N, V, v_real, 0.5f);
+  cuda::Kernels::softmax_cross_entropy(dlogits.get(), dloss.get(), dtargets.get(), N, V, v_real,
+                                       0.5f, 0);
+  cpu::Kernels::softmax_cross_entropy(logits.data(), loss.data(), targets.data(), N, V, v_real,
+                                      0.5f);
   EXPECT_LE(rel_err(dloss.host(), loss), 1e-5) << "cross-entropy loss";
   EXPECT_LE(rel_err(widen(dlogits.host()), widen(logits)), ulp_tolerance<H>()) << "dlogits";
 }

@@ -98,8 +98,10 @@ TEST(CudaLinear, ForwardWithAndWithoutBias) {
   DeviceVector<float> dx(x), dw(w), db(b), dy(size_t(N) * out);
   std::vector<float> y(size_t(N) * out);
   for (const bool bias : {true, false}) {
-    cuda::linear_forward(dy.get(), dx.get(), dw.get(), bias ? db.get() : nullptr, N, in, out, 0);
-    cpu::linear_forward(y.data(), x.data(), w.data(), bias ? b.data() : nullptr, N, in, out);
+    cuda::Kernels::linear_forward(dy.get(), dx.get(), dw.get(), bias ? db.get() : nullptr, N, in,
+                                  out, 0);
+    cpu::Kernels::linear_forward(y.data(), x.data(), w.data(), bias ? b.data() : nullptr, N, in,
+                                 out);
     EXPECT_LE(rel_err(dy.host(), y), 1e-5) << "bias " << bias;
   }
 }
@@ -112,8 +114,8 @@ TEST(CudaLinear, BiasGeluForwardMatchesLinearThenGelu) {
   DeviceVector<float> dx(x), dw(w), db(b), dy(size_t(N) * out), dpre(size_t(N) * out);
   cuda::linear_bias_gelu_forward(dy.get(), dpre.get(), dx.get(), dw.get(), db.get(), N, in, out, 0);
   std::vector<float> pre(size_t(N) * out), y(pre.size());
-  cpu::linear_forward(pre.data(), x.data(), w.data(), b.data(), N, in, out);
-  cpu::gelu_forward(y.data(), pre.data(), int64_t(pre.size()));
+  cpu::Kernels::linear_forward(pre.data(), x.data(), w.data(), b.data(), N, in, out);
+  cpu::Kernels::gelu_forward(y.data(), pre.data(), int64_t(pre.size()));
   EXPECT_LE(rel_err(dpre.host(), pre), 1e-5);
   EXPECT_LE(rel_err(dy.host(), y), 1e-5);
 }
@@ -127,13 +129,13 @@ TEST(CudaLinear, BackwardMatchesCpuAndIsDeterministic) {
   const auto db0 = random_floats(out, 18);
   for (const bool acc : {false, true}) {
     auto dx = dx0, dw = dw0, db = db0;
-    cpu::linear_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), N, in, out,
-                         acc);
+    cpu::Kernels::linear_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), N,
+                                  in, out, acc);
     std::vector<float> first[3];
     for (int run = 0; run < 2; ++run) {
       DeviceVector<float> ddx(dx0), ddw(dw0), ddb(db0), dg(g), dX(x), dW(w);
-      cuda::linear_backward(ddx.get(), ddw.get(), ddb.get(), dg.get(), dX.get(), dW.get(), N, in,
-                            out, acc, 0);
+      cuda::Kernels::linear_backward(ddx.get(), ddw.get(), ddb.get(), dg.get(), dX.get(), dW.get(),
+                                     N, in, out, acc, 0);
       const std::vector<float> got[3] = {ddx.host(), ddw.host(), ddb.host()};
       EXPECT_LE(rel_err(got[0], dx), 1e-5) << "dx, accumulate " << acc;
       EXPECT_LE(rel_err(got[1], dw), 1e-5) << "dw";
@@ -162,9 +164,10 @@ TEST_P(CudaAttention, ForwardAndBackwardMatchCpu) {
   const auto qkv = random_floats(n_qkv, 20, -2.0f, 2.0f);
   const auto dout = random_floats(n_out, 21);
   std::vector<float> out(n_out), att(n_att), dqkv(n_qkv), scratch(n_att);
-  cpu::attention_forward(out.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH, drop);
-  cpu::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), s.B,
-                          s.T, s.C, s.NH, drop);
+  cpu::Kernels::attention_forward(out.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH,
+                                  drop);
+  cpu::Kernels::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(),
+                                   s.B, s.T, s.C, s.NH, drop);
 
   DeviceVector<float> dq(qkv), dd(dout), dO(n_out), dA(n_att), dS(n_att), dG(n_qkv);
   // Both forward overloads: internal scratch, then the caller's.
@@ -172,7 +175,8 @@ TEST_P(CudaAttention, ForwardAndBackwardMatchCpu) {
   EXPECT_LE(rel_err(dO.host(), out), 1e-5);
   EXPECT_EQ(cuda::attention_forward_scratch_floats(s.B, s.T, s.NH, drop),
             s.p > 0 ? int64_t(n_att) : 0);
-  cuda::attention_forward(dO.get(), dA.get(), dS.get(), dq.get(), s.B, s.T, s.C, s.NH, drop, 0);
+  cuda::Kernels::attention_forward(dO.get(), dA.get(), dS.get(), dq.get(), s.B, s.T, s.C, s.NH,
+                                   drop, 0);
   const auto got_att = dA.host();
   EXPECT_LE(rel_err(dO.host(), out), 1e-5);
   EXPECT_LE(rel_err(got_att, att), 1e-5);
@@ -183,8 +187,8 @@ TEST_P(CudaAttention, ForwardAndBackwardMatchCpu) {
 
   std::vector<float> first;
   for (int run = 0; run < 2; ++run) {
-    cuda::attention_backward(dG.get(), dS.get(), dd.get(), dq.get(), dA.get(), s.B, s.T, s.C, s.NH,
-                             drop, 0);
+    cuda::Kernels::attention_backward(dG.get(), dS.get(), dd.get(), dq.get(), dA.get(), s.B, s.T,
+                                      s.C, s.NH, drop, 0);
     const auto got = dG.host();
     EXPECT_LE(rel_err(got, dqkv), 1e-4);
     if (run == 0)

@@ -28,14 +28,14 @@ TEST(KernelsAdamW, TwoStepsOfOneElementByHand) {
   ap.weight_decay = 0.01f;
   const float g1 = 0.5f, g2 = -0.25f;
   ap.step = 1;
-  cpu::adamw(&p, &m, &v, &g1, 1, ap);
+  cpu::Kernels::adamw(&p, &m, &v, &g1, 1, ap);
   const double p1 = 1.0 - 0.1 * (0.5 / (0.5 + 1e-8) + 0.01);
   EXPECT_NEAR(m, 0.05, 0.05 * 1e-6);
   EXPECT_NEAR(v, 2.5e-4, 2.5e-4 * 2e-5);
   EXPECT_NEAR(p, p1, 1e-7);
   EXPECT_NEAR(p, 0.899000002, 1e-7);
   ap.step = 2;
-  cpu::adamw(&p, &m, &v, &g2, 1, ap);
+  cpu::Kernels::adamw(&p, &m, &v, &g2, 1, ap);
   const double mhat = 0.02 / 0.19, vhat = 3.1225e-4 / 0.001999;
   const double p2 = p1 - 0.1 * (mhat / (std::sqrt(vhat) + 1e-8) + 0.01 * p1);
   EXPECT_NEAR(m, 0.02, 0.02 * 2e-6);
@@ -60,7 +60,7 @@ TEST(KernelsAdamW, TwoStepsVectorWithGradScaleAgainstReference) {
   for (int64_t step = 5; step <= 6; ++step) {  // a resumed run: step is not 1
     const auto& g = step == 5 ? g1 : g2;
     ap.step = step;
-    cpu::adamw(p.data(), m.data(), v.data(), g.data(), n, ap);
+    cpu::Kernels::adamw(p.data(), m.data(), v.data(), g.data(), n, ap);
     const double b1 = ap.beta1, b2 = ap.beta2, bc1 = 1 - std::pow(b1, step),
                  bc2 = 1 - std::pow(b2, step);
     for (int64_t i = 0; i < n; ++i) {

@@ -66,7 +66,8 @@ TEST_P(KernelsAttention, ForwardMatchesReference) {
   const DropoutParams d{s.p, 1234, 77};
   const auto qkv = random_floats(size_t(s.B) * s.T * 3 * s.C, 1, -1.5f, 1.5f);
   std::vector<float> out(size_t(s.B) * s.T * s.C), att(size_t(s.B) * s.NH * s.T * s.T, 9.0f);
-  cpu::attention_forward(out.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH, d);
+  cpu::Kernels::attention_forward(out.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH,
+                                  d);
   std::vector<double> ow, aw;
   ref_attention(ow, aw, to_double(qkv), s, d);
   EXPECT_TRUE(all_close(att, aw, 1e-5, 1e-7));
@@ -86,10 +87,11 @@ TEST_P(KernelsAttentionGrad, BackwardMatchesFiniteDifferences) {
   const auto qkv = random_floats(size_t(s.B) * s.T * 3 * s.C, 2, -1.5f, 1.5f);
   const auto R = random_floats(size_t(s.B) * s.T * s.C, 3);  // L = sum R * out
   std::vector<float> out(R.size()), att(size_t(s.B) * s.NH * s.T * s.T);
-  cpu::attention_forward(out.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH, d);
+  cpu::Kernels::attention_forward(out.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH,
+                                  d);
   std::vector<float> dqkv(qkv.size(), 5.0f), scratch(att.size(), -3.0f);
-  cpu::attention_backward(dqkv.data(), scratch.data(), R.data(), qkv.data(), att.data(), s.B, s.T,
-                          s.C, s.NH, d);
+  cpu::Kernels::attention_backward(dqkv.data(), scratch.data(), R.data(), qkv.data(), att.data(),
+                                   s.B, s.T, s.C, s.NH, d);
   const auto Rd = to_double(R);
   const auto g = finite_diff(
       [&](const std::vector<double>& x) {
@@ -120,9 +122,12 @@ TEST(KernelsAttention, DropoutReproducibleAndOffsetDependent) {
   const auto qkv = random_floats(size_t(s.B) * s.T * 3 * s.C, 4);
   std::vector<float> o1(size_t(s.T) * s.C), o2(o1.size()), o3(o1.size()),
       att(size_t(s.NH) * s.T * s.T);
-  cpu::attention_forward(o1.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH, {0.5f, 1, 0});
-  cpu::attention_forward(o2.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH, {0.5f, 1, 0});
-  cpu::attention_forward(o3.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH, {0.5f, 1, 1});
+  cpu::Kernels::attention_forward(o1.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH,
+                                  {0.5f, 1, 0});
+  cpu::Kernels::attention_forward(o2.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH,
+                                  {0.5f, 1, 0});
+  cpu::Kernels::attention_forward(o3.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH,
+                                  {0.5f, 1, 1});
   EXPECT_TRUE(testing::bitwise_equal(o1, o2));
   EXPECT_FALSE(testing::bitwise_equal(o1, o3));
 }

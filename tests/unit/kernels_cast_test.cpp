@@ -100,7 +100,7 @@ void check_rounding(const Format& f) {
   }
   // The cast kernel matches the scalar conversion element for element.
   std::vector<H> h(xs.size());
-  cpu::cast(h.data(), xs.data(), static_cast<int64_t>(xs.size()));
+  cpu::Kernels::cast(h.data(), xs.data(), static_cast<int64_t>(xs.size()));
   for (size_t i = 0; i < xs.size(); ++i) ASSERT_EQ(h[i].bits, bits_of<H>(xs[i])) << i;
 }
 
@@ -157,9 +157,9 @@ void check_exhaustive(const Format& f) {
   std::vector<H> all(65536);
   for (uint32_t b = 0; b < 65536; ++b) all[b].bits = static_cast<uint16_t>(b);
   std::vector<float> wide(65536);
-  cpu::cast(wide.data(), all.data(), 65536);
+  cpu::Kernels::cast(wide.data(), all.data(), 65536);
   std::vector<H> back(65536);
-  cpu::cast(back.data(), wide.data(), 65536);
+  cpu::Kernels::cast(back.data(), wide.data(), 65536);
   const uint16_t abs_mask = 0x7fff;
   for (uint32_t b = 0; b < 65536; ++b) {
     const uint16_t a = b & abs_mask;
@@ -192,19 +192,19 @@ TEST(KernelsCast, AccumulateRoundsOnce) {
   const auto a = testing::random_floats(n, 1, -4, 4), s = testing::random_floats(n, 2, -1, 1);
   std::vector<bf16> hb(n);
   std::vector<fp16> hf(n);
-  cpu::cast(hb.data(), a.data(), n);
-  cpu::cast(hf.data(), a.data(), n);
+  cpu::Kernels::cast(hb.data(), a.data(), n);
+  cpu::Kernels::cast(hf.data(), a.data(), n);
   const auto hb0 = hb;
   const auto hf0 = hf;
-  cpu::accumulate(hb.data(), s.data(), n);
-  cpu::accumulate(hf.data(), s.data(), n);
+  cpu::Kernels::accumulate(hb.data(), s.data(), n);
+  cpu::Kernels::accumulate(hf.data(), s.data(), n);
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(hb[i].bits, to_bf16(to_float(hb0[i]) + s[i]).bits) << i;
     ASSERT_EQ(hf[i].bits, to_fp16(to_float(hf0[i]) + s[i]).bits) << i;
   }
   // A small addend below half an ulp is lost (one rounding, no stochastic rounding).
   bf16 one = to_bf16(1.0f);
-  cpu::accumulate(&one, std::vector<float>{0x1p-9f}.data(), 1);
+  cpu::Kernels::accumulate(&one, std::vector<float>{0x1p-9f}.data(), 1);
   EXPECT_EQ(one.bits, 0x3f80);
 }
 

@@ -55,7 +55,7 @@ TEST_P(KernelsCrossEntropy, LossAndGradient) {
   }
   auto g = logits;
   std::vector<float> losses(N);
-  cpu::softmax_cross_entropy(g.data(), losses.data(), tg.data(), N, V, v_real, dloss);
+  cpu::Kernels::softmax_cross_entropy(g.data(), losses.data(), tg.data(), N, V, v_real, dloss);
   EXPECT_TRUE(all_close(losses, lw, 1e-5, 1e-5));
   EXPECT_TRUE(all_close(g, gw, 1e-5, 1e-5 * max_abs(gw)));
   for (int n = 0; n < N; ++n)
@@ -83,8 +83,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, KernelsCrossEntropy,
 TEST(KernelsCrossEntropy, RejectsTargetsOutsideTheRealVocabulary) {
   std::vector<float> logits(8, 0.0f), losses(1);
   std::vector<int32_t> tg{6};
-  EXPECT_THROW(cpu::softmax_cross_entropy(logits.data(), losses.data(), tg.data(), 1, 8, 6, 1.0f),
-               Error);
+  EXPECT_THROW(
+      cpu::Kernels::softmax_cross_entropy(logits.data(), losses.data(), tg.data(), 1, 8, 6, 1.0f),
+      Error);
 }
 
 }  // namespace

@@ -48,9 +48,9 @@ TEST(KernelsDeterminism, LinearAndEmbedding) {
       [&] {
         std::vector<float> y(size_t(N) * 3 * C), dx(size_t(N) * C), dw(w.size(), 0.5f),
             db(3 * C, 0.25f);
-        cpu::linear_forward(y.data(), x.data(), w.data(), bias.data(), N, C, 3 * C);
-        cpu::linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), N, C,
-                             3 * C, false);
+        cpu::Kernels::linear_forward(y.data(), x.data(), w.data(), bias.data(), N, C, 3 * C);
+        cpu::Kernels::linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(),
+                                      w.data(), N, C, 3 * C, false);
         return std::vector<std::vector<float>>{y, dx, dw, db};
       },
       false);  // OpenBLAS's own threading is not ours to promise
@@ -62,8 +62,10 @@ TEST(KernelsDeterminism, LinearAndEmbedding) {
       "embedding",
       [&] {
         std::vector<float> out(size_t(N) * C), dwte(wte.size(), 0.0f), dwpe(wpe.size(), 0.0f);
-        cpu::embedding_forward(out.data(), tok.data(), wte.data(), wpe.data(), B, T, C, 0, V);
-        cpu::embedding_backward(dwte.data(), dwpe.data(), dout.data(), tok.data(), B, T, C, 0, V);
+        cpu::Kernels::embedding_forward(out.data(), tok.data(), wte.data(), wpe.data(), B, T, C, 0,
+                                        V);
+        cpu::Kernels::embedding_backward(dwte.data(), dwpe.data(), dout.data(), tok.data(), B, T, C,
+                                         0, V);
         return std::vector<std::vector<float>>{out, dwte, dwpe};
       },
       true);
@@ -77,10 +79,10 @@ TEST(KernelsDeterminism, LayerNormGeluDropout) {
       [&] {
         std::vector<float> out(x.size()), mean(N), rstd(N), dx(x.size(), 0.0f), dw(C, 0.0f),
             db(C, 0.0f);
-        cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(),
-                               N, C);
-        cpu::layernorm_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(),
-                                mean.data(), rstd.data(), N, C);
+        cpu::Kernels::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(),
+                                        b.data(), N, C);
+        cpu::Kernels::layernorm_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(),
+                                         w.data(), mean.data(), rstd.data(), N, C);
         return std::vector<std::vector<float>>{out, mean, rstd, dx, dw, db};
       },
       true);
@@ -89,10 +91,10 @@ TEST(KernelsDeterminism, LayerNormGeluDropout) {
       "gelu+dropout",
       [&] {
         std::vector<float> y(n), dx(n), r(n), dr(n);
-        cpu::gelu_forward(y.data(), x.data(), n);
-        cpu::gelu_backward(dx.data(), x.data(), dout.data(), n);
-        cpu::dropout_add_forward(r.data(), x.data(), y.data(), n, {0.1f, 5, 17});
-        cpu::dropout_backward(dr.data(), dout.data(), n, {0.1f, 5, 17});
+        cpu::Kernels::gelu_forward(y.data(), x.data(), n);
+        cpu::Kernels::gelu_backward(dx.data(), x.data(), dout.data(), n);
+        cpu::Kernels::dropout_add_forward(r.data(), x.data(), y.data(), n, {0.1f, 5, 17});
+        cpu::Kernels::dropout_backward(dr.data(), dout.data(), n, {0.1f, 5, 17});
         return std::vector<std::vector<float>>{y, dx, r, dr};
       },
       true);
@@ -106,9 +108,10 @@ TEST(KernelsDeterminism, Attention) {
         [&] {
           std::vector<float> out(size_t(N) * C), att(size_t(B) * NH * T * T), scratch(att.size()),
               dqkv(qkv.size());
-          cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, {p, 3, 0});
-          cpu::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(),
-                                  B, T, C, NH, {p, 3, 0});
+          cpu::Kernels::attention_forward(out.data(), att.data(), nullptr, qkv.data(), B, T, C, NH,
+                                          {p, 3, 0});
+          cpu::Kernels::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(),
+                                           att.data(), B, T, C, NH, {p, 3, 0});
           return std::vector<std::vector<float>>{out, att, dqkv};
         },
         true);
@@ -124,7 +127,8 @@ TEST(KernelsDeterminism, CrossEntropyAdamWReductionsCasts) {
       [&] {
         auto g = logits;
         std::vector<float> losses(N);
-        cpu::softmax_cross_entropy(g.data(), losses.data(), tg.data(), N, V, 990, 1.0f / N);
+        cpu::Kernels::softmax_cross_entropy(g.data(), losses.data(), tg.data(), N, V, 990,
+                                            1.0f / N);
         return std::vector<std::vector<float>>{g, losses};
       },
       true);
@@ -138,16 +142,17 @@ TEST(KernelsDeterminism, CrossEntropyAdamWReductionsCasts) {
         cpu::AdamWParams ap;
         ap.lr = 1e-3f;
         ap.weight_decay = 0.1f;
-        cpu::adamw(p.data(), m.data(), v.data(), g.data(), n, ap);
+        cpu::Kernels::adamw(p.data(), m.data(), v.data(), g.data(), n, ap);
         std::vector<bf16> hb(n);
         std::vector<fp16> hf(n);
-        cpu::cast(hb.data(), p.data(), n);
-        cpu::cast(hf.data(), p.data(), n);
-        cpu::accumulate(hf.data(), g.data(), n);
+        cpu::Kernels::cast(hb.data(), p.data(), n);
+        cpu::Kernels::cast(hf.data(), p.data(), n);
+        cpu::Kernels::accumulate(hf.data(), g.data(), n);
         std::vector<float> back(n);
-        cpu::cast(back.data(), hf.data(), n);
-        const double s[3] = {cpu::sum_squares(p.data(), n), cpu::sum_squares(hb.data(), n),
-                             cpu::sum_squares(hf.data(), n)};
+        cpu::Kernels::cast(back.data(), hf.data(), n);
+        const double s[3] = {cpu::Kernels::sum_squares(p.data(), n),
+                             cpu::Kernels::sum_squares(hb.data(), n),
+                             cpu::Kernels::sum_squares(hf.data(), n)};
         std::vector<float> sums(6);
         std::memcpy(sums.data(), s, sizeof s);
         return std::vector<std::vector<float>>{p, m, v, back, sums};

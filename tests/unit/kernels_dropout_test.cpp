@@ -19,8 +19,8 @@ constexpr int64_t kN = 1 << 20;
 TEST(KernelsDropout, ZeroProbabilityIsAPlainAdd) {
   const auto a = random_floats(1001, 1), x = random_floats(1001, 2);
   std::vector<float> out(a.size()), dx(a.size());
-  cpu::dropout_add_forward(out.data(), a.data(), x.data(), 1001, DropoutParams{});
-  cpu::dropout_backward(dx.data(), x.data(), 1001, DropoutParams{});
+  cpu::Kernels::dropout_add_forward(out.data(), a.data(), x.data(), 1001, DropoutParams{});
+  cpu::Kernels::dropout_backward(dx.data(), x.data(), 1001, DropoutParams{});
   for (size_t i = 0; i < a.size(); ++i) {
     ASSERT_EQ(out[i], a[i] + x[i]);
     ASSERT_EQ(dx[i], x[i]);
@@ -32,8 +32,8 @@ TEST(KernelsDropout, RateScaleAndReproducibility) {
     const DropoutParams d{p, 42, 1000};
     const auto a = random_floats(kN, 3), x = random_floats(kN, 4, 0.5f, 1.0f);  // x != 0
     std::vector<float> out(kN), out2(kN);
-    cpu::dropout_add_forward(out.data(), a.data(), x.data(), kN, d);
-    cpu::dropout_add_forward(out2.data(), a.data(), x.data(), kN, d);
+    cpu::Kernels::dropout_add_forward(out.data(), a.data(), x.data(), kN, d);
+    cpu::Kernels::dropout_add_forward(out2.data(), a.data(), x.data(), kN, d);
     EXPECT_TRUE(bitwise_equal(out, out2)) << "same (seed, offset) must give the same mask";
     int64_t dropped = 0;
     const float keep = 1.0f / (1.0f - p);
@@ -50,7 +50,7 @@ TEST(KernelsDropout, RateScaleAndReproducibility) {
     // Backward uses the same mask: dx = 0 exactly where forward dropped.
     const auto dout = random_floats(kN, 5, 0.5f, 1.0f);
     std::vector<float> dx(kN);
-    cpu::dropout_backward(dx.data(), dout.data(), kN, d);
+    cpu::Kernels::dropout_backward(dx.data(), dout.data(), kN, d);
     for (int64_t i = 0; i < kN; ++i) {
       const bool was_dropped = out[i] == a[i];
       ASSERT_EQ(dx[i], was_dropped ? 0.0f : dout[i] * keep) << i;
@@ -62,9 +62,9 @@ TEST(KernelsDropout, OffsetShiftsTheStreamAndSeedChangesIt) {
   const int64_t n = 4096, shift = 100;
   const auto dout = random_floats(n + shift, 6, 0.5f, 1.0f);
   std::vector<float> base(n + shift), shifted(n), other(n);
-  cpu::dropout_backward(base.data(), dout.data(), n + shift, {0.3f, 7, 0});
-  cpu::dropout_backward(shifted.data(), dout.data() + shift, n, {0.3f, 7, shift});
-  cpu::dropout_backward(other.data(), dout.data(), n, {0.3f, 8, 0});
+  cpu::Kernels::dropout_backward(base.data(), dout.data(), n + shift, {0.3f, 7, 0});
+  cpu::Kernels::dropout_backward(shifted.data(), dout.data() + shift, n, {0.3f, 7, shift});
+  cpu::Kernels::dropout_backward(other.data(), dout.data(), n, {0.3f, 8, 0});
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(shifted[i], base[i + shift]) << i;
   int64_t differ = 0;
   for (int64_t i = 0; i < n; ++i) differ += (other[i] == 0.0f) != (base[i] == 0.0f);
@@ -84,9 +84,9 @@ TEST(KernelsElementwise, AddAndScaleInplace) {
     auto y = random_floats(n, 7);
     const auto x = random_floats(n, 8);
     const auto y0 = y;
-    cpu::add_inplace(y.data(), x.data(), n);
+    cpu::Kernels::add_inplace(y.data(), x.data(), n);
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], y0[i] + x[i]);
-    cpu::scale_inplace(y.data(), -0.3f, n);
+    cpu::Kernels::scale_inplace(y.data(), -0.3f, n);
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], (y0[i] + x[i]) * -0.3f);
   }
 }

@@ -36,8 +36,8 @@ TEST_P(KernelsEmbedding, Forward) {
   const auto wte = random_floats(size_t(vl) * C, 1), wpe = random_floats(size_t(T) * C, 2);
   for (bool pos : {true, false}) {
     std::vector<float> out(size_t(B) * T * C, 7.0f);
-    cpu::embedding_forward(out.data(), tok.data(), wte.data(), pos ? wpe.data() : nullptr, B, T, C,
-                           vb, vl);
+    cpu::Kernels::embedding_forward(out.data(), tok.data(), wte.data(), pos ? wpe.data() : nullptr,
+                                    B, T, C, vb, vl);
     std::vector<float> want(out.size());
     for (int bt = 0; bt < B * T; ++bt)
       for (int c = 0; c < C; ++c) {
@@ -65,11 +65,12 @@ TEST_P(KernelsEmbedding, BackwardAccumulates) {
       }
     }
   auto dwte = dwte0, dwpe = dwpe0;
-  cpu::embedding_backward(dwte.data(), dwpe.data(), dout.data(), tok.data(), B, T, C, vb, vl);
+  cpu::Kernels::embedding_backward(dwte.data(), dwpe.data(), dout.data(), tok.data(), B, T, C, vb,
+                                   vl);
   EXPECT_TRUE(all_close(dwte, wte_want, 1e-6, 1e-6));
   EXPECT_TRUE(all_close(dwpe, wpe_want, 1e-6, 1e-6));
   dwte = dwte0;
-  cpu::embedding_backward(dwte.data(), nullptr, dout.data(), tok.data(), B, T, C, vb, vl);
+  cpu::Kernels::embedding_backward(dwte.data(), nullptr, dout.data(), tok.data(), B, T, C, vb, vl);
   EXPECT_TRUE(all_close(dwte, wte_want, 1e-6, 1e-6));
 }
 

@@ -68,8 +68,8 @@ TEST(KernelsGelu, ForwardAndBackwardAgainstTanhFormula) {
   for (float v : {-30.0f, -15.0f, -1e-30f, 0.0f, 1e-30f, 15.0f, 30.0f, 1e4f}) x.push_back(v);
   const auto n = static_cast<int64_t>(x.size());
   std::vector<float> y(x.size()), dx(x.size()), dout = testing::random_floats(x.size(), 3);
-  cpu::gelu_forward(y.data(), x.data(), n);
-  cpu::gelu_backward(dx.data(), x.data(), dout.data(), n);
+  cpu::Kernels::gelu_forward(y.data(), x.data(), n);
+  cpu::Kernels::gelu_backward(dx.data(), x.data(), dout.data(), n);
   std::vector<double> yw(x.size()), dxw(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     yw[i] = ref_gelu(x[i]);
@@ -100,7 +100,7 @@ TEST(KernelsGelu, GradientMatchesFiniteDifference) {
 TEST(KernelsGelu, ParallelPathMatchesScalar) {
   const auto x = testing::random_floats(100003, 9, -8, 8);
   std::vector<float> y(x.size());
-  cpu::gelu_forward(y.data(), x.data(), static_cast<int64_t>(x.size()));
+  cpu::Kernels::gelu_forward(y.data(), x.data(), static_cast<int64_t>(x.size()));
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], gelu_tanh(x[i])) << i;
 }
 

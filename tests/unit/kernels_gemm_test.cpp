@@ -63,7 +63,8 @@ TEST_P(KernelsLinear, ForwardWithAndWithoutBias) {
         want[size_t(n) * out + o] = s;
       }
     std::vector<float> y(size_t(N) * out, 123.0f);  // garbage: must be overwritten
-    cpu::linear_forward(y.data(), x.data(), w.data(), bias ? b.data() : nullptr, N, in, out);
+    cpu::Kernels::linear_forward(y.data(), x.data(), w.data(), bias ? b.data() : nullptr, N, in,
+                                 out);
     EXPECT_TRUE(all_close(y, want, 1e-5, 1e-5)) << "bias=" << bias;
   }
 }
@@ -87,8 +88,8 @@ TEST_P(KernelsLinear, BackwardAccumulates) {
     }
   for (bool acc : {false, true}) {
     auto dx = dx0, dw = dw0, db = db0;
-    cpu::linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), N, in, out,
-                         acc);
+    cpu::Kernels::linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), N,
+                                  in, out, acc);
     std::vector<double> want = dx_want;
     if (acc)
       for (size_t i = 0; i < want.size(); ++i) want[i] += dx0[i];
@@ -98,8 +99,8 @@ TEST_P(KernelsLinear, BackwardAccumulates) {
   }
   // dx and db may be null.
   auto dw = dw0;
-  cpu::linear_backward(static_cast<float*>(nullptr), dw.data(), nullptr, dy.data(), x.data(),
-                       w.data(), N, in, out, false);
+  cpu::Kernels::linear_backward(static_cast<float*>(nullptr), dw.data(), nullptr, dy.data(),
+                                x.data(), w.data(), N, in, out, false);
   EXPECT_TRUE(all_close(dw, dw_want, 1e-5, 1e-5));
 }
 

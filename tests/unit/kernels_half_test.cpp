@@ -76,28 +76,28 @@ TYPED_TEST(KernelsHalf, ElementwiseRoundOnce) {
   const Input<H> x(n, 1), y(n, 2), d(n, 3);
   std::vector<H> out(n);
   std::vector<float> want(n);
-  cpu::gelu_forward(out.data(), x.h.data(), n);
-  cpu::gelu_forward(want.data(), x.f.data(), n);
+  cpu::Kernels::gelu_forward(out.data(), x.h.data(), n);
+  cpu::Kernels::gelu_forward(want.data(), x.f.data(), n);
   expect_rounded(out, want, "gelu_forward");
-  cpu::gelu_backward(out.data(), x.h.data(), d.h.data(), n);
-  cpu::gelu_backward(want.data(), x.f.data(), d.f.data(), n);
+  cpu::Kernels::gelu_backward(out.data(), x.h.data(), d.h.data(), n);
+  cpu::Kernels::gelu_backward(want.data(), x.f.data(), d.f.data(), n);
   expect_rounded(out, want, "gelu_backward");
   const DropoutParams drop{0.1f, 1234, 77};
-  cpu::dropout_add_forward(out.data(), x.h.data(), y.h.data(), n, drop);
-  cpu::dropout_add_forward(want.data(), x.f.data(), y.f.data(), n, drop);
+  cpu::Kernels::dropout_add_forward(out.data(), x.h.data(), y.h.data(), n, drop);
+  cpu::Kernels::dropout_add_forward(want.data(), x.f.data(), y.f.data(), n, drop);
   expect_rounded(out, want, "dropout_add_forward");
-  cpu::dropout_backward(out.data(), d.h.data(), n, drop);
-  cpu::dropout_backward(want.data(), d.f.data(), n, drop);
+  cpu::Kernels::dropout_backward(out.data(), d.h.data(), n, drop);
+  cpu::Kernels::dropout_backward(want.data(), d.f.data(), n, drop);
   expect_rounded(out, want, "dropout_backward");
   std::vector<H> acc = x.h;
   std::vector<float> accf = x.f;
-  cpu::add_inplace(acc.data(), y.h.data(), n);
-  cpu::add_inplace(accf.data(), y.f.data(), n);
+  cpu::Kernels::add_inplace(acc.data(), y.h.data(), n);
+  cpu::Kernels::add_inplace(accf.data(), y.f.data(), n);
   expect_rounded(acc, accf, "add_inplace");
   acc = x.h;
   accf = x.f;
-  cpu::add_broadcast(acc.data(), y.h.data(), 50, 100);
-  cpu::add_broadcast(accf.data(), y.f.data(), 50, 100);
+  cpu::Kernels::add_broadcast(acc.data(), y.h.data(), 50, 100);
+  cpu::Kernels::add_broadcast(accf.data(), y.f.data(), 50, 100);
   expect_rounded(acc, accf, "add_broadcast");
 }
 
@@ -108,19 +108,19 @@ TYPED_TEST(KernelsHalf, LayernormRoundsOnceAndKeepsFp32Statistics) {
   const Input<H> w(C, 7, 0.5f), b(C, 8, 0.1f);
   std::vector<H> out(size_t(N) * C);
   std::vector<float> want(size_t(N) * C), mean(N), rstd(N), mean_f(N), rstd_f(N);
-  cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.h.data(), w.h.data(), b.h.data(),
-                         N, C);
-  cpu::layernorm_forward(want.data(), mean_f.data(), rstd_f.data(), x.f.data(), w.f.data(),
-                         b.f.data(), N, C);
+  cpu::Kernels::layernorm_forward(out.data(), mean.data(), rstd.data(), x.h.data(), w.h.data(),
+                                  b.h.data(), N, C);
+  cpu::Kernels::layernorm_forward(want.data(), mean_f.data(), rstd_f.data(), x.f.data(), w.f.data(),
+                                  b.f.data(), N, C);
   expect_rounded(out, want, "layernorm_forward");
   expect_same(mean, mean_f, "mean");
   expect_same(rstd, rstd_f, "rstd");
   std::vector<H> dx = dx0.h;
   std::vector<float> dxf = dx0.f, dw(C, 0.5f), db(C, -0.25f), dwf = dw, dbf = db;
-  cpu::layernorm_backward(dx.data(), dw.data(), db.data(), dout.h.data(), x.h.data(), w.h.data(),
-                          mean.data(), rstd.data(), N, C);
-  cpu::layernorm_backward(dxf.data(), dwf.data(), dbf.data(), dout.f.data(), x.f.data(), w.f.data(),
-                          mean.data(), rstd.data(), N, C);
+  cpu::Kernels::layernorm_backward(dx.data(), dw.data(), db.data(), dout.h.data(), x.h.data(),
+                                   w.h.data(), mean.data(), rstd.data(), N, C);
+  cpu::Kernels::layernorm_backward(dxf.data(), dwf.data(), dbf.data(), dout.f.data(), x.f.data(),
+                                   w.f.data(), mean.data(), rstd.data(), N, C);
   expect_rounded(dx, dxf, "layernorm_backward dx");
   expect_same(dw, dwf, "layernorm_backward dw");
   expect_same(db, dbf, "layernorm_backward db");
@@ -134,12 +134,16 @@ TYPED_TEST(KernelsHalf, EmbeddingAndCrossEntropy) {
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7 + 3) % V);
   std::vector<H> out(size_t(B) * T * C);
   std::vector<float> want(out.size());
-  cpu::embedding_forward(out.data(), tokens.data(), wte.h.data(), wpe.h.data(), B, T, C, 0, V);
-  cpu::embedding_forward(want.data(), tokens.data(), wte.f.data(), wpe.f.data(), B, T, C, 0, V);
+  cpu::Kernels::embedding_forward(out.data(), tokens.data(), wte.h.data(), wpe.h.data(), B, T, C, 0,
+                                  V);
+  cpu::Kernels::embedding_forward(want.data(), tokens.data(), wte.f.data(), wpe.f.data(), B, T, C,
+                                  0, V);
   expect_rounded(out, want, "embedding_forward");
   std::vector<float> g(size_t(V) * C, 0.0f), gp(size_t(T) * C, 0.0f), gf = g, gpf = gp;
-  cpu::embedding_backward(g.data(), gp.data(), dout.h.data(), tokens.data(), B, T, C, 0, V);
-  cpu::embedding_backward(gf.data(), gpf.data(), dout.f.data(), tokens.data(), B, T, C, 0, V);
+  cpu::Kernels::embedding_backward(g.data(), gp.data(), dout.h.data(), tokens.data(), B, T, C, 0,
+                                   V);
+  cpu::Kernels::embedding_backward(gf.data(), gpf.data(), dout.f.data(), tokens.data(), B, T, C, 0,
+                                   V);
   expect_same(g, gf, "embedding_backward dwte");
   expect_same(gp, gpf, "embedding_backward dwpe");
 
@@ -148,8 +152,9 @@ TYPED_TEST(KernelsHalf, EmbeddingAndCrossEntropy) {
   for (size_t i = 0; i < targets.size(); ++i) targets[i] = tokens[i] % v_real;
   Input<H> logits(size_t(N) * V, 12, 3.0f);
   std::vector<float> lf = logits.f, loss(N), loss_f(N);
-  cpu::softmax_cross_entropy(logits.h.data(), loss.data(), targets.data(), N, V, v_real, 0.5f);
-  cpu::softmax_cross_entropy(lf.data(), loss_f.data(), targets.data(), N, V, v_real, 0.5f);
+  cpu::Kernels::softmax_cross_entropy(logits.h.data(), loss.data(), targets.data(), N, V, v_real,
+                                      0.5f);
+  cpu::Kernels::softmax_cross_entropy(lf.data(), loss_f.data(), targets.data(), N, V, v_real, 0.5f);
   expect_same(loss, loss_f, "cross-entropy losses");
   expect_rounded(logits.h, lf, "cross-entropy dlogits");
 }
@@ -161,22 +166,22 @@ TYPED_TEST(KernelsHalf, LinearWithinOneRounding) {
   const Input<H> dy(size_t(N) * out, 16);
   std::vector<H> y(size_t(N) * out);
   std::vector<float> yf(y.size()), logits(y.size());
-  cpu::linear_forward(y.data(), x.h.data(), w.h.data(), b.h.data(), N, in, out);
-  cpu::linear_forward(yf.data(), x.f.data(), w.f.data(), b.f.data(), N, in, out);
+  cpu::Kernels::linear_forward(y.data(), x.h.data(), w.h.data(), b.h.data(), N, in, out);
+  cpu::Kernels::linear_forward(yf.data(), x.f.data(), w.f.data(), b.f.data(), N, in, out);
   const std::vector<float> yw = widen(y);
   EXPECT_LE(test::max_rel_error(yw.data(), yf.data(), yf.size()), linear_tolerance<H>());
   // The head's form: half operands, fp32 output.
-  cpu::linear_forward(logits.data(), x.h.data(), w.h.data(), static_cast<const H*>(nullptr), N, in,
-                      out);
-  cpu::linear_forward(yf.data(), x.f.data(), w.f.data(), static_cast<const float*>(nullptr), N, in,
-                      out);
+  cpu::Kernels::linear_forward(logits.data(), x.h.data(), w.h.data(),
+                               static_cast<const H*>(nullptr), N, in, out);
+  cpu::Kernels::linear_forward(yf.data(), x.f.data(), w.f.data(),
+                               static_cast<const float*>(nullptr), N, in, out);
   EXPECT_LE(test::max_rel_error(logits.data(), yf.data(), yf.size()), 1e-5);
   std::vector<H> dx(size_t(N) * in);
   std::vector<float> dxf(dx.size()), dw(size_t(out) * in, 0.0f), db(out, 0.0f), dwf = dw, dbf = db;
-  cpu::linear_backward(dx.data(), dw.data(), db.data(), dy.h.data(), x.h.data(), w.h.data(), N, in,
-                       out, false);
-  cpu::linear_backward(dxf.data(), dwf.data(), dbf.data(), dy.f.data(), x.f.data(), w.f.data(), N,
-                       in, out, false);
+  cpu::Kernels::linear_backward(dx.data(), dw.data(), db.data(), dy.h.data(), x.h.data(),
+                                w.h.data(), N, in, out, false);
+  cpu::Kernels::linear_backward(dxf.data(), dwf.data(), dbf.data(), dy.f.data(), x.f.data(),
+                                w.f.data(), N, in, out, false);
   const std::vector<float> dxw = widen(dx);
   EXPECT_LE(test::max_rel_error(dxw.data(), dxf.data(), dxf.size()), linear_tolerance<H>());
   // Parameter gradients accumulate in fp32 from exact products: fp32 summation order only.
@@ -192,17 +197,17 @@ TYPED_TEST(KernelsHalf, AttentionWithinAFewRoundings) {
   const size_t att = size_t(B) * NH * T * T;
   std::vector<H> out(size_t(B) * T * C), a(att), scratch(att), dqkv(qkv.h.size());
   std::vector<float> outf(out.size()), af(att), scratchf(att), dqkvf(dqkv.size());
-  cpu::attention_forward(out.data(), a.data(), qkv.h.data(), B, T, C, NH, drop);
-  cpu::attention_forward(outf.data(), af.data(), qkv.f.data(), B, T, C, NH, drop);
+  cpu::Kernels::attention_forward(out.data(), a.data(), nullptr, qkv.h.data(), B, T, C, NH, drop);
+  cpu::Kernels::attention_forward(outf.data(), af.data(), nullptr, qkv.f.data(), B, T, C, NH, drop);
   const std::vector<float> ow = widen(out), aw = widen(a);
   const double e_att = test::max_rel_error(aw.data(), af.data(), af.size());
   const double e_out = test::max_rel_error(ow.data(), outf.data(), outf.size());
   EXPECT_LE(e_att, attention_tolerance<H>() / 4) << "probabilities: one rounding";
   EXPECT_LE(e_out, attention_tolerance<H>());
-  cpu::attention_backward(dqkv.data(), scratch.data(), dout.h.data(), qkv.h.data(), a.data(), B, T,
-                          C, NH, drop);
-  cpu::attention_backward(dqkvf.data(), scratchf.data(), dout.f.data(), qkv.f.data(), af.data(), B,
-                          T, C, NH, drop);
+  cpu::Kernels::attention_backward(dqkv.data(), scratch.data(), dout.h.data(), qkv.h.data(),
+                                   a.data(), B, T, C, NH, drop);
+  cpu::Kernels::attention_backward(dqkvf.data(), scratchf.data(), dout.f.data(), qkv.f.data(),
+                                   af.data(), B, T, C, NH, drop);
   const std::vector<float> dw = widen(dqkv);
   const double e_grad = test::max_rel_error(dw.data(), dqkvf.data(), dqkvf.size());
   EXPECT_LE(e_grad, attention_tolerance<H>());

@@ -77,7 +77,8 @@ TEST_P(KernelsLayerNorm, Forward) {
   for (int c = 0; c < C; ++c) x[c] += 100.0f;  // a row with a large mean
   const auto w = random_floats(C, 2, 0.5f, 1.5f), b = random_floats(C, 3);
   std::vector<float> out(size_t(N) * C), mean(N), rstd(N);
-  cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+  cpu::Kernels::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(),
+                                  b.data(), N, C);
   std::vector<double> o, m, r;
   ref_layernorm(o, m, r, to_double(x), to_double(w), to_double(b), N, C);
   EXPECT_TRUE(all_close(out, o, 2e-5, 2e-5));
@@ -91,12 +92,13 @@ TEST_P(KernelsLayerNorm, Backward) {
   const auto w = random_floats(C, 5, 0.5f, 1.5f), b = random_floats(C, 6);
   const auto R = random_floats(size_t(N) * C, 7);  // L = sum R * out, so dout = R
   std::vector<float> out(size_t(N) * C), mean(N), rstd(N);
-  cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+  cpu::Kernels::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(),
+                                  b.data(), N, C);
   const auto dx0 = random_floats(size_t(N) * C, 8), dw0 = random_floats(C, 9),
              db0 = random_floats(C, 10);
   auto dx = dx0, dw = dw0, db = db0;
-  cpu::layernorm_backward(dx.data(), dw.data(), db.data(), R.data(), x.data(), w.data(),
-                          mean.data(), rstd.data(), N, C);
+  cpu::Kernels::layernorm_backward(dx.data(), dw.data(), db.data(), R.data(), x.data(), w.data(),
+                                   mean.data(), rstd.data(), N, C);
 
   const auto xd = to_double(x), wd = to_double(w), bd = to_double(b), Rd = to_double(R);
   auto loss = [&](const std::vector<double>& xx, const std::vector<double>& ww,

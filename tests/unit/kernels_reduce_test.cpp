@@ -37,14 +37,14 @@ TYPED_TEST(KernelsReduce, SumSquaresInDouble) {
   for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{64}, int64_t{100003}}) {
     auto x = from<TypeParam>(testing::random_floats(n, 11, -3, 3));
     const long double want = ref_sum_squares(x);
-    const double got = cpu::sum_squares(x.data(), n);
+    const double got = cpu::Kernels::sum_squares(x.data(), n);
     EXPECT_NEAR(got, static_cast<double>(want), 1e-13 * static_cast<double>(want)) << n;
   }
   // Double accumulation: 2^24 + many ones is not lost as it would be in float.
   std::vector<float> big(70000, 1.0f);
   big[0] = 4096.0f;  // 4096^2 = 2^24
   auto x = from<TypeParam>(big);
-  EXPECT_EQ(cpu::sum_squares(x.data(), 70000), 16777216.0 + 69999.0);
+  EXPECT_EQ(cpu::Kernels::sum_squares(x.data(), 70000), 16777216.0 + 69999.0);
 }
 
 TYPED_TEST(KernelsReduce, HasInfOrNan) {
@@ -56,17 +56,17 @@ TYPED_TEST(KernelsReduce, HasInfOrNan) {
     base[0] = maxf;
     base[size_t(n - 1)] = -maxf;
     auto x = from<TypeParam>(base);
-    EXPECT_FALSE(cpu::has_inf_or_nan(x.data(), n)) << n;
+    EXPECT_FALSE(cpu::Kernels::has_inf_or_nan(x.data(), n)) << n;
     for (int64_t pos : {int64_t{0}, n / 2, n - 1})
       for (float bad : {inf, -inf, nan}) {
         auto y = x;
         y[size_t(pos)] = from_float<TypeParam>(bad);
-        EXPECT_TRUE(cpu::has_inf_or_nan(y.data(), n)) << n << " " << pos << " " << bad;
+        EXPECT_TRUE(cpu::Kernels::has_inf_or_nan(y.data(), n)) << n << " " << pos << " " << bad;
       }
   }
   if constexpr (std::is_same_v<TypeParam, fp16>) {
     std::vector<fp16> y{to_fp16(1.0f), to_fp16(70000.0f)};  // overflows fp16 to inf
-    EXPECT_TRUE(cpu::has_inf_or_nan(y.data(), 2));
+    EXPECT_TRUE(cpu::Kernels::has_inf_or_nan(y.data(), 2));
   }
 }
 
