@@ -11,7 +11,75 @@ struct LimitExceeded {
   std::string why;
 };
 
+// nlohmann's SAX interface for parse_flat_json_object: depth 0 is the top-level object, every
+// value is delivered at depth 1, and anything that would open depth 2 stops the parser.
+class FlatObjectSax {
+ public:
+  using Json = nlohmann::json;
+  using Member = std::function<void(std::string&, const Json&)>;
+  FlatObjectSax(std::string_view what, size_t max_string, const Member& member)
+      : what_(what), max_string_(max_string), member_(member) {}
+
+  bool null() { return value(Json(nullptr)); }
+  bool boolean(bool v) { return value(Json(v)); }
+  bool number_integer(Json::number_integer_t v) { return value(Json(v)); }
+  bool number_unsigned(Json::number_unsigned_t v) { return value(Json(v)); }
+  bool number_float(Json::number_float_t v, const std::string&) { return value(Json(v)); }
+  bool string(std::string& v) {
+    bounded(v);
+    return value(Json(std::move(v)));
+  }
+  bool binary(Json::binary_t&) { return value(Json::binary({})); }  // not produced by JSON text
+  bool start_object(size_t) { return open(Json::value_t::object); }
+  bool start_array(size_t) { return open(Json::value_t::array); }
+  bool end_object() { return true; }
+  bool end_array() { return true; }  // never reached: arrays are refused when they open
+  bool key(std::string& k) {
+    bounded(k);
+    key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception& e) {
+    // nlohmann quotes the token it stopped at, which can be the rest of a long string.
+    throw InputError(fmt::format("{} is not valid JSON: {}", what_, excerpt(e.what(), 160)));
+  }
+
+ private:
+  bool open(Json::value_t type) {
+    if (in_object_) throw InputError(fmt::format("{} nests deeper than 1 levels", what_));
+    if (type != Json::value_t::object) not_an_object(Json(type));
+    in_object_ = true;
+    return true;
+  }
+  bool value(const Json& v) {
+    if (!in_object_) not_an_object(v);
+    member_(key_, v);
+    return true;
+  }
+  [[noreturn]] void not_an_object(const Json& v) const {
+    throw InputError(fmt::format("{} is not a JSON object (got {})", what_, json_type_name(v)));
+  }
+  void bounded(const std::string& s) const {
+    if (s.size() > max_string_)
+      throw InputError(fmt::format("{} holds a string of {} bytes (at most {}): '{}'", what_,
+                                   s.size(), max_string_, excerpt(s)));
+  }
+
+  std::string_view what_;
+  size_t max_string_;
+  const Member& member_;
+  bool in_object_ = false;
+  std::string key_;
+};
+
 }  // namespace
+
+void parse_flat_json_object(
+    std::string_view text, std::string_view what, size_t max_string,
+    const std::function<void(std::string& key, const nlohmann::json& value)>& member) {
+  FlatObjectSax sax(what, max_string, member);
+  nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
+}
 
 nlohmann::json parse_json_input(std::string_view text, std::string_view what,
                                 const JsonLimits& limits) {

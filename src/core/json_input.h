@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,16 @@ struct JsonLimits {
 // Throws InputError "<what> is not valid JSON: ..." or "... nests deeper than ..." naming `what`.
 nlohmann::json parse_json_input(std::string_view text, std::string_view what,
                                 const JsonLimits& limits = {});
+
+// The members of a flat JSON object (every value a scalar, as vocab.json's token -> id), read
+// in one pass without building a document: no tree of nodes and no sorted map for a 50k-entry
+// vocabulary. Calls `member(key, value)` in file order, duplicates included; `value` is null, a
+// boolean, a number or a string. Bounded like parse_json_input with max_depth 1. Throws
+// InputError: "<what> is not valid JSON: ...", "<what> nests deeper than 1 levels" for an array
+// or object value, "<what> holds a string of ..." and "<what> is not a JSON object (got ...)".
+void parse_flat_json_object(
+    std::string_view text, std::string_view what, size_t max_string,
+    const std::function<void(std::string& key, const nlohmann::json& value)>& member);
 
 // A short, printable rendering of a value for an error message.
 std::string json_excerpt(const nlohmann::json& v, size_t max = 40);

@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <optional>
+
 #include "src/core/error.h"
 #include "src/core/input_file.h"
 #include "src/core/json_input.h"
@@ -24,35 +27,58 @@ BpeTokenizer BpeTokenizer::from_files(const std::string& vocab_json,
 BpeTokenizer BpeTokenizer::from_strings(std::string_view vocab_json, std::string_view merges_txt,
                                         std::string_view vocab_name, std::string_view merges_name) {
   BpeTokenizer t;
-  // A vocabulary is one flat object of token strings.
-  const nlohmann::json vocab =
-      parse_json_input(vocab_json, vocab_name, JsonLimits{.max_depth = 1, .max_string = 4096});
-  ZT_REQUIRE(vocab.is_object() && !vocab.empty(),
-             "{}: expected a JSON object mapping token strings to ids", vocab_name);
-  const size_t n = vocab.size();
+  // A vocabulary is one flat object of token strings, read without building a JSON document.
+  std::vector<std::pair<std::string, int64_t>> entries;
+  parse_flat_json_object(
+      vocab_json, vocab_name, 4096, [&](std::string& tok, const nlohmann::json& idj) {
+        ZT_REQUIRE(idj.is_number_integer(), "{}: token '{}' has a non-integer id {}", vocab_name,
+                   excerpt(tok), json_excerpt(idj));
+        entries.emplace_back(std::move(tok), idj.get<int64_t>());
+      });
+  ZT_REQUIRE(!entries.empty(), "{}: expected a JSON object mapping token strings to ids",
+             vocab_name);
+  const size_t n = entries.size();
   t.id_to_bytes_.resize(n);
-  std::vector<char> seen(n, 0);
-  std::unordered_map<std::string, int32_t> bytes_to_id;
-  for (const auto& [tok, idj] : vocab.items()) {
-    ZT_REQUIRE(idj.is_number_integer(), "{}: token '{}' has a non-integer id {}", vocab_name,
-               excerpt(tok), json_excerpt(idj));
-    const int64_t id = idj.get<int64_t>();
-    ZT_REQUIRE(id >= 0 && id < static_cast<int64_t>(n) && !seen[id],
+  std::vector<uint32_t> entry_of(n, UINT32_MAX);
+  for (size_t e = 0; e < n; ++e) {
+    const auto& [tok, id] = entries[e];
+    ZT_REQUIRE(id >= 0 && id < static_cast<int64_t>(n) && entry_of[id] == UINT32_MAX,
                "{}: token '{}' has id {}; ids must be distinct and in [0, {})", vocab_name,
                excerpt(tok), id, n);
-    seen[id] = 1;
+    entry_of[id] = static_cast<uint32_t>(e);
     // Added tokens need not be byte spellings; they decode as their own UTF-8 text.
-    std::string bytes = vocab_string_to_bytes(tok).value_or(tok);
+    t.id_to_bytes_[id] = vocab_string_to_bytes(tok).value_or(tok);
     if (tok == kEndOfText) t.eod_ = static_cast<int32_t>(id);
-    bytes_to_id.emplace(bytes, static_cast<int32_t>(id));
-    t.id_to_bytes_[id] = std::move(bytes);
   }
+  // Token bytes -> id, the lower id winning. Two tokens can share bytes only as a byte spelling
+  // and the same bytes as a plain added token, so a second token with the same string, or a
+  // third with the same bytes, is a token listed twice.
+  struct Owner {
+    int32_t id;
+    bool shared;
+  };
+  std::unordered_map<std::string_view, Owner> bytes_to_id;
+  bytes_to_id.reserve(n);
+  for (size_t id = 0; id < n; ++id) {
+    auto [it, fresh] = bytes_to_id.try_emplace(t.id_to_bytes_[id], Owner{int32_t(id), false});
+    if (fresh) continue;
+    const std::string& tok = entries[entry_of[id]].first;
+    ZT_REQUIRE(!it->second.shared && tok != entries[entry_of[it->second.id]].first,
+               "{}: token '{}' appears more than once", vocab_name, excerpt(tok));
+    it->second.shared = true;
+  }
+  auto find_bytes = [&](std::string_view bytes) -> std::optional<int32_t> {
+    auto it = bytes_to_id.find(bytes);
+    if (it == bytes_to_id.end()) return std::nullopt;
+    return it->second.id;
+  };
   for (int b = 0; b < 256; ++b) {
-    auto it = bytes_to_id.find(std::string(1, static_cast<char>(b)));
-    ZT_REQUIRE(it != bytes_to_id.end(),
+    const std::string byte(1, static_cast<char>(b));
+    const auto id = find_bytes(byte);
+    ZT_REQUIRE(id.has_value(),
                "{}: no token for byte 0x{:02X} ('{}'); a byte-level BPE vocab needs all 256",
-               vocab_name, b, bytes_to_vocab_string(std::string(1, static_cast<char>(b))));
-    t.byte_id_[b] = it->second;
+               vocab_name, b, bytes_to_vocab_string(byte));
+    t.byte_id_[b] = *id;
   }
 
   t.merges_ = PairMap(n);
@@ -62,10 +88,10 @@ BpeTokenizer BpeTokenizer::from_strings(std::string_view vocab_json, std::string
     auto bytes = vocab_string_to_bytes(s);
     ZT_REQUIRE(bytes.has_value(), "{}:{}: '{}' is not a byte-level token", merges_name, line,
                excerpt(s));
-    auto it = bytes_to_id.find(*bytes);
-    ZT_REQUIRE(it != bytes_to_id.end(), "{}:{}: token '{}' is not in {}", merges_name, line,
-               excerpt(s), vocab_name);
-    return std::pair{it->second, std::move(*bytes)};
+    const auto id = find_bytes(*bytes);
+    ZT_REQUIRE(id.has_value(), "{}:{}: token '{}' is not in {}", merges_name, line, excerpt(s),
+               vocab_name);
+    return std::pair{*id, std::move(*bytes)};
   };
   while (start < merges_txt.size()) {
     size_t end = merges_txt.find('\n', start);
@@ -82,11 +108,11 @@ BpeTokenizer BpeTokenizer::from_strings(std::string_view vocab_json, std::string
                excerpt(line));
     auto [a, abytes] = id_of(line.substr(0, sp), line_no);
     auto [b, bbytes] = id_of(line.substr(sp + 1), line_no);
-    auto it = bytes_to_id.find(abytes + bbytes);
-    ZT_REQUIRE(it != bytes_to_id.end(), "{}:{}: merged token of '{}' is not in {}", merges_name,
-               line_no, excerpt(line), vocab_name);
+    const auto merged = find_bytes(abytes + bbytes);
+    ZT_REQUIRE(merged.has_value(), "{}:{}: merged token of '{}' is not in {}", merges_name, line_no,
+               excerpt(line), vocab_name);
     // A repeated pair keeps its first (lowest) rank; files written by BPE training have none.
-    t.merges_.insert(a, b, Merge{rank++, it->second});
+    t.merges_.insert(a, b, Merge{rank++, *merged});
   }
   return t;
 }

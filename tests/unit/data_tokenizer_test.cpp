@@ -145,6 +145,14 @@ TEST(BpeTokenizer, RejectsMalformedFiles) {
                "m.txt:1: '€' is not a byte-level token");
   expect_error([&] { BpeTokenizer::from_strings(vocab, "x y\n", "v", "m.txt"); },
                "merged token of 'x y' is not in v");
+  // Listed twice with two ids: a JSON document would keep the last; the vocabulary would then be
+  // one token smaller than its ids say.
+  expect_error([&] { BpeTokenizer::from_strings(R"({"a": 0, "b": 1, "a": 2})", "", "v.json"); },
+               "v.json: token 'a' appears more than once");
+  expect_error([&] { BpeTokenizer::from_strings("[0, 1]", "", "v.json"); },
+               "v.json is not a JSON object (got array)");
+  expect_error([&] { BpeTokenizer::from_strings(R"({"a": 0.5})", "", "v.json"); },
+               "token 'a' has a non-integer id 0.5");
   expect_error(
       [] { BpeTokenizer::from_files("/nonexistent/vocab.json", fixture("bpe_kjv/merges.txt")); },
       "cannot open --vocab-file '/nonexistent/vocab.json'");
