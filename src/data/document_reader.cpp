@@ -15,10 +15,16 @@ InputFormat format_from_extension(const std::string& path) {
 
 DocumentReader::DocumentReader(const std::string& path, InputFormat format,
                                std::vector<std::string> keys)
-    : file_(path), format_(format), keys_(std::move(keys)) {
-  ZT_REQUIRE(format_ == InputFormat::kText || !keys_.empty(), "--json-keys needs a key");
+    : DocumentReader(std::string_view{}, path, format, std::move(keys)) {
+  file_ = MappedFile(path);
   data_ =
       std::string_view(reinterpret_cast<const char*>(file_.bytes().data()), file_.bytes().size());
+}
+
+DocumentReader::DocumentReader(std::string_view contents, std::string name, InputFormat format,
+                               std::vector<std::string> keys)
+    : name_(std::move(name)), format_(format), keys_(std::move(keys)), data_(contents) {
+  ZT_REQUIRE(format_ == InputFormat::kText || !keys_.empty(), "--json-keys needs a key");
 }
 
 // The line at pos without its '\n' (or "\r\n"); advances pos past it.
@@ -65,14 +71,14 @@ bool DocumentReader::next_json(std::vector<std::string>& fields) {
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     // Documents may be long (a line is the bound) but not deep: metadata nests a few levels.
     const nlohmann::json j =
-        parse_json_input(line, fmt::format("{}:{}", file_.path(), line_no_),
+        parse_json_input(line, fmt::format("{}:{}", name_, line_no_),
                          JsonLimits{.max_depth = 32, .max_string = line.size()});
-    ZT_REQUIRE(j.is_object(), "{}:{}: expected a JSON object per line, got {}", file_.path(),
-               line_no_, json_type_name(j));
+    ZT_REQUIRE(j.is_object(), "{}:{}: expected a JSON object per line, got {}", name_, line_no_,
+               json_type_name(j));
     for (size_t k = 0; k < keys_.size(); ++k) {
       auto it = j.find(keys_[k]);
       ZT_REQUIRE(it != j.end() && it->is_string(),
-                 "{}:{}: no string field '{}' (set the field name with --json-keys)", file_.path(),
+                 "{}:{}: no string field '{}' (set the field name with --json-keys)", name_,
                  line_no_, excerpt(keys_[k]));
       fields[k] = it->get<std::string>();
     }

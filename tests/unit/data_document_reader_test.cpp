@@ -62,5 +62,28 @@ TEST(DocumentReader, JsonErrorsNameTheLine) {
   EXPECT_THROW(read_all(dir / "none.txt", InputFormat::kText), InputError);
 }
 
+// The in-memory reader (the fuzzer's entry) is the same parser: same documents, errors named by
+// the name given.
+TEST(DocumentReader, FromMemory) {
+  const std::string text = "a\n\n b \n";
+  DocumentReader r(std::string_view(text), "mem.txt", InputFormat::kText, {"text"});
+  std::vector<std::string> fields;
+  ASSERT_TRUE(r.next(fields));
+  EXPECT_EQ(fields[0], "a");
+  ASSERT_TRUE(r.next(fields));
+  EXPECT_EQ(fields[0], " b ");
+  EXPECT_FALSE(r.next(fields));
+  EXPECT_EQ(r.bytes_read(), text.size());
+  const std::string json = "{\"text\": 1}\n";
+  DocumentReader j(std::string_view(json), "mem.jsonl", InputFormat::kJsonLines, {"text"});
+  try {
+    j.next(fields);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("mem.jsonl:1: no string field 'text'"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace zt::data
