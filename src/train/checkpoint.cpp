@@ -235,7 +235,8 @@ std::string save_checkpoint(const std::string& dir, Trainer& t, const SaveHooks&
     meta["partition_unit_elems"] = t.options().reduce_bucket_size;
     meta["loss_scaler"] = {{"scale", loop.scaler.scale},
                            {"growth_tracker", loop.scaler.growth_tracker},
-                           {"hysteresis_left", loop.scaler.hysteresis_left}};
+                           {"hysteresis_left", loop.scaler.hysteresis_left},
+                           {"consecutive_skips", loop.scaler.consecutive_skips}};
     // Dropout and the data order are pure functions of (seed, sample index): the seed and the
     // consumed samples are the whole random state.
     meta["seed"] = t.options().seed;
@@ -326,6 +327,11 @@ int load_checkpoint(const std::string& dir, Trainer& t, LoadAccounting* accounti
         static_cast<int>(int_field(ls, "growth_tracker", 0, 1 << 30, where));
     loop.scaler.hysteresis_left =
         static_cast<int>(int_field(ls, "hysteresis_left", 0, 1 << 30, where));
+    // Written since --max-consecutive-skips counts across a resume; absent in older checkpoints.
+    loop.scaler.consecutive_skips =
+        ls.contains("consecutive_skips")
+            ? static_cast<int>(int_field(ls, "consecutive_skips", 0, 1 << 30, where))
+            : 0;
   }
   t.restore_loop_state(loop);
   for (const std::string& line :

@@ -86,6 +86,9 @@ const std::vector<Decl>& decls() {
        "overflows tolerated before the dynamic loss scale halves"},
       {"min-loss-scale", "fp16.min_loss_scale", &O::min_loss_scale, Check::Positive,
        "lowest dynamic loss scale; an overflow there ends the run"},
+      {"max-loss-scale", "fp16.max_loss_scale", &O::max_loss_scale, Check::Positive,
+       "highest dynamic loss scale: growth stops there (Megatron and DeepSpeed have no cap; the "
+       "default is their initial scale, 2^32)"},
       {"max-consecutive-skips", "fp16.max_consecutive_skips", &O::max_consecutive_skips,
        Check::Positive,
        "end the run after this many steps in a row skipped for overflowing gradients (the "
@@ -495,12 +498,16 @@ void validate_train_options(const O& o, int dp) {
   };
   for (const Scale& s : {Scale{"--loss-scale", o.loss_scale, true},
                          Scale{"--initial-loss-scale", o.initial_loss_scale, false},
-                         Scale{"--min-loss-scale", o.min_loss_scale, false}})
+                         Scale{"--min-loss-scale", o.min_loss_scale, false},
+                         Scale{"--max-loss-scale", o.max_loss_scale, false}})
     ZT_REQUIRE(
         (s.zero_is_dynamic && s.value == 0) || (s.value >= kMinScale && s.value <= kMaxScale),
         "{} must be in [2^-24, 2^32] (fp16's smallest subnormal to Megatron's initial "
         "scale){}, got {:g}",
         s.flag, s.zero_is_dynamic ? ", or 0 for a dynamic scale" : "", s.value);
+  ZT_REQUIRE(o.initial_loss_scale <= o.max_loss_scale,
+             "--initial-loss-scale ({:g}) must not exceed --max-loss-scale ({:g})",
+             o.initial_loss_scale, o.max_loss_scale);
 }
 
 }  // namespace zt

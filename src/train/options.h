@@ -44,6 +44,7 @@ struct TrainOptions {
   int loss_scale_window = 1000;
   int hysteresis = 2;
   double min_loss_scale = 1.0;
+  double max_loss_scale = 4294967296.0;  // 2^32: Megatron's and DeepSpeed's initial scale
   int max_consecutive_skips = 100;
   // parallelism
   int tensor_model_parallel_size = 1;

@@ -30,6 +30,7 @@ LossScalerConfig scaler_config(const TrainOptions& o) {
   c.window = o.loss_scale_window;
   c.hysteresis = o.hysteresis;
   c.min_scale = o.min_loss_scale;
+  c.max_scale = o.max_loss_scale;
   c.max_consecutive_skips = o.max_consecutive_skips;
   return c;
 }

@@ -30,14 +30,15 @@ void LossScaler::update(bool overflow) {
   if (++growth_tracker_ == config_.window) {
     growth_tracker_ = 0;
     hysteresis_left_ = config_.hysteresis;
-    scale_ *= 2.0;
+    scale_ = std::min(scale_ * 2.0, config_.max_scale);
   }
 }
 
 void LossScaler::restore(const State& s) {
-  scale_ = s.scale;
+  scale_ = config_.dynamic ? std::clamp(s.scale, config_.min_scale, config_.max_scale) : s.scale;
   growth_tracker_ = s.growth_tracker;
   hysteresis_left_ = s.hysteresis_left;
+  consecutive_skips_ = s.consecutive_skips;
 }
 
 }  // namespace zt

@@ -1,7 +1,11 @@
 #pragma once
 // Loss scaling for fp16 (Megatron's DynamicGradScaler semantics): the loss is multiplied by
 // `scale` before backward; a step whose gradients overflow is skipped, and after `hysteresis`
-// overflows the scale halves (not below min_scale); after `window` clean steps it doubles.
+// overflows the scale halves (not below min_scale); after `window` clean steps it doubles, up to
+// max_scale. Megatron's DynamicGradScaler and DeepSpeed's DynamicLossScaler let it double without
+// bound (a run whose gradients never overflow, say all zero, reaches infinity after ~1000 windows);
+// Apex's amp caps it at 2^24. The cap's default, 2^32, is Megatron's and DeepSpeed's initial
+// scale, so a run at the defaults behaves as theirs until it would grow past where they start.
 // bf16 and fp32 use a constant scale of 1.
 // A run whose steps keep overflowing trains nothing while looking alive, so the scaler also says
 // when to stop: an overflow with the scale already at min_scale once hysteresis is spent
@@ -18,6 +22,7 @@ struct LossScalerConfig {
   int window = 1000;
   int hysteresis = 2;
   double min_scale = 1.0;
+  double max_scale = 0x1p32;
   int max_consecutive_skips = 100;
 };
 
@@ -31,12 +36,16 @@ class LossScaler {
   // Why training cannot go on after the last update(), as one sentence; empty while it can.
   const std::string& stuck() const { return stuck_; }
 
+  // What a checkpoint carries, so a resumed run scales, grows and stops as an uninterrupted one.
   struct State {
     double scale;
     int growth_tracker;
     int hysteresis_left;
+    int consecutive_skips;
   };
-  State state() const { return {scale_, growth_tracker_, hysteresis_left_}; }
+  State state() const { return {scale_, growth_tracker_, hysteresis_left_, consecutive_skips_}; }
+  // A dynamic scale is brought inside this run's [min_scale, max_scale] (the flags may differ from
+  // the saved run's).
   void restore(const State& s);
 
  private:
@@ -44,7 +53,7 @@ class LossScaler {
   double scale_;
   int growth_tracker_ = 0;
   int hysteresis_left_;
-  int consecutive_skips_ = 0;  // not checkpointed: a resumed run starts counting afresh
+  int consecutive_skips_ = 0;
   std::string stuck_;
 };
 

@@ -68,5 +68,41 @@ TEST(LossScaler, StopsAfterConsecutiveSkipsOnlyInARow) {
   EXPECT_NE(s.stuck().find("3 consecutive steps skipped"), std::string::npos) << s.stuck();
 }
 
+TEST(LossScaler, GrowthStopsAtMaxScale) {
+  LossScalerConfig c{true, 1024.0, 2, 2, 1.0};
+  c.max_scale = 4096.0;
+  LossScaler s(c);
+  for (int i = 0; i < 20; ++i) s.update(false);  // ten clean windows: 2^20 without the cap
+  EXPECT_EQ(s.scale(), 4096.0);
+  LossScaler d(LossScalerConfig{true, 0x1p32, 1, 2, 1.0});  // the defaults' cap: 2^32
+  for (int i = 0; i < 3000; ++i) d.update(false);           // 2^3032 would be inf in double
+  EXPECT_EQ(d.scale(), 0x1p32);
+}
+
+TEST(LossScaler, ConsecutiveSkipsSurviveARestore) {
+  LossScalerConfig c{false, 128.0, 1, 1, 1.0};
+  c.max_consecutive_skips = 3;
+  LossScaler before(c);
+  before.update(true);
+  before.update(true);
+  const LossScaler::State saved = before.state();
+  EXPECT_EQ(saved.consecutive_skips, 2);
+  LossScaler resumed(c);
+  resumed.restore(saved);
+  resumed.update(true);  // the third in a row, counting the two before the checkpoint
+  EXPECT_NE(resumed.stuck().find("3 consecutive steps skipped"), std::string::npos)
+      << resumed.stuck();
+}
+
+TEST(LossScaler, RestoreKeepsADynamicScaleInsideThisRunsBounds) {
+  LossScalerConfig c{true, 1024.0, 1000, 2, 16.0};
+  c.max_scale = 2048.0;
+  LossScaler s(c);
+  s.restore({0x1p40, 0, 2, 0});
+  EXPECT_EQ(s.scale(), 2048.0);
+  s.restore({1.0, 0, 2, 0});
+  EXPECT_EQ(s.scale(), 16.0);
+}
+
 }  // namespace
 }  // namespace zt
