@@ -274,13 +274,8 @@ std::string checkpoint_iteration_dir(const std::string& dir, std::optional<int64
   std::error_code ec;
   ZT_REQUIRE(!fs::is_symlink(iter_dir, ec), "checkpoint directory '{}' is a symbolic link",
              iter_dir.string());
-  const std::string text = read_small_file(iter_dir, "meta.json", kMaxMetaBytes);
-  try {
-    meta = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(
-        fmt::format("'{}' is not valid JSON: {}", (iter_dir / "meta.json").string(), e.what()));
-  }
+  meta = parse_meta_json(read_small_file(iter_dir, "meta.json", kMaxMetaBytes),
+                         (iter_dir / "meta.json").string());
   ZT_REQUIRE(meta.is_object() && meta.contains("iteration") &&
                  meta["iteration"].is_number_integer() &&
                  iteration_name(meta["iteration"].get<int64_t>()) == name,

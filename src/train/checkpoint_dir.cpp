@@ -14,6 +14,7 @@
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/train/checkpoint_file.h"
+#include "src/train/checkpoint_meta.h"
 
 namespace zt {
 namespace fs = std::filesystem;
@@ -24,8 +25,8 @@ constexpr std::string_view kTmpSuffix = ".tmp";
 // The iteration meta.json of DIR/name records, or nothing when it cannot be read.
 std::optional<int64_t> recorded_iteration(const fs::path& dir, const std::string& name) {
   try {
-    const auto meta =
-        nlohmann::json::parse(read_small_file(dir / name, "meta.json", kMaxMetaBytes));
+    const auto meta = parse_meta_json(read_small_file(dir / name, "meta.json", kMaxMetaBytes),
+                                      (dir / name / "meta.json").string());
     const auto& it = meta.at("iteration");
     if (!it.is_number_integer() || it.get<int64_t>() < 0) return std::nullopt;
     return it.get<int64_t>();

@@ -1,6 +1,7 @@
 #include "src/train/checkpoint_meta.h"
 
 #include "src/core/error.h"
+#include "src/core/json_input.h"
 
 #ifndef ZT_VERSION
 #define ZT_VERSION "unknown"
@@ -20,6 +21,11 @@ double prob_field(const nlohmann::json& j, const std::string& key, const std::st
 }
 
 }  // namespace
+
+nlohmann::json parse_meta_json(std::string_view text, const std::string& where) {
+  return parse_json_input(text, fmt::format("'{}'", where),
+                          JsonLimits{.max_depth = 8, .max_string = 4096});
+}
 
 const char* zerotron_version() {
   return ZT_VERSION;
@@ -66,13 +72,15 @@ GptConfig model_from_json(const nlohmann::json& j, const std::string& where) {
 }
 
 SavedLayout saved_layout(const nlohmann::json& meta, const std::string& where) {
+  const auto format = meta.is_object() ? meta.find("format") : meta.end();
   ZT_REQUIRE(
-      meta.is_object() && meta.value("format", "") == "zerotron-checkpoint-3",
+      format != meta.end() && *format == "zerotron-checkpoint-3",
       "'{}' is not a zerotron-checkpoint-3 meta.json (checkpoints of formats 1 and 2 are not read: "
       "their ZeRO partition cut units differently)",
       where);
   SavedLayout s;
-  s.model = model_from_json(meta.at("model"), where);
+  ZT_REQUIRE(meta.contains("model"), "'{}' has no model", where);
+  s.model = model_from_json(meta["model"], where);
   ZT_REQUIRE(meta.contains("layout") && meta["layout"].is_object(), "'{}' has no layout", where);
   const auto& lay = meta["layout"];
   s.tp = static_cast<int>(int_field(lay, "tensor_model_parallel_size", 1, 4096, where));
@@ -105,7 +113,7 @@ std::vector<std::string> changed_settings(const nlohmann::json& saved, const nlo
     const auto& was = saved[it.key()];
     if (was != *it)
       lines.push_back(fmt::format("--{} was {} in the checkpoint, this run uses {}", it.key(),
-                                  was.dump(), it->dump()));
+                                  json_excerpt(was), it->dump()));
   }
   return lines;
 }

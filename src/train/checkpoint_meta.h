@@ -5,12 +5,17 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/model/gpt_config.h"
 #include "src/train/options.h"
 
 namespace zt {
+
+// A meta.json's text (file `where`) parsed with the shared bounded reader: nesting (meta.json's
+// own is 3 deep) and string lengths capped, errors quoting a short excerpt. InputError otherwise.
+nlohmann::json parse_meta_json(std::string_view text, const std::string& where);
 
 struct SavedLayout {
   GptConfig model;

@@ -26,7 +26,8 @@ SavedCheckpoint::SavedCheckpoint(const std::string& iter_dir, const nlohmann::js
   unit_ = saved.partition_unit;
   layout_ = ParamLayout::gpt(model_, tp_, 0);
   if (stage_ > 0) part_.emplace(layout_, dp_, 0, unit_);
-  shards_ = meta.at("shards");
+  ZT_REQUIRE(meta.contains("shards"), "'{}' lists no shard files", where);
+  shards_ = meta["shards"];
   // Exactly the files this layout writes: one per tp rank (stage 0) or per (tp, dp) rank.
   const int files_dp = stage_ == 0 ? 1 : dp_;
   ZT_REQUIRE(shards_.is_object() && shards_.size() == static_cast<size_t>(tp_ * files_dp),

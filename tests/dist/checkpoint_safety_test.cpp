@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "src/comm/topology.h"
 #include "src/train/checkpoint.h"
 #include "src/train/trainer.h"
@@ -214,6 +216,58 @@ TEST(CheckpointSafety, HostileLatestIsRefused) {
     ADD_FAILURE() << "a symbolic link as the iteration directory was accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("is a symbolic link"), std::string::npos) << e.what();
+  }
+  dist::world().barrier();
+}
+
+// meta.json is read with the shared bounded JSON reader and every field's type is checked: a
+// deeply nested value (dumped into a warning, it overflowed the stack), a format of the wrong
+// type or a missing section each end in one InputError, never a crash or a library exception.
+TEST(CheckpointSafety, HostileMetaJsonIsRefused) {
+  const std::string dir = fresh_dir("hostile_meta");
+  save_at(small(0), dir, 1);
+  const fs::path meta_path = fs::path(dir) / "iter_0000001" / "meta.json";
+  nlohmann::json meta;
+  std::ifstream(meta_path) >> meta;
+  auto with = [&](auto&& edit) {
+    nlohmann::json m = meta;
+    return edit(m);
+  };
+  const std::string deep = std::string(100000, '[') + "1" + std::string(100000, ']');
+  const std::pair<std::string, std::string> cases[] = {
+      {with([&](nlohmann::json& m) {
+         m.erase("settings");
+         return "{\"settings\": {\"lr\": " + deep + "}, " + m.dump().substr(1);
+       }),
+       "nests deeper than 8 levels"},
+      {with([](nlohmann::json& m) {
+         m["format"] = 5;
+         return m.dump();
+       }),
+       "is not a zerotron-checkpoint-3 meta.json"},
+      {with([](nlohmann::json& m) {
+         m.erase("model");
+         return m.dump();
+       }),
+       "has no model"},
+      {with([](nlohmann::json& m) {
+         m.erase("shards");
+         return m.dump();
+       }),
+       "lists no shard files"},
+  };
+  for (const auto& [text, want] : cases) {
+    dist::world().barrier();
+    if (dist::world().rank() == 0) std::ofstream(meta_path, std::ios::trunc) << text;
+    dist::world().barrier();
+    comm::Topology topo(dist::world(), 1);
+    Trainer t(small(0), dist::pool(), &topo);
+    try {
+      load_checkpoint(dir, t);
+      ADD_FAILURE() << "accepted; wanted: " << want;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
   }
   dist::world().barrier();
 }
