@@ -8,14 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cmath>
+#include <fmt/ranges.h>
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "apps/cli_flags.h"
-#include "src/core/half.h"
 #include "src/train/checkpoint_file.h"
 #include "src/train/checkpoint_writer.h"
 #include "src/train/hf_gpt2.h"
@@ -51,81 +49,12 @@ class Mapped {
   size_t size_ = 0;
 };
 
+// zerotron's tensor `ours`, read from the file's tensor (transposed for Conv1D weights).
 struct Source {
-  const char* data;  // first element
-  DType dtype;
+  const SafetensorsTensor* tensor;
   bool transpose;      // stored [cols, rows] (Conv1D): our element (r, c) is at c * rows + r
   int64_t rows, cols;  // zerotron's full shape (rows of wte: the real vocabulary)
 };
-
-float element(const Source& s, int64_t i) {
-  switch (s.dtype) {
-    case DType::F32: {
-      float v = 0;
-      std::memcpy(&v, s.data + 4 * i, 4);
-      return v;
-    }
-    case DType::BF16: {
-      bf16 v;
-      std::memcpy(&v.bits, s.data + 2 * i, 2);
-      return to_float(v);
-    }
-    default: {
-      fp16 v;
-      std::memcpy(&v.bits, s.data + 2 * i, 2);
-      return to_float(v);
-    }
-  }
-}
-
-int cfg_int(const nlohmann::json& c, const char* key, const std::string& where) {
-  ZT_REQUIRE(c.contains(key) && c[key].is_number_integer() && c[key].get<int64_t>() > 0 &&
-                 c[key].get<int64_t>() < (int64_t{1} << 24),
-             "import: '{}' needs a positive integer '{}'", where, key);
-  return c[key].get<int>();
-}
-
-double cfg_prob(const nlohmann::json& c, const char* key) {
-  if (!c.contains(key) || !c[key].is_number()) return 0.1;  // GPT2Config's default
-  const double v = c[key].get<double>();
-  ZT_REQUIRE(v >= 0 && v < 1, "import: config.json '{}' is {}, outside [0, 1)", key, v);
-  return v;
-}
-
-// The model config.json describes, refused where zerotron's GPT differs from it.
-GptConfig read_config(const fs::path& path) {
-  const std::string where = path.string();
-  nlohmann::json c;
-  try {
-    c = nlohmann::json::parse(
-        read_small_file(path.parent_path(), path.filename().string(), uint64_t{1} << 20));
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("import: '{}' is not valid JSON: {}", where, e.what()));
-  }
-  ZT_REQUIRE(c.is_object(), "import: '{}' must hold a JSON object", where);
-  GptConfig g;
-  g.hidden = cfg_int(c, "n_embd", where);
-  g.num_layers = cfg_int(c, "n_layer", where);
-  g.heads = cfg_int(c, "n_head", where);
-  g.vocab_size = cfg_int(c, "vocab_size", where);
-  g.seq_length = cfg_int(c, "n_positions", where);
-  g.hidden_dropout = static_cast<float>(cfg_prob(c, "resid_pdrop"));
-  g.attention_dropout = static_cast<float>(cfg_prob(c, "attn_pdrop"));
-  ZT_REQUIRE(g.hidden % g.heads == 0, "import: '{}': n_head must divide n_embd", where);
-  ZT_REQUIRE(!c.contains("n_inner") || c["n_inner"].is_null() ||
-                 c["n_inner"] == nlohmann::json(4 * g.hidden),
-             "import: '{}': zerotron's MLP is 4 x n_embd wide, n_inner is {}", where,
-             c["n_inner"].dump());
-  ZT_REQUIRE(c.value("activation_function", std::string("gelu_new")) == "gelu_new",
-             "import: '{}': zerotron computes GeLU with the tanh approximation (gelu_new), the "
-             "model uses '{}'",
-             where, c.value("activation_function", std::string()));
-  ZT_REQUIRE(std::abs(c.value("layer_norm_epsilon", 1e-5) - 1e-5) < 1e-12,
-             "import: '{}': zerotron's layernorm epsilon is 1e-5", where);
-  ZT_REQUIRE(c.value("tie_word_embeddings", true),
-             "import: '{}': zerotron ties the output head to the word embedding", where);
-  return g;
-}
 
 }  // namespace
 
@@ -151,66 +80,44 @@ int import_model(Args args) {
   const int divisible =
       static_cast<int>(flags->integer("--make-vocab-size-divisible-by", 128, 1, 1 << 20));
   const fs::path input = flags->str("--input");
-  GptConfig model = read_config(input.parent_path() / "config.json");
+  const fs::path config = input.parent_path() / "config.json";
+  GptConfig model = gpt2_model_from_config(
+      read_small_file(config.parent_path(), config.filename().string(), uint64_t{1} << 20),
+      config.string());
   model.padded_vocab_size = padded_vocab_size(model.vocab_size, divisible, lay.tp);
   validate_tensor_parallel(model, lay.tp);
 
   const Mapped file(input.string());
-  uint64_t header_len = 0;
-  std::memcpy(&header_len, file.data(), 8);
-  ZT_REQUIRE(header_len <= file.size() - 8 && header_len <= (uint64_t{100} << 20),
-             "import: '{}' is not a safetensors file (header length {})", input.string(),
-             header_len);
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(file.data() + 8, file.data() + 8 + header_len);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("import: '{}' has no valid header: {}", input.string(), e.what()));
-  }
-  ZT_REQUIRE(header.is_object(), "import: '{}' has no valid header", input.string());
-  const char* body = file.data() + 8 + header_len;
-  const uint64_t body_len = file.size() - 8 - header_len;
+  const std::map<std::string, SafetensorsTensor> tensors =
+      read_safetensors({file.data(), file.size()}, input.string());
 
-  // Every tensor zerotron needs, checked (dtype, shape, bounds) before anything is written.
+  // Every tensor zerotron needs, checked (dtype, shape) before anything is written; the file's
+  // own checks (offsets inside the data, length = shape) were read_safetensors'.
   const ParamLayout full = ParamLayout::gpt(model, 1, 0);
   std::map<std::string, Source> sources;
   for (const HfTensor& m : gpt2_tensors(model.num_layers)) {
-    ZT_REQUIRE(header.contains(m.theirs) && header[m.theirs].is_object(),
-               "import: '{}' has no tensor '{}'", input.string(), m.theirs);
-    const auto& e = header[m.theirs];
-    const std::string dt = e.value("dtype", "");
-    ZT_REQUIRE(dt == "F32" || dt == "BF16" || dt == "F16",
-               "import: '{}': tensor '{}' has dtype '{}', expected F32, BF16 or F16",
-               input.string(), m.theirs, dt);
+    const auto it = tensors.find(m.theirs);
+    ZT_REQUIRE(it != tensors.end(), "import: '{}' has no tensor '{}'", input.string(), m.theirs);
+    const SafetensorsTensor& t = it->second;
+    ZT_REQUIRE(t.floating(), "import: '{}': tensor '{}' has dtype '{}', expected F32, BF16 or F16",
+               input.string(), m.theirs, t.dtype);
     const ParamSpec& p = full.find(m.ours);
     const int64_t rows = m.ours == "embedding.word" ? model.vocab_size : p.full_shape[0];
     const int64_t cols = p.full_shape.rank() == 2 ? p.full_shape[1] : 1;
-    nlohmann::json want = p.full_shape.rank() == 1 ? nlohmann::json{rows}
-                          : m.transpose            ? nlohmann::json{cols, rows}
-                                                   : nlohmann::json{rows, cols};
-    ZT_REQUIRE(e.contains("shape") && e["shape"] == want,
-               "import: '{}': tensor '{}' has shape {}, config.json makes it {}", input.string(),
-               m.theirs, e.value("shape", nlohmann::json()).dump(), want.dump());
-    const size_t elem = dt == "F32" ? 4 : 2;
-    const auto& off = e.value("data_offsets", nlohmann::json());
-    ZT_REQUIRE(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() &&
-                   off[1].is_number_unsigned() && off[0].get<uint64_t>() <= body_len &&
-                   off[1].get<uint64_t>() <= body_len &&
-                   off[1].get<uint64_t>() - off[0].get<uint64_t>() ==
-                       static_cast<uint64_t>(rows * cols) * elem,
-               "import: '{}': tensor '{}' has bad data_offsets", input.string(), m.theirs);
-    sources[m.ours] = {body + off[0].get<uint64_t>(),
-                       dt == "F32"    ? DType::F32
-                       : dt == "BF16" ? DType::BF16
-                                      : DType::F16,
-                       m.transpose, rows, cols};
+    const std::vector<int64_t> want = p.full_shape.rank() == 1 ? std::vector<int64_t>{rows}
+                                      : m.transpose            ? std::vector<int64_t>{cols, rows}
+                                                               : std::vector<int64_t>{rows, cols};
+    ZT_REQUIRE(t.shape == want,
+               "import: '{}': tensor '{}' has shape [{}], config.json makes it [{}]",
+               input.string(), m.theirs, fmt::join(t.shape, ", "), fmt::join(want, ", "));
+    sources[m.ours] = {&t, m.transpose, rows, cols};
   }
   const std::string save = flags->str("--save");
   write_checkpoint(save, model, lay, [&](const ParamSpec& p, int64_t f, int64_t n, float* dst) {
     const Source& s = sources.at(p.name);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t at = f + i;
-      dst[i] = element(s, s.transpose ? (at % s.cols) * s.rows + at / s.cols : at);
+      dst[i] = s.tensor->at(s.transpose ? (at % s.cols) * s.rows + at / s.cols : at);
     }
   });
   fmt::print(
