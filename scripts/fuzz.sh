@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh [seconds] [fuzzer...]
 # Builds the libFuzzer targets of tests/fuzz with clang (build-fuzz/) and runs each for a fixed
-# time (default 60 s), one after another, from seed corpora made of the test fixtures. Prints one
-# line per fuzzer: executions, executions/s, corpus size and findings. Exits non-zero if any
-# fuzzer found a crash, a hang (a unit over 10 s), a leak or a sanitizer report; the reproducer
-# is left in build-fuzz/findings/<fuzzer>/.
+# time (default 60 s), one after another, from the committed seeds of tests/fuzz/regressions
+# (made from the test fixtures by tests/fuzz/make_seeds.py). Prints one line per fuzzer:
+# executions, executions/s, corpus size and findings. Exits non-zero if any fuzzer found a crash,
+# a hang (a unit over 10 s), a leak or a sanitizer report; the reproducer is left in
+# build-fuzz/findings/<fuzzer>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
-all=(idx_fuzz options_fuzz tokenizer_fuzz document_reader_fuzz blend_fuzz)
+all=(idx_fuzz options_fuzz tokenizer_fuzz document_reader_fuzz blend_fuzz safetensors_fuzz)
 fuzzers=("$@")
 ((${#fuzzers[@]})) || fuzzers=("${all[@]}")
 cxx=${CXX:-$(command -v clang++ || command -v clang++-14)}
@@ -19,25 +20,13 @@ if [[ ! -f build-fuzz/build.ninja ]]; then
 fi
 ninja -C build-fuzz "${fuzzers[@]}" >/dev/null
 
-fx=tests/fixtures
 seed() {  # seed NAME: fills build-fuzz/corpus/NAME (kept between runs: it grows)
   local d=build-fuzz/corpus/$1
   mkdir -p "$d"
-  case $1 in
-    idx_fuzz) cp $fx/megatron/*.idx "$d/" ;;
-    options_fuzz)
-      printf '{"num_layers": 2, "train_micro_batch_size_per_gpu": 4, "fp16": {"enabled": true, "loss_scale": 0}, "zero_optimization": {"stage": 2, "reduce_bucket_size": 5e8}, "data_path": ["0.7", "a", "0.3", "b"], "device_memory": "32GiB"}\0--mock-data\n--vocab-size\n64\n--hidden-size=64\n--split\n969,30,1' >"$d/seed1"
-      printf '\0--num-layers\n4\n--global-batch-size\n8\n--lr-decay-style\ncosine' >"$d/seed2" ;;
-    tokenizer_fuzz)
-      { cat $fx/bpe_kjv/vocab.json; printf '\0'; cat $fx/bpe_kjv/merges.txt; printf '\0'; head -c 300 $fx/bpe_train_corpus.txt; } >"$d/kjv"
-      printf '{"a": 0}\0a a\0text' >"$d/small" ;;
-    document_reader_fuzz)
-      { printf '\0'; head -c 2000 $fx/bpe_train_corpus.txt; } >"$d/text"
-      printf '\003{"text": "a b", "title": "t"}\n\n{"text": "\\u00e9\\n", "title": ""}\n' >"$d/jsonl" ;;
-    blend_fuzz)
-      printf '\x10\x00\x00\x00969,30,1\x000.7 data/a 0.3 data/b' >"$d/seed1"
-      printf '\x03\x00\x00\x001/2\x00prefix' >"$d/seed2" ;;
-  esac
+  # The committed inputs (tests/fuzz/make_seeds.py writes them from the test fixtures), which
+  # CTest also replays (fuzz.NAME); the .idx parser starts from the Megatron fixtures.
+  cp tests/fuzz/regressions/"$1"/* "$d/" 2>/dev/null || true
+  [[ $1 != idx_fuzz ]] || cp tests/fixtures/megatron/*.idx "$d/"
 }
 
 status=0
