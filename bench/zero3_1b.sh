@@ -17,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
 model=(--num-layers 24 --hidden-size 1792 --num-attention-heads 14 --vocab-size 50257
   --seq-length 256)
-tiny=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --vocab-size 50257
+tiny=(--num-layers 2 --hidden-size 128 --num-attention-heads 4 --vocab-size 50257
   --seq-length 256)
 layout=(--micro-batch-size 1 --bf16 --reduce-bucket-size 5e6 --allgather-bucket-size 5e6
   --checkpoint-activations)
