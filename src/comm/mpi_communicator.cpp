@@ -382,6 +382,23 @@ MpiCommunicator::Plan MpiCommunicator::plan_all_reduce(Tensor t) {
 }
 
 void MpiCommunicator::all_reduce(Tensor t, ReduceOp op) {
+  if (t.dtype() != DType::F32 && t.numel() > kStagingSlice) {
+    // A large half tensor (tensor parallelism's [N, h] activations) is reduced slice by slice
+    // through one constant-size fp32 staging buffer: the same sums, element by element.
+    check_tensor(t, "all_reduce");
+    ctx_.stats->record(kind_, CommOp::AllReduce, static_cast<uint64_t>(t.numel()),
+                       dtype_size(t.dtype()), size_);
+    const auto lease = staging_.acquire(static_cast<size_t>(kStagingSlice));
+    float* s = lease.data();
+    auto guard = ctx_.watchdog->arm("all_reduce", name());
+    for (int64_t at = 0; at < t.numel(); at += kStagingSlice) {
+      const Tensor part = t.slice(at, {std::min(kStagingSlice, t.numel() - at)});
+      widen(part, s);
+      ZT_MPI(MPI_Allreduce(MPI_IN_PLACE, s, mpi_count(part.numel()), MPI_FLOAT, mpi_op(op), comm_));
+      narrow(s, part);
+    }
+    return;
+  }
   Plan p = plan_all_reduce(t);
   {
     auto guard = ctx_.watchdog->arm("all_reduce", name());

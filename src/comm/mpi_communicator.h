@@ -137,6 +137,8 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm native() const { return comm_; }
   const StagingPool& staging() const { return staging_; }
   void reserve_staging(size_t elements, int count) override;
+  // A blocking all-reduce of a half tensor longer than this is staged slice by slice.
+  static constexpr int64_t kStagingSlice = int64_t{1} << 20;
 
   void all_reduce(Tensor t, ReduceOp op = ReduceOp::Sum) override;
   Handle all_reduce_async(Tensor t, ReduceOp op = ReduceOp::Sum) override;

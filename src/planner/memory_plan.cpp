@@ -4,6 +4,7 @@
 #include <array>
 #include <vector>
 
+#include "src/comm/mpi_communicator.h"
 #include "src/core/memory_pool.h"
 #include "src/model/gpt.h"
 #include "src/model/layer_activations.h"
@@ -42,10 +43,13 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   const int world = in.tp * in.dp;
   const auto dp = static_cast<size_t>(in.dp);
   size_t b = scalar_reducer_bytes(world, kTrainerScalars);
-  // The tensor-parallel all-reduces of [N, h] activations are half: MPI stages one in fp32.
+  // The tensor-parallel all-reduces of [N, h] activations are half: MPI stages them in fp32,
+  // at most MpiCommunicator::kStagingSlice elements at a time.
   if (staged && in.tp > 1)
-    b += static_cast<size_t>(in.micro_batch) * static_cast<size_t>(in.model.seq_length) *
-         static_cast<size_t>(in.model.hidden) * 4;
+    b += std::min(static_cast<size_t>(in.micro_batch) * static_cast<size_t>(in.model.seq_length) *
+                      static_cast<size_t>(in.model.hidden),
+                  static_cast<size_t>(comm::MpiCommunicator::kStagingSlice)) *
+         4;
   if (world > 1) b += scalar_reducer_bytes(world, 1);  // the global gradient norm
   const auto span = static_cast<size_t>(longest_chunk(layout, in.reduce_bucket_elems));
   const size_t staging = GradStaging::kSlots * span * 4;

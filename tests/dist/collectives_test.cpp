@@ -283,6 +283,41 @@ TEST(HalfPrecision, RandomSumsRoundOnce) {
   }
 }
 
+// A blocking half all-reduce longer than the staging slice (tensor parallelism's [N, h]
+// activations) is reduced slice by slice through one constant-size fp32 buffer: every element is
+// still the correctly rounded fp32 sum, CommStats counts it once, and the staging stays one slice.
+TEST(HalfPrecision, LongAllReduceStagesOneSlice) {
+  const Communicator& w = world();
+  const int64_t n = 2 * comm::MpiCommunicator::kStagingSlice + 4099;
+  auto value = [](int r, int64_t i) {
+    return static_cast<float>((r * 31 + i * 7) % 97 - 48) / 64.0f;  // exact in bf16 and fp16
+  };
+  auto& mc = dynamic_cast<comm::MpiCommunicator&>(world());
+  for (DType dt : {DType::BF16, DType::F16}) {
+    const size_t before = mc.staging().bytes();
+    const uint64_t calls =
+        mc.stats().snapshot().at(comm::GroupKind::World, comm::CommOp::AllReduce).calls;
+    HostTensor x(dt, n);
+    for (int64_t i = 0; i < n; ++i) x.set(i, value(w.rank(), i));
+    mc.all_reduce(x.t());
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      float sum = 0;
+      for (int r = 0; r < w.size(); ++r) sum += value(r, i);
+      HostTensor want(dt, 1);
+      want.set(0, sum);
+      bad += x.get(i) != want.get(0);
+    }
+    EXPECT_EQ(bad, 0) << dtype_name(dt);
+    EXPECT_LE(mc.staging().bytes(),
+              before + static_cast<size_t>(comm::MpiCommunicator::kStagingSlice) * 4)
+        << dtype_name(dt) << ": at most one slice more staging, not the tensor";
+    EXPECT_EQ(mc.stats().snapshot().at(comm::GroupKind::World, comm::CommOp::AllReduce).calls,
+              calls + 1)
+        << "counted once";
+  }
+}
+
 // ---- staging buffers and progress ---------------------------------------------------------
 
 TEST(Staging, NoAllocationInSteadyState) {
