@@ -1,7 +1,6 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/common/dropout.h"
 #include "kernels/common/softmax.h"
@@ -43,24 +42,15 @@ int block_end(int i, int T) {
   return e < T ? e : T;
 }
 
-// Per-thread buffers, grown once (no allocation in steady state).
-template <typename E>
-E* thread_buffer(size_t n) {
-  thread_local std::vector<E> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
-}
-
-// The fp32 [T, T] work block of a head: the T-typed slice itself in fp32, else a second
-// per-thread buffer.
+// The fp32 [T, T] work block of a head: the T-typed slice itself in fp32, else a per-thread
+// buffer in its own slot (the head also holds a slot-0 buffer while it is live).
+constexpr int kWorkBlockSlot = 1;
 template <typename T>
 float* work_block(T* slice, size_t n) {
   if constexpr (std::is_same_v<T, float>) {
     return slice;
   } else {
-    thread_local std::vector<float> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+    return detail::thread_buffer<float, kWorkBlockSlot>(n);
   }
 }
 
@@ -108,7 +98,7 @@ void forward_head(T* out, T* att, const T* qkv, const Dims& d, int bh, const Dro
   round_rows(a, s, T_, true);
   const T* src = a;
   if (drop.p > 0.0f) {
-    T* buf = thread_buffer<T>(static_cast<size_t>(TT));
+    T* buf = detail::thread_buffer<T>(static_cast<size_t>(TT));
     for (int i = 0; i < T_; ++i)
       drop_row(buf + int64_t{i} * T_, a + int64_t{i} * T_, i, T_,
                static_cast<uint64_t>(bh * TT + int64_t{i} * T_), drop);
@@ -160,7 +150,8 @@ void backward_head(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* at
            F + int64_t{r0} * T_, T_);
   }
   // Through dropout and softmax: dS = P (dP - rowsum(dP P)), zero right of the diagonal.
-  float* prow = std::is_same_v<T, float> ? nullptr : thread_buffer<float>(static_cast<size_t>(T_));
+  float* prow =
+      std::is_same_v<T, float> ? nullptr : detail::thread_buffer<float>(static_cast<size_t>(T_));
   for (int i = 0; i < T_; ++i) {
     float* s = F + int64_t{i} * T_;
     if (drop.p > 0.0f) {

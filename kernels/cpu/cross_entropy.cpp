@@ -1,6 +1,5 @@
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/common/cross_entropy.h"
 #include "kernels/cpu/ops.h"
@@ -25,14 +24,13 @@ void Kernels::softmax_cross_entropy(T* logits, float* losses, const int32_t* tar
     // Half logits: the row in fp32 (per-thread buffer of V floats), the gradient rounded back.
 #pragma omp parallel if (int64_t{N} * V >= detail::kParallelMin)
     {
-      thread_local std::vector<float> row;
-      if (row.size() < static_cast<size_t>(V)) row.resize(static_cast<size_t>(V));
+      float* row = detail::thread_buffer<float>(static_cast<size_t>(V));
 #pragma omp for schedule(static)
       for (int n = 0; n < N; ++n) {
         T* lr = logits + int64_t{n} * V;
-        for (int j = 0; j < V; ++j) row[static_cast<size_t>(j)] = to_float(lr[j]);
-        losses[n] = softmax_cross_entropy_row(row.data(), V, v_real, targets[n], dloss);
-        for (int j = 0; j < V; ++j) lr[j] = from_float<T>(row[static_cast<size_t>(j)]);
+        for (int j = 0; j < V; ++j) row[j] = to_float(lr[j]);
+        losses[n] = softmax_cross_entropy_row(row, V, v_real, targets[n], dloss);
+        for (int j = 0; j < V; ++j) lr[j] = from_float<T>(row[j]);
       }
     }
   }

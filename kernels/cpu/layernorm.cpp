@@ -1,6 +1,5 @@
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/common/layernorm.h"
 #include "kernels/common/reduce.h"
@@ -12,26 +11,17 @@ namespace zt::cpu {
 
 namespace {
 
-// A row of x widened to fp32 (identity for fp32: no copy). The per-thread row makes the
-// statistics and the backward sums run on exactly the fp32 code path whatever T is.
+// A row of x widened to fp32 (identity for fp32: no copy) in the calling thread's row buffer.
+// The per-thread row makes the statistics and the backward sums run on exactly the fp32 code
+// path whatever T is.
 template <typename T>
-const float* widen_row(const T* x, int C, float* buf) {
+const float* widen_row(const T* x, int C) {
   if constexpr (std::is_same_v<T, float>) {
     return x;
   } else {
+    float* buf = detail::thread_buffer<float>(static_cast<size_t>(C));
     for (int c = 0; c < C; ++c) buf[c] = to_float(x[c]);
     return buf;
-  }
-}
-
-template <typename T>
-float* row_buffer(int C) {
-  if constexpr (std::is_same_v<T, float>) {
-    return nullptr;
-  } else {
-    thread_local std::vector<float> buf;
-    if (buf.size() < static_cast<size_t>(C)) buf.resize(static_cast<size_t>(C));
-    return buf.data();
   }
 }
 
@@ -43,7 +33,7 @@ void Kernels::layernorm_forward(T* out, float* mean, float* rstd, const T* x, co
   ZT_CHECK(N > 0 && C > 0, "layernorm_forward: bad shape N={} C={}", N, C);
 #pragma omp parallel for schedule(static) if (int64_t{N} * C >= detail::kParallelMin)
   for (int n = 0; n < N; ++n) {
-    const float* xr = widen_row(x + int64_t{n} * C, C, row_buffer<T>(C));
+    const float* xr = widen_row(x + int64_t{n} * C, C);
     T* o = out + int64_t{n} * C;
     float mu, rs;
     layernorm_row_stats(xr, C, mu, rs);

@@ -2,13 +2,27 @@
 // Internal helpers for the CPU kernels (not part of the API).
 #include <cblas.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace zt::cpu::detail {
 
 // Element-wise loops below this size run on the calling thread: a parallel region costs a few
 // microseconds, which is more than the work.
 inline constexpr int64_t kParallelMin = 1 << 15;
+
+// A buffer of at least n elements of E owned by the calling thread (the fp32 rows and blocks a
+// half kernel computes in): grown to the largest n asked and kept until the thread exits, so the
+// kernels allocate nothing in steady state. The pointer is valid until this thread's next call
+// with the same (E, Slot); a kernel that needs two buffers of one type at once gives them two
+// slots.
+template <typename E, int Slot = 0>
+E* thread_buffer(size_t n) {
+  thread_local std::vector<E> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
 
 // Runs OpenBLAS single-threaded in this scope (for GEMMs issued from inside an OpenMP loop)
 // and restores the previous thread count on exit. The count is process-global, so no other
