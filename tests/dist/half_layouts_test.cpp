@@ -35,21 +35,7 @@ namespace zt {
 namespace {
 
 TrainOptions small(DType working) {
-  TrainOptions o;
-  o.num_layers = 2;
-  o.hidden_size = 32;
-  o.num_attention_heads = 4;
-  o.seq_length = 16;
-  o.vocab_size = 50;
-  o.make_vocab_size_divisible_by = 16;  // 64 at tp 1, 2 and 4: the padded tables line up
-  o.attention_dropout = 0.1;
-  o.hidden_dropout = 0.1;
-  o.micro_batch_size = 1;
-  o.global_batch_size = 8;  // 8 micro-batches per rank at dp 1, 2 at dp 4
-  o.train_iters = 14;
-  o.lr = 3e-3;
-  o.mock_data = true;
-  o.log_interval = 1000;
+  TrainOptions o = dist::small_gpt(0.1, 14);
   o.reduce_bucket_size = 3000;  // several buckets / units per layer
   o.allgather_bucket_size = 6000;
   o.param_persistence_threshold = 200;  // the final layernorm stays gathered in stage 3

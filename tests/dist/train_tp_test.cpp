@@ -14,27 +14,14 @@
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
 #include "tests/dist/tp_testing.h"
+#include "tests/dist/train_testing.h"
 
 namespace zt {
 namespace {
 
 TrainOptions small(double dropout) {
-  TrainOptions o;
-  o.num_layers = 2;
-  o.hidden_size = 32;
-  o.num_attention_heads = 4;
-  o.seq_length = 16;
-  o.vocab_size = 50;
-  o.make_vocab_size_divisible_by = 16;  // 64 at tp 1, 2 and 4: the padded tables line up
-  o.attention_dropout = dropout;
-  o.hidden_dropout = dropout;
-  o.micro_batch_size = 1;
-  o.global_batch_size = 8;
-  o.train_iters = 20;
-  o.lr = 3e-3;
+  TrainOptions o = dist::small_gpt(dropout, 20);
   o.clip_grad = 0.5;  // binding for these gradients: the TP-aware norm matters
-  o.mock_data = true;
-  o.log_interval = 1000;
   return o;
 }
 
