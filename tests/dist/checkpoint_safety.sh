@@ -11,23 +11,11 @@
 #   two-jobs        a second job given the --save directory of a running one exits 2 with one
 #                   line before its first step; the first one finishes unharmed.
 set -euo pipefail
-zt=$1
-case=$2
-root=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d)
-first=
-# A background job runs in its own process group (setsid), so the whole of it (the wrapper,
-# mpirun, the ranks) is stopped together, also when the test fails half-way.
-cleanup() {
-  [ -n "$first" ] && kill -TERM -- "-$first" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source-path=SCRIPTDIR source=background_job.sh
+source "$(dirname "$0")/background_job.sh" "$@"
 args=(train --device cpu --mock-data --vocab-size 64 --num-layers 2 --hidden-size 32
   --num-attention-heads 4 --seq-length 16 --micro-batch-size 1 --global-batch-size 4 --lr 3e-3 --lr-decay-iters 6
   --tensor-model-parallel-size 2 --zero-stage 2 --log-interval 1 --reduce-bucket-size 2000)
-losses() { grep -o '"lm_loss":[^,]*' "$1" | cut -d: -f2; }
-fail() { echo "FAIL: $*"; exit 1; }
 
 case "$case" in
 resave-*)
@@ -59,7 +47,7 @@ resave-*)
 two-jobs)
   setsid "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 20000 --save "$work/ck" \
     --metrics-file "$work/first.jsonl" >"$work/first.log" 2>&1 &
-  first=$!
+  job=$!
   for _ in $(seq 600); do [ -s "$work/first.jsonl" ] && break; sleep 0.1; done
   [ -s "$work/first.jsonl" ] || fail "the first job did not start"
   set +e
@@ -67,9 +55,9 @@ two-jobs)
     >"$work/second.log" 2>&1
   rc=$?
   set -e
-  kill -TERM -- "-$first"
-  wait "$first" || true
-  first=
+  kill -TERM -- "-$job"
+  wait "$job" || true
+  job=
   cat "$work/second.log"
   [ "$rc" -eq 2 ] || fail "the second job exited $rc, expected 2"
   grep -q "zerotron: error: rank 0: --save '$work/ck' is in use by another job (pid" \

@@ -7,23 +7,12 @@
 #   exit-interval  --exit-interval 3: stops after step 3
 #   exit-duration  --exit-duration-in-mins 1e-9: stops after the first step
 set -euo pipefail
-zt=$1
-case=$2
-root=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d)
-job=
-# The background job has its own process group (setsid): stopped whole if the test fails.
-cleanup() {
-  [ -n "$job" ] && kill -TERM -- "-$job" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source-path=SCRIPTDIR source=background_job.sh
+source "$(dirname "$0")/background_job.sh" "$@"
 args=(train --device cpu --mock-data --vocab-size 64 --num-layers 2 --hidden-size 32
   --num-attention-heads 4 --seq-length 16 --micro-batch-size 1 --global-batch-size 4 --lr 3e-3
   --lr-decay-iters 20000 --tensor-model-parallel-size 2 --zero-stage 3 --log-interval 1
   --reduce-bucket-size 2000)
-losses() { grep -o '"lm_loss":[^,]*' "$1" | cut -d: -f2; }
-fail() { echo "FAIL: $*"; exit 1; }
 # The descendants of a process, and the one of them that is MPI rank $2.
 rank_pid() {
   local p kids
