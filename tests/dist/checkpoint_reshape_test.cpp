@@ -49,7 +49,7 @@ std::vector<std::vector<float>> owned(Trainer& t) {
 
 std::string dir_for(const std::string& what) {
   const std::string d =
-      ::testing::TempDir() + "zt_reshape_" + std::to_string(dist::world().size()) + "_" + what;
+      dist::scratch_dir() + "zt_reshape_" + std::to_string(dist::world().size()) + "_" + what;
   if (dist::world().rank() == 0) fs::remove_all(d);
   dist::world().barrier();
   return d;

@@ -39,7 +39,7 @@ TrainOptions small(int keep_last) {
 
 std::string fresh_dir(const std::string& what) {
   const std::string d =
-      ::testing::TempDir() + "zt_safety_" + std::to_string(dist::world().size()) + "_" + what;
+      dist::scratch_dir() + "zt_safety_" + std::to_string(dist::world().size()) + "_" + what;
   if (dist::world().rank() == 0) fs::remove_all(d);
   dist::world().barrier();
   return d;
@@ -158,7 +158,8 @@ TEST(CheckpointSafety, ResavingLatestsIterationReplacesItInPlace) {
 
 TEST(CheckpointSafety, ASecondJobOnTheSameDirectoryIsRefused) {
   if (dist::world().rank() != 0) return;
-  const std::string dir = ::testing::TempDir() + "zt_safety_lock";
+  const std::string dir =
+      dist::scratch_dir() + "zt_safety_lock_" + std::to_string(dist::world().size());
   prepare_save_dir(dir);
   CheckpointLock first(dir);
   try {
@@ -172,7 +173,8 @@ TEST(CheckpointSafety, ASecondJobOnTheSameDirectoryIsRefused) {
 
 TEST(CheckpointSafety, UnwritableSaveIsRefusedUpFront) {
   if (dist::world().rank() != 0) return;
-  const std::string file = ::testing::TempDir() + "zt_safety_a_file";
+  const std::string file =
+      dist::scratch_dir() + "zt_safety_a_file_" + std::to_string(dist::world().size());
   std::ofstream(file) << "x";
   try {
     prepare_save_dir(file + "/ck");

@@ -43,7 +43,7 @@ TrainOptions small(int stage, bool bf16, int tp) {
 }
 
 std::string dir_for(const std::string& what) {
-  return ::testing::TempDir() + "zt_ckpt_" + std::to_string(dist::world().size()) + "_" + what;
+  return dist::scratch_dir() + "zt_ckpt_" + std::to_string(dist::world().size()) + "_" + what;
 }
 
 std::vector<double> losses(const std::vector<StepMetrics>& m) {

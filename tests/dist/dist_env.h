@@ -11,6 +11,7 @@
 // Tests must issue the same collectives on every rank: use EXPECT_*, not ASSERT_*, before a
 // collective, so a failing rank does not skip it.
 #include <functional>
+#include <string>
 
 #include "src/comm/mpi_communicator.h"
 #include "src/comm/runtime.h"
@@ -24,5 +25,10 @@ MemoryPool& pool();
 // Runs `f` after the tests, before the world communicator and the pool are destroyed (for
 // communicators a test program keeps in statics).
 void on_teardown(std::function<void()> f);
+// The directory a test program writes its files under, with a trailing '/': <build>/tests/dist/
+// scratch/, so two checkouts running CTest at once do not share paths (::testing::TempDir() is
+// /tmp/ for all of them). Created when missing. Names below it must still tell a program's rank
+// counts apart: its np1, np2 and np4 runs may run at the same time.
+std::string scratch_dir();
 
 }  // namespace zt::dist

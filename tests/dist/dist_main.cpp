@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ MemoryPool& pool() {
 }
 void on_teardown(std::function<void()> f) {
   g_teardown.push_back(std::move(f));
+}
+std::string scratch_dir() {
+  std::filesystem::create_directories(ZT_DIST_SCRATCH);
+  return std::string(ZT_DIST_SCRATCH) + "/";
 }
 
 }  // namespace zt::dist
