@@ -59,7 +59,7 @@ bench() {
   local need avail
   need=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total_bytes"] * int(sys.argv[2]) + int(sys.argv[3]) * int(sys.argv[2]))' \
     "$log/$name.plan.json" "$np" "$overhead")
-  avail=$(awk '/MemAvailable/ {printf "%d\n", $2 * 1024}' /proc/meminfo)
+  avail=$(($(awk '/MemAvailable/ {print $2}' /proc/meminfo) * 1024))
   cut -d' ' -f1-3 /proc/loadavg >"$log/$name.loadavg"
   echo "$need $avail" >"$log/$name.memory"
   runs+=("$name")
