@@ -6,7 +6,7 @@
 # bf16, mock data, trained 1 step and saved on 4 ranks as dp 4 stage 3, then loaded as
 # tp 2 x dp 2 stage 3, as tp 4 stage 0, on 2 ranks as dp 2 stage 3 and in the saved layout, each
 # training 1 step after the load (bench_checkpoint --bench-steps 1), then exported
-# (zerotron export, fp32). Prints one JSON object: per run the load average before it, the
+# (zerotron export, fp32). Prints one JSON object: per run the load average as it began, the
 # planner's per-rank plan (zerotron estimate --device cpu), every rank's bench_checkpoint line
 # (seconds, state bytes, MemoryPool bytes, resident memory before, peak during the save or load,
 # the loader's own accounting, the losses) and its whole-process peak RSS (/usr/bin/time), and
@@ -36,8 +36,17 @@ export OMP_NUM_THREADS=1
 model=(--num-layers 24 --hidden-size 1792 --num-attention-heads 16 --vocab-size 50257
   --seq-length 256 --micro-batch-size 1 --bf16 --reduce-bucket-size 5e6
   --allgather-bucket-size 5e6 --checkpoint-activations --global-batch-size 4 --train-iters 2)
-locked() {  # locked CMD...: CMD, under flock $ZT_BENCH_LOCK when set
-  if [[ -n "${ZT_BENCH_LOCK:-}" ]]; then flock "$ZT_BENCH_LOCK" "$@"; else "$@"; fi
+lock() {  # holds flock on $ZT_BENCH_LOCK, when set, until unlock
+  if [[ -n "${ZT_BENCH_LOCK:-}" ]]; then
+    exec {lockfd}>>"$ZT_BENCH_LOCK"
+    flock "$lockfd"
+  fi
+}
+unlock() {
+  if [[ -n "${ZT_BENCH_LOCK:-}" ]]; then
+    flock -u "$lockfd"
+    exec {lockfd}>&-
+  fi
 }
 # Per-rank allowance for what the plan does not count (MPI, the binary, the heap), bytes.
 overhead=400000000
@@ -57,21 +66,23 @@ bench() {
   "$zt" estimate "${model[@]}" --device cpu --world-size "$np" "${layout[@]}" --json \
     >"$log/$name.plan.json"
   local need avail
+  lock  # memory is checked, and the run made, while no other large job runs
   need=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total_bytes"] * int(sys.argv[2]) + int(sys.argv[3]) * int(sys.argv[2]))' \
     "$log/$name.plan.json" "$np" "$overhead")
   avail=$(($(awk '/MemAvailable/ {print $2}' /proc/meminfo) * 1024))
-  cut -d' ' -f1-3 /proc/loadavg >"$log/$name.loadavg"
   echo "$need $avail" >"$log/$name.memory"
   runs+=("$name")
   if ((need > avail)); then
     echo "checkpoint_1b: $name needs $need bytes (plan + allowance), $avail available: not run" >&2
+    unlock
     return 0
   fi
-  echo "checkpoint_1b: $name (load average $(cat "$log/$name.loadavg"))" >&2
+  echo "checkpoint_1b: $name" >&2
   # shellcheck disable=SC2016 # expanded by the inner bash, per rank
-  locked "$root/launch/mpirun.sh" -np "$np" bash -c \
+  "$root/launch/mpirun.sh" -np "$np" bash -c \
     '/usr/bin/time -f "%M" -o "$0.rss.$OMPI_COMM_WORLD_RANK" "$@"' "$log/$name" \
     "$bench" "${model[@]}" "$@" >"$log/$name.out"
+  unlock
   cat "$log/$name.out" >&2
 }
 bench save 4 --zero-stage 3 --bench-steps 1 --save "$dir/ck"
@@ -82,10 +93,12 @@ bench load_tp4_s0 4 --tensor-model-parallel-size 4 --zero-stage 0 --bench-steps 
   --load "$dir/ck"
 bench load_dp2_s3 2 --zero-stage 3 --bench-steps 1 --load "$dir/ck"
 bench load_dp4_s3_same 4 --zero-stage 3 --bench-steps 1 --load "$dir/ck"
+echo "checkpoint_1b: export" >&2
+lock
 cut -d' ' -f1-3 /proc/loadavg >"$log/export.loadavg"
-echo "checkpoint_1b: export (load average $(cat "$log/export.loadavg"))" >&2
-locked /usr/bin/time -f "%e %M" -o "$log/export.time" \
+/usr/bin/time -f "%e %M" -o "$log/export.time" \
   "$zt" export --load "$dir/ck" --output "$dir/export/model.safetensors" >"$log/export.out"
+unlock
 cat "$log/export.out" >&2
 du -sb "$dir/export/model.safetensors" | cut -f1 >"$log/export.bytes"
 python3 - "$log" "${runs[@]}" <<'PY'
@@ -97,7 +110,7 @@ out = {"runs": {}}
 for name in names:
     plan = json.loads((log / f"{name}.plan.json").read_text())
     need, avail = map(int, (log / f"{name}.memory").read_text().split())
-    run = {"load_average": (log / f"{name}.loadavg").read_text().split(), "plan": plan,
+    run = {"plan": plan,
            "planned_bytes_all_ranks": need, "mem_available_bytes": avail}
     out["runs"][name] = run
     if need > avail:
@@ -114,6 +127,7 @@ for name in names:
             r["target_bytes"] = int(0.1 * r["state_bytes"]) + CACHE
             r["target_met"] = added <= r["target_bytes"]
     run["ranks"] = ranks
+    run["load_average"] = ranks[0]["load_average"]
     run["seconds"] = max(r["seconds"] for r in ranks)
     run["state_bytes_all_ranks"] = sum(r["state_bytes"] for r in ranks)
     run["mb_per_s_all_ranks"] = run["state_bytes_all_ranks"] / 1e6 / run["seconds"]

@@ -5,7 +5,7 @@
 // what a checkpoint holds) and MemoryPool bytes per category, its resident memory before the
 // save or load, its peak resident memory during it (VmHWM, reset just before through
 // /proc/self/clear_refs), the loader's own accounting of the host bytes it held beyond the states
-// and read, and the losses of the trained steps.
+// and read, the load average when it began, and the losses of the trained steps.
 //
 // Usage: launch/mpirun.sh -np N build/bin/bench_checkpoint (--save DIR | --load DIR)
 //        [--bench-steps N] [zerotron train flags]
@@ -41,6 +41,14 @@ long long proc_status_bytes(const std::string& field) {
     in.ignore(1 << 20, '\n');
   }
   return -1;
+}
+
+// The 1, 5 and 15-minute load averages (/proc/loadavg).
+std::vector<double> load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::vector<double> la(3, -1.0);
+  in >> la[0] >> la[1] >> la[2];
+  return la;
 }
 
 // Resets VmHWM to the current resident set (Linux: "5" to clear_refs). False where refused.
@@ -86,6 +94,7 @@ int main(int argc, char** argv) {
     const long long rss_before = proc_status_bytes("VmRSS:");
     const long long peak_before = proc_status_bytes("VmHWM:");
     device.topology()->host_world().barrier();
+    const std::vector<double> la = load_average();
     const bool peak_reset = reset_peak_rss();
     const auto t0 = std::chrono::steady_clock::now();
     zt::LoadAccounting acct;
@@ -116,6 +125,7 @@ int main(int argc, char** argv) {
         {"zero_stage", o.zero_stage},
         {"num_parameters", trainer.config().num_parameters()},
         {"iteration", iteration},
+        {"load_average", la},
         {"seconds", s},
         {"state_bytes", state_bytes},
         {"state_mb_per_s", static_cast<double>(state_bytes) / 1e6 / s},
