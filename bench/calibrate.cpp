@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_main.h"
 #include "kernels/cpu/ops.h"
 
 namespace {
@@ -67,7 +68,7 @@ double u(double x, double s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   double intra_gbps = 0, intra_latency_us = 0;
   int repeats = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -131,4 +132,8 @@ int main(int argc, char** argv) {
                             {"gemm_samples", grid}};
   std::printf("%s\n", j.dump().c_str());
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return zt::bench::guarded([&] { return run(argc, argv); });
 }

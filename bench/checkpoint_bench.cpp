@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_main.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
 #include "src/core/error.h"
@@ -61,7 +62,7 @@ bool reset_peak_rss() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   zt::comm::MpiRuntime rt(argc, argv);
   return rt.run_guarded([&] {
     std::vector<std::string> flags = {"--mock-data", "--train-iters", "1"};
@@ -141,4 +142,8 @@ int main(int argc, char** argv) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
   });
+}
+
+int main(int argc, char** argv) {
+  return zt::bench::guarded([&] { return run(argc, argv); });
 }

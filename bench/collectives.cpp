@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_main.h"
 #include "src/comm/runtime.h"
 
 namespace {
@@ -200,7 +201,7 @@ void overlap(zt::comm::MpiRuntime& rt, Communicator& world, zt::MemoryPool& pool
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   zt::comm::MpiRuntime rt(argc, argv);
   return rt.run_guarded([&] {
     const Opts o = parse(argc, argv);
@@ -213,4 +214,8 @@ int main(int argc, char** argv) {
     world.reset();
     return 0;
   });
+}
+
+int main(int argc, char** argv) {
+  return zt::bench::guarded([&] { return run(argc, argv); });
 }

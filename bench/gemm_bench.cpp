@@ -24,6 +24,7 @@
 #include <omp.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_main.h"
 #include "kernels/cpu/gemm_mixed.h"
 #include "kernels/cpu/ops.h"
 #include "src/core/half.h"
@@ -120,7 +121,7 @@ const char* env_or(const char* name, const char* fallback) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   std::vector<int> tokens{2048, 4096}, hidden{512, 1024, 1792};
   int repeats = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -172,4 +173,8 @@ int main(int argc, char** argv) {
       }
   std::printf("%s\n", out.dump(1).c_str());
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return zt::bench::guarded([&] { return run(argc, argv); });
 }

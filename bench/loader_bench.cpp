@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_main.h"
 #include "src/data/gpt_dataset.h"
 #include "src/train/train_data.h"
 
@@ -24,7 +25,7 @@ double seconds_since(Clock::time_point t0) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   zt::TrainOptions o;
   o.seq_length = 128;
   o.eval_iters = 0;
@@ -93,4 +94,8 @@ int main(int argc, char** argv) {
       o.data_path, ds.num_documents(), ds.total_tokens(), o.seq_length, global, gpt.num_samples(),
       open_s, rows);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return zt::bench::guarded([&] { return run(argc, argv); });
 }

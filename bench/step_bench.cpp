@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_main.h"
 #include "kernels/cpu/ops.h"
 #include "src/core/memory_pool.h"
 #include "src/train/options.h"
@@ -75,7 +76,7 @@ double sgemm_gflops(const std::vector<std::pair<Gemm, int>>& gemms, int repeats)
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   int steps = 10, warmup = 2;
   std::vector<std::string> storage = {"--num-layers",
                                       "8",
@@ -154,4 +155,8 @@ int main(int argc, char** argv) {
   };
   std::printf("%s\n", j.dump().c_str());
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return zt::bench::guarded([&] { return run(argc, argv); });
 }

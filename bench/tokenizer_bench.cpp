@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_main.h"
 #include "src/data/bpe_tokenizer.h"
 #include "src/data/bpe_trainer.h"
 #include "src/data/file_util.h"
@@ -45,7 +46,7 @@ std::vector<std::string> split_documents(const std::string& text, size_t target)
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   std::string input, vocab, merges;
   int vocab_size = 8192;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -109,4 +110,8 @@ int main(int argc, char** argv) {
       input.empty() ? "bible-kjv Gen1:1-Rev22:21" : input, text.size(), docs.size(),
       tok.vocab_size(), tokens, runs);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return zt::bench::guarded([&] { return run(argc, argv); });
 }

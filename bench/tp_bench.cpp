@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_main.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
 #include "src/core/memory_pool.h"
@@ -70,7 +71,7 @@ float mib(size_t bytes) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   zt::comm::MpiRuntime rt(argc, argv);
   return rt.run_guarded([&] {
     const BenchArgs a = parse(argc, argv);
@@ -150,4 +151,8 @@ int main(int argc, char** argv) {
     }
     return 0;
   });
+}
+
+int main(int argc, char** argv) {
+  return zt::bench::guarded([&] { return run(argc, argv); });
 }

@@ -13,13 +13,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_main.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
 #include "src/train/options.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   zt::comm::MpiRuntime rt(argc, argv);
   return rt.run_guarded([&] {
     std::vector<int> stages = {0};
@@ -95,4 +96,8 @@ int main(int argc, char** argv) {
     }
     return 0;
   });
+}
+
+int main(int argc, char** argv) {
+  return zt::bench::guarded([&] { return run(argc, argv); });
 }
