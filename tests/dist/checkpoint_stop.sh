@@ -31,7 +31,8 @@ sigterm)
   setsid "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 20000 --save "$work/ck" \
     --exit-signal-handler --metrics-file "$work/stopped.jsonl" >"$work/stop.log" 2>&1 &
   job=$!
-  for _ in $(seq 600); do [ "$(losses "$work/stopped.jsonl" 2>/dev/null | wc -l)" -ge 5 ] && break; sleep 0.1; done
+  # Up to 5 minutes for five steps: a loaded 2-core CI machine can take more than one.
+  for _ in $(seq 3000); do [ "$(losses "$work/stopped.jsonl" 2>/dev/null | wc -l)" -ge 5 ] && break; sleep 0.1; done
   target=$(rank_pid "$job" 1)
   [ -n "$target" ] || fail "rank 1 not found"
   kill -TERM "$target"
