@@ -23,6 +23,11 @@ struct ParamRef {
   int64_t chunk(const ParamSource& src) const { return chunk_rows(rows, row_len, src.max_span()); }
 };
 
+// Where span `s` starts in the layout's flat order.
+inline int64_t layout_offset(const ParamLayout& layout, const Span& s) {
+  return layout.blocks()[static_cast<size_t>(s.block)].begin + s.offset;
+}
+
 // The parameter held whole (one span), released when this goes out of scope.
 class Held {
  public:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "src/model/param_ref.h"
 #include "src/zero/precision.h"
 
 namespace zt {
@@ -23,13 +24,14 @@ AllReduceGrads::AllReduceGrads(const ParamLayout& layout, DType working, const D
 }
 
 float* AllReduceGrads::open(const Span& s) {
-  if (!half()) return static_cast<float*>(grads_.data()) + begin(s);
+  if (!half()) return static_cast<float*>(grads_.data()) + layout_offset(layout_, s);
   return staging_.open(s);
 }
 
 void AllReduceGrads::close(const Span& s) {
   if (half()) {
-    accumulate_f32(be_, at(grads_.data(), working_, begin(s)), working_, staging_.find(s), s.len);
+    accumulate_f32(be_, at(grads_.data(), working_, layout_offset(layout_, s)), working_,
+                   staging_.find(s), s.len);
     staging_.close(s);
   }
   int64_t& left = pending_[static_cast<size_t>(s.block)];

@@ -28,9 +28,6 @@ class AllReduceGrads final : public GradReducer {
 
  private:
   bool half() const { return working_ != DType::F32; }
-  int64_t begin(const Span& s) const {
-    return layout_.blocks()[static_cast<size_t>(s.block)].begin + s.offset;
-  }
 
   ParamLayout layout_;
   DType working_;

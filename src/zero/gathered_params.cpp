@@ -1,5 +1,6 @@
 #include "src/zero/gathered_params.h"
 
+#include "src/model/param_ref.h"
 #include "src/zero/precision.h"
 
 namespace zt {
@@ -86,7 +87,7 @@ void GatheredParams::prefetch_after(int u) {
 }
 
 CRef GatheredParams::acquire(const Span& s) {
-  const int64_t off = layout_.blocks()[static_cast<size_t>(s.block)].begin + s.offset;
+  const int64_t off = layout_offset(layout_, s);
   const int u = part_.unit_of(off);
   for (auto& x : slots_)  // released copies of other units go now
     if (x.reserved < 0 && x.unit >= 0 && x.unit != u && x.held == 0 && !x.prefetched) x.unit = -1;
@@ -104,7 +105,7 @@ CRef GatheredParams::acquire(const Span& s) {
 }
 
 void GatheredParams::release(const Span& s) {
-  Slot* slot = find(part_.unit_of(layout_.blocks()[static_cast<size_t>(s.block)].begin + s.offset));
+  Slot* slot = find(part_.unit_of(layout_offset(layout_, s)));
   ZT_CHECK(slot != nullptr && slot->held > 0, "release of a span that is not held");
   --slot->held;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "src/model/param_ref.h"
 #include "src/zero/precision.h"
 
 namespace zt {
@@ -14,10 +15,6 @@ double ms_between(std::chrono::steady_clock::time_point a,
 
 Tensor typed(const Buffer& b, int64_t offset, int64_t n, DType t) {
   return b.view({offset + n}, t).slice(offset, {n});
-}
-
-int64_t layout_offset(const ParamLayout& layout, const Span& s) {
-  return layout.blocks()[static_cast<size_t>(s.block)].begin + s.offset;
 }
 
 // The unit holding span `s`, which must lie inside it.

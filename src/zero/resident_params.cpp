@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "src/model/param_ref.h"
 #include "src/zero/precision.h"
 
 namespace zt {
@@ -20,7 +21,7 @@ ResidentParams::ResidentParams(const ParamLayout& layout, DType working, const D
 }
 
 CRef ResidentParams::acquire(const Span& s) {
-  const int64_t off = layout_.blocks()[static_cast<size_t>(s.block)].begin + s.offset;
+  const int64_t off = layout_offset(layout_, s);
   return {at(params_.data(), working_, off), working_};
 }
 
@@ -68,7 +69,7 @@ PaddedParams::PaddedParams(const ParamLayout& layout, const Partition& part, DTy
 }
 
 CRef PaddedParams::acquire(const Span& s) {
-  const int64_t off = layout_.blocks()[static_cast<size_t>(s.block)].begin + s.offset;
+  const int64_t off = layout_offset(layout_, s);
   return {at(params_.data(), working_, part_.padded_of(off)), working_};
 }
 
