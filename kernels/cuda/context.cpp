@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <utility>
 
 #include "kernels/cuda/cublas_check.h"
 #include "kernels/cuda/ops.h"
@@ -19,7 +20,7 @@ struct CudaFree {
 struct BlasDestroy {
   void operator()(cublasContext* h) const { (void)cublasDestroy(h); }
 };
-struct LtDestroy {
+struct LtHandleDestroy {
   void operator()(cublasLtContext* h) const { (void)cublasLtDestroy(h); }
 };
 using DeviceBuffer = std::unique_ptr<void, CudaFree>;
@@ -29,9 +30,16 @@ struct Buffer {
   size_t bytes = 0;
 };
 
+struct CachedPlan {
+  LtPlan plan;
+  uint64_t last_use = 0;
+};
+
 struct DeviceState {
   std::unique_ptr<cublasContext, BlasDestroy> blas;
-  std::unique_ptr<cublasLtContext, LtDestroy> lt;
+  std::unique_ptr<cublasLtContext, LtHandleDestroy> lt;
+  std::map<LtPlanKey, CachedPlan> plans;
+  uint64_t plan_clock = 0;
 };
 
 struct ThreadState {
@@ -94,6 +102,42 @@ cublasLtHandle_t lt_handle() {
     d.lt.reset(h);
   }
   return d.lt.get();
+}
+
+void LtDestroy::operator()(cublasLtMatmulDescOpaque_t* d) const {
+  (void)cublasLtMatmulDescDestroy(d);
+}
+void LtDestroy::operator()(cublasLtMatrixLayoutOpaque_t* d) const {
+  (void)cublasLtMatrixLayoutDestroy(d);
+}
+void LtDestroy::operator()(cublasLtMatmulPreferenceOpaque_t* d) const {
+  (void)cublasLtMatmulPreferenceDestroy(d);
+}
+
+LtPlan* lt_plan_find(const LtPlanKey& key) {
+  DeviceState& d = device_state();
+  auto it = d.plans.find(key);
+  if (it == d.plans.end()) return nullptr;
+  it->second.last_use = ++d.plan_clock;
+  return &it->second.plan;
+}
+
+LtPlan& lt_plan_insert(const LtPlanKey& key, LtPlan&& plan) {
+  DeviceState& d = device_state();
+  if (d.plans.size() >= kLtPlanCacheEntries) {
+    auto lru = d.plans.begin();
+    for (auto it = d.plans.begin(); it != d.plans.end(); ++it)
+      if (it->second.last_use < lru->second.last_use) lru = it;
+    d.plans.erase(lru);
+  }
+  CachedPlan& c = d.plans[key];
+  c.plan = std::move(plan);
+  c.last_use = ++d.plan_clock;
+  return c.plan;
+}
+
+size_t lt_plan_count() {
+  return device_state().plans.size();
 }
 
 void* lt_workspace(cudaStream_t stream) {

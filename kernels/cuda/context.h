@@ -23,7 +23,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 
 namespace zt::cuda::detail {
 
@@ -35,6 +38,35 @@ cublasHandle_t blas_handle(cudaStream_t stream);
 cublasLtHandle_t lt_handle();
 // The cuBLASLt workspace of (thread, current device, stream): kLtWorkspaceBytes.
 void* lt_workspace(cudaStream_t stream);
+
+// The cuBLASLt objects of one matmul problem, built once and reused: the operation descriptor
+// (compute type, transposes, epilogue, aux leading dimension), the three matrix layouts, the
+// preference (workspace, operand alignments) and the heuristic's answer. Per call only the
+// pointer attributes (bias, aux) are set on `op`.
+struct LtDestroy {
+  void operator()(cublasLtMatmulDescOpaque_t* d) const;
+  void operator()(cublasLtMatrixLayoutOpaque_t* d) const;
+  void operator()(cublasLtMatmulPreferenceOpaque_t* d) const;
+};
+struct LtPlan {
+  std::unique_ptr<cublasLtMatmulDescOpaque_t, LtDestroy> op;
+  std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDestroy> a, b, c;
+  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, LtDestroy> pref;
+  cublasLtMatmulAlgo_t algo{};
+  bool found = false;  // false: cuBLASLt has no algorithm for this problem (also remembered)
+};
+// Everything the plan depends on: sizes, transposes, leading dimensions, types, compute type,
+// epilogue, aux leading dimension and the operand alignments (kernels/cuda/gemm.cu fills it).
+using LtPlanKey = std::array<int64_t, 17>;
+// Plans per (thread, device): at most kLtPlanCacheEntries, the least recently used dropped when a
+// new one does not fit. A training run has a few dozen problem shapes.
+inline constexpr size_t kLtPlanCacheEntries = 256;
+// The cached plan for `key` on the current device, or null.
+LtPlan* lt_plan_find(const LtPlanKey& key);
+// Stores `plan` for `key` on the current device and returns it (valid until the next insert).
+LtPlan& lt_plan_insert(const LtPlanKey& key, LtPlan&& plan);
+// Number of cached plans on the current device (tests).
+size_t lt_plan_count();
 
 enum class Scratch { Reduce, Embedding, Attention, AdamW, ColumnReduce };
 // At least `bytes` of device memory (256-byte aligned) reserved for `purpose` on `stream`; the

@@ -1,9 +1,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
-#include <array>
 #include <cstdint>
-#include <map>
 #include <memory>
 
 #include "kernels/cuda/context.h"
@@ -16,23 +14,13 @@ namespace zt::cuda {
 namespace detail {
 namespace {
 
-struct DescDestroy {
-  void operator()(cublasLtMatmulDescOpaque_t* d) const { (void)cublasLtMatmulDescDestroy(d); }
-  void operator()(cublasLtMatrixLayoutOpaque_t* d) const { (void)cublasLtMatrixLayoutDestroy(d); }
-  void operator()(cublasLtMatmulPreferenceOpaque_t* d) const {
-    (void)cublasLtMatmulPreferenceDestroy(d);
-  }
-};
-using OpDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, DescDestroy>;
-using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, DescDestroy>;
-using Pref = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, DescDestroy>;
-
 // Column-major rows x cols with leading dimension ld.
-Layout make_layout(cudaDataType_t type, int rows, int cols, int ld) {
+std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDestroy> make_layout(cudaDataType_t type, int rows,
+                                                                     int cols, int ld) {
   cublasLtMatrixLayout_t l = nullptr;
   ZT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(rows),
                                              static_cast<uint64_t>(cols), ld));
-  return Layout(l);
+  return std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDestroy>(l);
 }
 
 // The largest power of two (up to 256) dividing the address: cuBLASLt's heuristic assumes
@@ -49,10 +37,62 @@ void set_pref_u32(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttri
   ZT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &v, sizeof v));
 }
 
-using AlgoKey = std::array<int64_t, 16>;
-std::map<AlgoKey, cublasLtMatmulAlgo_t>& algo_cache() {
-  thread_local std::map<AlgoKey, cublasLtMatmulAlgo_t> cache;
-  return cache;
+template <typename V>
+void set_desc(cublasLtMatmulDesc_t op, cublasLtMatmulDescAttributes_t attr, const V& v) {
+  ZT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, attr, &v, sizeof v));
+}
+
+bool has_aux(cublasLtEpilogue_t e) {
+  return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
+         e == CUBLASLT_EPILOGUE_DGELU;
+}
+
+// Descriptors, layouts, preference and the heuristic's first algorithm for `g` (the pointer
+// attributes are set per call). found = false when cuBLASLt has none.
+LtPlan build_plan(const LtMatmul& g, cublasComputeType_t compute) {
+  LtPlan plan;
+  cublasLtMatmulDesc_t op = nullptr;
+  ZT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F));
+  plan.op.reset(op);
+  // Swapped operands (see gemm_lt.h): the first is row-major B, the second row-major A.
+  set_desc(op, CUBLASLT_MATMUL_DESC_TRANSA, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N);
+  set_desc(op, CUBLASLT_MATMUL_DESC_TRANSB, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N);
+  if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    set_desc(op, CUBLASLT_MATMUL_DESC_EPILOGUE, g.epilogue);
+    // The heuristic reads the pointers' values for their alignment: set them before asking.
+    set_desc(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias);
+  }
+  if (has_aux(g.epilogue)) {
+    set_desc(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux);
+    set_desc(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, g.aux_ld);
+  }
+  plan.a =
+      g.trans_b ? make_layout(g.ab_type, g.K, g.N, g.ldb) : make_layout(g.ab_type, g.N, g.K, g.ldb);
+  plan.b =
+      g.trans_a ? make_layout(g.ab_type, g.M, g.K, g.lda) : make_layout(g.ab_type, g.K, g.M, g.lda);
+  plan.c = make_layout(g.c_type, g.N, g.M, g.ldc);
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  ZT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  plan.pref.reset(pref);
+  const size_t ws_bytes = kLtWorkspaceBytes;
+  ZT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+  set_pref_u32(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(g.B));
+  set_pref_u32(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(g.A));
+  set_pref_u32(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(g.C));
+  set_pref_u32(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(g.C));
+
+  cublasLtMatmulHeuristicResult_t heur{};
+  int found = 0;
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(lt_handle(), op, plan.a.get(), plan.b.get(), plan.c.get(),
+                                     plan.c.get(), pref, 1, &heur, &found);
+  // NOT_SUPPORTED: no kernel for this epilogue/type combination, the same answer as none found.
+  if (st != CUBLAS_STATUS_NOT_SUPPORTED) ZT_CUBLAS_CHECK(st);
+  plan.found = st == CUBLAS_STATUS_SUCCESS && found > 0;
+  if (plan.found) plan.algo = heur.algo;
+  return plan;
 }
 
 // beta * C when there is nothing to multiply (K = 0); cuBLASLt rejects K = 0.
@@ -66,10 +106,10 @@ void scale_matrix(T* C, int M, int N, int ldc, float beta, cudaStream_t stream) 
 
 }  // namespace
 
-void lt_matmul(const LtMatmul& g, cudaStream_t stream) {
+bool lt_matmul_try(const LtMatmul& g, cudaStream_t stream) {
   ZT_CU_CHECK(g.M >= 0 && g.N >= 0 && g.K >= 0,
               cat("gemm: negative size ", g.M, "x", g.N, "x", g.K));
-  if (g.M == 0 || g.N == 0) return;
+  if (g.M == 0 || g.N == 0) return true;
   if (g.K == 0) {
     ZT_CU_CHECK(g.epilogue == CUBLASLT_EPILOGUE_DEFAULT,
                 std::string("gemm: K = 0 with an epilogue"));
@@ -79,82 +119,51 @@ void lt_matmul(const LtMatmul& g, cudaStream_t stream) {
       scale_matrix(static_cast<bf16*>(g.C), g.M, g.N, g.ldc, g.beta, stream);
     else
       scale_matrix(static_cast<fp16*>(g.C), g.M, g.N, g.ldc, g.beta, stream);
-    return;
+    return true;
   }
   // fp32 operands on TF32 tensor cores when set_tf32(true) (Megatron's default on sm_80+).
   const cublasComputeType_t compute =
       g.compute == CUBLAS_COMPUTE_32F && g.ab_type == CUDA_R_32F && tf32()
           ? CUBLAS_COMPUTE_32F_FAST_TF32
           : g.compute;
-  cublasLtMatmulDesc_t op_raw = nullptr;
-  ZT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_raw, compute, CUDA_R_32F));
-  const OpDesc op(op_raw);
-  // Swapped operands (see gemm_lt.h): the first is row-major B, the second row-major A.
-  const cublasOperation_t ta = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t tb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  ZT_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(op_raw, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-  ZT_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(op_raw, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
-    ZT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_raw, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                                   &g.epilogue, sizeof g.epilogue));
-    ZT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_raw, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                   &g.bias, sizeof g.bias));
-  }
-  const Layout a =
-      g.trans_b ? make_layout(g.ab_type, g.K, g.N, g.ldb) : make_layout(g.ab_type, g.N, g.K, g.ldb);
-  const Layout b =
-      g.trans_a ? make_layout(g.ab_type, g.M, g.K, g.lda) : make_layout(g.ab_type, g.K, g.M, g.lda);
-  const Layout c = make_layout(g.c_type, g.N, g.M, g.ldc);
+  const bool aux = has_aux(g.epilogue);
+  // The plan (descriptors and the heuristic's algorithm, which costs far more than the
+  // descriptors) is a function of this key only, so the same problem gets the same algorithm
+  // every time (kernels/cuda/context.h).
+  const LtPlanKey key{
+      g.M,
+      g.N,
+      g.K,
+      g.trans_a,
+      g.trans_b,
+      g.lda,
+      g.ldb,
+      g.ldc,
+      static_cast<int64_t>(g.ab_type),
+      static_cast<int64_t>(g.c_type),
+      static_cast<int64_t>(compute),
+      static_cast<int64_t>(g.epilogue),
+      aux ? g.aux_ld : 0,
+      alignment(g.A),
+      alignment(g.B),
+      alignment(g.C),
+      (g.bias != nullptr ? alignment(g.bias) : 0) * 512 + (aux ? alignment(g.aux) : 0)};
+  LtPlan* plan = lt_plan_find(key);
+  if (plan == nullptr) plan = &lt_plan_insert(key, build_plan(g, compute));
+  if (!plan->found) return false;
+  if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
+    set_desc(plan->op.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias);
+  if (aux) set_desc(plan->op.get(), CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux);
+  ZT_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), plan->op.get(), &g.alpha, g.B, plan->a.get(), g.A,
+                                 plan->b.get(), &g.beta, g.C, plan->c.get(), g.C, plan->c.get(),
+                                 &plan->algo, lt_workspace(stream), kLtWorkspaceBytes, stream));
+  return true;
+}
 
-  cublasLtMatmulPreference_t pref_raw = nullptr;
-  ZT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_raw));
-  const Pref pref(pref_raw);
-  const size_t ws_bytes = kLtWorkspaceBytes;
-  ZT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref_raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
-  set_pref_u32(pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(g.B));
-  set_pref_u32(pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(g.A));
-  set_pref_u32(pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(g.C));
-  set_pref_u32(pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(g.C));
-
-  cublasLtHandle_t lt = lt_handle();
-  // The heuristic query costs far more than the descriptors; its answer is a function of the
-  // problem, so it is cached per thread (the same algorithm for the same problem every time).
-  int device = 0;
-  ZT_CU_CUDA_CHECK(cudaGetDevice(&device));
-  const AlgoKey key{device,
-                    g.M,
-                    g.N,
-                    g.K,
-                    g.trans_a,
-                    g.trans_b,
-                    g.lda,
-                    g.ldb,
-                    g.ldc,
-                    static_cast<int64_t>(g.ab_type),
-                    static_cast<int64_t>(g.c_type),
-                    static_cast<int64_t>(compute),
-                    static_cast<int64_t>(g.epilogue),
-                    alignment(g.A),
-                    alignment(g.B),
-                    alignment(g.C)};
-  auto& cache = algo_cache();
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    cublasLtMatmulHeuristicResult_t heur{};
-    int found = 0;
-    ZT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, op_raw, a.get(), b.get(), c.get(), c.get(),
-                                                   pref_raw, 1, &heur, &found));
-    ZT_CU_CHECK(found > 0,
-                cat("gemm: cuBLASLt has no algorithm for ", g.M, "x", g.N, "x", g.K, " (trans ",
-                    g.trans_a, " ", g.trans_b, ", epilogue ", static_cast<int>(g.epilogue), ")"));
-    it = cache.emplace(key, heur.algo).first;
-  }
-  ZT_CUBLAS_CHECK(cublasLtMatmul(lt, op_raw, &g.alpha, g.B, a.get(), g.A, b.get(), &g.beta, g.C,
-                                 c.get(), g.C, c.get(), &it->second, lt_workspace(stream), ws_bytes,
-                                 stream));
+void lt_matmul(const LtMatmul& g, cudaStream_t stream) {
+  ZT_CU_CHECK(lt_matmul_try(g, stream),
+              cat("gemm: cuBLASLt has no algorithm for ", g.M, "x", g.N, "x", g.K, " (trans ",
+                  g.trans_a, " ", g.trans_b, ", epilogue ", static_cast<int>(g.epilogue), ")"));
 }
 
 void gemm_strided_batched(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
@@ -185,21 +194,9 @@ using detail::cuda_type;
 
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
           const float* B, int ldb, float beta, float* C, int ldc, cudaStream_t stream) {
-  detail::LtMatmul g;
-  g.trans_a = trans_a;
-  g.trans_b = trans_b;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  g.alpha = alpha;
-  g.A = A;
-  g.lda = lda;
-  g.B = B;
-  g.ldb = ldb;
-  g.beta = beta;
-  g.C = C;
-  g.ldc = ldc;
-  detail::lt_matmul(g, stream);
+  detail::lt_matmul(detail::plain_matmul(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                                         ldc, DType::F32, DType::F32),
+                    stream);
 }
 
 void gemm_mixed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
@@ -211,23 +208,9 @@ void gemm_mixed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, co
   ZT_CU_CHECK(
       c_type == DType::F32 || c_type == ab_type,
       cat("gemm_mixed: ", dtype_name(ab_type), " operands with a ", dtype_name(c_type), " result"));
-  detail::LtMatmul g;
-  g.trans_a = trans_a;
-  g.trans_b = trans_b;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  g.alpha = alpha;
-  g.A = A;
-  g.lda = lda;
-  g.B = B;
-  g.ldb = ldb;
-  g.beta = beta;
-  g.C = C;
-  g.ldc = ldc;
-  g.ab_type = cuda_type(ab_type);
-  g.c_type = cuda_type(c_type);
-  detail::lt_matmul(g, stream);
+  detail::lt_matmul(detail::plain_matmul(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                                         ldc, ab_type, c_type),
+                    stream);
 }
 
 // The Backend's GEMM: fp32 operands and result on the fp32 path (exact fp32, or TF32 after

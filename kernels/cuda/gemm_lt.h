@@ -28,9 +28,17 @@ struct LtMatmul {
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const void* bias = nullptr;  // [N] of the row-major result in C's type, for the BIAS epilogues
+  // GELU_AUX(_BIAS): receives the GeLU input; DGELU: the GeLU input read. Row-major [M, aux_ld]
+  // in C's type (cuBLASLt's default aux type); aux_ld a multiple of 8.
+  const void* aux = nullptr;
+  int64_t aux_ld = 0;
 };
 
-// One cuBLASLt matmul (heuristic's first algorithm, workspace from context.h).
+// One cuBLASLt matmul (the heuristic's first algorithm, workspace from context.h), its plan
+// cached per problem (kernels/cuda/context.h). lt_matmul_try returns false, enqueuing nothing,
+// when cuBLASLt has no algorithm for the problem (an epilogue it does not support for these
+// types); lt_matmul throws then.
+bool lt_matmul_try(const LtMatmul& g, cudaStream_t stream);
 void lt_matmul(const LtMatmul& g, cudaStream_t stream);
 
 inline cudaDataType_t cuda_type(DType t) {
@@ -43,6 +51,29 @@ inline cudaDataType_t cuda_type(DType t) {
       break;
   }
   return CUDA_R_32F;
+}
+
+// The plain problem C = alpha op(A) op(B) + beta C, A and B in `ab`, C in `c`, no epilogue.
+inline LtMatmul plain_matmul(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                             const void* A, int lda, const void* B, int ldb, float beta, void* C,
+                             int ldc, DType ab, DType c) {
+  LtMatmul g;
+  g.trans_a = trans_a;
+  g.trans_b = trans_b;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.alpha = alpha;
+  g.A = A;
+  g.lda = lda;
+  g.B = B;
+  g.ldb = ldb;
+  g.beta = beta;
+  g.C = C;
+  g.ldc = ldc;
+  g.ab_type = cuda_type(ab);
+  g.c_type = cuda_type(c);
+  return g;
 }
 
 // The same on A and B in `ab` and C in `c` (cublasGemmStridedBatchedEx, fp32 accumulation).
