@@ -52,6 +52,9 @@ class Backend {
   virtual void linear_forward(Ref y, CRef x, CRef w, CRef b, int N, int in, int out) = 0;
   virtual void linear_backward(Ref dx, float* dw, float* db, CRef dy, CRef x, CRef w, int N, int in,
                                int out, bool accumulate_dx) = 0;
+  virtual void linear_gelu_forward(Ref y, Ref pre, CRef x, CRef w, CRef b, int N, int in,
+                                   int out) = 0;
+  virtual void linear_backward_gelu(Ref dx, CRef dy, CRef w, CRef pre, int N, int in, int out) = 0;
   virtual void embedding_forward(Ref out, const int32_t* tokens, CRef wte, CRef wpe, int B, int T,
                                  int C, int v_begin, int v_local) = 0;
   virtual void embedding_backward(float* dwte, float* dwpe, CRef dout, const int32_t* tokens, int B,
@@ -60,6 +63,9 @@ class Backend {
                                  int C) = 0;
   virtual void layernorm_backward(Ref dx, float* dw, float* db, CRef dout, CRef x, CRef w,
                                   const float* mean, const float* rstd, int N, int C) = 0;
+  virtual void dropout_add_layernorm_forward(Ref res, Ref out, float* mean, float* rstd, CRef a,
+                                             CRef x, CRef w, CRef b, int N, int C,
+                                             const DropoutParams& drop) = 0;
   virtual void gelu_forward(Ref out, CRef x, int64_t n) = 0;
   virtual void gelu_backward(Ref dx, CRef x, CRef dout, int64_t n) = 0;
   // scratch: B*NH*T*T elements of workspace for the dropped probabilities (the CUDA kernel needs

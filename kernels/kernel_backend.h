@@ -43,6 +43,21 @@ class KernelBackend : public Backend {
                                accumulate_dx, on());
     });
   }
+  void linear_gelu_forward(Ref y, Ref pre, CRef x, CRef w, CRef b, int N, int in,
+                           int out) override {
+    visit_dtype(x.t, [&](auto t) {
+      using T = decltype(t);
+      Kernels::linear_gelu_forward(y.as<T>(), pre.as<T>(), x.as<T>(), w.as<T>(), b.as<T>(), N, in,
+                                   out, on());
+    });
+  }
+  void linear_backward_gelu(Ref dx, CRef dy, CRef w, CRef pre, int N, int in, int out) override {
+    visit_dtype(dy.t, [&](auto t) {
+      using T = decltype(t);
+      Kernels::linear_backward_gelu(dx.as<T>(), dy.as<T>(), w.as<T>(), pre.as<T>(), N, in, out,
+                                    on());
+    });
+  }
   void embedding_forward(Ref out, const int32_t* tokens, CRef wte, CRef wpe, int B, int T, int C,
                          int v_begin, int v_local) override {
     visit_dtype(out.t, [&](auto t) {
@@ -73,6 +88,15 @@ class KernelBackend : public Backend {
       using T = decltype(t);
       Kernels::layernorm_backward(dx.as<T>(), dw, db, dout.as<T>(), x.as<T>(), w.as<T>(), mean,
                                   rstd, N, C, on());
+    });
+  }
+  void dropout_add_layernorm_forward(Ref res, Ref out, float* mean, float* rstd, CRef a, CRef x,
+                                     CRef w, CRef b, int N, int C,
+                                     const DropoutParams& drop) override {
+    visit_dtype(x.t, [&](auto t) {
+      using T = decltype(t);
+      Kernels::dropout_add_layernorm_forward(res.as<T>(), out.as<T>(), mean, rstd, a.as<T>(),
+                                             x.as<T>(), w.as<T>(), b.as<T>(), N, C, drop, on());
     });
   }
   void gelu_forward(Ref out, CRef x, int64_t n) override {

@@ -1,6 +1,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/common/dropout.h"
 #include "kernels/common/layernorm.h"
 #include "kernels/common/reduce.h"
 #include "kernels/cpu/ops.h"
@@ -25,6 +26,14 @@ const float* widen_row(const T* x, int C) {
   }
 }
 
+// The layernorm of one widened row into o, its statistics into mu and rs.
+template <typename T>
+void layernorm_row(T* o, float& mu, float& rs, const float* xr, const T* w, const T* b, int C) {
+  layernorm_row_stats(xr, C, mu, rs);
+  for (int c = 0; c < C; ++c)
+    o[c] = from_float<T>(layernorm_apply(xr[c], mu, rs, to_float(w[c]), to_float(b[c])));
+}
+
 }  // namespace
 
 template <typename T>
@@ -33,14 +42,33 @@ void Kernels::layernorm_forward(T* out, float* mean, float* rstd, const T* x, co
   ZT_CHECK(N > 0 && C > 0, "layernorm_forward: bad shape N={} C={}", N, C);
 #pragma omp parallel for schedule(static) if (int64_t{N} * C >= detail::kParallelMin)
   for (int n = 0; n < N; ++n) {
-    const float* xr = widen_row(x + int64_t{n} * C, C);
-    T* o = out + int64_t{n} * C;
-    float mu, rs;
-    layernorm_row_stats(xr, C, mu, rs);
-    for (int c = 0; c < C; ++c)
-      o[c] = from_float<T>(layernorm_apply(xr[c], mu, rs, to_float(w[c]), to_float(b[c])));
-    mean[n] = mu;
-    rstd[n] = rs;
+    layernorm_row(out + int64_t{n} * C, mean[n], rstd[n], widen_row(x + int64_t{n} * C, C), w, b,
+                  C);
+  }
+}
+
+// Each row: the residual into res (rounded to T, the mask counter of dropout_add_forward), then the
+// layernorm of the row just written while it is in cache, with the statistics of
+// layernorm_forward on the same widened values: bitwise the two ops in sequence.
+template <typename T>
+void Kernels::dropout_add_layernorm_forward(T* res, T* out, float* mean, float* rstd, const T* a,
+                                            const T* x, const T* w, const T* b, int N, int C,
+                                            const DropoutParams& drop_in, Exec) {
+  const DropoutParams drop = drop_in;  // a local copy: the stores below cannot alias it
+  ZT_CHECK(N > 0 && C > 0, "dropout_add_layernorm_forward: bad shape N={} C={}", N, C);
+  ZT_CHECK(drop.p >= 0.0f && drop.p < 1.0f, "dropout: p={} outside [0, 1)", drop.p);
+#pragma omp parallel for schedule(static) if (int64_t{N} * C >= detail::kParallelMin)
+  for (int n = 0; n < N; ++n) {
+    const int64_t row = int64_t{n} * C;
+    T* r = res + row;
+    if (drop.p == 0.0f) {
+      for (int c = 0; c < C; ++c) r[c] = from_float<T>(to_float(a[row + c]) + to_float(x[row + c]));
+    } else {
+      for (int c = 0; c < C; ++c)
+        r[c] = from_float<T>(to_float(a[row + c]) + dropout_apply(to_float(x[row + c]), drop,
+                                                                  static_cast<uint64_t>(row + c)));
+    }
+    layernorm_row(out + row, mean[n], rstd[n], widen_row(r, C), w, b, C);
   }
 }
 
@@ -107,12 +135,15 @@ void Kernels::layernorm_backward(T* dx, float* dw, float* db, const T* dout, con
   }
 }
 
-#define ZT_LAYERNORM(T)                                                                          \
-  template void Kernels::layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*,  \
-                                              int, int, Kernels::Exec);                          \
-  template void Kernels::layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*, \
-                                               const float*, const float*, int, int,             \
-                                               Kernels::Exec);
+#define ZT_LAYERNORM(T)                                                                           \
+  template void Kernels::layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*,   \
+                                              int, int, Kernels::Exec);                           \
+  template void Kernels::layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*,  \
+                                               const float*, const float*, int, int,              \
+                                               Kernels::Exec);                                    \
+  template void Kernels::dropout_add_layernorm_forward<T>(T*, T*, float*, float*, const T*,       \
+                                                          const T*, const T*, const T*, int, int, \
+                                                          const DropoutParams&, Kernels::Exec);
 ZT_LAYERNORM(float)
 ZT_LAYERNORM(bf16)
 ZT_LAYERNORM(fp16)

@@ -52,11 +52,33 @@ void Kernels::linear_backward(T* dx, float* dw, float* db, const T* dy, const T*
   }
 }
 
+// The fused ops are the two-op compositions on the CPU (the GEMM dominates; the GeLU pass is
+// one read and write of the [N, out] result), so their bits are those of the unfused path.
+template <typename T>
+void Kernels::linear_gelu_forward(T* y, T* pre, const T* x, const T* w, const T* b, int N, int in,
+                                  int out, Exec exec) {
+  linear_forward(pre, x, w, b, N, in, out, exec);
+  gelu_forward(y, pre, int64_t{N} * out, exec);
+}
+
+template <typename T>
+void Kernels::linear_backward_gelu(T* dx, const T* dy, const T* w, const T* pre, int N, int in,
+                                   int out, Exec exec) {
+  ZT_CHECK(N > 0 && in > 0 && out > 0, "linear_backward_gelu: bad shape N={} in={} out={}", N, in,
+           out);
+  gemm_t(false, false, N, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
+  gelu_backward(dx, pre, dx, int64_t{N} * in, exec);
+}
+
 #define ZT_LINEAR(T)                                                                               \
   template void Kernels::linear_forward<T, T>(T*, const T*, const T*, const T*, int, int, int,     \
                                               Kernels::Exec);                                      \
   template void Kernels::linear_backward<T>(T*, float*, float*, const T*, const T*, const T*, int, \
-                                            int, int, bool, Kernels::Exec);
+                                            int, int, bool, Kernels::Exec);                        \
+  template void Kernels::linear_gelu_forward<T>(T*, T*, const T*, const T*, const T*, int, int,    \
+                                                int, Kernels::Exec);                               \
+  template void Kernels::linear_backward_gelu<T>(T*, const T*, const T*, const T*, int, int, int,  \
+                                                 Kernels::Exec);
 ZT_LINEAR(float)
 ZT_LINEAR(bf16)
 ZT_LINEAR(fp16)

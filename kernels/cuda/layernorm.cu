@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cub/block/block_reduce.cuh>
 
+#include "kernels/common/dropout.h"
 #include "kernels/common/layernorm.h"
 #include "kernels/cuda/column_reduce.cuh"
 #include "kernels/cuda/cublas_check.h"
@@ -15,13 +16,14 @@ namespace {
 constexpr int kRowThreads = 256;
 using BlockSum = cub::BlockReduce<float, kRowThreads>;
 
+// The layernorm of row `row` (xr = its C values) by the whole block: statistics into mean/rstd,
+// the normalised row into o. Each thread reads only xr[threadIdx.x + k * kRowThreads], so a
+// caller that just wrote those elements itself needs no barrier first.
 template <typename T>
-__global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, const T* x, const T* w,
-                                         const T* b, int C) {
+__device__ void layernorm_row(T* o, float* mean, float* rstd, const T* xr, const T* w, const T* b,
+                              int C, int64_t row) {
   __shared__ typename BlockSum::TempStorage tmp;
   __shared__ float s_mean, s_rstd;
-  const int64_t row = blockIdx.x;
-  const T* xr = x + row * C;
   float acc = 0.0f;
   for (int c = threadIdx.x; c < C; c += kRowThreads) acc += to_float(xr[c]);
   const float sum = BlockSum(tmp).Sum(acc);
@@ -41,9 +43,32 @@ __global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, const
   }
   __syncthreads();
   const float rs = s_rstd;
-  T* o = out + row * C;
   for (int c = threadIdx.x; c < C; c += kRowThreads)
     o[c] = from_float<T>(layernorm_apply(to_float(xr[c]), mu, rs, to_float(w[c]), to_float(b[c])));
+}
+
+template <typename T>
+__global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, const T* x, const T* w,
+                                         const T* b, int C) {
+  const int64_t row = blockIdx.x;
+  layernorm_row(out + row * C, mean, rstd, x + row * C, w, b, C, row);
+}
+
+// res = a + dropout(x) rounded to T, then the layernorm of that row: one block per row, the
+// residual read back from where this thread wrote it (L1/L2) rather than a second kernel.
+template <typename T>
+__global__ void dropout_add_layernorm_kernel(T* res, T* out, float* mean, float* rstd, const T* a,
+                                             const T* x, const T* w, const T* b, int C,
+                                             DropoutParams drop) {
+  const int64_t row = blockIdx.x;
+  const int64_t base = row * C;
+  for (int c = threadIdx.x; c < C; c += kRowThreads) {
+    const int64_t i = base + c;
+    const float d = drop.p == 0.0f ? to_float(x[i])
+                                   : dropout_apply(to_float(x[i]), drop, static_cast<uint64_t>(i));
+    res[i] = from_float<T>(to_float(a[i]) + d);
+  }
+  layernorm_row(out + base, mean, rstd, res + base, w, b, C, row);
 }
 
 // dx += rstd (g - mean(g) - xhat mean(g xhat)), g = dout * w.
@@ -94,6 +119,18 @@ void Kernels::layernorm_forward(T* out, float* mean, float* rstd, const T* x, co
 }
 
 template <typename T>
+void Kernels::dropout_add_layernorm_forward(T* res, T* out, float* mean, float* rstd, const T* a,
+                                            const T* x, const T* w, const T* b, int N, int C,
+                                            const DropoutParams& drop, cudaStream_t stream) {
+  detail::check_shape("dropout_add_layernorm_forward", N, C);
+  ZT_CU_CHECK(drop.p >= 0.0f && drop.p < 1.0f,
+              detail::cat("dropout: p=", drop.p, " outside [0, 1)"));
+  detail::dropout_add_layernorm_kernel<<<N, detail::kRowThreads, 0, stream>>>(res, out, mean, rstd,
+                                                                              a, x, w, b, C, drop);
+  ZT_CU_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
 void Kernels::layernorm_backward(T* dx, float* dw, float* db, const T* dout, const T* x, const T* w,
                                  const float* mean, const float* rstd, int N, int C,
                                  cudaStream_t stream) {
@@ -114,12 +151,15 @@ void Kernels::layernorm_backward(T* dx, float* dw, float* db, const T* dout, con
       });
 }
 
-#define ZT_LAYERNORM(T)                                                                          \
-  template void Kernels::layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*,  \
-                                              int, int, cudaStream_t);                           \
-  template void Kernels::layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*, \
-                                               const float*, const float*, int, int,             \
-                                               cudaStream_t);
+#define ZT_LAYERNORM(T)                                                                           \
+  template void Kernels::layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*,   \
+                                              int, int, cudaStream_t);                            \
+  template void Kernels::layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*,  \
+                                               const float*, const float*, int, int,              \
+                                               cudaStream_t);                                     \
+  template void Kernels::dropout_add_layernorm_forward<T>(T*, T*, float*, float*, const T*,       \
+                                                          const T*, const T*, const T*, int, int, \
+                                                          const DropoutParams&, cudaStream_t);
 ZT_LAYERNORM(float)
 ZT_LAYERNORM(bf16)
 ZT_LAYERNORM(fp16)

@@ -1,10 +1,14 @@
 // Linear layers on cuBLASLt. linear_forward fuses the bias into the GEMM (CUBLASLT_EPILOGUE_BIAS).
 //
-// linear_bias_gelu_forward does NOT use CUBLASLT_EPILOGUE_GELU_AUX_BIAS: cuBLASLt's GeLU is the
-// tanh approximation too, but its own device implementation, not kernels/common/gelu.h's
-// exp_f32 form, so the activations would differ from the CPU backend's by rounding and the
-// "one definition of the math" rule would break. It runs the BIAS epilogue (writing pre) and
-// then gelu_forward over pre: one extra read of pre and write of y, both memory-bound.
+// linear_gelu_forward uses CUBLASLT_EPILOGUE_GELU_AUX_BIAS: one GEMM writes y = gelu(x w^T + b)
+// and, through the aux pointer, pre = x w^T + b. cuBLASLt's GELU is the tanh approximation, the
+// same function as kernels/common/gelu.h (PyTorch relies on this: its cuBLASLt GELU epilogue
+// backs approximate='tanh', pytorch/pytorch#104061), but its own device code applied to the fp32
+// sum before rounding, so y may differ from the CPU backend's by a rounding of T; the GPU tests
+// bound it. linear_backward_gelu uses CUBLASLT_EPILOGUE_DGELU the same way. Both need the aux
+// leading dimension to be a multiple of 8 and an algorithm for the types; elsewhere they run the
+// two unfused ops. DGELU_BGRAD is not used: it overwrites the bias gradient, the contract is
+// db += colsum, and the fc bias gradient comes with its weight gradient anyway.
 //
 // linear_backward: dx and dw through cuBLASLt (dw accumulates with beta = 1). db is a
 // deterministic column-sum kernel rather than CUBLASLT_EPILOGUE_BGRADB, because BGRADB
@@ -29,30 +33,16 @@ void check_shape(const char* what, int N, int in, int out) {
 // y[N,out] = x[N,in] w[out,in]^T (+ b via the epilogue). x, w in T; y and b in Y (cuBLASLt's
 // bias takes the output's type).
 template <typename T, typename Y>
-void forward_gemm(Y* y, const T* x, const T* w, const T* b, int N, int in, int out,
-                  cudaStream_t stream) {
-  detail::LtMatmul g;
-  g.trans_a = false;
-  g.trans_b = true;
-  g.M = N;
-  g.N = out;
-  g.K = in;
-  g.A = x;
-  g.lda = in;
-  g.B = w;
-  g.ldb = in;
-  g.beta = 0.0f;
-  g.C = y;
-  g.ldc = out;
-  g.ab_type = detail::cuda_type(dtype_of<T>());
-  g.c_type = detail::cuda_type(dtype_of<Y>());
+detail::LtMatmul forward_matmul(Y* y, const T* x, const T* w, const T* b, int N, int in, int out) {
+  detail::LtMatmul g = detail::plain_matmul(false, true, N, out, in, 1.0f, x, in, w, in, 0.0f, y,
+                                            out, dtype_of<T>(), dtype_of<Y>());
   if (b != nullptr) {
     ZT_CU_CHECK(dtype_of<Y>() == dtype_of<T>(),
                 std::string("linear_forward: a bias needs the output in the operands' type"));
     g.epilogue = CUBLASLT_EPILOGUE_BIAS;
     g.bias = b;
   }
-  detail::lt_matmul(g, stream);
+  return g;
 }
 
 }  // namespace
@@ -61,14 +51,41 @@ template <typename T, typename Y>
 void Kernels::linear_forward(Y* y, const T* x, const T* w, const T* b, int N, int in, int out,
                              cudaStream_t stream) {
   check_shape("linear_forward", N, in, out);
-  forward_gemm(y, x, w, b, N, in, out, stream);
+  detail::lt_matmul(forward_matmul(y, x, w, b, N, in, out), stream);
 }
 
-void linear_bias_gelu_forward(float* y, float* pre, const float* x, const float* w, const float* b,
-                              int N, int in, int out, cudaStream_t stream) {
-  check_shape("linear_bias_gelu_forward", N, in, out);
-  forward_gemm<float, float>(pre, x, w, b, N, in, out, stream);
-  Kernels::gelu_forward(y, pre, int64_t{N} * out, stream);
+template <typename T>
+void Kernels::linear_gelu_forward(T* y, T* pre, const T* x, const T* w, const T* b, int N, int in,
+                                  int out, cudaStream_t stream) {
+  check_shape("linear_gelu_forward", N, in, out);
+  detail::LtMatmul g = forward_matmul(y, x, w, b, N, in, out);
+  if (out % 8 == 0) {
+    g.epilogue = b != nullptr ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    g.aux = pre;
+    g.aux_ld = out;
+    if (detail::lt_matmul_try(g, stream)) return;
+  }
+  detail::lt_matmul(forward_matmul(pre, x, w, b, N, in, out), stream);
+  gelu_forward(y, pre, int64_t{N} * out, stream);
+}
+
+template <typename T>
+void Kernels::linear_backward_gelu(T* dx, const T* dy, const T* w, const T* pre, int N, int in,
+                                   int out, cudaStream_t stream) {
+  check_shape("linear_backward_gelu", N, in, out);
+  detail::LtMatmul g = detail::plain_matmul(false, false, N, in, out, 1.0f, dy, out, w, in, 0.0f,
+                                            dx, in, dtype_of<T>(), dtype_of<T>());
+  if (in % 8 == 0) {
+    g.epilogue = CUBLASLT_EPILOGUE_DGELU;
+    g.aux = pre;
+    g.aux_ld = in;
+    if (detail::lt_matmul_try(g, stream)) return;
+    g.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    g.aux = nullptr;
+    g.aux_ld = 0;
+  }
+  detail::lt_matmul(g, stream);
+  gelu_backward(dx, pre, dx, int64_t{N} * in, stream);
 }
 
 template <typename T>
@@ -100,7 +117,11 @@ void Kernels::linear_backward(T* dx, float* dw, float* db, const T* dy, const T*
   template void Kernels::linear_forward<T, T>(T*, const T*, const T*, const T*, int, int, int,     \
                                               cudaStream_t);                                       \
   template void Kernels::linear_backward<T>(T*, float*, float*, const T*, const T*, const T*, int, \
-                                            int, int, bool, cudaStream_t);
+                                            int, int, bool, cudaStream_t);                         \
+  template void Kernels::linear_gelu_forward<T>(T*, T*, const T*, const T*, const T*, int, int,    \
+                                                int, cudaStream_t);                                \
+  template void Kernels::linear_backward_gelu<T>(T*, const T*, const T*, const T*, int, int, int,  \
+                                                 cudaStream_t);
 ZT_LINEAR(float)
 ZT_LINEAR(bf16)
 ZT_LINEAR(fp16)

@@ -48,10 +48,6 @@ void gemm_mixed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, co
                 int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
                 DType c_type, cudaStream_t stream);
 
-// y = gelu(x w^T + b) and pre = x w^T + b (pre is what backward needs), fused in one cuBLASLt
-// epilogue where available.
-void linear_bias_gelu_forward(float* y, float* pre, const float* x, const float* w, const float* b,
-                              int N, int in, int out, cudaStream_t stream);
 // out[N,C] = gelu(x + bias[C]) (fused bias + GeLU when the GEMM cannot take the epilogue).
 void bias_gelu_forward(float* out, const float* x, const float* bias, int N, int C,
                        cudaStream_t stream);

@@ -26,6 +26,22 @@ void chunked_linear_forward(Backend& be, ParamSource& src, const LinearRefs& l, 
   if (with_bias && l.has_bias()) chunked_add_bias(be, src, l, y, N);
 }
 
+void chunked_linear_gelu_forward(Backend& be, ParamSource& src, const LinearRefs& l, Ref y, Ref pre,
+                                 CRef x, int N) {
+  if (l.w.chunk(src) != l.w.rows) {
+    chunked_linear_forward(be, src, l, pre, x, N, true);
+    be.gelu_forward(y, pre, int64_t{N} * l.out);
+    return;
+  }
+  const Held w(src, l.w);
+  if (!l.has_bias()) {
+    be.linear_gelu_forward(y, pre, x, w.get(), CRef(nullptr, x.t), N, l.in, l.out);
+    return;
+  }
+  const Held b(src, l.b);
+  be.linear_gelu_forward(y, pre, x, w.get(), b.get(), N, l.in, l.out);
+}
+
 void chunked_add_bias(Backend& be, ParamSource& src, const LinearRefs& l, Ref y, int N) {
   const Held b(src, l.b);
   be.add_broadcast(y, b.get(), N, l.out);
@@ -43,6 +59,17 @@ void chunked_linear_backward_input(Backend& be, ParamSource& src, const LinearRe
             first ? 0.0f : 1.0f, dx, l.in);
     first = false;
   }
+}
+
+void chunked_linear_backward_input_gelu(Backend& be, ParamSource& src, const LinearRefs& l, Ref dx,
+                                        CRef dy, CRef pre, int N) {
+  if (l.w.chunk(src) != l.w.rows) {
+    chunked_linear_backward_input(be, src, l, dx, dy, N);
+    be.gelu_backward(dx, pre, dx, int64_t{N} * l.in);
+    return;
+  }
+  const Held w(src, l.w);
+  be.linear_backward_gelu(dx, dy, w.get(), pre, N, l.in, l.out);
 }
 
 void chunked_linear_backward_params(Backend& be, ParamSource& src, const LinearRefs& l, CRef dy,

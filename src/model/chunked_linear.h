@@ -23,11 +23,20 @@ struct LinearRefs {
 // y [N, out] = x·Wᵀ, plus b when `with_bias`.
 void chunked_linear_forward(Backend& be, ParamSource& src, const LinearRefs& l, Ref y, CRef x,
                             int N, bool with_bias);
+// The MLP's fc and its GeLU: pre [N, out] = x·Wᵀ + b, y = gelu(pre). One fused backend op when
+// W fits in one span; otherwise chunked_linear_forward then the GeLU (the same math).
+void chunked_linear_gelu_forward(Backend& be, ParamSource& src, const LinearRefs& l, Ref y, Ref pre,
+                                 CRef x, int N);
 // y[n, :] += b for every row.
 void chunked_add_bias(Backend& be, ParamSource& src, const LinearRefs& l, Ref y, int N);
 // dx [N, in] = dy·W (overwritten).
 void chunked_linear_backward_input(Backend& be, ParamSource& src, const LinearRefs& l, Ref dx,
                                    CRef dy, int N);
+// dx [N, in] = (dy·W) ⊙ gelu'(pre): the input gradient of a linear layer fed by gelu(pre). One
+// fused backend op when W fits in one span; otherwise chunked_linear_backward_input then the
+// GeLU backward.
+void chunked_linear_backward_input_gelu(Backend& be, ParamSource& src, const LinearRefs& l, Ref dx,
+                                        CRef dy, CRef pre, int N);
 // dW += dyᵀ·x and db += colsum(dy) into the source's gradient spans, highest offset first (the
 // bias follows its weight in the layout). `ones`: N ones in the working precision, for a bias
 // gradient computed beside a chunked weight.

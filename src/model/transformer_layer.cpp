@@ -116,7 +116,7 @@ void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRe
                    LayerActivations& a, const LayerScratch& s, const LayerDropout& drop) {
   Backend& be = *d.be;
   const int N = d.N(), C = d.C;
-  const int64_t nc = int64_t{N} * C, nf = int64_t{N} * d.F;
+  const int64_t nc = int64_t{N} * C;
   {
     const Held w(src, p.ln1_w), b(src, p.ln1_b);
     be.layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, w.get(), b.get(), N, C);
@@ -127,14 +127,14 @@ void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRe
   attention_forward(d, a.atty, a.att, s.d_att, a.qkv, drop.attention);
   const Ref proj = s.d_a;  // backward scratch is free during forward
   row_parallel_forward(d, src, p.proj, proj, a.atty);
-  be.dropout_add_forward(a.res2, x, proj, nc, drop.attn_out);
   {
+    // res2 = x + drop(proj) and ln2(res2) in one pass (bitwise the two ops on the CPU).
     const Held w(src, p.ln2_w), b(src, p.ln2_b);
-    be.layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, w.get(), b.get(), N, C);
+    be.dropout_add_layernorm_forward(a.res2, s.ln, a.ln2_mean, a.ln2_rstd, x, proj, w.get(),
+                                     b.get(), N, C, drop.attn_out);
   }
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
-  chunked_linear_forward(be, src, p.fc, a.fch, s.ln, N, true);
-  be.gelu_forward(s.ff, a.fch, nf);
+  chunked_linear_gelu_forward(be, src, p.fc, s.ff, a.fch, s.ln, N);
   row_parallel_forward(d, src, p.fcproj, proj, s.ff);
   be.dropout_add_forward(a.out, a.res2, proj, nc, drop.mlp_out);
 }
@@ -148,9 +148,8 @@ void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CR
   // MLP branch: out = res2 + drop(fcproj(gelu(fc(ln2(res2)))))
   be.dropout_backward(s.d_a, dres, nc, drop.mlp_out);
   be.gelu_forward(s.ff, a.fch, nf);
-  chunked_linear_backward_input(be, src, p.fcproj, s.d_ff, s.d_a, N);
+  chunked_linear_backward_input_gelu(be, src, p.fcproj, s.d_ff, s.d_a, a.fch, N);
   chunked_linear_backward_params(be, src, p.fcproj, s.d_a, s.ff, s.ones, N);
-  be.gelu_backward(s.d_ff, a.fch, s.d_ff, nf);
   // copy-to-TP backward: the all-reduce of d(ln2 out) comes before the (replicated) layernorm
   // backward, so its gradients are identical on every rank.
   chunked_linear_backward_input(be, src, p.fc, s.d_b, s.d_ff, N);
