@@ -1,111 +1,192 @@
 #!/usr/bin/env bash
-# The GPU check, one script for a machine with a CUDA GPU (budget: under 8 minutes):
-#   1. configure and build for this GPU's architecture (zerotron and the tests/gpu programs only),
-#   2. run the GPU tests (ctest -L gpu),
-#   3. a throughput run on one GPU: a ~1.3B-parameter GPT (24 layers, hidden 2048, 16 heads,
-#      seq 1024), bf16, ZeRO stage 2 and 3, 20 steps each, printing tokens/s, TFLOP/s, MFU against
-#      the GPU's dense bf16 peak, and MemoryPool's peak bytes per category.
-# Usage: tests/gpu/check.sh [build-dir]   (default: build-gpu next to the sources)
-# Exits non-zero when the build, a test or a benchmark run fails; later phases still run after a
-# test failure so one run reports everything.
+# The GPU check, in one call on a bare GPU image (CUDA 13 toolkit, compute-sanitizer, python3
+# with PyTorch; no OpenBLAS, oneDNN, Open MPI, fmt, GoogleTest, network), from a bundle that
+# scripts/gpu_bundle.sh prepared on a CPU machine:
+#
+#   tests/gpu/check.sh OUTDIR [BUNDLE]
+#
+# BUNDLE: gpu-bundle/zerotron-gpu.tar.xz (default; unpacked to a temporary directory) or an
+# unpacked bundle directory (default when no tarball: gpu-bundle/tree). Steps, each bounded by
+# `timeout`, the whole under 7 minutes (a deadline shortens later steps; a step without time
+# left is reported as not run):
+#   1. the GPU tests: each tests/gpu program once (one process per program, not per case);
+#      the multi-rank ones under the bundle's mpirun with 2 ranks (they skip on one GPU);
+#   2. the 1.3B-parameter bf16 GPT (24 layers, hidden 2048, 16 heads, seq 1024, micro batch 4)
+#      at ZeRO stages 0, 2 and 3 on one GPU: tokens/s, TFLOP/s, MFU against the chip's dense
+#      bf16 peak, and MemoryPool's peak bytes by category against `zerotron estimate --json`;
+#   3. references: PyTorch's bf16 GEMM times for the same shapes and causal SDPA forward and
+#      backward (tests/gpu/torch_ceilings.py), and bench_attention when the bundle has it;
+#   4. compute-sanitizer memcheck and racecheck on the kernel test programs.
+# Writes into OUTDIR: check.log (this console), tests.log, train.log, reference.log,
+# sanitizer.log and summary.json (everything above as numbers; tests/gpu/check_summary.py).
+# Exit status: 0 when every step that ran passed, 1 otherwise, 2 for bad usage.
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-build="${1:-${root}/build-gpu}"
-jobs="$(nproc)"
-status=0
+if [[ $# -lt 1 || $# -gt 2 || $1 == -* ]]; then
+  echo "usage: tests/gpu/check.sh OUTDIR [BUNDLE]" >&2
+  exit 2
+fi
+out=$1
+bundle=${2:-}
+if [[ -z ${bundle} ]]; then
+  bundle=${root}/gpu-bundle/zerotron-gpu.tar.xz
+  [[ -f ${bundle} ]] || bundle=${root}/gpu-bundle/tree
+fi
+mkdir -p "${out}" || exit 2
+out=$(cd "${out}" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/zt-gpu-check.XXXXXX")
+trap 'rm -rf "${work}"' EXIT
+exec > >(tee "${out}/check.log") 2>&1
+
 start=$(date +%s)
-deadline=$((start + 465)) # the whole script stays under 8 minutes
+deadline=$((start + 405)) # 7 minutes less time for the summary and slack
+status=0
+steps="${work}/steps.tsv" # name, rc, seconds, note: one line per step, for the summary
+: >"${steps}"
 
 phase() { printf '\n==== %s (%ss elapsed)\n' "$1" "$(($(date +%s) - start))"; }
-# Seconds a phase may take: its own cap, or what is left before the deadline if that is less.
+# Seconds a step may take: its cap, or what is left before the deadline if that is less.
 budget() {
   local left=$((deadline - $(date +%s)))
-  if ((left < 1)); then left=1; fi # timeout 0 would mean no limit
   if ((left < $1)); then echo "${left}"; else echo "$1"; fi
 }
-
-phase "GPU"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-
-mkdir -p "${build}"
-phase "configure"
-# native: the architecture of the GPU in this machine only (CMake 3.24+), which also keeps the
-# kernel build short.
-if ! cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DZT_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=native -DZT_BUILD_BENCH=OFF >"${build}/check-configure.log" 2>&1; then
-  tail -n 40 "${build}/check-configure.log"
-  echo "check.sh: configure failed" >&2
-  exit 1
-fi
-grep -E "CUDA backend" "${build}/check-configure.log" || true
-
-phase "build"
-mapfile -t gpu_targets < <(ninja -C "${build}" -t targets all 2>/dev/null |
-  grep -oE '^bin/gpu_[A-Za-z0-9_]+' | sort -u)
-if ! timeout "$(budget 270)" ninja -C "${build}" -j "${jobs}" bin/zerotron "${gpu_targets[@]}" \
-  >"${build}/check-build.log" 2>&1; then
-  grep -E "error|FAILED" -A 3 "${build}/check-build.log" | head -n 60
-  echo "check.sh: build failed" >&2
-  exit 1
-fi
-echo "built zerotron and ${#gpu_targets[@]} GPU test programs"
-
-phase "tests (ctest -L gpu)"
-if ! timeout "$(budget 150)" ctest --test-dir "${build}" -L gpu --timeout 120 --output-on-failure; then
-  status=1
-fi
-
-phase "throughput: ~1.3B GPT, bf16, one GPU"
-name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)"
-# Dense bf16 tensor-core peak (no sparsity), TFLOP/s.
-case "${name}" in
-  *H100*SXM* | *H100\ 80GB\ HBM3* | *H200*) peak=989 ;;
-  *A100*) peak=312 ;;
-  *) peak=unknown ;;
-esac
-echo "device: ${name:-unknown}, dense bf16 peak: ${peak} TFLOP/s"
-
-for stage in 2 3; do
-  metrics="${build}/bench_stage${stage}.jsonl"
-  rm -f "${metrics}"
-  limit="$(budget 100)"
-  if ((limit < 30)); then
-    echo "check.sh: no time left for the stage ${stage} run (the deadline keeps the script short)"
+# step NAME CAP LOG CMD...: runs CMD under `timeout`, appending to LOG; records the outcome.
+# rc 124 = timed out. A step with under 5 s left is not run (rc -1).
+step() {
+  local name=$1 cap=$2 log=$3 limit t0 rc
+  shift 3
+  limit=$(budget "${cap}")
+  if ((limit < 5)); then
+    echo "${name}: not run, no time left before the 7-minute deadline"
+    printf '%s\t-1\t0\tnot run: deadline\n' "${name}" >>"${steps}"
     status=1
-    continue
+    return 1
   fi
-  if ! timeout "${limit}" "${build}/bin/zerotron" train --device cuda --mock-data --vocab-size 50257 \
-    --num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 1024 \
-    --micro-batch-size 4 --global-batch-size 4 --train-iters 20 --lr 1e-4 --bf16 \
-    --zero-stage "${stage}" --log-interval 5 --metrics-file "${metrics}"; then
-    echo "check.sh: the stage ${stage} run failed" >&2
-    status=1
-    continue
+  t0=$(date +%s)
+  printf '\n---- %s (limit %ss): %s\n' "${name}" "${limit}" "$*" >>"${log}"
+  timeout -k 5 "${limit}" "$@" >>"${log}" 2>&1
+  rc=$?
+  printf '%s\t%s\t%s\t%s\n' "${name}" "${rc}" "$(($(date +%s) - t0))" \
+    "$( ((rc == 124 || rc == 137)) && echo "timed out after ${limit} s")" >>"${steps}"
+  echo "${name}: rc ${rc} in $(($(date +%s) - t0)) s$( ((rc == 124 || rc == 137)) && echo ' (timed out)')"
+  return "${rc}"
+}
+
+phase "bundle"
+if [[ -f ${bundle} ]]; then
+  mkdir -p "${work}/bundle"
+  if ! tar -C "${work}/bundle" -xJf "${bundle}"; then
+    echo "check.sh: cannot unpack ${bundle}" >&2
+    exit 1
   fi
-  if command -v python3 >/dev/null; then
-    python3 - "${metrics}" "${peak}" "${stage}" <<'PY'
-import json, statistics, sys
-path, peak, stage = sys.argv[1], sys.argv[2], sys.argv[3]
-steps = [json.loads(l) for l in open(path) if '"iteration"' in l and "lm_loss" in l]
-warm = steps[3:] or steps  # the first steps pay for allocation and cuBLAS heuristics
-tok = statistics.median(s["tokens_per_s"] for s in warm)
-tfl = statistics.median(s["tflops_per_rank"] for s in warm)
-mfu = f"{100 * tfl / float(peak):.1f}%" if peak != "unknown" else "unknown"
-last = steps[-1]
-print(f"stage {stage}: {last['num_parameters'] / 1e9:.2f}B parameters, "
-      f"median over steps {len(steps) - len(warm) + 1}-{len(steps)}: "
-      f"{tok:.0f} tokens/s, {tfl:.1f} TFLOP/s, MFU {mfu}, "
-      f"loss {steps[0]['lm_loss']:.3f} -> {last['lm_loss']:.3f}")
-mem = last["memory"]
-print("  peak memory (GiB): " + ", ".join(
-    f"{k} {v / 2**30:.2f}" for k, v in mem.items() if isinstance(v, (int, float)) and
-    k != "fragmentation"))
-PY
-  else
-    tail -n 1 "${metrics}"
+  bdir=${work}/bundle
+elif [[ -d ${bundle} ]]; then
+  bdir=$(cd "${bundle}" && pwd)
+else
+  echo "check.sh: no bundle at ${bundle}: run scripts/gpu_bundle.sh on the build machine and" \
+    "carry gpu-bundle/zerotron-gpu.tar.xz" >&2
+  exit 2
+fi
+# shellcheck source=tests/gpu/bundle_env.sh
+. "${bdir}/env.sh" "${bdir}"
+printf '%s' "${ZT_BUNDLE_NOTES}"
+head -n 4 "${bdir}/MANIFEST"
+for f in "${bdir}"/bin/*; do
+  if missing=$(ldd "${f}" 2>&1 | grep "not found"); then
+    echo "$(basename "${f}") cannot start: ${missing//$'\n'/; }"
   fi
 done
 
-phase "done"
+phase "GPU"
+nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader |
+  tee "${work}/gpu.csv" || true
+gpu_name=$(head -n 1 "${work}/gpu.csv" 2>/dev/null | cut -d, -f1)
+gpus=$(grep -c . "${work}/gpu.csv" 2>/dev/null)
+gpus=${gpus:-0}
+# Dense (no sparsity) bf16 tensor-core peak, TFLOP/s: NVIDIA's H100 and H200 datasheets give
+# 1,979 TFLOP/s bf16 "with sparsity" for the SXM parts (half of it dense: 989), 1,513 for
+# H100 PCIe (756 dense) and 1,671 for H200 NVL (835 dense); A100's datasheet 312 dense.
+case "${gpu_name}" in
+  *H200*NVL*) peak=835 ;;
+  *H200*) peak=989 ;;
+  *H100*PCIe*) peak=756 ;;
+  *H100*) peak=989 ;;
+  *A100*) peak=312 ;;
+  *) peak=0 ;;
+esac
+echo "device: ${gpu_name:-none}, ${gpus} GPU(s); dense bf16 peak used for MFU: ${peak} TFLOP/s"
+
+phase "GPU tests (one process per program)"
+tests_log=${out}/tests.log
+: >"${tests_log}"
+mkdir -p "${work}/gtest"
+for f in "${bdir}"/bin/gpu_*; do
+  name=$(basename "${f}")
+  json=${work}/gtest/${name}.json
+  case "${name}" in
+    gpu_nccl_multirank | gpu_train_multirank) # several ranks; skip visibly with fewer GPUs
+      ZT_MPIRUN_VERBOSE=1 step "${name}" 90 "${tests_log}" "${root}/launch/mpirun.sh" -np 2 \
+        "${f}" "--gtest_output=json:${json}" || status=1
+      ;;
+    *) step "${name}" 90 "${tests_log}" "${f}" "--gtest_output=json:${json}" || status=1 ;;
+  esac
+done
+grep -E '^\[  (PASSED|FAILED|SKIPPED) \]|^\[==========\] .* ran' "${tests_log}" | sort | uniq -c |
+  sort -rn | head -n 20
+
+phase "1.3B bf16 GPT on one GPU: ZeRO stages 0, 2, 3"
+train_log=${out}/train.log
+: >"${train_log}"
+model=(--vocab-size 50257 --num-layers 24 --hidden-size 2048 --num-attention-heads 16
+  --seq-length 1024 --micro-batch-size 4 --global-batch-size 4 --bf16 --device cuda)
+for stage in 0 2 3; do
+  step "estimate_stage${stage}" 20 "${work}/estimate${stage}.json" \
+    zerotron estimate --json "${model[@]}" --zero-stage "${stage}" || status=1
+  step "train_stage${stage}" 75 "${train_log}" \
+    zerotron train "${model[@]}" --zero-stage "${stage}" --mock-data --train-iters 30 \
+    --lr 1e-4 --log-interval 5 --metrics-file "${work}/train${stage}.jsonl" || status=1
+  cat "${work}/estimate${stage}.json" >>"${train_log}"
+done
+
+phase "references: PyTorch GEMMs and causal SDPA, bench_attention"
+ref_log=${out}/reference.log
+: >"${ref_log}"
+step torch_ceilings 60 "${work}/torch.json" python3 "${root}/tests/gpu/torch_ceilings.py" \
+  --layers 24 --hidden 2048 --heads 16 --seq 1024 --micro-batch 4 --vocab 50304 || status=1
+cat "${work}/torch.json" >>"${ref_log}"
+if [[ -x ${bdir}/bin/bench_attention ]]; then
+  # shellcheck disable=SC2086 # ZT_BENCH_ATTENTION_ARGS: extra flags, word-split on purpose
+  step bench_attention 45 "${work}/attention.json" bench_attention ${ZT_BENCH_ATTENTION_ARGS:-} ||
+    status=1
+  cat "${work}/attention.json" >>"${ref_log}"
+else
+  echo "bench_attention: not in this bundle (skipped)" | tee -a "${ref_log}"
+  printf 'bench_attention\t-1\t0\tnot in the bundle\n' >>"${steps}"
+fi
+
+phase "compute-sanitizer: memcheck and racecheck on the kernel tests"
+san_log=${out}/sanitizer.log
+: >"${san_log}"
+if command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    for f in "${bdir}"/bin/gpu_kernels_cuda*_test; do
+      step "${tool}_$(basename "${f}")" 60 "${san_log}" compute-sanitizer --tool "${tool}" \
+        --error-exitcode 99 --print-limit 20 "${f}" || status=1
+    done
+  done
+else
+  echo "compute-sanitizer: not found (skipped)" | tee -a "${san_log}"
+  printf 'sanitizers\t-1\t0\tcompute-sanitizer not found\n' >>"${steps}"
+fi
+
+phase "summary"
+python3 "${root}/tests/gpu/check_summary.py" --work "${work}" --steps "${steps}" \
+  --gpu "${gpu_name:-none}" --gpus "${gpus}" --peak "${peak}" --manifest "${bdir}/MANIFEST" \
+  --sanitizer-log "${san_log}" \
+  --notes "${ZT_BUNDLE_NOTES}" --status "${status}" --seconds "$(($(date +%s) - start))" \
+  >"${out}/summary.json" || status=1
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(json.dumps(s["headline"], indent=1))' \
+  "${out}/summary.json" || true
+phase "done (status ${status})"
 exit "${status}"
