@@ -1,9 +1,8 @@
 #include "src/comm/nccl_communicator.h"
 
-#include <chrono>
+#include <atomic>
 #include <exception>
 #include <string>
-#include <thread>
 
 #include "src/comm/mpi_check.h"
 #include "src/comm/nccl_check.h"
@@ -46,36 +45,43 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 // The NCCL communicator, its stream and whether it was aborted. Shared by the NcclCommunicator
 // and its in-flight Work, so a handle outliving its communicator still finds a valid comm.
 struct NcclCommunicator::State {
-  State(GroupKind k, int group_rank)
-      : stream(cuda::Stream::greatest_priority()), kind(k), rank(group_rank) {}
+  State(GroupKind k, int group_rank, Watchdog* w)
+      : stream(cuda::Stream::greatest_priority()), kind(k), rank(group_rank), dog(w) {
+    ZT_CUDA_CHECK(cudaGetDevice(&device));
+  }
   ~State() {
     if (comm == nullptr) return;
-    if (aborted) return;  // ncclCommAbort already freed it
     // Destructors report nothing (the results below are deliberately ignored).
     // Unwinding after an error: a peer may be gone, and finalize would wait for it forever.
-    if (std::uncaught_exceptions() > 0) {
-      (void)ncclCommAbort(comm);
+    if (aborted.load() || std::uncaught_exceptions() > 0) {
+      dog->forget(this);
+      abort_once();
       return;
     }
-    (void)ncclCommFinalize(comm);  // flushes outstanding work (none: handles wait)
+    // The work still queued finishes first, under the watchdog (its entries are still tracked,
+    // so a peer that never comes ends the job at the timeout); then the monitor lets go of us.
+    (void)cudaStreamSynchronize(stream.get());
+    dog->forget(this);
+    (void)ncclCommFinalize(comm);  // flushes outstanding work (none left)
     (void)ncclCommDestroy(comm);
   }
   State(const State&) = delete;
   State& operator=(const State&) = delete;
 
+  // ncclCommAbort unless this or another thread already did (it frees the communicator).
+  void abort_once() {
+    if (!aborted.exchange(true)) (void)ncclCommAbort(comm);
+  }
   // `what`: "timed out" or "failed"; `detail` follows the rank.
   [[noreturn]] void abort_and_throw(std::string_view op, std::string_view what,
                                     const std::string& detail) {
-    if (!aborted) {
-      (void)ncclCommAbort(comm);  // its own failure would hide the cause reported below
-      aborted = true;
-    }
+    abort_once();  // its own failure would hide the cause reported below
     throw Error(fmt::format(
         "NCCL {} on group {} {} on rank {} (group rank {}): {}; the NCCL communicator was aborted",
         op, group_kind_name(kind), what, log::rank(), rank, detail));
   }
   void check_usable(std::string_view op) const {
-    if (aborted)
+    if (aborted.load())
       throw Error(
           fmt::format("NCCL {} on group {} on rank {}: the communicator was aborted after "
                       "an earlier error",
@@ -89,34 +95,35 @@ struct NcclCommunicator::State {
       abort_and_throw(op, "failed",
                       fmt::format("asynchronous NCCL error: {}", ncclGetErrorString(async)));
   }
-  // Blocks until `done` fired, under `timeout_s` (<= 0: no limit).
-  void wait_for(const cuda::Event& done, std::string_view op, double timeout_s) {
-    check_usable(op);
-    using Clock = std::chrono::steady_clock;
-    const auto start = Clock::now();
-    for (int poll = 0;; ++poll) {
-      if (done.query()) return;
-      check_async(op);
-      const double waited = std::chrono::duration<double>(Clock::now() - start).count();
-      if (timeout_s > 0 && waited >= timeout_s)
-        abort_and_throw(op, "timed out",
-                        fmt::format("not complete after {:.1f} s; a peer rank failed, hangs or "
-                                    "skipped it; raise --comm-timeout if this step is "
-                                    "legitimately slower",
-                                    waited));
-      // Spin briefly (collectives of a layer finish in microseconds), then stop burning a core.
-      if (poll < 256)
-        std::this_thread::yield();
-      else
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
+  // The watchdog's view of one issued op (monitor thread; never throws, never blocks).
+  Watchdog::Poll poll(cudaEvent_t done, std::string& why) {
+    if (aborted.load()) return Watchdog::Poll::Done;  // whoever aborted has reported it
+    // The monitor thread's current device: without it the runtime would create a context on
+    // device 0 for that thread (memory on another rank's GPU).
+    (void)cudaSetDevice(device);
+    const cudaError_t q = cudaEventQuery(done);
+    if (q == cudaSuccess) return Watchdog::Poll::Done;
+    if (q != cudaErrorNotReady) {
+      why = fmt::format("CUDA error while it ran: {}", cudaGetErrorString(q));
+      return Watchdog::Poll::Failed;
     }
+    ncclResult_t async = ncclSuccess;
+    const ncclResult_t rc = ncclCommGetAsyncError(comm, &async);
+    if (rc != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
+      why = fmt::format("asynchronous NCCL error: {}",
+                        ncclGetErrorString(rc != ncclSuccess ? rc : async));
+      return Watchdog::Poll::Failed;
+    }
+    return Watchdog::Poll::Pending;
   }
 
   ncclComm_t comm = nullptr;
   cuda::Stream stream;
   GroupKind kind;
   int rank;
-  bool aborted = false;
+  Watchdog* dog;
+  int device = 0;
+  std::atomic<bool> aborted{false};  // also set by the watchdog's thread
 };
 
 namespace {
@@ -124,7 +131,7 @@ namespace {
 class NcclWork final : public Work {
  public:
   NcclWork(std::shared_ptr<NcclCommunicator::State> state, const NcclContext* ctx, CommOp op,
-           cuda::Event done)
+           std::shared_ptr<cuda::Event> done)
       : state_(std::move(state)), ctx_(ctx), op_(op), done_(std::move(done)) {}
   ~NcclWork() override {
     if (!finished_) {
@@ -139,14 +146,15 @@ class NcclWork final : public Work {
   bool test() override {
     if (finished_) return true;
     state_->check_usable(comm_op_name(op_));
-    if (done_.query()) return true;
+    if (done_->query()) return true;
     state_->check_async(comm_op_name(op_));
     return false;
   }
+  // Orders the compute stream after the op; the host goes on (the watchdog bounds the op).
   void wait() override {
     if (finished_) return;
-    state_->wait_for(done_, comm_op_name(op_), ctx_->watchdog->timeout());
-    done_.wait(ctx_->compute);  // the compute stream, as it is now, is ordered after the result
+    state_->check_usable(comm_op_name(op_));
+    done_->wait(ctx_->compute);
     finished_ = true;
   }
 
@@ -154,7 +162,7 @@ class NcclWork final : public Work {
   std::shared_ptr<NcclCommunicator::State> state_;
   const NcclContext* ctx_;
   CommOp op_;
-  cuda::Event done_;
+  std::shared_ptr<cuda::Event> done_;
   bool finished_ = false;
 };
 
@@ -180,7 +188,7 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, GroupKind kind, NcclContext& c
 
   ncclUniqueId id{};
   if (rank_ == 0) ZT_NCCL_CHECK(ncclGetUniqueId(&id));
-  state_ = std::make_shared<State>(kind, rank_);
+  state_ = std::make_shared<State>(kind, rank_, ctx.watchdog);
   {
     auto guard = ctx.watchdog->arm("nccl_init", name());
     ZT_MPI(MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, comm));
@@ -209,13 +217,13 @@ ncclComm_t NcclCommunicator::native() const {
 }
 
 void NcclCommunicator::abort() {
-  if (state_->aborted) return;
-  state_->aborted = true;  // even if the abort reports an error: the comm is unusable either way
+  // Even if the abort reports an error, the comm is unusable either way.
+  if (state_->aborted.exchange(true)) return;
   ZT_NCCL_CHECK(ncclCommAbort(state_->comm));
 }
 
 bool NcclCommunicator::aborted() const {
-  return state_->aborted;
+  return state_->aborted.load();
 }
 
 void NcclCommunicator::check_tensor(const Tensor& t, const char* what) const {
@@ -237,8 +245,13 @@ Handle NcclCommunicator::issue(CommOp op, Enqueue&& enqueue) {
   ready_.record(ctx_->compute);
   ready_.wait(s);
   enqueue(state_->comm, s);
-  cuda::Event done;
-  done.record(s);
+  auto done = std::make_shared<cuda::Event>();
+  done->record(s);
+  State* st = state_.get();  // ~State forgets its entries before it goes
+  ctx_->watchdog->track(
+      st, comm_op_name(op), group_kind_name(kind_),
+      [st, done](std::string& why) { return st->poll(done->get(), why); },
+      [st] { st->abort_once(); });
   return Handle(std::make_unique<NcclWork>(state_, ctx_, op, std::move(done)));
 }
 

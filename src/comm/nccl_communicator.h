@@ -13,18 +13,21 @@
 // Issuing one records an event on the compute stream (NcclContext::compute), makes the comm
 // stream wait on it (the collective sees every kernel issued before it), enqueues the collective
 // and records a completion event on the comm stream; the host does not block. Work::test()
-// queries the completion event. Work::wait() blocks the host until it has fired, polling
-// cudaEventQuery and ncclCommGetAsyncError under the world Watchdog's timeout (--comm-timeout),
-// then makes the compute stream wait on it: after wait() the result is complete for the host,
-// host copies and every stream, as after MpiCommunicator's wait(). Blocking forms are the async
-// form plus wait(). (A wait that only orders the compute stream would let the host run ahead, but
-// a hang would then surface later and elsewhere; it is not offered.)
+// queries the completion event. Work::wait() does not block the host either: it makes the compute
+// stream wait on the completion event (cudaStreamWaitEvent), so every kernel, copy and stream-
+// ordered allocation issued on the compute stream after it sees the result; the host sees it
+// after any host read through that stream (the backend's copy_to_host synchronises it). Blocking
+// forms are the async form plus wait(): "blocking" for the device, not the host.
 //
-// Timeouts and errors. A wait past the timeout, or an asynchronous NCCL error (a peer failed,
-// a network error), aborts the NCCL communicator (ncclCommAbort also stops its kernels) and
-// throws zt::Error naming the op, the group and the rank; run_guarded then prints one line and
-// ends the job. Every later op on that communicator throws. The blocking setup calls (the unique
-// id broadcast, ncclCommInitRank) are armed on the Watchdog like MPI's blocking calls.
+// Timeouts and errors. Every issued op is tracked by the world Watchdog (watchdog.h), whose
+// monitor thread polls its completion event and ncclCommGetAsyncError every 2 ms. An op not
+// complete after the timeout (--comm-timeout), or an asynchronous NCCL or CUDA error, prints one
+// line naming the op, the group and the rank, aborts this NCCL communicator (ncclCommAbort also
+// stops its kernels) and ends the job (MPI_Abort) — a hang surfaces at the op that hangs, even
+// though no host thread waits on it. test() still throws zt::Error (after aborting) on an
+// asynchronous error it sees first; every op on an aborted communicator throws. The blocking
+// setup calls (the unique id broadcast, ncclCommInitRank) are armed on the Watchdog like MPI's
+// blocking calls. Destroying a communicator waits for its queued work (under the watchdog).
 //
 // Half precision. NCCL reduces bf16 and fp16 natively in 16 bits (ncclBfloat16, ncclFloat16),
 // rounding after every step of its ring or tree — unlike MpiCommunicator, which widens to fp32

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 namespace zt::comm {
 
 Watchdog::Watchdog(int rank, double timeout_s, std::function<void()> abort)
@@ -48,28 +50,93 @@ void Watchdog::disarm(size_t slot) {
   slots_[slot].active = false;
 }
 
+void Watchdog::track(const void* owner, std::string_view op, std::string_view group, PollFn poll,
+                     std::function<void()> on_fail) {
+  bool first = false;
+  {
+    std::lock_guard lk(mu_);
+    first = tracked_.empty();
+    tracked_.push_back(
+        Tracked{owner, op, group, Clock::now(), std::move(poll), std::move(on_fail)});
+  }
+  if (first) cv_.notify_all();  // the monitor may be in a long sleep: switch to fast polling
+}
+
+void Watchdog::forget(const void* owner) {
+  std::lock_guard lk(mu_);
+  std::erase_if(tracked_, [owner](const Tracked& t) { return t.owner == owner; });
+}
+
+size_t Watchdog::tracked() const {
+  std::lock_guard lk(mu_);
+  return tracked_.size();
+}
+
+std::string Watchdog::timeout_line(std::string_view op, std::string_view group,
+                                   double waited) const {
+  return fmt::format(
+      "collective {} on group {} timed out on rank {} (not complete after {:.1f} s; a peer rank "
+      "failed, hangs or skipped it; raise --comm-timeout if this step is legitimately slower)",
+      op, group, rank_, waited);
+}
+
+void Watchdog::fail(std::unique_lock<std::mutex>& lk, const std::string& line,
+                    const std::function<void()>& on_fail) {
+  std::fprintf(stderr, "zerotron: error: %s\n", line.c_str());
+  std::fflush(stderr);
+  const std::function<void()> local = on_fail;  // the entry may go once the lock is released
+  lk.unlock();
+  // The end stays bounded even if on_fail (ncclCommAbort) or the abort function hangs.
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(30));
+    std::_Exit(3);
+  }).detach();
+  if (local) local();
+  if (abort_) abort_();
+  std::_Exit(3);
+}
+
+void Watchdog::poll_tracked(std::unique_lock<std::mutex>& lk) {
+  const auto now = Clock::now();
+  std::string why;
+  for (size_t i = 0; i < tracked_.size();) {
+    Tracked& t = tracked_[i];
+    why.clear();
+    const Poll p = t.poll(why);
+    if (p == Poll::Done) {
+      tracked_[i] = std::move(tracked_.back());  // completion order does not matter here
+      tracked_.pop_back();
+      continue;
+    }
+    const double waited = std::chrono::duration<double>(now - t.start).count();
+    if (p == Poll::Failed)
+      fail(
+          lk,
+          fmt::format("collective {} on group {} failed on rank {}: {}", t.op, t.group, rank_, why),
+          t.on_fail);
+    if (timeout_s_ > 0 && waited >= timeout_s_)
+      fail(lk, timeout_line(t.op, t.group, waited), t.on_fail);
+    ++i;
+  }
+}
+
 void Watchdog::monitor() {
   std::unique_lock lk(mu_);
   while (!stop_) {
-    // Check often enough that a timeout fires within ~10% (at least every second).
-    const double t = timeout_s_ > 0 ? std::clamp(timeout_s_ / 10.0, 0.01, 1.0) : 1.0;
+    // Check often enough that a timeout fires within ~10% (at least every second); tracked
+    // device work is polled every 2 ms so its entries (and their events) do not pile up.
+    double t = timeout_s_ > 0 ? std::clamp(timeout_s_ / 10.0, 0.01, 1.0) : 1.0;
+    if (!tracked_.empty()) t = std::min(t, 0.002);
     cv_.wait_for(lk, std::chrono::duration<double>(t));
-    if (stop_ || timeout_s_ <= 0) continue;
+    if (stop_) continue;
+    poll_tracked(lk);
+    if (timeout_s_ <= 0) continue;
     const auto now = Clock::now();
     for (const Slot& s : slots_) {
       if (!s.active) continue;
       const double waited = std::chrono::duration<double>(now - s.start).count();
       if (waited < timeout_s_) continue;
-      std::fprintf(stderr,
-                   "zerotron: error: collective %.*s on group %.*s timed out on rank %d "
-                   "(not complete after %.1f s; a peer rank failed, hangs or skipped it; raise "
-                   "--comm-timeout if this step is legitimately slower)\n",
-                   static_cast<int>(s.op.size()), s.op.data(), static_cast<int>(s.group.size()),
-                   s.group.data(), rank_, waited);
-      std::fflush(stderr);
-      lk.unlock();
-      if (abort_) abort_();
-      std::_Exit(3);
+      fail(lk, timeout_line(s.op, s.group, waited), nullptr);
     }
   }
 }

@@ -6,11 +6,19 @@
 // to stderr and calls the abort function (MPI_Abort in MpiRuntime), so a rank that waits for a
 // peer that never comes (crashed, skipped the collective, deadlocked) ends the whole job.
 // No MPI here: the abort action is injected, so the unit test can check it in one process.
+//
+// Tracked work: device collectives (NCCL) whose wait() only orders a stream, so no host thread
+// blocks on them and no guard can be armed. Each is registered with track() when issued; the
+// monitor thread polls it (every few milliseconds while any is outstanding) and forgets it once
+// done. One still pending after the timeout, or one whose poll reports a failure (an
+// asynchronous NCCL error), ends the job the same way: one line, the entry's own `on_fail`
+// (ncclCommAbort, so its kernels stop), then the abort function.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -50,6 +58,19 @@ class Watchdog {
   // `op` and `group` must be string literals or otherwise outlive the guard.
   [[nodiscard]] Guard arm(std::string_view op, std::string_view group);
 
+  enum class Poll { Pending, Done, Failed };
+  // Polled on the monitor thread, under the watchdog's lock (keep it short and non-blocking);
+  // on Failed it writes the cause into its argument.
+  using PollFn = std::function<Poll(std::string& why)>;
+  // Registers work of `owner` (an address only used by forget()); `op` and `group` as for arm().
+  void track(const void* owner, std::string_view op, std::string_view group, PollFn poll,
+             std::function<void()> on_fail);
+  // Drops every entry of `owner`, done or not; after it returns the monitor touches none of them.
+  // For the owner's destructor, once its work has finished or been abandoned.
+  void forget(const void* owner);
+  // Entries not yet seen done (for tests).
+  size_t tracked() const;
+
  private:
   using Clock = std::chrono::steady_clock;
   struct Slot {
@@ -57,14 +78,27 @@ class Watchdog {
     std::string_view op, group;
     Clock::time_point start;
   };
+  struct Tracked {
+    const void* owner;
+    std::string_view op, group;
+    Clock::time_point start;
+    PollFn poll;
+    std::function<void()> on_fail;
+  };
   void disarm(size_t slot);
   void monitor();
+  // Polls the tracked work; ends the job on a failure or a timeout. Called with `lk` held.
+  void poll_tracked(std::unique_lock<std::mutex>& lk);
+  std::string timeout_line(std::string_view op, std::string_view group, double waited) const;
+  [[noreturn]] void fail(std::unique_lock<std::mutex>& lk, const std::string& line,
+                         const std::function<void()>& on_fail);
 
   const int rank_;
   std::function<void()> abort_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Slot> slots_;
+  std::vector<Tracked> tracked_;
   double timeout_s_;
   bool stop_ = false;
   std::thread thread_;

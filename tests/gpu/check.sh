@@ -129,6 +129,12 @@ for f in "${bdir}"/bin/gpu_*; do
       ZT_MPIRUN_VERBOSE=1 step "${name}" 90 "${tests_log}" "${root}/launch/mpirun.sh" -np 2 \
         "${f}" "--gtest_output=json:${json}" || status=1
       ;;
+    gpu_nccl_timeout_probe) # must end at the watchdog's line, well inside its 30 s hang
+      # shellcheck disable=SC2016 # $1, $2: the inner shell's arguments
+      step "${name}" 40 "${tests_log}" bash -c \
+        '"$1" >"$2" 2>&1; cat "$2"; grep -q "all_reduce on group world timed out on rank 0" "$2"' \
+        _ "${f}" "${work}/probe.out" || status=1
+      ;;
     *) step "${name}" 90 "${tests_log}" "${f}" "--gtest_output=json:${json}" || status=1 ;;
   esac
 done

@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "src/comm/runtime.h"
@@ -143,6 +145,23 @@ TEST(NcclWorldOfOne, HalfPrecisionMovesBitExactly) {
   }
 }
 
+// The first `n` floats of `b`, read in order on `s`.
+std::vector<float> read_on(const cuda::Stream& s, const Buffer& b, size_t n) {
+  std::vector<float> r(n);
+  ZT_CUDA_CHECK(
+      cudaMemcpyAsync(r.data(), b.data(), n * sizeof(float), cudaMemcpyDeviceToHost, s.get()));
+  s.synchronize();
+  return r;
+}
+
+// The float whose four bytes are 0x3f (what cudaMemsetAsync(p, 0x3f, 4) leaves): ~0.747.
+float bytes_3f() {
+  float f = 0.0f;
+  const uint32_t bits = 0x3f3f3f3fu;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 TEST(NcclWorldOfOne, AsyncHandlesCompleteAndOrderTheComputeStream) {
   ZT_REQUIRE_GPU();
   NcclCommunicator& c = *world().nccl;
@@ -158,14 +177,35 @@ TEST(NcclWorldOfOne, AsyncHandlesCompleteAndOrderTheComputeStream) {
   EXPECT_TRUE(h.done());
   Handle g = c.all_reduce_async(x.t);
   g.wait();
-  std::vector<float> r(4);
-  ZT_CUDA_CHECK(cudaMemcpyAsync(r.data(), x.buf.data(), 16, cudaMemcpyDeviceToHost, compute.get()));
-  compute.synchronize();
-  float expect = 0.0f;
-  const uint32_t bits = 0x3f3f3f3fu;
-  std::memcpy(&expect, &bits, 4);
-  EXPECT_EQ(r[0], expect);
+  const std::vector<float> r = read_on(compute, x.buf, 4);
+  EXPECT_EQ(r[0], bytes_3f());
   EXPECT_EQ(r[1], 0.0f);
+  c.set_compute_stream(nullptr);
+}
+
+// wait() enqueues a stream wait and returns: with the compute stream held by a 300 ms host
+// function, the collective (ordered after it) cannot have run, yet issue + wait return at once;
+// the compute stream then sees the result, and the watchdog forgets the op once it completed.
+TEST(NcclWorldOfOne, WaitOrdersTheComputeStreamWithoutBlockingTheHost) {
+  ZT_REQUIRE_GPU();
+  NcclCommunicator& c = *world().nccl;
+  cuda::Stream compute;
+  c.set_compute_stream(compute.get());
+  DeviceVec<float> x(std::vector<float>(1024, 0.0f), DType::F32);
+  ZT_CUDA_CHECK(cudaLaunchHostFunc(
+      compute.get(), [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); },
+      nullptr));
+  ZT_CUDA_CHECK(cudaMemsetAsync(x.buf.data(), 0x3f, 4, compute.get()));
+  const auto t0 = std::chrono::steady_clock::now();
+  c.all_reduce(x.t);  // the blocking form: blocking for the device only
+  const double host_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(host_ms, 150.0) << "wait() blocked the host";
+  EXPECT_FALSE(compute.query());  // still held by the host function
+  EXPECT_EQ(read_on(compute, x.buf, 1)[0], bytes_3f());
+  for (int i = 0; i < 500 && world().rt->watchdog().tracked() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(world().rt->watchdog().tracked(), 0u);
   c.set_compute_stream(nullptr);
 }
 
