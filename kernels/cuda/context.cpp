@@ -3,12 +3,16 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <tuple>
 #include <utility>
 
 #include "kernels/cuda/cublas_check.h"
 #include "kernels/cuda/ops.h"
 #include "src/core/cuda_check.h"
+#include "src/core/error.h"
+#include "src/core/memory_pool.h"
 
 namespace zt::cuda::detail {
 namespace {
@@ -25,9 +29,12 @@ struct LtHandleDestroy {
 };
 using DeviceBuffer = std::unique_ptr<void, CudaFree>;
 
+// One buffer: from the scope's pool (pooled) or from cudaMalloc (raw).
 struct Buffer {
-  DeviceBuffer ptr;
+  zt::Buffer pooled;
+  DeviceBuffer raw;
   size_t bytes = 0;
+  void* get() const { return raw ? raw.get() : pooled.data(); }
 };
 
 struct CachedPlan {
@@ -44,13 +51,37 @@ struct DeviceState {
 
 struct ThreadState {
   std::map<int, DeviceState> devices;
-  std::map<std::tuple<int, cudaStream_t, int>, Buffer> buffers;  // (device, stream, purpose)
   std::map<int, int> sm_counts;
 };
 
 ThreadState& state() {
   thread_local ThreadState s;
   return s;
+}
+
+// The buffers, process-wide (a scope returns them to its pool from whichever thread ends it).
+// Key: (device, thread, stream, purpose).
+using BufferKey = std::tuple<int, std::thread::id, cudaStream_t, int>;
+struct Buffers {
+  std::mutex mu;
+  std::map<BufferKey, Buffer> table;
+  std::map<int, MemoryPool*> pools;    // by device, while a ScratchPoolScope is open
+  std::map<int, size_t> grown_at_end;  // by device: the grown scratch when its last scope ended
+};
+
+constexpr int kLtWorkspacePurpose = -1;  // shares the buffer table with the Scratch purposes
+
+// The pooled Scratch purposes' bytes on `dev` (not the GEMM workspaces). With the lock held.
+size_t grown_locked(const Buffers& all, int dev) {
+  size_t n = 0;
+  for (const auto& [key, b] : all.table)
+    if (std::get<0>(key) == dev && std::get<3>(key) != kLtWorkspacePurpose && b.raw == nullptr)
+      n += b.bytes;
+  return n;
+}
+Buffers& buffers() {
+  static Buffers* b = new Buffers;  // never destroyed: raw buffers outlive static destructors
+  return *b;
 }
 
 int current_device() {
@@ -64,19 +95,26 @@ DeviceState& device_state() {
 }
 
 void* buffer(int purpose, size_t bytes, cudaStream_t stream) {
-  Buffer& b = state().buffers[{current_device(), stream, purpose}];
-  if (b.bytes < bytes || b.ptr == nullptr) {
-    b.ptr.reset();
-    b.bytes = 0;
-    void* p = nullptr;
-    ZT_CUDA_CHECK(cudaMalloc(&p, bytes > 0 ? bytes : 256));
-    b.ptr.reset(p);
-    b.bytes = bytes;
+  const int dev = current_device();
+  Buffers& all = buffers();
+  std::lock_guard lk(all.mu);
+  Buffer& b = all.table[{dev, std::this_thread::get_id(), stream, purpose}];
+  if (b.bytes < bytes || (b.raw == nullptr && b.pooled.data() == nullptr)) {
+    if (b.bytes > 0) ZT_CUDA_CHECK(cudaStreamSynchronize(stream));  // work still using it
+    b = Buffer{};
+    const size_t n = bytes > 0 ? bytes : 256;
+    auto pool = all.pools.find(dev);
+    if (pool != all.pools.end()) {
+      b.pooled = pool->second->allocate(n, MemCategory::Buffers);
+    } else {
+      void* p = nullptr;
+      ZT_CUDA_CHECK(cudaMalloc(&p, n));
+      b.raw.reset(p);
+    }
+    b.bytes = n;
   }
-  return b.ptr.get();
+  return b.get();
 }
-
-constexpr int kLtWorkspacePurpose = -1;  // shares the buffer table with the Scratch purposes
 
 }  // namespace
 
@@ -91,6 +129,9 @@ cublasHandle_t blas_handle(cudaStream_t stream) {
   ZT_CUBLAS_CHECK(
       cublasSetMathMode(d.blas.get(), tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   ZT_CUBLAS_CHECK(cublasSetStream(d.blas.get(), stream));
+  // The stream's GEMM workspace, shared with cuBLASLt (their calls on one stream never overlap),
+  // so cuBLAS allocates none outside MemoryPool.
+  ZT_CUBLAS_CHECK(cublasSetWorkspace(d.blas.get(), lt_workspace(stream), kLtWorkspaceBytes));
   return d.blas.get();
 }
 
@@ -163,6 +204,42 @@ int sm_count() {
 }  // namespace zt::cuda::detail
 
 namespace zt::cuda {
+
+ScratchPoolScope::ScratchPoolScope(MemoryPool& pool, cudaStream_t stream)
+    : device_(detail::current_device()) {
+  ZT_CHECK(pool.device() == Device::Cuda, "ScratchPoolScope needs a device pool");
+  {
+    detail::Buffers& all = detail::buffers();
+    std::lock_guard lk(all.mu);
+    ZT_CHECK(all.pools.emplace(device_, &pool).second,
+             "a ScratchPoolScope is already open for device {}", device_);
+  }
+  (void)detail::lt_workspace(stream);
+}
+
+ScratchPoolScope::~ScratchPoolScope() {
+  // Nothing queued may still use a buffer given back (a destructor has no error to report).
+  (void)cudaDeviceSynchronize();
+  detail::Buffers& all = detail::buffers();
+  std::lock_guard lk(all.mu);
+  const int dev = device_;
+  all.grown_at_end[dev] = grown_locked(all, dev);
+  std::erase_if(all.table, [dev](const auto& kv) {
+    return std::get<0>(kv.first) == dev && kv.second.raw == nullptr;
+  });
+  all.pools.erase(dev);
+}
+
+size_t grown_scratch_bytes() {
+  const int dev = detail::current_device();
+  detail::Buffers& all = detail::buffers();
+  std::lock_guard lk(all.mu);
+  if (all.pools.count(dev) == 0) {
+    auto it = all.grown_at_end.find(dev);
+    return it == all.grown_at_end.end() ? 0 : it->second;
+  }
+  return detail::grown_locked(all, dev);
+}
 namespace {
 std::atomic<bool> g_tf32{false};
 }  // namespace

@@ -1,13 +1,13 @@
 #pragma once
-// Per-thread, per-device state of the CUDA kernels: the cuBLAS and cuBLASLt handles, the
-// cuBLASLt workspace and grow-only scratch buffers. Everything is created on first use and owned
-// by thread_local RAII holders (freed when the thread exits, before the CUDA runtime's own
-// teardown).
+// State of the CUDA kernels: per thread and device the cuBLAS and cuBLASLt handles (created on
+// first use, owned by thread_local RAII holders, freed when the thread exits); process-wide the
+// GEMM workspaces and grow-only scratch buffers, keyed by (device, thread, stream, purpose).
 //
-// Device memory these kernels allocate themselves (not through MemoryPool yet; the integrator
-// will route it there):
-//   - cuBLASLt workspace: kLtWorkspaceBytes per (thread, device, stream);
-//   - cuBLAS's own default workspace inside each cuBLAS handle (one per thread and device);
+// Device memory of these buffers comes from the MemoryPool of a ScratchPoolScope (category
+// Buffers) while one is open for the device, else from cudaMalloc (the kernel tests):
+//   - the GEMM workspace: kLtWorkspaceBytes per (thread, device, stream), given to cuBLASLt and,
+//     through cublasSetWorkspace, to cuBLAS (so cuBLAS allocates none of its own); a scope
+//     allocates its stream's at once, so the plan counts it from the start;
 //   - Scratch buffers per (thread, device, stream, purpose), grown to the largest request seen:
 //       Reduce        CUB DeviceReduce temp storage + partial results (sum_squares,
 //                     has_inf_or_nan)
@@ -17,8 +17,9 @@
 //       AdamW         the AdamWTensor descriptors when adamw_multi is handed a host array
 //       ColumnReduce  ceil(N/256) * K * C floats of per-chunk column partials (db of
 //                     linear_backward: K = 1; dw and db of layernorm_backward: K = 2)
-// Growing a scratch buffer frees the old one with cudaFree, which waits for the device, so work
-// still queued on it finishes first.
+//     They reach their size in the first step; the planner does not count them yet
+//     (grown_scratch_bytes() says how much they hold).
+// Growing a buffer first waits for its stream (work still queued on the old one finishes).
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -28,9 +29,37 @@
 #include <cstdint>
 #include <memory>
 
+#include "kernels/backend_memory.h"
+
+namespace zt {
+class MemoryPool;  // src/core/memory_pool.h (not included: .cu files include this header)
+}  // namespace zt
+
+namespace zt::cuda {
+
+// While it lives, the kernels' buffers on the current device come from `pool` (category
+// Buffers), and `stream`'s GEMM workspace is allocated at once. Its end returns every buffer
+// taken from the pool (the pool must outlive it). One per device at a time.
+class ScratchPoolScope {
+ public:
+  ScratchPoolScope(MemoryPool& pool, cudaStream_t stream);
+  ~ScratchPoolScope();
+  ScratchPoolScope(const ScratchPoolScope&) = delete;
+  ScratchPoolScope& operator=(const ScratchPoolScope&) = delete;
+
+ private:
+  int device_ = 0;
+};
+
+// Bytes the grow-only Scratch buffers (not the GEMM workspace) of the current device hold from
+// the scope's pool: now while a scope is open, else when the last scope ended.
+size_t grown_scratch_bytes();
+
+}  // namespace zt::cuda
+
 namespace zt::cuda::detail {
 
-inline constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;  // Hopper's recommended 32 MiB
+inline constexpr size_t kLtWorkspaceBytes = kCudaGemmWorkspaceBytes;
 
 // The calling thread's cuBLAS handle for the current device, bound to `stream`.
 cublasHandle_t blas_handle(cudaStream_t stream);

@@ -4,6 +4,7 @@
 #include <array>
 #include <vector>
 
+#include "kernels/backend_memory.h"
 #include "src/comm/mpi_communicator.h"
 #include "src/core/memory_pool.h"
 #include "src/model/gpt.h"
@@ -196,14 +197,15 @@ MemoryPlan plan_memory(const PlanInput& in) {
     cp.span = in.checkpoint_num_layers;
     cp.partition = in.partition_activations;
     cp.cpu = in.cpu_checkpointing;
-    p.activations += ActivationCheckpointer::workspace_bytes(c, in.micro_batch, in.tp, cp.span);
+    p.activations += ActivationCheckpointer::workspace_bytes(c, in.micro_batch, in.tp, cp.span) +
+                     ActivationCheckpointer::prefetch_bytes(c, in.micro_batch, cp, in.cuda);
     const size_t kept = ActivationCheckpointer::checkpoint_bytes(c, in.micro_batch, in.tp, cp);
     (cp.cpu ? p.host_checkpoints : p.checkpoints) = kept;
   } else {
     p.activations +=
         LayerActivations::bytes(c, in.micro_batch, in.tp) * static_cast<size_t>(c.num_layers);
   }
-  p.buffers = plan_buffers(in, layout, part);
+  p.buffers = plan_buffers(in, layout, part) + (in.cuda ? kCudaGemmWorkspaceBytes : 0);
   // Data parallel, per step: stage 0 all-reduces the gradient (2Ψ); stage 1 reduce-scatters
   // it once and all-gathers the parameters (2Ψ); stage 2 reduce-scatters every micro-batch;
   // stage 3 gathers every non-persistent block twice per micro-batch (forward, backward), the

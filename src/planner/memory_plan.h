@@ -25,6 +25,9 @@ struct PlanInput {
   // Whether half-precision reductions are widened into fp32 staging by the communicator
   // (MpiCommunicator, the CPU backend); NCCL reduces half tensors natively and stages nothing.
   bool staged_half_reductions = true;
+  // The CUDA backend: its GEMM workspace (buffers) and, with Pa+cpu, the device buffer the next
+  // span's input is prefetched into (activations).
+  bool cuda = false;
 };
 
 struct MemoryPlan {

@@ -57,6 +57,7 @@ PlanInput plan_input_from(const TrainOptions& o, int dp) {
   in.param_persistence_threshold = o.param_persistence_threshold;
   in.max_live_parameters = o.max_live_parameters;
   in.staged_half_reductions = o.device != "cuda";
+  in.cuda = o.device == "cuda";
   return in;
 }
 

@@ -5,6 +5,7 @@
 #if ZT_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
+#include "kernels/cuda/context.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/ops.h"
 #include "src/comm/nccl_communicator.h"
@@ -19,6 +20,7 @@ namespace zt {
 struct TrainDevice::Cuda {
   CudaBackend backend;
   comm::NcclContext nccl;
+  std::unique_ptr<cuda::ScratchPoolScope> scratch;  // the kernels' own buffers, in pool_
 };
 #else
 struct TrainDevice::Cuda {};
@@ -77,6 +79,7 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
   a.fixed_capacity = fixed;
   a.stream = cuda_->backend.compute_stream();
   pool_ = std::make_unique<MemoryPool>(make_cuda_allocator(a));
+  cuda_->scratch = std::make_unique<cuda::ScratchPoolScope>(*pool_, a.stream);
   host_pool_ = std::make_unique<MemoryPool>(make_pinned_allocator());
   if (rt != nullptr) {
     host_world_ = rt->world(*host_pool_);
@@ -98,6 +101,9 @@ TrainDevice::~TrainDevice() {
   topo_.reset();
   world_.reset();
   host_world_.reset();
+#if ZT_HAVE_CUDA
+  if (cuda_) cuda_->scratch.reset();
+#endif
   pool_.reset();
   host_pool_.reset();
   cuda_.reset();

@@ -27,6 +27,13 @@ size_t ActivationCheckpointer::checkpoint_bytes(const GptConfig& c, int micro_ba
          static_cast<size_t>(spans);
 }
 
+size_t ActivationCheckpointer::prefetch_bytes(const GptConfig& c, int micro_batch,
+                                              const CheckpointConfig& cp, bool staging) {
+  if (!cp.cpu || !staging) return 0;
+  return static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length) *
+         static_cast<size_t>(c.hidden) * dtype_size(c.dtype);
+}
+
 ActivationCheckpointer::ActivationCheckpointer(const DeviceContext& ctx, const GptConfig& config,
                                                int micro_batch, int tp_size,
                                                const CheckpointConfig& cp)
@@ -60,8 +67,8 @@ ActivationCheckpointer::ActivationCheckpointer(const DeviceContext& ctx, const G
   for (int s = 0; s < spans; ++s)
     checkpoints_.emplace_back(checkpoint_arena_.carve({checkpoint_elems_}, t).data(), t);
   restore_buffers_[0] = restored_;
-  if (cp.cpu && ctx.needs_staging()) {
-    prefetch_buffer_ = device.allocate({input_elems_}, t, MemCategory::Activations);
+  if (const size_t b = prefetch_bytes(config, micro_batch, cp, ctx.needs_staging()); b > 0) {
+    prefetch_buffer_ = device.allocate(b, MemCategory::Activations);
     restore_buffers_[1] = Ref(prefetch_buffer_.data(), t);
   }
 }

@@ -49,6 +49,10 @@ class ActivationCheckpointer final : public ActivationStore {
   static size_t workspace_bytes(const GptConfig& config, int micro_batch, int tp_size, int span);
   static size_t checkpoint_bytes(const GptConfig& config, int micro_batch, int tp_size,
                                  const CheckpointConfig& checkpoint);
+  // The device buffer Pa+cpu prefetches the next span's input into where the backend stages
+  // host copies (`staging`: CUDA; the CPU reads host checkpoints in place); 0 otherwise.
+  static size_t prefetch_bytes(const GptConfig& config, int micro_batch,
+                               const CheckpointConfig& checkpoint, bool staging);
 
  private:
   LayerActivations& workspace(int layer);

@@ -14,11 +14,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/context.h"
 #include "src/comm/runtime.h"
+#include "src/planner/memory_plan.h"
+#include "src/planner/train_plan.h"
 #include "src/train/checkpoint.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
@@ -123,6 +127,35 @@ TEST(TrainCuda, StageMemoryIsThePapersAndTheCpuBackends) {
     std::printf("stage %d: params %zu grads %zu optimizer %zu = %.0f [%.0f] buffers %zu\n", stage,
                 cat(g, MemCategory::Params), cat(g, MemCategory::Grads),
                 cat(g, MemCategory::Optimizer), states, 16 * psi, cat(g, MemCategory::Buffers));
+  }
+}
+
+// MemoryPool's peak per category against the plan of the same options, stages 0-3 and Pa+cpu:
+// equal, except buffers, which also hold the kernels' grow-only scratch (CUB temp storage,
+// column partials; the plan does not count it yet): measured buffers = plan + that scratch.
+TEST(TrainCuda, MemoryIsThePlanPlusTheGrownScratch) {
+  ZT_REQUIRE_GPU();
+  for (int variant = 0; variant <= 4; ++variant) {
+    TrainOptions c = small("cuda");
+    c.bf16 = true;
+    c.zero_stage = variant % 4;
+    if (variant == 4) {
+      c.zero_stage = 2;
+      c.checkpoint_activations = c.partition_activations = c.cpu_checkpointing = true;
+    }
+    c.train_iters = 2;
+    const StepMetrics m = train(c).back();
+    const MemoryPlan p = plan_memory(plan_input_from(c, 1));
+    const std::string what = "variant " + std::to_string(variant);
+    EXPECT_EQ(cat(m, MemCategory::Params), p.params) << what;
+    EXPECT_EQ(cat(m, MemCategory::Grads), p.grads) << what;
+    EXPECT_EQ(cat(m, MemCategory::Optimizer), p.optimizer) << what;
+    EXPECT_EQ(cat(m, MemCategory::Activations), p.activations) << what;
+    EXPECT_EQ(cat(m, MemCategory::Checkpoints), p.checkpoints) << what;
+    const size_t scratch = cuda::grown_scratch_bytes();
+    EXPECT_EQ(cat(m, MemCategory::Buffers), p.buffers + scratch) << what << ", scratch " << scratch;
+    std::printf("%s: buffers %zu = plan %zu + grown scratch %zu\n", what.c_str(),
+                cat(m, MemCategory::Buffers), p.buffers, scratch);
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/backend_memory.h"
 #include "src/core/error.h"
 #include "src/planner/cluster.h"
 #include "src/planner/max_model.h"
@@ -52,6 +53,28 @@ ClusterSpec one_node() {
   c.intra_node_latency_us = 0;
   c.kernel_overhead_us = 0;
   return c;
+}
+
+// The CUDA backend's own device memory: its GEMM workspace in buffers, and with Pa+cpu the
+// device buffer the next span's input is prefetched into (the CPU reads host checkpoints in
+// place); nothing else of the plan moves.
+TEST(Planner, CudaAddsTheGemmWorkspaceAndThePrefetchBuffer) {
+  PlanInput in = gpt_input(1e9, 1, 4, 2);
+  in.micro_batch = 2;
+  in.checkpoint_activations = in.partition_activations = in.cpu_checkpointing = true;
+  in.staged_half_reductions = false;
+  const MemoryPlan cpu = plan_memory(in);
+  in.cuda = true;
+  const MemoryPlan gpu = plan_memory(in);
+  EXPECT_EQ(gpu.buffers - cpu.buffers, kCudaGemmWorkspaceBytes);
+  EXPECT_EQ(gpu.activations - cpu.activations,
+            size_t{2} * 1024 * static_cast<size_t>(in.model.hidden) * 2);  // fp16 [2, 1024, h]
+  EXPECT_EQ(gpu.model_states(), cpu.model_states());
+  EXPECT_EQ(gpu.host_checkpoints, cpu.host_checkpoints);
+  in.cpu_checkpointing = false;  // no offload: no prefetch buffer
+  const MemoryPlan kept = plan_memory(in);
+  in.cuda = false;
+  EXPECT_EQ(kept.activations, plan_memory(in).activations);
 }
 
 TEST(StepModel, DataParallelTimeIsTheRingFormulaOnThePlansVolume) {
