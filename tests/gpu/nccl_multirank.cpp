@@ -161,6 +161,7 @@ TEST(NcclMultiRank, AsyncOpsOverlapAndComplete) {
   Handle hb = n.all_reduce_async(b.t);
   hb.wait();
   ha.wait();
+  compute.synchronize();  // wait() ordered the compute stream; the host reads after it
   EXPECT_EQ(a.host(), expect);
   EXPECT_EQ(b.host(), expect);
   n.set_compute_stream(nullptr);
