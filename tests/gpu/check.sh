@@ -162,9 +162,11 @@ step torch_ceilings 60 "${work}/torch.json" python3 "${root}/tests/gpu/torch_cei
   --layers 24 --hidden 2048 --heads 16 --seq 1024 --micro-batch 4 --vocab 50304 || status=1
 cat "${work}/torch.json" >>"${ref_log}"
 if [[ -x ${bdir}/bin/bench_attention ]]; then
-  # shellcheck disable=SC2086 # ZT_BENCH_ATTENTION_ARGS: extra flags, word-split on purpose
-  step bench_attention 45 "${work}/attention.json" bench_attention ${ZT_BENCH_ATTENTION_ARGS:-} ||
-    status=1
+  # One layer of the 1.3B model (B 4, 16 heads, T 1024, head size 128) in bf16, as the SDPA
+  # reference above; ZT_BENCH_ATTENTION_ARGS replaces these flags (word-split on purpose).
+  attention_args=${ZT_BENCH_ATTENTION_ARGS:---device cuda --dtype bf16 --batch 4 --seq 1024 --heads 16 --head-dim 128 --repeats 20}
+  # shellcheck disable=SC2086
+  step bench_attention 45 "${work}/attention.json" bench_attention ${attention_args} || status=1
   cat "${work}/attention.json" >>"${ref_log}"
 else
   echo "bench_attention: not in this bundle (skipped)" | tee -a "${ref_log}"
