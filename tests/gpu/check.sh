@@ -38,6 +38,7 @@ out=$(cd "${out}" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/zt-gpu-check.XXXXXX")
 trap 'rm -rf "${work}"' EXIT
 exec > >(tee "${out}/check.log") 2>&1
+tee_pid=$!
 
 start=$(date +%s)
 deadline=$((start + 405)) # 7 minutes less time for the summary and slack
@@ -197,4 +198,6 @@ python3 "${root}/tests/gpu/check_summary.py" --work "${work}" --steps "${steps}"
 python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(json.dumps(s["headline"], indent=1))' \
   "${out}/summary.json" || true
 phase "done (status ${status})"
+exec >/dev/null 2>&1
+wait "${tee_pid}" # check.log complete before the caller collects OUTDIR
 exit "${status}"
