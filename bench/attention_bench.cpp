@@ -5,7 +5,8 @@
 // Usage: bench_attention [--device cpu|cuda] [--dtype fp32,bf16,fp16] [--batch B] [--seq T]
 //                        [--heads H] [--head-dim D] [--dropout P] [--repeats R]
 // Defaults: cpu, bf16 and fp32, B 4, T 1024, H 16, D 64, P 0, R 5. Each figure is the median of
-// R timed calls after one untimed call, with the device synchronised around each call.
+// R timed calls after one untimed call, with the device synchronised around each call (the
+// fastest call is reported too: on a shared machine it is the least disturbed one).
 // TFLOP/s counts the causal products only (half of the T x T square): forward 2 GEMMs, backward
 // 5 (the recomputed scores, dV, dP, dQ, dK), 2·B·H·(T²/2)·D flops each.
 #include <algorithm>
@@ -23,8 +24,8 @@
 #include "kernels/backend.h"
 #include "src/core/error.h"
 #include "src/core/half.h"
-#include "src/train/train_device.h"
 #include "src/train/options.h"
+#include "src/train/train_device.h"
 
 namespace {
 
@@ -115,8 +116,12 @@ zt::Buffer random_buffer(zt::DeviceContext& ctx, DType t, size_t n, uint32_t see
   return b;
 }
 
+struct Times {
+  double median, min;
+};
+
 template <typename F>
-double median_seconds(zt::Backend& be, int repeats, F&& call) {
+Times time_calls(zt::Backend& be, int repeats, F&& call) {
   call();
   be.synchronize();
   std::vector<double> t;
@@ -127,7 +132,7 @@ double median_seconds(zt::Backend& be, int repeats, F&& call) {
     t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return {t[t.size() / 2], t.front()};
 }
 
 nlohmann::json bench_one(zt::DeviceContext& ctx, const Args& a, DType t) {
@@ -147,16 +152,19 @@ nlohmann::json bench_one(zt::DeviceContext& ctx, const Args& a, DType t) {
   const zt::CRef q{qkv.data(), t}, dy{dout.data(), t};
   auto* l = static_cast<float*>(lse.data());
   auto* dl = static_cast<float*>(delta.data());
-  const double fwd =
-      median_seconds(be, a.repeats, [&] { be.attention_forward(o, l, q, a.B, a.T, C, a.H, drop); });
-  const double bwd = median_seconds(
+  const Times tf =
+      time_calls(be, a.repeats, [&] { be.attention_forward(o, l, q, a.B, a.T, C, a.H, drop); });
+  const Times tb = time_calls(
       be, a.repeats, [&] { be.attention_backward(g, dl, dy, q, o, l, a.B, a.T, C, a.H, drop); });
+  const double fwd = tf.median, bwd = tb.median;
   const double gemm = 2.0 * a.B * a.H * (double(a.T) * a.T / 2) * a.D;
   nlohmann::json r;
   r["dtype"] = zt::dtype_name(t);
   r["forward_ms"] = fwd * 1e3;
   r["backward_ms"] = bwd * 1e3;
   r["fwd_bwd_ms"] = (fwd + bwd) * 1e3;
+  r["forward_min_ms"] = tf.min * 1e3;
+  r["backward_min_ms"] = tb.min * 1e3;
   r["forward_tflops"] = 2 * gemm / fwd / 1e12;
   r["backward_tflops"] = 5 * gemm / bwd / 1e12;
   r["fwd_bwd_tflops"] = 7 * gemm / (fwd + bwd) / 1e12;

@@ -19,8 +19,9 @@
 //
 // Backward, one task per (b, h) (so dK, dV and dQ of a head are summed by one thread in a fixed
 // order: deterministic whatever the thread count): D = rowsum(dO * O) per row, then per key
-// block the query blocks from the diagonal down: P = exp(S - lse), dV += dropout(P)^T dO,
-// dP = dO V^T, dS = P (mask * dP - D), dK += dS^T Q scale, dQ += dS K scale.
+// block the panel of query rows from its diagonal down (the CUDA kernel walks that panel in
+// query tiles): P = exp(S - lse), dV += dropout(P)^T dO, dP = dO V^T, dS = P (mask * dP - D),
+// dK += dS^T Q scale, dQ += dS K scale.
 //
 // The products are cpu::Kernels::gemm on the strided views of qkv and dout in T with fp32
 // results (oneDNN bf16 on AVX512-BF16, sgemm otherwise); the dropped probabilities and dS are
@@ -28,8 +29,9 @@
 // backends differ by fp32 summation order only. Row passes are split into plain loops
 // (exponentials, then a fixed-order lane sum, then dropout) so they vectorise.
 //
-// Memory per thread: a few kBq x kBk and kBq x hd tiles and, in half precision, one [T, hd]
-// fp32 dQ accumulator (fp32 runs accumulate dQ in place). Nothing of size T x T.
+// Memory per thread: forward a kBq x kBk and a kBq x hd tile; backward four [T, kBk] panels
+// (two fp32, two in T) and, in half precision, one [T, hd] fp32 dQ accumulator (fp32 runs
+// accumulate dQ in place). Nothing of size T x T.
 namespace zt::cpu {
 namespace {
 
@@ -164,7 +166,9 @@ void backward_head(T* dqkv, float* delta, const T* dout, const T* qkv, const T* 
       acc += to_float(dy[int64_t{i} * d.C + e]) * to_float(out[ooff + int64_t{i} * d.C + e]);
     D[i] = acc;
   }
-  const size_t tile = size_t(kBq) * kBk;
+  // A key block meets every query row from its diagonal down in one panel: a few large products
+  // per key block instead of five per 64 x 64 tile (oneDNN's per-call cost dominated those).
+  const size_t tile = size_t(T_) * kBk;
   Carver<float, kSlotF32> cf(2 * tile + 2 * size_t(kBk) * hd + (kHalf<T> ? size_t(T_) * hd : 0));
   float* P = cf.take(tile);   // probabilities
   float* dS = cf.take(tile);  // dP, then dS
@@ -186,8 +190,8 @@ void backward_head(T* dqkv, float* delta, const T* dout, const T* qkv, const T* 
     const int nk = std::min(kBk, T_ - j0);
     std::fill(dK, dK + size_t(kBk) * hd, 0.0f);
     std::fill(dV, dV + size_t(kBk) * hd, 0.0f);
-    for (int i0 = j0 / kBq * kBq; i0 < T_; i0 += kBq) {
-      const int nq = std::min(kBq, T_ - i0);
+    {
+      const int i0 = j0, nq = T_ - j0;  // the query rows that see this key block
       gemm_t(false, true, nq, nk, hd, d.scale, q + i0 * d.C3, ld3, k + j0 * d.C3, ld3, 0.0f, P,
              kBk);
       for (int r = 0; r < nq; ++r) {
