@@ -68,12 +68,12 @@ class Backend {
                                              const DropoutParams& drop) = 0;
   virtual void gelu_forward(Ref out, CRef x, int64_t n) = 0;
   virtual void gelu_backward(Ref dx, CRef x, CRef dout, int64_t n) = 0;
-  // scratch: B*NH*T*T elements of workspace for the dropped probabilities (the CUDA kernel needs
-  // it when drop.p > 0; the CPU kernel needs none, and null is fine there).
-  virtual void attention_forward(Ref out, Ref att, Ref scratch, CRef qkv, int B, int T, int C,
-                                 int NH, const DropoutParams& drop) = 0;
-  virtual void attention_backward(Ref dqkv, Ref scratch, CRef dout, CRef qkv, CRef att, int B,
-                                  int T, int C, int NH, const DropoutParams& drop) = 0;
+  // lse [B,NH,T] and the backward's workspace delta [B,NH,T] are fp32.
+  virtual void attention_forward(Ref out, float* lse, CRef qkv, int B, int T, int C, int NH,
+                                 const DropoutParams& drop) = 0;
+  virtual void attention_backward(Ref dqkv, float* delta, CRef dout, CRef qkv, CRef out,
+                                  const float* lse, int B, int T, int C, int NH,
+                                  const DropoutParams& drop) = 0;
   virtual void dropout_add_forward(Ref out, CRef a, CRef x, int64_t n,
                                    const DropoutParams& drop) = 0;
   virtual void dropout_backward(Ref dx, CRef dout, int64_t n, const DropoutParams& drop) = 0;

@@ -111,20 +111,19 @@ class KernelBackend : public Backend {
       Kernels::gelu_backward(dx.as<T>(), x.as<T>(), dout.as<T>(), n, on());
     });
   }
-  void attention_forward(Ref out, Ref att, Ref scratch, CRef qkv, int B, int T, int C, int NH,
+  void attention_forward(Ref out, float* lse, CRef qkv, int B, int T, int C, int NH,
                          const DropoutParams& drop) override {
     visit_dtype(qkv.t, [&](auto t) {
       using E = decltype(t);
-      Kernels::attention_forward(out.as<E>(), att.as<E>(), scratch.as<E>(), qkv.as<E>(), B, T, C,
-                                 NH, drop, on());
+      Kernels::attention_forward(out.as<E>(), lse, qkv.as<E>(), B, T, C, NH, drop, on());
     });
   }
-  void attention_backward(Ref dqkv, Ref scratch, CRef dout, CRef qkv, CRef att, int B, int T, int C,
-                          int NH, const DropoutParams& drop) override {
+  void attention_backward(Ref dqkv, float* delta, CRef dout, CRef qkv, CRef out, const float* lse,
+                          int B, int T, int C, int NH, const DropoutParams& drop) override {
     visit_dtype(qkv.t, [&](auto t) {
       using E = decltype(t);
-      Kernels::attention_backward(dqkv.as<E>(), scratch.as<E>(), dout.as<E>(), qkv.as<E>(),
-                                  att.as<E>(), B, T, C, NH, drop, on());
+      Kernels::attention_backward(dqkv.as<E>(), delta, dout.as<E>(), qkv.as<E>(), out.as<E>(), lse,
+                                  B, T, C, NH, drop, on());
     });
   }
   void dropout_add_forward(Ref out, CRef a, CRef x, int64_t n, const DropoutParams& drop) override {

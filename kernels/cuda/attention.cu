@@ -1,251 +1,524 @@
-// Causal self-attention on cuBLAS strided-batched GEMMs plus fused softmax kernels; the same
-// layouts, scale and dropout counters as kernels/cpu/attention.cpp.
+// Flash-style causal self-attention: the algorithm of kernels/cpu/attention.cpp and the element
+// math of kernels/common/attention.h in three kernels plus a row reduction, nothing of size
+// T x T in memory (FlashAttention-2's schedule: Dao, 2023, arXiv:2307.08691).
 //
-// qkv [B,T,3C] is read in place: for batch b, head h's Q, K and V are [T, hd] views with row
-// stride 3C starting at b*T*3C + h*hd (+ C, + 2C), so one strided-batched GEMM per batch row b
-// covers its NH heads (head stride hd) and no permute is needed. GEMMs run over the full T x T
-// (the upper triangle of att is exactly 0, so the products are the causal ones).
+// Forward: one block per (query tile, b*NH + h). Q's tile stays in shared memory; for each key
+// tile up to the diagonal (causal tile skipping) S = Q K^T scale goes to shared memory in fp32,
+// one warp per row raises the running max (online_softmax_raise), writes the dropped
+// probabilities in T and rescales the fp32 output accumulator, then O += P V. At the end
+// out = O / l and lse = m + log(l) (fp32).
 //
-// Dropout: att element (b, h, i, j) uses counter drop.offset + ((b*NH + h)*T + i)*T + j, as on
-// the CPU, so the masks agree bit for bit. att keeps the undropped P; forward multiplies V by
-// dropout(P), which it writes to scratch (B*NH*T*T floats, only when drop.p > 0). Backward uses
-// its scratch for dropout(P) (for dV) and then dP/dS.
+// Backward, deterministic (no atomics): D = rowsum(dO * O) per row, then two kernels that each
+// recompute P = exp(S - lse) tile by tile: one block per key tile accumulates dK and dV over the
+// query tiles at and below the diagonal, one block per query tile accumulates dQ over the key
+// tiles up to the diagonal. (FlashAttention-2 accumulates dQ with fp32 atomics in the dK/dV
+// pass instead: one product less, but the sum order then depends on the schedule.)
 //
-// Half precision (T = bf16/fp16): the GEMMs take T operands with fp32 accumulation and write T,
-// so the scores and dP are rounded to T before the fp32 softmax and its backward (as Megatron's
-// non-flash path does); the CPU backend keeps those two in fp32, so the backends differ by
-// those roundings in half precision.
+// Products on tiles: bf16 and fp16 on tensor cores through WMMA (16x16x16, fp32 accumulation;
+// bf16 needs sm_80, fp16 runs from sm_70; the bf16 tensor-core code is compiled only for
+// __CUDA_ARCH__ >= 800, so the file stays valid for sm_70, where bf16 takes the SIMT path),
+// fp32 on the SIMT cores (exact fp32, as the CPU). Tiles are 64 x 64 when they fit the device's
+// shared memory with the head size (else 32 or 16); hd is padded with zeros to a multiple of 16
+// and rows past T are masked, so any T and any hd up to the shared-memory limit work.
+//
+// Dropout: element (b, h, i, j) uses counter drop.offset + ((b*NH + h)*T + i)*T + j, as on the
+// CPU, so the masks agree bit for bit.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
+
 #include <cmath>
 #include <cstdint>
-#include <cub/block/block_reduce.cuh>
 #include <type_traits>
 
-#include "kernels/common/dropout.h"
-#include "kernels/common/math.h"
-#include "kernels/common/softmax.h"
-#include "kernels/cuda/context.h"
+#include "kernels/common/attention.h"
 #include "kernels/cuda/cublas_check.h"
-#include "kernels/cuda/gemm_lt.h"
-#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/ops.h"
 
 namespace zt::cuda {
 namespace detail {
 namespace {
 
-constexpr int kRowThreads = 256;
-using BlockReduce = cub::BlockReduce<float, kRowThreads>;
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
 
-struct MaxOp {
-  __device__ float operator()(float a, float b) const { return b > a ? b : a; }
-};
+// Row padding of shared-memory tiles (elements): keeps every 16-row fragment 32-byte aligned for
+// WMMA and spreads rows over the banks.
+template <typename E>
+constexpr int kPad = sizeof(E) == 2 ? 8 : 4;
 
-struct Dims {
-  int B, T, C, NH, hd;
-  int64_t C3, TT;
+struct Shape {
+  int T, C, NH, hd, hdp;  // hdp: hd rounded up to 16
+  int64_t C3;             // row stride of qkv
   float scale;
+  int bq, bk;  // query rows and keys per tile (multiples of 16)
 };
 
-// Row r = (b*NH + h)*T + i of att: scores in [0, i], overwritten with the causal softmax and
-// zeros right of the diagonal; with dropout, the dropped row goes to `dropped`.
+// Shared memory carved in 128-byte aligned regions; the same walk sizes it on the host.
+struct Carve {
+  unsigned char* base;  // null when only sizing
+  size_t used = 0;
+  template <typename X>
+  __host__ __device__ X* take(size_t n) {
+    X* p = reinterpret_cast<X*>(reinterpret_cast<uintptr_t>(base) + used);
+    used += (n * sizeof(X) + 127) / 128 * 128;
+    return p;
+  }
+};
+
 template <typename E>
-__global__ void softmax_forward_kernel(E* att, E* dropped, int T, DropoutParams drop) {
-  __shared__ typename BlockReduce::TempStorage tmp;
-  __shared__ float s_val;
-  const int64_t r = blockIdx.x;
-  const int i = static_cast<int>(r % T);
-  E* row = att + r * T;
-  float mx = to_float(row[0]);
-  for (int j = threadIdx.x; j <= i; j += kRowThreads) {
-    const float x = to_float(row[j]);
-    mx = x > mx ? x : mx;
+struct FwdSmem {
+  E *q, *k, *v, *p;
+  float *s, *o, *m, *l, *alpha;
+  int ldh, ldo, lds, ldp;
+  __host__ __device__ FwdSmem(Carve& c, const Shape& s)
+      : ldh(s.hdp + kPad<E>), ldo(s.hdp + 4), lds(s.bk + 4), ldp(s.bk + kPad<E>) {
+    q = c.take<E>(size_t(s.bq) * ldh);
+    k = c.take<E>(size_t(s.bk) * ldh);
+    v = c.take<E>(size_t(s.bk) * ldh);
+    p = c.take<E>(size_t(s.bq) * ldp);
+    this->s = c.take<float>(size_t(s.bq) * lds);
+    o = c.take<float>(size_t(s.bq) * ldo);
+    m = c.take<float>(s.bq);
+    l = c.take<float>(s.bq);
+    alpha = c.take<float>(s.bq);
   }
-  mx = BlockReduce(tmp).Reduce(mx, MaxOp{});
-  if (threadIdx.x == 0) s_val = mx;
-  __syncthreads();
-  mx = s_val;
-  float acc = 0.0f;
-  for (int j = threadIdx.x; j <= i; j += kRowThreads) {
-    const float e = exp_f32(to_float(row[j]) - mx);
-    if constexpr (std::is_same_v<E, float>) row[j] = e;
-    acc += e;
+};
+
+// Shared by both backward kernels: the dK/dV kernel uses acc_a/acc_b for dK/dV, the dQ kernel
+// acc_a for dQ (acc_b is then not carved).
+template <typename E>
+struct BwdSmem {
+  E *q, *dout, *k, *v, *p, *ds;
+  float *s, *dp, *acc_a, *acc_b, *lse, *delta;
+  int ldh, lda, lds, ldp;
+  __host__ __device__ BwdSmem(Carve& c, const Shape& s, bool two_acc)
+      : ldh(s.hdp + kPad<E>), lda(s.hdp + 4), lds(s.bk + 4), ldp(s.bk + kPad<E>) {
+    q = c.take<E>(size_t(s.bq) * ldh);
+    dout = c.take<E>(size_t(s.bq) * ldh);
+    k = c.take<E>(size_t(s.bk) * ldh);
+    v = c.take<E>(size_t(s.bk) * ldh);
+    p = c.take<E>(size_t(s.bq) * ldp);
+    ds = c.take<E>(size_t(s.bq) * ldp);
+    this->s = c.take<float>(size_t(s.bq) * lds);
+    dp = c.take<float>(size_t(s.bq) * lds);
+    const int acc_rows = two_acc ? s.bk : s.bq;
+    acc_a = c.take<float>(size_t(acc_rows) * lda);
+    acc_b = two_acc ? c.take<float>(size_t(acc_rows) * lda) : nullptr;
+    lse = c.take<float>(s.bq);
+    delta = c.take<float>(s.bq);
   }
-  const float sum = BlockReduce(tmp).Sum(acc);
-  __syncthreads();
-  if (threadIdx.x == 0) s_val = 1.0f / sum;
-  __syncthreads();
-  const float inv = s_val;
-  const uint64_t base = static_cast<uint64_t>(r) * static_cast<uint64_t>(T);
-  for (int j = threadIdx.x; j < T; j += kRowThreads) {
-    float p = 0.0f;
-    if (j <= i) {
-      if constexpr (std::is_same_v<E, float>)
-        p = row[j] * inv;
-      else
-        p = to_float(from_float<E>(exp_f32(to_float(row[j]) - mx) * inv));  // P as stored
-    }
-    row[j] = from_float<E>(p);
-    if (dropped != nullptr)
-      dropped[r * T + j] =
-          from_float<E>(j <= i ? dropout_apply(p, drop, base + static_cast<uint64_t>(j)) : 0.0f);
+};
+
+template <typename E>
+size_t fwd_smem_bytes(const Shape& s) {
+  Carve c{nullptr};
+  FwdSmem<E> m(c, s);
+  return c.used;
+}
+template <typename E>
+size_t bwd_smem_bytes(const Shape& s, bool two_acc) {
+  Carve c{nullptr};
+  BwdSmem<E> m(c, s, two_acc);
+  return c.used;
+}
+
+// rows x hdp tile of a [*, hd] view with row stride ld: rows past n and columns past hd are 0.
+template <typename E>
+__device__ void load_tile(E* dst, int ldd, const E* src, int64_t ld, int n, int rows, int hd,
+                          int hdp) {
+  for (int x = threadIdx.x; x < rows * hdp; x += kThreads) {
+    const int r = x / hdp, e = x % hdp;
+    dst[r * ldd + e] = r < n && e < hd ? src[r * ld + e] : from_float<E>(0.0f);
   }
 }
 
-// Row r of s holds dP = dY V^T; on return dS = P (dropout'(dP) - rowsum(...)), 0 right of the
-// diagonal.
+__device__ void fill(float* dst, int ld, int rows, int cols, float v) {
+  for (int x = threadIdx.x; x < rows * cols; x += kThreads) dst[(x / cols) * ld + x % cols] = v;
+}
+
+// The tensor-core element type of E (bf16 -> __nv_bfloat16, fp16 -> __half).
 template <typename E>
-__global__ void softmax_backward_kernel(E* s, const E* att, int T, DropoutParams drop) {
-  __shared__ typename BlockReduce::TempStorage tmp;
-  __shared__ float s_dot;
-  const int64_t r = blockIdx.x;
-  const int i = static_cast<int>(r % T);
-  E* row = s + r * T;
-  const E* p = att + r * T;
-  const uint64_t base = static_cast<uint64_t>(r) * static_cast<uint64_t>(T);
-  float acc = 0.0f;
-  for (int j = threadIdx.x; j <= i; j += kRowThreads) {
-    float d = to_float(row[j]);
-    if (drop.p > 0.0f) {
-      d = dropout_apply(d, drop, base + static_cast<uint64_t>(j));
-      if constexpr (std::is_same_v<E, float>) row[j] = d;  // read back by this same thread below
+struct WmmaType;
+template <>
+struct WmmaType<bf16> {
+  using type = __nv_bfloat16;
+};
+template <>
+struct WmmaType<fp16> {
+  using type = __half;
+};
+
+// Whether E's products run on tensor cores in the architecture being compiled.
+template <typename E>
+__device__ constexpr bool use_wmma() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return !std::is_same_v<E, float>;
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  return std::is_same_v<E, fp16>;
+#else
+  return false;
+#endif
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+// C (+)= alpha op(A) op(B) on 16x16 fragments, the block's warps taking output tiles in turn.
+template <typename E, bool TA, bool TB>
+__device__ void tile_mma_wmma(float* C, int ldc, const E* A, int lda, const E* B, int ldb, int M,
+                              int N, int K, float alpha, bool accumulate) {
+  namespace wmma = nvcuda::wmma;
+  using W = typename WmmaType<E>::type;
+  using LayoutA = std::conditional_t<TA, wmma::col_major, wmma::row_major>;
+  using LayoutB = std::conditional_t<TB, wmma::col_major, wmma::row_major>;
+  const W* a = reinterpret_cast<const W*>(A);
+  const W* b = reinterpret_cast<const W*>(B);
+  const int warp = threadIdx.x / 32, tiles_n = N / 16;
+  for (int t = warp; t < (M / 16) * tiles_n; t += kWarps) {
+    const int m = t / tiles_n * 16, n = t % tiles_n * 16;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int k = 0; k < K; k += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, W, LayoutA> fa;
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, W, LayoutB> fb;
+      wmma::load_matrix_sync(fa, TA ? a + k * lda + m : a + m * lda + k, lda);
+      wmma::load_matrix_sync(fb, TB ? b + n * ldb + k : b + k * ldb + n, ldb);
+      wmma::mma_sync(acc, fa, fb, acc);
     }
-    acc += d * to_float(p[j]);
+    if (accumulate) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> old;
+      wmma::load_matrix_sync(old, C + m * ldc + n, ldc, wmma::mem_row_major);
+      for (int i = 0; i < acc.num_elements; ++i) acc.x[i] = old.x[i] + alpha * acc.x[i];
+    } else {
+      for (int i = 0; i < acc.num_elements; ++i) acc.x[i] *= alpha;
+    }
+    wmma::store_matrix_sync(C + m * ldc + n, acc, ldc, wmma::mem_row_major);
   }
-  const float dot = BlockReduce(tmp).Sum(acc);
-  if (threadIdx.x == 0) s_dot = dot;
-  __syncthreads();
-  const float dt = s_dot;
-  for (int j = threadIdx.x; j < T; j += kRowThreads) {
-    float d = 0.0f;
-    if (j <= i) {
-      d = to_float(row[j]);
-      // Half: the dropped dP was not stored (it would round twice); apply the mask again.
-      if (!std::is_same_v<E, float> && drop.p > 0.0f)
-        d = dropout_apply(d, drop, base + static_cast<uint64_t>(j));
+}
+#endif
+
+// C[M,N] (+)= alpha op(A)[M,K] op(B)[K,N] on shared-memory tiles (row-major; op = transpose
+// when TA/TB), fp32 accumulation; M, N, K multiples of 16. The caller synchronises around it.
+template <typename E, bool TA, bool TB>
+__device__ void tile_mma(float* C, int ldc, const E* A, int lda, const E* B, int ldb, int M, int N,
+                         int K, float alpha, bool accumulate) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  if constexpr (use_wmma<E>()) {
+    tile_mma_wmma<E, TA, TB>(C, ldc, A, lda, B, ldb, M, N, K, alpha, accumulate);
+  } else
+#endif
+  {
+    for (int x = threadIdx.x; x < M * N; x += kThreads) {
+      const int m = x / N, n = x % N;
+      float acc = 0.0f;
+      for (int k = 0; k < K; ++k)
+        acc += to_float(TA ? A[k * lda + m] : A[m * lda + k]) *
+               to_float(TB ? B[n * ldb + k] : B[k * ldb + n]);
+      C[m * ldc + n] = (accumulate ? C[m * ldc + n] : 0.0f) + alpha * acc;
     }
-    row[j] = from_float<E>(j <= i ? softmax_backward_elem(d, to_float(p[j]), dt) : 0.0f);
   }
 }
 
-Dims make_dims(int B, int T, int C, int NH, const DropoutParams& drop) {
+__device__ float warp_max(float x) {
+  for (int o = 16; o > 0; o /= 2) {
+    const float y = __shfl_xor_sync(0xffffffffu, x, o);
+    x = y > x ? y : x;
+  }
+  return x;
+}
+__device__ float warp_sum(float x) {
+  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+template <typename E>
+__global__ void __launch_bounds__(kThreads)
+    forward_kernel(E* out, float* lse, const E* qkv, Shape s, DropoutParams drop) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  Carve c{smem};
+  FwdSmem<E> t(c, s);
+  const int qb = gridDim.x - 1 - blockIdx.x;  // the longest rows first
+  const int bh = blockIdx.y, b = bh / s.NH, h = bh % s.NH;
+  const int i0 = qb * s.bq, nq = min(s.bq, s.T - i0), keys = i0 + nq;
+  const E* q = qkv + int64_t{b} * s.T * s.C3 + int64_t{h} * s.hd;
+  load_tile(t.q, t.ldh, q + i0 * s.C3, s.C3, nq, s.bq, s.hd, s.hdp);
+  fill(t.o, t.ldo, s.bq, s.hdp, 0.0f);
+  for (int r = threadIdx.x; r < s.bq; r += kThreads) {
+    t.m[r] = kMaskedScore;
+    t.l[r] = 0.0f;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int j0 = 0; j0 < keys; j0 += s.bk) {
+    const int nk = min(s.bk, keys - j0);
+    load_tile(t.k, t.ldh, q + s.C + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+    load_tile(t.v, t.ldh, q + 2 * s.C + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+    __syncthreads();
+    tile_mma<E, false, true>(t.s, t.lds, t.q, t.ldh, t.k, t.ldh, s.bq, s.bk, s.hdp, s.scale, false);
+    __syncthreads();
+    for (int r = warp; r < s.bq; r += kWarps) {
+      const int i = i0 + r;
+      const int n = r < nq ? min(nk, i - j0 + 1) : 0;  // keys j0 .. i of this tile
+      const float* srow = t.s + r * t.lds;
+      float mx = kMaskedScore;
+      for (int j = lane; j < n; j += 32) mx = srow[j] > mx ? srow[j] : mx;
+      mx = warp_max(mx);
+      OnlineSoftmax st{t.m[r], t.l[r]};
+      const float alpha = online_softmax_raise(st, mx);
+      float sum = 0.0f;
+      for (int j = lane; j < s.bk; j += 32) {
+        float pd = 0.0f;
+        if (j < n) {
+          const float p = online_softmax_prob(srow[j], st.m);
+          sum += p;
+          pd = drop.p > 0.0f ? dropout_apply(p, drop, attention_counter(bh, s.T, i, j0 + j)) : p;
+        }
+        t.p[r * t.ldp + j] = from_float<E>(pd);
+      }
+      sum = warp_sum(sum);
+      __syncwarp();
+      if (lane == 0) {
+        t.m[r] = st.m;
+        t.l[r] = st.l + sum;
+        t.alpha[r] = alpha;
+      }
+    }
+    __syncthreads();
+    for (int x = threadIdx.x; x < s.bq * s.hdp; x += kThreads) {
+      const int r = x / s.hdp;
+      t.o[r * t.ldo + x % s.hdp] *= t.alpha[r];
+    }
+    __syncthreads();
+    tile_mma<E, false, false>(t.o, t.ldo, t.p, t.ldp, t.v, t.ldh, s.bq, s.hdp, s.bk, 1.0f, true);
+    __syncthreads();
+  }
+  E* o = out + (int64_t{b} * s.T + i0) * s.C + int64_t{h} * s.hd;
+  for (int x = threadIdx.x; x < nq * s.hd; x += kThreads) {
+    const int r = x / s.hd, e = x % s.hd;
+    o[int64_t{r} * s.C + e] = from_float<E>(t.o[r * t.ldo + e] / t.l[r]);
+  }
+  for (int r = threadIdx.x; r < nq; r += kThreads)
+    lse[int64_t{bh} * s.T + i0 + r] = online_softmax_lse(OnlineSoftmax{t.m[r], t.l[r]});
+}
+
+// D = rowsum(dO * O) per (b*NH + h, i): one warp per row.
+template <typename E>
+__global__ void delta_kernel(float* delta, const E* dout, const E* out, Shape s, int64_t rows) {
+  const int64_t row = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int64_t bh = row / s.T, i = row % s.T, b = bh / s.NH, h = bh % s.NH;
+  const int64_t off = (b * s.T + i) * s.C + h * s.hd;
+  float acc = 0.0f;
+  for (int e = lane; e < s.hd; e += 32) acc += to_float(dout[off + e]) * to_float(out[off + e]);
+  acc = warp_sum(acc);
+  if (lane == 0) delta[row] = acc;
+}
+
+// P and dS of one (query tile, key tile) pair from S = Q K^T scale and dP = dO V^T in shared
+// memory: t.p = dropout(P), t.ds = dS, both rounded to E (zero where masked).
+template <typename E>
+__device__ void probabilities_and_dscores(BwdSmem<E>& t, const Shape& s, int bh, int i0, int nq,
+                                          int j0, int nk, const DropoutParams& drop) {
+  for (int x = threadIdx.x; x < s.bq * s.bk; x += kThreads) {
+    const int r = x / s.bk, j = x % s.bk, i = i0 + r;
+    const bool live = r < nq && j < nk && j0 + j <= i;
+    float pd = 0.0f, ds = 0.0f;
+    if (live) {
+      const uint64_t ctr = attention_counter(bh, s.T, i, j0 + j);
+      const float p = online_softmax_prob(t.s[r * t.lds + j], t.lse[r]);
+      pd = drop.p > 0.0f ? dropout_apply(p, drop, ctr) : p;
+      const float dp = t.dp[r * t.lds + j];
+      ds = drop.p > 0.0f ? attention_dscore(p, dp, t.delta[r], drop, ctr)
+                         : attention_dscore(p, dp, t.delta[r]);
+    }
+    t.p[r * t.ldp + j] = from_float<E>(pd);
+    t.ds[r * t.ldp + j] = from_float<E>(ds);
+  }
+}
+
+template <typename E>
+__device__ void load_query_tile(BwdSmem<E>& t, const Shape& s, const E* q, const E* dout,
+                                const float* lse, const float* delta, int i0, int nq) {
+  load_tile(t.q, t.ldh, q + i0 * s.C3, s.C3, nq, s.bq, s.hd, s.hdp);
+  load_tile(t.dout, t.ldh, dout + int64_t{i0} * s.C, s.C, nq, s.bq, s.hd, s.hdp);
+  for (int r = threadIdx.x; r < s.bq; r += kThreads) {
+    t.lse[r] = r < nq ? lse[i0 + r] : 0.0f;
+    t.delta[r] = r < nq ? delta[i0 + r] : 0.0f;
+  }
+}
+
+template <typename E>
+__device__ void scores_and_dp(BwdSmem<E>& t, const Shape& s) {
+  tile_mma<E, false, true>(t.s, t.lds, t.q, t.ldh, t.k, t.ldh, s.bq, s.bk, s.hdp, s.scale, false);
+  tile_mma<E, false, true>(t.dp, t.lds, t.dout, t.ldh, t.v, t.ldh, s.bq, s.bk, s.hdp, 1.0f, false);
+}
+
+// Stores rows x hd of an fp32 tile into a [*, hd] view with row stride ld.
+template <typename E>
+__device__ void store_tile(E* dst, int64_t ld, const float* src, int lds, int rows, int hd) {
+  for (int x = threadIdx.x; x < rows * hd; x += kThreads) {
+    const int r = x / hd, e = x % hd;
+    dst[r * ld + e] = from_float<E>(src[r * lds + e]);
+  }
+}
+
+template <typename E>
+__global__ void __launch_bounds__(kThreads)
+    dkdv_kernel(E* dqkv, const E* dout, const E* qkv, const float* lse, const float* delta, Shape s,
+                DropoutParams drop) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  Carve c{smem};
+  BwdSmem<E> t(c, s, true);
+  const int bh = blockIdx.y, b = bh / s.NH, h = bh % s.NH;
+  const int j0 = blockIdx.x * s.bk, nk = min(s.bk, s.T - j0);
+  const int64_t qoff = int64_t{b} * s.T * s.C3 + int64_t{h} * s.hd;
+  const E* q = qkv + qoff;
+  const E* dy = dout + int64_t{b} * s.T * s.C + int64_t{h} * s.hd;
+  const float* L = lse + int64_t{bh} * s.T;
+  const float* D = delta + int64_t{bh} * s.T;
+  load_tile(t.k, t.ldh, q + s.C + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+  load_tile(t.v, t.ldh, q + 2 * s.C + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+  fill(t.acc_a, t.lda, s.bk, s.hdp, 0.0f);
+  fill(t.acc_b, t.lda, s.bk, s.hdp, 0.0f);
+  for (int i0 = j0 / s.bq * s.bq; i0 < s.T; i0 += s.bq) {
+    const int nq = min(s.bq, s.T - i0);
+    load_query_tile(t, s, q, dy, L, D, i0, nq);
+    __syncthreads();
+    scores_and_dp(t, s);
+    __syncthreads();
+    probabilities_and_dscores(t, s, bh, i0, nq, j0, nk, drop);
+    __syncthreads();
+    // dV += dropout(P)^T dO, dK += dS^T Q scale
+    tile_mma<E, true, false>(t.acc_b, t.lda, t.p, t.ldp, t.dout, t.ldh, s.bk, s.hdp, s.bq, 1.0f,
+                             true);
+    tile_mma<E, true, false>(t.acc_a, t.lda, t.ds, t.ldp, t.q, t.ldh, s.bk, s.hdp, s.bq, s.scale,
+                             true);
+    __syncthreads();
+  }
+  E* dk = dqkv + qoff + s.C + j0 * s.C3;
+  store_tile(dk, s.C3, t.acc_a, t.lda, nk, s.hd);
+  store_tile(dk + s.C, s.C3, t.acc_b, t.lda, nk, s.hd);
+}
+
+template <typename E>
+__global__ void __launch_bounds__(kThreads)
+    dq_kernel(E* dqkv, const E* dout, const E* qkv, const float* lse, const float* delta, Shape s,
+              DropoutParams drop) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  Carve c{smem};
+  BwdSmem<E> t(c, s, false);
+  const int qb = gridDim.x - 1 - blockIdx.x;  // the longest rows first
+  const int bh = blockIdx.y, b = bh / s.NH, h = bh % s.NH;
+  const int i0 = qb * s.bq, nq = min(s.bq, s.T - i0), keys = i0 + nq;
+  const int64_t qoff = int64_t{b} * s.T * s.C3 + int64_t{h} * s.hd;
+  const E* q = qkv + qoff;
+  const E* dy = dout + int64_t{b} * s.T * s.C + int64_t{h} * s.hd;
+  load_query_tile(t, s, q, dy, lse + int64_t{bh} * s.T, delta + int64_t{bh} * s.T, i0, nq);
+  fill(t.acc_a, t.lda, s.bq, s.hdp, 0.0f);
+  for (int j0 = 0; j0 < keys; j0 += s.bk) {
+    const int nk = min(s.bk, keys - j0);
+    load_tile(t.k, t.ldh, q + s.C + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+    load_tile(t.v, t.ldh, q + 2 * s.C + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+    __syncthreads();
+    scores_and_dp(t, s);
+    __syncthreads();
+    probabilities_and_dscores(t, s, bh, i0, nq, j0, nk, drop);
+    __syncthreads();
+    // dQ += dS K scale
+    tile_mma<E, false, false>(t.acc_a, t.lda, t.ds, t.ldp, t.k, t.ldh, s.bq, s.hdp, s.bk, s.scale,
+                              true);
+    __syncthreads();
+  }
+  store_tile(dqkv + qoff + i0 * s.C3, s.C3, t.acc_a, t.lda, nq, s.hd);
+}
+
+int smem_optin_limit() {
+  int dev = 0, bytes = 0;
+  ZT_CU_CUDA_CHECK(cudaGetDevice(&dev));
+  ZT_CU_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return bytes;
+}
+
+// The shape with the largest square tile (64, 32 or 16) whose shared memory fits the device.
+template <typename SmemBytes>
+Shape make_shape(int B, int T, int C, int NH, const DropoutParams& drop, SmemBytes bytes,
+                 size_t* smem) {
   ZT_CU_CHECK(B > 0 && T > 0 && NH > 0 && C > 0 && C % NH == 0,
               cat("attention: bad shape B=", B, " T=", T, " C=", C, " NH=", NH));
   ZT_CU_CHECK(drop.p >= 0.0f && drop.p < 1.0f,
               cat("attention: dropout p=", drop.p, " outside [0, 1)"));
   const int hd = C / NH;
-  return Dims{
-      B, T, C, NH, hd, 3 * int64_t{C}, int64_t{T} * T, 1.0f / std::sqrt(static_cast<float>(hd))};
+  const size_t limit = static_cast<size_t>(smem_optin_limit());
+  for (int tile = 64; tile >= 16; tile /= 2) {
+    const Shape s{T,
+                  C,
+                  NH,
+                  hd,
+                  (hd + 15) / 16 * 16,
+                  3 * int64_t{C},
+                  1.0f / std::sqrt(static_cast<float>(hd)),
+                  tile,
+                  tile};
+    *smem = bytes(s);
+    if (*smem <= limit) return s;
+  }
+  ZT_CU_CHECK(false, cat("attention: head size ", hd, " needs more shared memory than the ", limit,
+                         " bytes a block may use"));
+  return {};
 }
 
-// One strided-batched GEMM per batch row b over its NH heads. a/b/c_off(b) give the batch row's
-// base pointers; head strides are sa, sb, sc. fp32: cublasSgemmStridedBatched as before; half:
-// the Ex form on half operands with fp32 accumulation.
-template <typename AOff, typename BOff, typename COff>
-void per_batch(const Dims& d, bool ta, bool tb, int M, int N, int K, float alpha, AOff a, int lda,
-               int64_t sa, BOff bm, int ldb, int64_t sb, COff c, int ldc, int64_t sc,
-               cudaStream_t stream) {
-  using E = std::remove_cv_t<std::remove_pointer_t<decltype(c(0))>>;
-  for (int b = 0; b < d.B; ++b) {
-    if constexpr (std::is_same_v<E, float>)
-      gemm_strided_batched(ta, tb, M, N, K, alpha, a(b), lda, sa, bm(b), ldb, sb, 0.0f, c(b), ldc,
-                           sc, d.NH, stream);
-    else
-      gemm_strided_batched_ex(ta, tb, M, N, K, alpha, a(b), lda, sa, bm(b), ldb, sb, 0.0f, c(b),
-                              ldc, sc, d.NH, dtype_of<E>(), dtype_of<E>(), stream);
-  }
+template <typename Kernel>
+void allow_smem(Kernel kernel, size_t bytes) {
+  ZT_CU_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(bytes)));
 }
 
 }  // namespace
 }  // namespace detail
 
-int64_t attention_forward_scratch_floats(int B, int T, int NH, const DropoutParams& drop) {
-  return drop.p > 0.0f ? int64_t{B} * NH * T * T : 0;
+template <typename E>
+void Kernels::attention_forward(E* out, float* lse, const E* qkv, int B, int T, int C, int NH,
+                                const DropoutParams& drop, cudaStream_t stream) {
+  size_t smem = 0;
+  const detail::Shape s = detail::make_shape(
+      B, T, C, NH, drop, [](const detail::Shape& x) { return detail::fwd_smem_bytes<E>(x); },
+      &smem);
+  detail::allow_smem(detail::forward_kernel<E>, smem);
+  const dim3 grid((T + s.bq - 1) / s.bq, B * NH);
+  detail::forward_kernel<E><<<grid, detail::kThreads, smem, stream>>>(out, lse, qkv, s, drop);
+  ZT_CU_CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename E>
-void Kernels::attention_forward(E* out, E* att, std::type_identity_t<E>* scratch, const E* qkv,
-                                int B, int T, int C, int NH, const DropoutParams& drop,
-                                cudaStream_t stream) {
-  // fp32 without the caller's scratch: the kernels' own grow-only buffer (kernels/cuda/context.h).
-  if constexpr (std::is_same_v<E, float>) {
-    const int64_t n = attention_forward_scratch_floats(B, T, NH, drop);
-    if (scratch == nullptr && n > 0)
-      scratch = static_cast<float*>(detail::scratch(
-          detail::Scratch::Attention, sizeof(float) * static_cast<size_t>(n), stream));
-  }
-  const detail::Dims d = detail::make_dims(B, T, C, NH, drop);
-  ZT_CU_CHECK(drop.p == 0.0f || scratch != nullptr,
-              std::string("attention_forward: dropout needs scratch"));
-  const int ld3 = static_cast<int>(d.C3);
-  const auto q = [&](int b) { return qkv + int64_t{b} * T * d.C3; };
-  const auto k = [&](int b) { return q(b) + C; };
-  const auto v = [&](int b) { return q(b) + 2 * C; };
-  const auto a = [&](int b) { return att + int64_t{b} * NH * d.TT; };
-  // S = Q K^T / sqrt(hd)
-  detail::per_batch(d, false, true, T, T, d.hd, d.scale, q, ld3, d.hd, k, ld3, d.hd, a, T, d.TT,
-                    stream);
-  E* dropped = drop.p > 0.0f ? scratch : nullptr;
-  detail::softmax_forward_kernel<<<B * NH * T, detail::kRowThreads, 0, stream>>>(att, dropped, T,
-                                                                                 drop);
+void Kernels::attention_backward(E* dqkv, float* delta, const E* dout, const E* qkv, const E* out,
+                                 const float* lse, int B, int T, int C, int NH,
+                                 const DropoutParams& drop, cudaStream_t stream) {
+  size_t smem = 0;
+  const detail::Shape s = detail::make_shape(
+      B, T, C, NH, drop, [](const detail::Shape& x) { return detail::bwd_smem_bytes<E>(x, true); },
+      &smem);
+  const int64_t rows = int64_t{B} * NH * T;
+  detail::delta_kernel<E><<<static_cast<unsigned>((rows * 32 + 255) / 256), 256, 0, stream>>>(
+      delta, dout, out, s, rows);
   ZT_CU_CUDA_CHECK(cudaGetLastError());
-  // out = dropout(P) V
-  const E* src = dropped != nullptr ? dropped : att;
-  const auto s = [&](int b) { return src + int64_t{b} * NH * d.TT; };
-  const auto o = [&](int b) { return out + int64_t{b} * T * C; };
-  detail::per_batch(d, false, false, T, d.hd, T, 1.0f, s, T, d.TT, v, ld3, d.hd, o, C, d.hd,
-                    stream);
-}
-
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
-                       const DropoutParams& drop, cudaStream_t stream) {
-  Kernels::attention_forward(out, att, nullptr, qkv, B, T, C, NH, drop, stream);
-}
-
-template <typename E>
-void Kernels::attention_backward(E* dqkv, E* scratch, const E* dout, const E* qkv, const E* att,
-                                 int B, int T, int C, int NH, const DropoutParams& drop,
-                                 cudaStream_t stream) {
-  const detail::Dims d = detail::make_dims(B, T, C, NH, drop);
-  const int ld3 = static_cast<int>(d.C3);
-  const auto q = [&](int b) { return qkv + int64_t{b} * T * d.C3; };
-  const auto k = [&](int b) { return q(b) + C; };
-  const auto v = [&](int b) { return q(b) + 2 * C; };
-  const auto dq = [&](int b) { return dqkv + int64_t{b} * T * d.C3; };
-  const auto dk = [&](int b) { return dq(b) + C; };
-  const auto dv = [&](int b) { return dq(b) + 2 * C; };
-  const auto dy = [&](int b) { return dout + int64_t{b} * T * C; };
-  const auto p = [&](int b) { return att + int64_t{b} * NH * d.TT; };
-  const auto s = [&](int b) { return scratch + int64_t{b} * NH * d.TT; };
-  const auto sc = [&](int b) -> const E* { return s(b); };
-  // dV = dropout(P)^T dY
-  if (drop.p > 0.0f) {
-    detail::for_each(int64_t{B} * NH * d.TT, stream, [=] __device__(int64_t i) {
-      scratch[i] = from_float<E>(dropout_apply(to_float(att[i]), drop, static_cast<uint64_t>(i)));
-    });
-    detail::per_batch(d, true, false, T, d.hd, T, 1.0f, sc, T, d.TT, dy, C, d.hd, dv, ld3, d.hd,
-                      stream);
-  } else {
-    detail::per_batch(d, true, false, T, d.hd, T, 1.0f, p, T, d.TT, dy, C, d.hd, dv, ld3, d.hd,
-                      stream);
-  }
-  // dP = dY V^T, then through dropout and softmax in place.
-  detail::per_batch(d, false, true, T, T, d.hd, 1.0f, dy, C, d.hd, v, ld3, d.hd, s, T, d.TT,
-                    stream);
-  detail::softmax_backward_kernel<<<B * NH * T, detail::kRowThreads, 0, stream>>>(scratch, att, T,
-                                                                                  drop);
+  detail::allow_smem(detail::dkdv_kernel<E>, smem);
+  const dim3 grid_k((T + s.bk - 1) / s.bk, B * NH);
+  detail::dkdv_kernel<E>
+      <<<grid_k, detail::kThreads, smem, stream>>>(dqkv, dout, qkv, lse, delta, s, drop);
   ZT_CU_CUDA_CHECK(cudaGetLastError());
-  // dQ = dS K / sqrt(hd), dK = dS^T Q / sqrt(hd)
-  detail::per_batch(d, false, false, T, d.hd, T, d.scale, sc, T, d.TT, k, ld3, d.hd, dq, ld3, d.hd,
-                    stream);
-  detail::per_batch(d, true, false, T, d.hd, T, d.scale, sc, T, d.TT, q, ld3, d.hd, dk, ld3, d.hd,
-                    stream);
+  const size_t smem_q = detail::bwd_smem_bytes<E>(s, false);
+  detail::allow_smem(detail::dq_kernel<E>, smem_q);
+  const dim3 grid_q((T + s.bq - 1) / s.bq, B * NH);
+  detail::dq_kernel<E>
+      <<<grid_q, detail::kThreads, smem_q, stream>>>(dqkv, dout, qkv, lse, delta, s, drop);
+  ZT_CU_CUDA_CHECK(cudaGetLastError());
 }
 
-#define ZT_ATTENTION(E)                                                                        \
-  template void Kernels::attention_forward<E>(E*, E*, E*, const E*, int, int, int, int,        \
-                                              const DropoutParams&, cudaStream_t);             \
-  template void Kernels::attention_backward<E>(E*, E*, const E*, const E*, const E*, int, int, \
-                                               int, int, const DropoutParams&, cudaStream_t);
+#define ZT_ATTENTION(E)                                                                  \
+  template void Kernels::attention_forward<E>(E*, float*, const E*, int, int, int, int,  \
+                                              const DropoutParams&, cudaStream_t);       \
+  template void Kernels::attention_backward<E>(E*, float*, const E*, const E*, const E*, \
+                                               const float*, int, int, int, int,         \
+                                               const DropoutParams&, cudaStream_t);
 ZT_ATTENTION(float)
 ZT_ATTENTION(bf16)
 ZT_ATTENTION(fp16)

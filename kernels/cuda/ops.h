@@ -52,14 +52,6 @@ void gemm_mixed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, co
 void bias_gelu_forward(float* out, const float* x, const float* bias, int N, int C,
                        cudaStream_t stream);
 
-// Forward attention with dropout needs the dropped probabilities for P V while att keeps the
-// undropped ones: attention_forward_scratch_floats() says how many elements (B*NH*T*T when
-// drop.p > 0, else 0). Kernels::attention_forward uses the caller's scratch; this fp32 overload
-// always takes a grow-only internal buffer (kernels/cuda/context.h).
-int64_t attention_forward_scratch_floats(int B, int T, int NH, const DropoutParams& drop);
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
-                       const DropoutParams& drop, cudaStream_t stream);
-
 // Multi-tensor fused AdamW over a shard made of several (param, m, v, grad) ranges, one launch;
 // when `working` is not null the updated parameter is also written there in `working_type`
 // (BF16 or F16: the half working copy, in the same pass). `tensors` is normally a device array;

@@ -10,11 +10,11 @@ template <typename F>
 void for_each_field(LayerActivations& a, const GptConfig& c, int micro_batch, int tp, F&& f) {
   const TpDims d = TpDims::of(c, tp, 0);
   const int64_t n = int64_t{micro_batch} * c.seq_length, h = c.hidden, hl = d.hidden, f4 = d.ffn;
-  const int64_t att = int64_t{micro_batch} * d.heads * c.seq_length * c.seq_length;
+  const int64_t rows = int64_t{micro_batch} * d.heads * c.seq_length;  // attention query rows
   f(a.ln1_mean, n);
   f(a.ln1_rstd, n);
   f(a.qkv, 3 * n * hl);
-  f(a.att, att);
+  f(a.lse, rows);
   f(a.atty, n * hl);
   f(a.res2, n * h);
   f(a.ln2_mean, n);

@@ -1,7 +1,7 @@
 #pragma once
 // The intermediates one transformer layer's forward writes and its backward reads.
 // N = micro_batch * seq tokens, C = hidden, H = this rank's heads, C/tp and 4C/tp this rank's
-// attention and MLP widths (tensor parallelism splits qkv, att, atty and fch; the rest is
+// attention and MLP widths (tensor parallelism splits qkv, lse, atty and fch; the rest is
 // replicated).
 // The layernorm outputs and the GeLU output are not kept: backward recomputes them from what is
 // kept (input, mean, rstd; the pre-GeLU values) for a few element-wise passes, which saves
@@ -17,7 +17,7 @@ struct LayerActivations {
   float* ln1_mean = nullptr;  // [N]
   float* ln1_rstd = nullptr;  // [N]
   Ref qkv;                    // [N, 3C/tp]
-  Ref att;                    // [B, H, T, T] softmax probabilities
+  float* lse = nullptr;       // [B, H, T] attention log-sum-exp per query row
   Ref atty;                   // [N, C/tp] attention output before the projection
   Ref res2;                   // [N, C] input + attention branch
   float* ln2_mean = nullptr;  // [N]

@@ -42,17 +42,18 @@ size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
   const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length);
   const size_t h = static_cast<size_t>(c.hidden), hl = static_cast<size_t>(t.hidden);
   const size_t f = static_cast<size_t>(t.ffn);
-  const size_t att = static_cast<size_t>(micro_batch) * static_cast<size_t>(t.heads) *
-                     static_cast<size_t>(c.seq_length) * static_cast<size_t>(c.seq_length);
+  const size_t rows = static_cast<size_t>(micro_batch) * static_cast<size_t>(t.heads) *
+                      static_cast<size_t>(c.seq_length);
   const size_t e = dtype_size(c.dtype);
   return Arena::aligned(n * h * e) * 3 + Arena::aligned(n * f * e) * 2 +
-         Arena::aligned(n * 3 * hl * e) + Arena::aligned(att * e) + Arena::aligned(n * e);
+         Arena::aligned(n * 3 * hl * e) + Arena::aligned(rows * sizeof(float)) +
+         Arena::aligned(n * e);
 }
 
 LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size) {
   const TpDims t = TpDims::of(c, tp_size, 0);
   const int64_t n = int64_t{micro_batch} * c.seq_length, h = c.hidden, hl = t.hidden, f = t.ffn;
-  const int64_t att = int64_t{micro_batch} * t.heads * c.seq_length * c.seq_length;
+  const int64_t rows = int64_t{micro_batch} * t.heads * c.seq_length;
   LayerScratch s;
   s.ln = carve_typed(arena, n * h, c.dtype);
   s.ff = carve_typed(arena, n * f, c.dtype);
@@ -60,7 +61,7 @@ LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_bat
   s.d_b = carve_typed(arena, n * h, c.dtype);
   s.d_ff = carve_typed(arena, n * f, c.dtype);
   s.d_qkv = carve_typed(arena, n * 3 * hl, c.dtype);
-  s.d_att = carve_typed(arena, att, c.dtype);
+  s.delta = arena.carve({rows}, DType::F32).f32();
   s.ones = carve_typed(arena, n, c.dtype);
   return s;
 }
@@ -70,30 +71,30 @@ namespace {
 // Attention over this rank's heads. At tp = 1 one call over the batch (the mask counters are the
 // flat index into [B, H, T, T]). With tp > 1 one call per sample, each with the counter offset
 // of its global heads (tp::head_slice), so every element draws the mask tp = 1 draws for it.
-// `scratch` [B, H, T, T]: workspace the backend may use for the dropped probabilities.
-void attention_forward(const LayerDims& d, Ref out, Ref att, Ref scratch, CRef qkv,
+// lse and delta are [B, H, T] fp32.
+void attention_forward(const LayerDims& d, Ref out, float* lse, CRef qkv,
                        const DropoutParams& drop) {
   if (!tp::active(d.tp)) {
-    d.be->attention_forward(out, att, scratch, qkv, d.B, d.T, d.Cl, d.H, drop);
+    d.be->attention_forward(out, lse, qkv, d.B, d.T, d.Cl, d.H, drop);
     return;
   }
-  const int64_t tt = int64_t{d.T} * d.T;
+  const int64_t rows = int64_t{d.H} * d.T;
   for (int b = 0; b < d.B; ++b)
-    d.be->attention_forward(out + int64_t{b} * d.T * d.Cl, att + b * d.H * tt,
-                            scratch + b * d.H * tt, qkv + int64_t{b} * d.T * 3 * d.Cl, 1, d.T, d.Cl,
-                            d.H, tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
+    d.be->attention_forward(out + int64_t{b} * d.T * d.Cl, lse + b * rows,
+                            qkv + int64_t{b} * d.T * 3 * d.Cl, 1, d.T, d.Cl, d.H,
+                            tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
 }
 
-void attention_backward(const LayerDims& d, Ref dqkv, Ref scratch, CRef dout, CRef qkv, CRef att,
-                        const DropoutParams& drop) {
+void attention_backward(const LayerDims& d, Ref dqkv, float* delta, CRef dout, CRef qkv, CRef out,
+                        const float* lse, const DropoutParams& drop) {
   if (!tp::active(d.tp)) {
-    d.be->attention_backward(dqkv, scratch, dout, qkv, att, d.B, d.T, d.Cl, d.H, drop);
+    d.be->attention_backward(dqkv, delta, dout, qkv, out, lse, d.B, d.T, d.Cl, d.H, drop);
     return;
   }
-  const int64_t tt = int64_t{d.T} * d.T, q = int64_t{d.T} * 3 * d.Cl;
+  const int64_t rows = int64_t{d.H} * d.T, q = int64_t{d.T} * 3 * d.Cl, o = int64_t{d.T} * d.Cl;
   for (int b = 0; b < d.B; ++b)
-    d.be->attention_backward(dqkv + b * q, scratch + b * d.H * tt, dout + int64_t{b} * d.T * d.Cl,
-                             qkv + b * q, att + b * d.H * tt, 1, d.T, d.Cl, d.H,
+    d.be->attention_backward(dqkv + b * q, delta + b * rows, dout + b * o, qkv + b * q, out + b * o,
+                             lse + b * rows, 1, d.T, d.Cl, d.H,
                              tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
 }
 
@@ -123,8 +124,7 @@ void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRe
   }
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
   chunked_linear_forward(be, src, p.qkv, a.qkv, s.ln, N, true);
-  // The attention-gradient scratch is free during forward, like d_a below.
-  attention_forward(d, a.atty, a.att, s.d_att, a.qkv, drop.attention);
+  attention_forward(d, a.atty, a.lse, a.qkv, drop.attention);
   const Ref proj = s.d_a;  // backward scratch is free during forward
   row_parallel_forward(d, src, p.proj, proj, a.atty);
   {
@@ -169,7 +169,7 @@ void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CR
   be.dropout_backward(s.d_a, dres, nc, drop.attn_out);
   chunked_linear_backward_input(be, src, p.proj, s.d_b, s.d_a, N);
   chunked_linear_backward_params(be, src, p.proj, s.d_a, a.atty, s.ones, N);
-  attention_backward(d, s.d_qkv, s.d_att, s.d_b, a.qkv, a.att, drop.attention);
+  attention_backward(d, s.d_qkv, s.delta, s.d_b, a.qkv, a.atty, a.lse, drop.attention);
   chunked_linear_backward_input(be, src, p.qkv, s.d_a, s.d_qkv, N);
   tp::copy_to_tp_backward(be, d.tp, s.d_a, nc);
   {

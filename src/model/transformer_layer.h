@@ -34,14 +34,14 @@ struct LayerDropout {
 // Workspace shared by all layers (one layer runs at a time). F = this rank's MLP width 4C/tp,
 // Cl = its attention width C/tp, H its heads.
 struct LayerScratch {
-  Ref ln;     // [N, C] a layernorm output, produced again in backward
-  Ref ff;     // [N, F] the GeLU output, produced again in backward
-  Ref d_a;    // [N, C]
-  Ref d_b;    // [N, C]
-  Ref d_ff;   // [N, F]
-  Ref d_qkv;  // [N, 3Cl]
-  Ref d_att;  // [B, H, T, T]
-  Ref ones;   // [N] ones: the bias gradient beside a chunked weight (set by the model)
+  Ref ln;                  // [N, C] a layernorm output, produced again in backward
+  Ref ff;                  // [N, F] the GeLU output, produced again in backward
+  Ref d_a;                 // [N, C]
+  Ref d_b;                 // [N, C]
+  Ref d_ff;                // [N, F]
+  Ref d_qkv;               // [N, 3Cl]
+  float* delta = nullptr;  // [B, H, T] attention backward workspace (rowsum(dO * O))
+  Ref ones;                // [N] ones: the bias gradient beside a chunked weight (set by the model)
   static size_t bytes(const GptConfig& c, int micro_batch, int tp_size = 1);
   static LayerScratch carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);
 };

@@ -90,14 +90,14 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
   const double tp = in.tp;
   // Lower bounds, in double: every stage keeps at least ZeRO-3's 16 bytes per parameter of the
   // rank's shard (2+2+12 in half precision, more in fp32), and every run holds the fp32 logits
-  // and one layer's attention scores (at least 2 bytes each).
+  // and one layer's activations (even with checkpoints on the host, the layer in flight keeps
+  // at least its qkv, attention output, MLP input and two residual tensors, 2 bytes each).
   const double h = c.hidden, L = c.num_layers, T = c.seq_length, n = in.micro_batch * T;
   const double ffn = 4 * h;
   const double params = L * (4 * h * h + 2 * h * ffn + 9 * h + ffn) +
                         (static_cast<double>(c.padded_vocab_size) + T) * h + 2 * h;
   const double states = 16 * params / (tp * dp);
-  const double acts =
-      n * (c.padded_vocab_size / tp) * 4 + in.micro_batch * (c.heads / tp) * T * T * 2;
+  const double acts = n * (c.padded_vocab_size / tp) * 4 + n * (8 * h / tp + 2 * h) * 2;
   if (states + acts > budget.bytes) {
     if (states >= acts) refuse("at least ", states + acts, "model states", states, budget);
     refuse("at least ", states + acts, "activations", acts, budget);

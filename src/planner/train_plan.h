@@ -23,7 +23,7 @@ struct MemoryBudget {
 MemoryBudget memory_budget(const TrainOptions& o, bool cpu, int local_ranks);
 
 // Throws InputError with one line naming the largest category when the plan of `o` does not
-// fit `budget`. Bounds that need no layout (model states, logits, one layer's attention scores)
+// fit `budget`. Bounds that need no layout (model states, logits, one layer's activations)
 // are checked first, in floating point, so an absurd shape (--num-layers 10000000) is refused at
 // once, without building its layout or overflowing a byte count.
 void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget);

@@ -1,7 +1,7 @@
-// The CUDA GEMM, linear and attention kernels against the CPU backend on random inputs.
+// The CUDA GEMM and linear kernels against the CPU backend on random inputs (attention:
+// kernels_cuda_attention_test.cpp).
 // Tolerances are max |gpu - cpu| / max |cpu| (tests/max_rel_error.h):
 //   fp32 GEMM and linear: 1e-5 (both exact fp32, only the summation order differs);
-//   attention: 1e-5 forward, 1e-4 backward (two more GEMMs and the softmax backward in between);
 //   gemm_mixed: 1e-4 with an fp32 result (products of 16-bit operands are exact in fp32; tensor
 //   cores accumulate in fp32 in their own order), 8e-3 / 1e-3 with a bf16 / fp16 result (one
 //   rounding of the output: half an ulp is 2^-9 / 2^-12 of the value, doubled for safety).
@@ -133,64 +133,6 @@ TEST(CudaLinear, BackwardMatchesCpuAndIsDeterministic) {
     }
   }
 }
-
-struct AttnCase {
-  int B, T, C, NH;
-  float p;
-};
-
-class CudaAttention : public ::testing::TestWithParam<AttnCase> {};
-
-TEST_P(CudaAttention, ForwardAndBackwardMatchCpu) {
-  ZT_REQUIRE_GPU();
-  const AttnCase s = GetParam();
-  const DropoutParams drop{s.p, 1234, 99};
-  const size_t n_qkv = size_t(s.B) * s.T * 3 * s.C, n_out = size_t(s.B) * s.T * s.C;
-  const size_t n_att = size_t(s.B) * s.NH * s.T * s.T;
-  const auto qkv = random_floats(n_qkv, 20, -2.0f, 2.0f);
-  const auto dout = random_floats(n_out, 21);
-  std::vector<float> out(n_out), att(n_att), dqkv(n_qkv), scratch(n_att);
-  cpu::Kernels::attention_forward(out.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH,
-                                  drop);
-  cpu::Kernels::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(),
-                                   s.B, s.T, s.C, s.NH, drop);
-
-  DeviceVector<float> dq(qkv), dd(dout), dO(n_out), dA(n_att), dS(n_att), dG(n_qkv);
-  // Both forward overloads: internal scratch, then the caller's.
-  cuda::attention_forward(dO.get(), dA.get(), dq.get(), s.B, s.T, s.C, s.NH, drop, 0);
-  EXPECT_LE(rel_err(dO.host(), out), 1e-5);
-  EXPECT_EQ(cuda::attention_forward_scratch_floats(s.B, s.T, s.NH, drop),
-            s.p > 0 ? int64_t(n_att) : 0);
-  cuda::Kernels::attention_forward(dO.get(), dA.get(), dS.get(), dq.get(), s.B, s.T, s.C, s.NH,
-                                   drop, 0);
-  const auto got_att = dA.host();
-  EXPECT_LE(rel_err(dO.host(), out), 1e-5);
-  EXPECT_LE(rel_err(got_att, att), 1e-5);
-  for (int bh = 0; bh < s.B * s.NH; ++bh)
-    for (int i = 0; i < s.T; ++i)
-      for (int j = i + 1; j < s.T; ++j)
-        ASSERT_EQ(got_att[(size_t(bh) * s.T + i) * s.T + j], 0.0f) << "upper triangle";
-
-  std::vector<float> first;
-  for (int run = 0; run < 2; ++run) {
-    cuda::Kernels::attention_backward(dG.get(), dS.get(), dd.get(), dq.get(), dA.get(), s.B, s.T,
-                                      s.C, s.NH, drop, 0);
-    const auto got = dG.host();
-    EXPECT_LE(rel_err(got, dqkv), 1e-4);
-    if (run == 0)
-      first = got;
-    else
-      EXPECT_TRUE(same_bits(got, first));
-  }
-}
-
-// T not a multiple of anything, several heads, and dropout (a mask that disagreed with the CPU's
-// would give O(1) differences, far outside the tolerance).
-INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
-                         ::testing::Values(AttnCase{2, 16, 32, 4, 0.0f},
-                                           AttnCase{2, 37, 48, 3, 0.0f},
-                                           AttnCase{1, 70, 64, 2, 0.1f},
-                                           AttnCase{3, 29, 24, 6, 0.25f}));
 
 }  // namespace
 }  // namespace zt

@@ -1,5 +1,8 @@
-// Causal self-attention: forward against a double reference (with the same dropout mask),
-// backward against central finite differences of that reference.
+// Causal self-attention: the tiled flash kernel against the naive algorithm it replaced, kept
+// here only as the reference: the full [T, T] probabilities in double, the same dropout mask,
+// and the closed-form backward through them (itself checked against finite differences). Shapes
+// include T not a multiple of the 64-row tile, one token, several heads and batches; fp32, bf16
+// and fp16, with and without dropout.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,10 +11,16 @@
 
 #include "kernels/common/dropout.h"
 #include "kernels/cpu/ops.h"
+#include "src/core/half.h"
+#include "tests/half_vectors.h"
+#include "tests/max_rel_error.h"
 #include "tests/unit/kernels_testing.h"
 
 namespace zt {
 namespace {
+
+using test::narrow;
+using test::widen;
 
 using testing::all_close;
 using testing::finite_diff;
@@ -24,112 +33,200 @@ struct AttnCase {
   float p;
 };
 
-// out[B,T,C] and the undropped probabilities att[B,NH,T,T]. The dropout counter of att
-// element (b, h, i, j) is its flat index ((b*NH + h)*T + i)*T + j.
-void ref_attention(std::vector<double>& out, std::vector<double>& att,
-                   const std::vector<double>& qkv, const AttnCase& s, const DropoutParams& d) {
-  const int B = s.B, T = s.T, C = s.C, NH = s.NH, hd = C / NH;
-  out.assign(size_t(B) * T * C, 0);
-  att.assign(size_t(B) * NH * T * T, 0);
-  const double scale = 1.0 / std::sqrt(double(hd));
-  auto at = [&](int b, int t, int part, int h, int e) {
-    return qkv[(size_t(b) * T + t) * 3 * C + size_t(part) * C + size_t(h) * hd + e];
-  };
-  std::vector<double> row(T);
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < NH; ++h)
-      for (int i = 0; i < T; ++i) {
-        double mx = -1e300;
-        for (int j = 0; j <= i; ++j) {
-          double sdot = 0;
-          for (int e = 0; e < hd; ++e) sdot += at(b, i, 0, h, e) * at(b, j, 1, h, e);
-          row[j] = sdot * scale;
-          mx = std::fmax(mx, row[j]);
+// The naive algorithm in double. Forward: out [B,T,C] and lse [B,NH,T]. With dout given, also
+// dqkv: dV = (P*M)^T dO, dP = (dO V^T) * M, dS = P (dP - rowsum(dP P)), dQ = dS K scale,
+// dK = dS^T Q scale, M the dropout multiplier of element (b, h, i, j) at counter
+// ((b*NH + h)*T + i)*T + j.
+struct Reference {
+  std::vector<double> out, lse, dqkv;
+  Reference(const std::vector<double>& qkv, const AttnCase& s, const DropoutParams& d,
+            const std::vector<double>* dout = nullptr) {
+    const int B = s.B, T = s.T, C = s.C, NH = s.NH, hd = C / NH;
+    out.assign(size_t(B) * T * C, 0);
+    lse.assign(size_t(B) * NH * T, 0);
+    if (dout != nullptr) dqkv.assign(qkv.size(), 0);
+    const double scale = 1.0 / std::sqrt(double(hd));
+    auto at = [&](int b, int t, int part, int h) {
+      return (size_t(b) * T + t) * 3 * C + size_t(part) * C + size_t(h) * hd;
+    };
+    std::vector<double> P(size_t(T) * T), M(size_t(T) * T);
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < NH; ++h) {
+        for (int i = 0; i < T; ++i) {
+          double mx = -1e300;
+          for (int j = 0; j <= i; ++j) {
+            double sdot = 0;
+            for (int e = 0; e < hd; ++e) sdot += qkv[at(b, i, 0, h) + e] * qkv[at(b, j, 1, h) + e];
+            P[size_t(i) * T + j] = sdot * scale;
+            mx = std::fmax(mx, sdot * scale);
+          }
+          double sum = 0;
+          for (int j = 0; j <= i; ++j) sum += std::exp(P[size_t(i) * T + j] - mx);
+          lse[(size_t(b) * NH + h) * T + i] = mx + std::log(sum);
+          const size_t base = ((size_t(b) * NH + h) * T + i) * T;
+          for (int j = 0; j <= i; ++j) {
+            double& p = P[size_t(i) * T + j];
+            p = std::exp(p - mx) / sum;
+            M[size_t(i) * T + j] = dropout_scale(d, base + j);
+            for (int e = 0; e < hd; ++e)
+              out[(size_t(b) * T + i) * C + size_t(h) * hd + e] +=
+                  p * M[size_t(i) * T + j] * qkv[at(b, j, 2, h) + e];
+          }
         }
-        double sum = 0;
-        for (int j = 0; j <= i; ++j) sum += (row[j] = std::exp(row[j] - mx));
-        const size_t base = ((size_t(b) * NH + h) * T + i) * T;
-        for (int j = 0; j <= i; ++j) {
-          const double p = row[j] / sum;
-          att[base + j] = p;
-          const double pd = p * dropout_scale(d, base + j);
-          for (int e = 0; e < hd; ++e)
-            out[(size_t(b) * T + i) * C + size_t(h) * hd + e] += pd * at(b, j, 2, h, e);
+        if (dout == nullptr) continue;
+        auto dO = [&](int i) { return &(*dout)[(size_t(b) * T + i) * C + size_t(h) * hd]; };
+        for (int i = 0; i < T; ++i) {
+          std::vector<double> dS(size_t(i) + 1);
+          double dot = 0;
+          for (int j = 0; j <= i; ++j) {
+            const double pm = P[size_t(i) * T + j] * M[size_t(i) * T + j];
+            double dpd = 0;
+            for (int e = 0; e < hd; ++e) {
+              dqkv[at(b, j, 2, h) + e] += pm * dO(i)[e];
+              dpd += dO(i)[e] * qkv[at(b, j, 2, h) + e];
+            }
+            dS[j] = dpd * M[size_t(i) * T + j];
+            dot += dS[j] * P[size_t(i) * T + j];
+          }
+          for (int j = 0; j <= i; ++j) {
+            const double ds = P[size_t(i) * T + j] * (dS[j] - dot) * scale;
+            for (int e = 0; e < hd; ++e) {
+              dqkv[at(b, i, 0, h) + e] += ds * qkv[at(b, j, 1, h) + e];
+              dqkv[at(b, j, 1, h) + e] += ds * qkv[at(b, i, 0, h) + e];
+            }
+          }
         }
       }
+  }
+};
+
+// Forward and backward of the kernel in H on inputs representable in H (returned widened).
+struct Outputs {
+  std::vector<float> qkv, dout, out, lse, dqkv;
+};
+template <typename H>
+Outputs run(const AttnCase& s, const DropoutParams& d, uint32_t seed) {
+  Outputs r;
+  r.qkv = widen(narrow<H>(random_floats(size_t(s.B) * s.T * 3 * s.C, seed, -1.5f, 1.5f)));
+  r.dout = widen(narrow<H>(random_floats(size_t(s.B) * s.T * s.C, seed + 1)));
+  const auto qkv = narrow<H>(r.qkv), dout = narrow<H>(r.dout);
+  std::vector<H> out(dout.size(), from_float<H>(7.0f)), dqkv(qkv.size(), from_float<H>(5.0f));
+  r.lse.assign(size_t(s.B) * s.NH * s.T, 9.0f);
+  std::vector<float> delta(r.lse.size(), -3.0f);
+  cpu::Kernels::attention_forward(out.data(), r.lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, d);
+  cpu::Kernels::attention_backward(dqkv.data(), delta.data(), dout.data(), qkv.data(), out.data(),
+                                   r.lse.data(), s.B, s.T, s.C, s.NH, d);
+  r.out = widen(out);
+  r.dqkv = widen(dqkv);
+  return r;
+}
+
+double rel_err(const std::vector<float>& got, const std::vector<double>& want) {
+  std::vector<float> w(want.begin(), want.end());
+  return test::max_rel_error(got.data(), w.data(), w.size());
 }
 
 class KernelsAttention : public ::testing::TestWithParam<AttnCase> {};
 
-TEST_P(KernelsAttention, ForwardMatchesReference) {
+// fp32: the tiled online softmax matches the naive one to fp32 rounding.
+TEST_P(KernelsAttention, Fp32MatchesNaive) {
   const AttnCase s = GetParam();
   const DropoutParams d{s.p, 1234, 77};
-  const auto qkv = random_floats(size_t(s.B) * s.T * 3 * s.C, 1, -1.5f, 1.5f);
-  std::vector<float> out(size_t(s.B) * s.T * s.C), att(size_t(s.B) * s.NH * s.T * s.T, 9.0f);
-  cpu::Kernels::attention_forward(out.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH,
-                                  d);
-  std::vector<double> ow, aw;
-  ref_attention(ow, aw, to_double(qkv), s, d);
-  EXPECT_TRUE(all_close(att, aw, 1e-5, 1e-7));
-  EXPECT_TRUE(all_close(out, ow, 1e-5, 1e-5));
-  // Above the diagonal: exactly zero.
-  for (int bh = 0; bh < s.B * s.NH; ++bh)
-    for (int i = 0; i < s.T; ++i)
-      for (int j = i + 1; j < s.T; ++j)
-        ASSERT_EQ(att[(size_t(bh) * s.T + i) * s.T + j], 0.0f) << bh << " " << i << " " << j;
+  const Outputs r = run<float>(s, d, 1);
+  const auto dout = to_double(r.dout);
+  const Reference ref(to_double(r.qkv), s, d, &dout);
+  EXPECT_TRUE(all_close(r.out, ref.out, 1e-5, 1e-6));
+  EXPECT_TRUE(all_close(r.lse, ref.lse, 1e-6, 1e-6));
+  EXPECT_TRUE(all_close(r.dqkv, ref.dqkv, 1e-4, 1e-5 * max_abs(ref.dqkv)));
 }
 
-class KernelsAttentionGrad : public ::testing::TestWithParam<AttnCase> {};
-
-TEST_P(KernelsAttentionGrad, BackwardMatchesFiniteDifferences) {
-  const AttnCase s = GetParam();
-  const DropoutParams d{s.p, 99, 5};
-  const auto qkv = random_floats(size_t(s.B) * s.T * 3 * s.C, 2, -1.5f, 1.5f);
-  const auto R = random_floats(size_t(s.B) * s.T * s.C, 3);  // L = sum R * out
-  std::vector<float> out(R.size()), att(size_t(s.B) * s.NH * s.T * s.T);
-  cpu::Kernels::attention_forward(out.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH,
-                                  d);
-  std::vector<float> dqkv(qkv.size(), 5.0f), scratch(att.size(), -3.0f);
-  cpu::Kernels::attention_backward(dqkv.data(), scratch.data(), R.data(), qkv.data(), att.data(),
-                                   s.B, s.T, s.C, s.NH, d);
-  const auto Rd = to_double(R);
-  const auto g = finite_diff(
-      [&](const std::vector<double>& x) {
-        std::vector<double> o, a;
-        ref_attention(o, a, x, s, d);
-        double L = 0;
-        for (size_t i = 0; i < o.size(); ++i) L += Rd[i] * o[i];
-        return L;
-      },
-      to_double(qkv));
-  EXPECT_TRUE(all_close(dqkv, g, 1e-4, 1e-4 * max_abs(g)));
+// Half: the same algorithm with the dropped probabilities and dS rounded to H, so the error
+// is a few roundings of H (relative to the largest element), the statistics stay fp32.
+template <typename H>
+void expect_half_close(const AttnCase& s, double tol) {
+  const DropoutParams d{s.p, 4321, 3};
+  const Outputs r = run<H>(s, d, 5);
+  const auto dout = to_double(r.dout);
+  const Reference ref(to_double(r.qkv), s, d, &dout);
+  EXPECT_LE(rel_err(r.out, ref.out), tol);
+  EXPECT_TRUE(all_close(r.lse, ref.lse, 1e-5, 1e-5));
+  EXPECT_LE(rel_err(r.dqkv, ref.dqkv), tol);
+}
+TEST_P(KernelsAttention, Bf16MatchesNaive) {
+  expect_half_close<bf16>(GetParam(), 2e-2);
+}
+TEST_P(KernelsAttention, Fp16MatchesNaive) {
+  expect_half_close<fp16>(GetParam(), 3e-3);
 }
 
-const auto kSmallShapes = ::testing::Values(AttnCase{1, 1, 4, 1, 0.0f},   // one token
-                                            AttnCase{2, 7, 12, 3, 0.0f},  // odd sizes
-                                            AttnCase{2, 7, 12, 3, 0.3f},  // with dropout
-                                            AttnCase{1, 70, 8, 2, 0.0f},  // two row blocks
-                                            AttnCase{1, 70, 8, 2, 0.2f});
-INSTANTIATE_TEST_SUITE_P(Small, KernelsAttention, kSmallShapes);
-INSTANTIATE_TEST_SUITE_P(ThreeBlocks, KernelsAttention,
-                         ::testing::Values(AttnCase{2, 130, 64, 4, 0.1f}));
-// Finite differences (2 forward passes per input) only on the small shapes.
-INSTANTIATE_TEST_SUITE_P(Small, KernelsAttentionGrad, kSmallShapes);
+INSTANTIATE_TEST_SUITE_P(Shapes, KernelsAttention,
+                         ::testing::Values(AttnCase{1, 1, 4, 1, 0.0f},     // one token
+                                           AttnCase{2, 7, 12, 3, 0.0f},    // odd sizes
+                                           AttnCase{2, 7, 12, 3, 0.3f},    // with dropout
+                                           AttnCase{1, 64, 16, 2, 0.0f},   // exactly one tile
+                                           AttnCase{1, 70, 8, 2, 0.2f},    // a partial tile
+                                           AttnCase{2, 130, 64, 4, 0.1f},  // three tiles
+                                           AttnCase{1, 200, 256, 2, 0.0f}  // hd 128
+                                           ));
+
+// The closed-form reference backward against central finite differences of its forward.
+TEST(KernelsAttention, ReferenceBackwardMatchesFiniteDifferences) {
+  for (const AttnCase s : {AttnCase{2, 7, 12, 3, 0.0f}, AttnCase{1, 9, 8, 2, 0.3f}}) {
+    const DropoutParams d{s.p, 99, 5};
+    const auto qkv = to_double(random_floats(size_t(s.B) * s.T * 3 * s.C, 2, -1.5f, 1.5f));
+    const auto R = to_double(random_floats(size_t(s.B) * s.T * s.C, 3));  // L = sum R * out
+    const Reference ref(qkv, s, d, &R);
+    const auto g = finite_diff(
+        [&](const std::vector<double>& x) {
+          const Reference f(x, s, d);
+          double L = 0;
+          for (size_t i = 0; i < f.out.size(); ++i) L += R[i] * f.out[i];
+          return L;
+        },
+        qkv);
+    EXPECT_TRUE(all_close(ref.dqkv, g, 1e-6, 1e-6 * max_abs(g)));
+  }
+}
 
 TEST(KernelsAttention, DropoutReproducibleAndOffsetDependent) {
-  // (The forward test above already pins the counter to the flat att index.)
   const AttnCase s{1, 16, 8, 2, 0.5f};
   const auto qkv = random_floats(size_t(s.B) * s.T * 3 * s.C, 4);
-  std::vector<float> o1(size_t(s.T) * s.C), o2(o1.size()), o3(o1.size()),
-      att(size_t(s.NH) * s.T * s.T);
-  cpu::Kernels::attention_forward(o1.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH,
+  std::vector<float> o1(size_t(s.T) * s.C), o2(o1.size()), o3(o1.size()), lse(size_t(s.NH) * s.T);
+  cpu::Kernels::attention_forward(o1.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH,
                                   {0.5f, 1, 0});
-  cpu::Kernels::attention_forward(o2.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH,
+  cpu::Kernels::attention_forward(o2.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH,
                                   {0.5f, 1, 0});
-  cpu::Kernels::attention_forward(o3.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH,
+  cpu::Kernels::attention_forward(o3.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH,
                                   {0.5f, 1, 1});
   EXPECT_TRUE(testing::bitwise_equal(o1, o2));
   EXPECT_FALSE(testing::bitwise_equal(o1, o3));
+}
+
+// A batch split into single samples with the counter offset of each sample's heads (what the
+// tensor-parallel layer does per sample) gives the bits of the whole batch.
+TEST(KernelsAttention, PerSampleCallsWithHeadOffsetsEqualTheBatch) {
+  const AttnCase s{3, 70, 16, 2, 0.3f};
+  const DropoutParams d{0.3f, 8, 11};
+  const auto qkv = random_floats(size_t(s.B) * s.T * 3 * s.C, 6);
+  const auto dout = random_floats(size_t(s.B) * s.T * s.C, 7);
+  const size_t rows = size_t(s.NH) * s.T;
+  std::vector<float> o1(dout.size()), l1(s.B * rows), g1(qkv.size()), w(l1.size());
+  std::vector<float> o2 = o1, l2 = l1, g2 = g1;
+  cpu::Kernels::attention_forward(o1.data(), l1.data(), qkv.data(), s.B, s.T, s.C, s.NH, d);
+  cpu::Kernels::attention_backward(g1.data(), w.data(), dout.data(), qkv.data(), o1.data(),
+                                   l1.data(), s.B, s.T, s.C, s.NH, d);
+  for (int b = 0; b < s.B; ++b) {
+    DropoutParams db = d;
+    db.offset += uint64_t(b) * s.NH * s.T * s.T;
+    const size_t q = size_t(b) * s.T * 3 * s.C, o = size_t(b) * s.T * s.C;
+    cpu::Kernels::attention_forward(o2.data() + o, l2.data() + b * rows, qkv.data() + q, 1, s.T,
+                                    s.C, s.NH, db);
+    cpu::Kernels::attention_backward(g2.data() + q, w.data(), dout.data() + o, qkv.data() + q,
+                                     o2.data() + o, l2.data() + b * rows, 1, s.T, s.C, s.NH, db);
+  }
+  EXPECT_TRUE(testing::bitwise_equal(o1, o2));
+  EXPECT_TRUE(testing::bitwise_equal(l1, l2));
+  EXPECT_TRUE(testing::bitwise_equal(g1, g2));
 }
 
 }  // namespace

@@ -106,13 +106,13 @@ TEST(KernelsDeterminism, Attention) {
     expect_reproducible(
         "attention",
         [&] {
-          std::vector<float> out(size_t(N) * C), att(size_t(B) * NH * T * T), scratch(att.size()),
+          std::vector<float> out(size_t(N) * C), lse(size_t(B) * NH * T), delta(lse.size()),
               dqkv(qkv.size());
-          cpu::Kernels::attention_forward(out.data(), att.data(), nullptr, qkv.data(), B, T, C, NH,
+          cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH,
                                           {p, 3, 0});
-          cpu::Kernels::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(),
-                                           att.data(), B, T, C, NH, {p, 3, 0});
-          return std::vector<std::vector<float>>{out, att, dqkv};
+          cpu::Kernels::attention_backward(dqkv.data(), delta.data(), dout.data(), qkv.data(),
+                                           out.data(), lse.data(), B, T, C, NH, {p, 3, 0});
+          return std::vector<std::vector<float>>{out, lse, dqkv};
         },
         true);
   }

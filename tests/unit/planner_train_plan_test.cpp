@@ -40,8 +40,8 @@ std::string refusal(const TrainOptions& o, double budget_bytes, double* seconds)
 TEST(TrainPlan, AbsurdShapesAreRefusedAtOnce) {
   double s = 0;
   TrainOptions o = small();
-  o.seq_length = 1000000;
-  std::string e = refusal(o, 24e9, &s);
+  o.seq_length = 1000000;  // (attention keeps nothing of size T x T: 1.2 GB at least)
+  std::string e = refusal(o, 1e9, &s);
   EXPECT_NE(e.find("the largest part activations"), std::string::npos) << e;
   EXPECT_LT(s, 0.05);
   o = small();

@@ -1,0 +1,102 @@
+// The CUDA flash attention against the CPU flash attention (the same algorithm and
+// kernels/common/attention.h math; the CPU one is checked against the naive algorithm in
+// tests/unit/kernels_attention_test.cpp) on the same inputs, representable in the working
+// precision. Tolerances are max |gpu - cpu| / max |cpu| (tests/max_rel_error.h):
+//   fp32: 1e-5 forward and lse, 1e-4 backward (fp32 both, only the summation order differs);
+//   bf16 / fp16: both round the dropped probabilities and dS to T once, as operands of products
+//   with fp32 accumulation, but a value near a rounding boundary can land on either side, so a
+//   few ulps of T: 2e-2 / 3e-3 (the CPU-vs-naive tolerance), lse 1e-5 (fp32 statistics).
+// Shapes: T not a multiple of the 64 (or smaller) tile, one token, several heads and batches,
+// head sizes not a multiple of 16 and up to 128, with and without dropout (a mask that
+// disagreed with the CPU's would give O(1) differences). Backward run twice must give
+// identical bits (no atomics).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/ops.h"
+#include "kernels/cuda/ops.h"
+#include "src/core/half.h"
+#include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/kernels_cuda_testing.h"
+#include "tests/half_vectors.h"
+
+namespace zt {
+namespace {
+
+using test::narrow;
+using test::widen;
+
+using gpu_test::DeviceVector;
+using gpu_test::random_floats;
+using gpu_test::rel_err;
+using gpu_test::same_bits;
+
+struct AttnCase {
+  int B, T, C, NH;
+  float p;
+};
+
+template <typename H>
+void check(const AttnCase& s, double tol_out, double tol_grad) {
+  const DropoutParams drop{s.p, 1234, 99};
+  const size_t n_qkv = size_t(s.B) * s.T * 3 * s.C, n_out = size_t(s.B) * s.T * s.C;
+  const size_t rows = size_t(s.B) * s.NH * s.T;
+  const auto qkv = narrow<H>(random_floats(n_qkv, 20, -2.0f, 2.0f));
+  const auto dout = narrow<H>(random_floats(n_out, 21));
+  std::vector<H> out(n_out), dqkv(n_qkv);
+  std::vector<float> lse(rows), delta(rows);
+  cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, drop);
+  cpu::Kernels::attention_backward(dqkv.data(), delta.data(), dout.data(), qkv.data(), out.data(),
+                                   lse.data(), s.B, s.T, s.C, s.NH, drop);
+
+  DeviceVector<H> dq(qkv), dd(dout), dO(n_out), dG(n_qkv);
+  DeviceVector<float> dL(rows), dD(rows);
+  cuda::Kernels::attention_forward(dO.get(), dL.get(), dq.get(), s.B, s.T, s.C, s.NH, drop, 0);
+  const auto got_out = dO.host();
+  EXPECT_LE(rel_err(widen(got_out), widen(out)), tol_out) << "forward";
+  EXPECT_LE(rel_err(dL.host(), lse), 1e-5) << "lse";
+  // Backward from the CPU's forward (the same out and lse), so only backward differs.
+  dO.upload(out);
+  dL.upload(lse);
+  std::vector<H> first;
+  for (int run = 0; run < 2; ++run) {
+    cuda::Kernels::attention_backward(dG.get(), dD.get(), dd.get(), dq.get(), dO.get(), dL.get(),
+                                      s.B, s.T, s.C, s.NH, drop, 0);
+    const auto got = dG.host();
+    EXPECT_LE(rel_err(widen(got), widen(dqkv)), tol_grad) << "backward";
+    if (run == 0)
+      first = got;
+    else
+      EXPECT_TRUE(same_bits(got, first)) << "backward is deterministic";
+  }
+}
+
+class CudaAttention : public ::testing::TestWithParam<AttnCase> {};
+
+TEST_P(CudaAttention, Fp32MatchesCpu) {
+  ZT_REQUIRE_GPU();
+  check<float>(GetParam(), 1e-5, 1e-4);
+}
+TEST_P(CudaAttention, Bf16MatchesCpu) {
+  ZT_REQUIRE_GPU();
+  check<bf16>(GetParam(), 2e-2, 2e-2);
+}
+TEST_P(CudaAttention, Fp16MatchesCpu) {
+  ZT_REQUIRE_GPU();
+  check<fp16>(GetParam(), 3e-3, 3e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
+                         ::testing::Values(AttnCase{1, 1, 16, 1, 0.0f},       // one token
+                                           AttnCase{2, 16, 32, 4, 0.0f},      // one partial tile
+                                           AttnCase{2, 37, 48, 3, 0.0f},      // hd 16
+                                           AttnCase{3, 29, 24, 6, 0.25f},     // hd 4, dropout
+                                           AttnCase{1, 70, 40, 2, 0.1f},      // hd 20, two tiles
+                                           AttnCase{2, 200, 256, 4, 0.1f},    // hd 64, 4 tiles
+                                           AttnCase{1, 130, 256, 2, 0.0f}));  // hd 128
+
+}  // namespace
+}  // namespace zt
