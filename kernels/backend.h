@@ -86,6 +86,18 @@ class Backend {
                                      int V, int v_real, float dloss) = 0;
   virtual void adamw(float* param, float* m, float* v, const float* g, int64_t n,
                      const cpu::AdamWParams& p) = 0;
+  // The three passes of the vocab-parallel cross-entropy (logits fp32 or the working precision).
+  virtual void vocab_ce_max(CRef logits, float* mx, int N, int V, int v_begin, int v_real) = 0;
+  virtual void vocab_ce_sum_exp(Ref logits, float* sum_z, const float* mx, const int32_t* targets,
+                                int N, int V, int v_begin, int v_real) = 0;
+  virtual void vocab_ce_grad(Ref logits, float* losses, const float* mx, const float* sum_z,
+                             const int32_t* targets, int N, int V, int v_begin, int v_real,
+                             float dloss) = 0;
+  // Multi-tensor forms; the tables are host memory, x_type / grad_type their elements' dtype.
+  virtual void sum_squares_multi(double* out, double* partials, const NormSegment* segs, int count,
+                                 DType x_type) = 0;
+  virtual void adamw_multi(const AdamWSegment* segs, int count, DType grad_type,
+                           const cpu::AdamWParams& p) = 0;
   virtual double sum_squares(const float* x, int64_t n) = 0;
   virtual double sum_squares(const bf16* x, int64_t n) = 0;
   virtual double sum_squares(const fp16* x, int64_t n) = 0;

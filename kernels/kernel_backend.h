@@ -161,6 +161,39 @@ class KernelBackend : public Backend {
              const cpu::AdamWParams& p) override {
     Kernels::adamw(param, m, v, g, n, p, on());
   }
+  void vocab_ce_max(CRef logits, float* mx, int N, int V, int v_begin, int v_real) override {
+    visit_dtype(logits.t, [&](auto t) {
+      using T = decltype(t);
+      Kernels::vocab_ce_max(logits.as<T>(), mx, N, V, v_begin, v_real, on());
+    });
+  }
+  void vocab_ce_sum_exp(Ref logits, float* sum_z, const float* mx, const int32_t* targets, int N,
+                        int V, int v_begin, int v_real) override {
+    visit_dtype(logits.t, [&](auto t) {
+      using T = decltype(t);
+      Kernels::vocab_ce_sum_exp(logits.as<T>(), sum_z, mx, targets, N, V, v_begin, v_real, on());
+    });
+  }
+  void vocab_ce_grad(Ref logits, float* losses, const float* mx, const float* sum_z,
+                     const int32_t* targets, int N, int V, int v_begin, int v_real,
+                     float dloss) override {
+    visit_dtype(logits.t, [&](auto t) {
+      using T = decltype(t);
+      Kernels::vocab_ce_grad(logits.as<T>(), losses, mx, sum_z, targets, N, V, v_begin, v_real,
+                             dloss, on());
+    });
+  }
+  void sum_squares_multi(double* out, double* partials, const NormSegment* segs, int count,
+                         DType x_type) override {
+    visit_dtype(x_type, [&](auto t) {
+      Kernels::template sum_squares_multi<decltype(t)>(out, partials, segs, count, on());
+    });
+  }
+  void adamw_multi(const AdamWSegment* segs, int count, DType grad_type,
+                   const cpu::AdamWParams& p) override {
+    visit_dtype(grad_type,
+                [&](auto t) { Kernels::template adamw_multi<decltype(t)>(segs, count, p, on()); });
+  }
   // The overloads the interface spells out per dtype forward as they are.
   double sum_squares(const float* x, int64_t n) override {
     return Kernels::sum_squares(x, n, on());

@@ -22,4 +22,21 @@ ZT_HD float softmax_cross_entropy_row(float* row, int V, int v_real, int target,
   return std::log(sum) - z;
 }
 
+// The vocab-parallel passes (kernels/ops.inc vocab_ce_*) on a shard of `V` columns starting at
+// global column v_begin, of which the global first v_real are real.
+// Real columns of the shard (a shard may be all padding).
+ZT_HD int vocab_ce_real(int V, int v_begin, int v_real) {
+  const int r = v_real - v_begin;
+  return r < 0 ? 0 : (r > V ? V : r);
+}
+// The target's column in this shard, or -1 when another shard holds it.
+ZT_HD int vocab_ce_local_target(int target, int V, int v_begin) {
+  const int t = target - v_begin;
+  return t >= 0 && t < V ? t : -1;
+}
+// loss = log s - z, with s = Σ exp(l - max) over the whole row and z = l[target] - max.
+ZT_HD float vocab_ce_loss(float sum, float z) {
+  return std::log(sum) - z;
+}
+
 }  // namespace zt

@@ -8,6 +8,7 @@
 
 #include "kernels/common/adamw.h"
 #include "kernels/common/dropout.h"
+#include "kernels/common/multi_tensor.h"
 #include "src/core/dtype.h"
 #include "src/core/half.h"
 

@@ -1,5 +1,6 @@
 #include <cstdint>
 
+#include "kernels/common/multi_tensor.h"
 #include "kernels/common/reduce.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/parallel.h"
@@ -7,17 +8,15 @@
 namespace zt::cpu {
 namespace {
 
-// Deterministic for any thread count: the range is cut into kBlocks fixed blocks (independent
-// of the thread count), each block sums in 8 double lanes, and the block partials are added in
-// block order. No allocation: the partials live on the stack.
+// Deterministic for any thread count: the range is cut into kNormBlocks fixed blocks
+// (kernels/common/multi_tensor.h, independent of the thread count), each block sums in 8 double
+// lanes into part[block], and the caller adds the partials in block order.
 template <typename T>
-double sum_squares_impl(const T* x, int64_t n) {
-  constexpr int kBlocks = 64;
+void block_partials(const T* x, int64_t n, double* part) {
   constexpr int kL = 8;
-  double part[kBlocks];
 #pragma omp parallel for schedule(static) if (n >= detail::kParallelMin)
-  for (int blk = 0; blk < kBlocks; ++blk) {
-    const int64_t lo = n * blk / kBlocks, hi = n * (blk + 1) / kBlocks;
+  for (int blk = 0; blk < kNormBlocks; ++blk) {
+    const int64_t lo = norm_block_begin(n, blk), hi = norm_block_begin(n, blk + 1);
     double acc[kL] = {};
     int64_t i = lo;
     for (; i + kL <= hi; i += kL)
@@ -25,9 +24,20 @@ double sum_squares_impl(const T* x, int64_t n) {
     for (int l = 0; i + l < hi; ++l) acc[l] += square_f64(x[i + l]);
     part[blk] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
   }
+}
+
+double add_partials(const double* part) {
   double s = 0;
-  for (int blk = 0; blk < kBlocks; ++blk) s += part[blk];
+  for (int blk = 0; blk < kNormBlocks; ++blk) s += part[blk];
   return s;
+}
+
+// No allocation: the partials live on the stack.
+template <typename T>
+double sum_squares_impl(const T* x, int64_t n) {
+  double part[kNormBlocks];
+  block_partials(x, n, part);
+  return add_partials(part);
 }
 
 template <typename T>
@@ -59,5 +69,21 @@ bool Kernels::has_inf_or_nan(const bf16* x, int64_t n, Exec) {
 bool Kernels::has_inf_or_nan(const fp16* x, int64_t n, Exec) {
   return has_inf_or_nan_impl(x, n);
 }
+
+// Segment by segment, each as sum_squares, added in table order.
+template <typename T>
+void Kernels::sum_squares_multi(double* out, double* partials, const NormSegment* segs, int count,
+                                Exec) {
+  double total = 0;
+  for (int k = 0; k < count; ++k) {
+    block_partials(static_cast<const T*>(segs[k].x), segs[k].n, partials);
+    total += add_partials(partials);
+  }
+  *out = total;
+}
+
+template void Kernels::sum_squares_multi<float>(double*, double*, const NormSegment*, int, Exec);
+template void Kernels::sum_squares_multi<bf16>(double*, double*, const NormSegment*, int, Exec);
+template void Kernels::sum_squares_multi<fp16>(double*, double*, const NormSegment*, int, Exec);
 
 }  // namespace zt::cpu

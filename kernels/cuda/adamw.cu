@@ -1,9 +1,9 @@
 // AdamW on fp32 master parameters (adamw_update from kernels/common/adamw.h, the same constants
-// as the CPU backend from adamw_consts), single tensor and multi-tensor.
+// as the CPU backend from adamw_consts), single tensor and multi-tensor (one launch per
+// kMultiTensorGroup segments, the group passed by value).
 #include <cstdint>
 
 #include "kernels/common/adamw.h"
-#include "kernels/common/cast.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/cublas_check.h"
 #include "kernels/cuda/launch.cuh"
@@ -13,27 +13,26 @@ namespace zt::cuda {
 namespace detail {
 namespace {
 
-// blockIdx.y picks the tensor, blockIdx.x and the threads stride over its elements. The
-// descriptors are read from device memory, so the host never needs the sizes.
-template <typename W>
-__global__ void adamw_multi_kernel(const AdamWTensor* tensors, AdamWConsts c) {
-  const AdamWTensor t = tensors[blockIdx.y];
-  W* working = static_cast<W*>(t.working);
-  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < t.n; i += stride) {
-    float p = t.param[i], m = t.m[i], v = t.v[i];
-    adamw_update(p, m, v, t.grad[i], c);
-    t.param[i] = p;
-    t.m[i] = m;
-    t.v[i] = v;
-    if (working != nullptr) working[i] = from_float<W>(p);
-  }
-}
+// One group of the table, by value: the kernel reads it from its parameters.
+struct AdamWGroup {
+  AdamWSegment seg[kMultiTensorGroup];
+};
+static_assert(sizeof(AdamWGroup) + sizeof(AdamWConsts) <= 4096, "kernel parameters over 4 KiB");
 
-bool is_device_pointer(const void* p) {
-  cudaPointerAttributes attr{};
-  ZT_CU_CUDA_CHECK(cudaPointerGetAttributes(&attr, p));
-  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+// blockIdx.y picks the segment, blockIdx.x and the threads stride over its elements.
+template <typename G>
+__global__ void adamw_multi_kernel(const AdamWGroup group, AdamWConsts c) {
+  const AdamWSegment s = group.seg[blockIdx.y];
+  c.weight_decay = s.weight_decay;
+  const G* g = static_cast<const G*>(s.grad);
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < s.n; i += stride) {
+    float p = s.param[i], m = s.m[i], v = s.v[i];
+    adamw_update(p, m, v, to_float(g[i]), c);
+    s.param[i] = p;
+    s.m[i] = m;
+    s.v[i] = v;
+  }
 }
 
 void check_step(const AdamWParams& p) {
@@ -51,34 +50,28 @@ void Kernels::adamw(float* param, float* m, float* v, const float* g, int64_t n,
                    [=] __device__(int64_t i) { adamw_update(param[i], m[i], v[i], g[i], c); });
 }
 
-void adamw_multi(const AdamWTensor* tensors, int count, DType working_type, const AdamWParams& p,
-                 cudaStream_t stream) {
+template <typename G>
+void Kernels::adamw_multi(const AdamWSegment* segs, int count, const AdamWParams& p,
+                          cudaStream_t stream) {
   detail::check_step(p);
   ZT_CU_CHECK(count >= 0, detail::cat("adamw_multi: count ", count, " < 0"));
-  if (count == 0) return;
-  ZT_CU_CHECK(
-      working_type == DType::BF16 || working_type == DType::F16,
-      detail::cat("adamw_multi: working copy type ", dtype_name(working_type), " (bf16 or fp16)"));
   const AdamWConsts c = adamw_consts(p);
-  const AdamWTensor* d_tensors = tensors;
-  if (!detail::is_device_pointer(tensors)) {
-    const size_t bytes = sizeof(AdamWTensor) * static_cast<size_t>(count);
-    auto* buf = static_cast<AdamWTensor*>(detail::scratch(detail::Scratch::AdamW, bytes, stream));
-    ZT_CU_CUDA_CHECK(cudaMemcpyAsync(buf, tensors, bytes, cudaMemcpyHostToDevice, stream));
-    d_tensors = buf;
-  }
-  // gridDim.y is at most 65535: larger counts take several launches.
-  constexpr int kMaxY = 65535;
   const int blocks_x = detail::sm_count() * 4;
-  for (int first = 0; first < count; first += kMaxY) {
-    const int n = count - first < kMaxY ? count - first : kMaxY;
+  for (int base = 0; base < count; base += kMultiTensorGroup) {
+    const int n = count - base < kMultiTensorGroup ? count - base : kMultiTensorGroup;
+    detail::AdamWGroup group{};
+    for (int k = 0; k < n; ++k) group.seg[k] = segs[base + k];
     const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(n));
-    if (working_type == DType::BF16)
-      detail::adamw_multi_kernel<bf16><<<grid, detail::kThreads, 0, stream>>>(d_tensors + first, c);
-    else
-      detail::adamw_multi_kernel<fp16><<<grid, detail::kThreads, 0, stream>>>(d_tensors + first, c);
+    detail::adamw_multi_kernel<G><<<grid, detail::kThreads, 0, stream>>>(group, c);
     ZT_CU_CUDA_CHECK(cudaGetLastError());
   }
 }
+
+template void Kernels::adamw_multi<float>(const AdamWSegment*, int, const AdamWParams&,
+                                          cudaStream_t);
+template void Kernels::adamw_multi<bf16>(const AdamWSegment*, int, const AdamWParams&,
+                                         cudaStream_t);
+template void Kernels::adamw_multi<fp16>(const AdamWSegment*, int, const AdamWParams&,
+                                         cudaStream_t);
 
 }  // namespace zt::cuda

@@ -2,7 +2,7 @@
 // The CUDA backend's kernels, on device pointers. The operations both backends implement are the
 // static members of cuda::Kernels, declared once in kernels/ops.inc (read it for each contract),
 // each enqueued on the stream passed as its last argument (Exec = cudaStream_t). This header adds
-// what only CUDA has: the fp32 and mixed GEMM engines, fused epilogues, the multi-tensor AdamW.
+// what only CUDA has: the fp32 and mixed GEMM engines and fused epilogues.
 // Element-wise and reduction math comes from kernels/common, so the CPU tests cover it.
 // Functions that return a host value (sum_squares, has_inf_or_nan) synchronise the stream.
 //
@@ -21,6 +21,7 @@
 
 #include "kernels/common/adamw.h"
 #include "kernels/common/dropout.h"
+#include "kernels/common/multi_tensor.h"
 #include "src/core/dtype.h"
 #include "src/core/half.h"
 
@@ -51,20 +52,5 @@ void gemm_mixed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, co
 // out[N,C] = gelu(x + bias[C]) (fused bias + GeLU when the GEMM cannot take the epilogue).
 void bias_gelu_forward(float* out, const float* x, const float* bias, int N, int C,
                        cudaStream_t stream);
-
-// Multi-tensor fused AdamW over a shard made of several (param, m, v, grad) ranges, one launch;
-// when `working` is not null the updated parameter is also written there in `working_type`
-// (BF16 or F16: the half working copy, in the same pass). `tensors` is normally a device array;
-// a host array is copied to an internal device buffer first (kernels/cuda/context.h).
-struct AdamWTensor {
-  float* param;
-  float* m;
-  float* v;
-  const float* grad;
-  void* working;
-  int64_t n;
-};
-void adamw_multi(const AdamWTensor* tensors, int count, DType working_type, const AdamWParams& p,
-                 cudaStream_t stream);
 
 }  // namespace zt::cuda

@@ -6,15 +6,22 @@
 // CUB versions before 2.x take an int item count, so long ranges are reduced in chunks of
 // kChunk items whose partials are added on the host in chunk order. Temp storage and the partial
 // results live in the grow-only Scratch::Reduce buffer (context.h), not allocated per call.
+//
+// sum_squares_multi is the optimizer's form: two launches per group of kMultiTensorGroup
+// segments (the group passed by value), the partials in the caller's scratch, the result left on
+// the device (no synchronisation).
 #include <thrust/iterator/transform_iterator.h>
 
 #include <cstdint>
+#include <cub/block/block_reduce.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <vector>
 
+#include "kernels/common/multi_tensor.h"
 #include "kernels/common/reduce.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/cublas_check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/ops.h"
 
 namespace zt::cuda {
@@ -86,8 +93,77 @@ bool has_inf_or_nan_impl(const T* x, int64_t n, cudaStream_t stream) {
   return false;
 }
 
+// One group of the table, by value: the kernels read it from their parameters.
+struct NormGroup {
+  NormSegment seg[kMultiTensorGroup];
+};
+static_assert(sizeof(NormGroup) + sizeof(double*) <= 4096, "kernel parameters over 4 KiB");
+
+// Block (b, k) sums the squares of block b of segment k (norm_block_begin, as the CPU cuts it)
+// into partials[k·kNormBlocks + b]: per thread in double, then a fixed block tree.
+template <typename T>
+__global__ void norm_partials_kernel(double* partials, const NormGroup g) {
+  using Reduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
+  const int k = static_cast<int>(blockIdx.y);
+  const NormSegment s = g.seg[k];
+  const T* x = static_cast<const T*>(s.x);
+  const int b = static_cast<int>(blockIdx.x);
+  const int64_t hi = norm_block_begin(s.n, b + 1);
+  double acc = 0;
+  for (int64_t i = norm_block_begin(s.n, b) + threadIdx.x; i < hi; i += kThreads)
+    acc += square_f64(x[i]);
+  acc = Reduce(tmp).Sum(acc);
+  if (threadIdx.x == 0) partials[int64_t{k} * kNormBlocks + b] = acc;
+}
+
+// One block: each thread adds its segments' partials in block order (the segment sum is kept in
+// the segment's first slot), then thread 0 adds the segment sums in table order onto *out (onto
+// 0 for the first group).
+__global__ void norm_total_kernel(double* out, double* partials, int count, bool first) {
+  for (int k = static_cast<int>(threadIdx.x); k < count; k += kThreads) {
+    double* part = partials + int64_t{k} * kNormBlocks;
+    double s = 0;
+    for (int b = 0; b < kNormBlocks; ++b) s += part[b];
+    part[0] = s;
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  double total = first ? 0.0 : *out;
+  for (int k = 0; k < count; ++k) total += partials[int64_t{k} * kNormBlocks];
+  *out = total;
+}
+
 }  // namespace
 }  // namespace detail
+
+template <typename T>
+void Kernels::sum_squares_multi(double* out, double* partials, const NormSegment* segs, int count,
+                                cudaStream_t stream) {
+  ZT_CU_CHECK(count >= 0, detail::cat("sum_squares_multi: count ", count, " < 0"));
+  if (count == 0) {
+    ZT_CU_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(double), stream));
+    return;
+  }
+  // Groups in table order, each adding onto the previous groups' total: the order of the CPU.
+  for (int base = 0; base < count; base += kMultiTensorGroup) {
+    const int n = count - base < kMultiTensorGroup ? count - base : kMultiTensorGroup;
+    detail::NormGroup g{};
+    for (int k = 0; k < n; ++k) g.seg[k] = segs[base + k];
+    const dim3 grid(kNormBlocks, static_cast<unsigned>(n));
+    detail::norm_partials_kernel<T><<<grid, detail::kThreads, 0, stream>>>(partials, g);
+    ZT_CU_CUDA_CHECK(cudaGetLastError());
+    detail::norm_total_kernel<<<1, detail::kThreads, 0, stream>>>(out, partials, n, base == 0);
+    ZT_CU_CUDA_CHECK(cudaGetLastError());
+  }
+}
+
+template void Kernels::sum_squares_multi<float>(double*, double*, const NormSegment*, int,
+                                                cudaStream_t);
+template void Kernels::sum_squares_multi<bf16>(double*, double*, const NormSegment*, int,
+                                               cudaStream_t);
+template void Kernels::sum_squares_multi<fp16>(double*, double*, const NormSegment*, int,
+                                               cudaStream_t);
 
 double Kernels::sum_squares(const float* x, int64_t n, cudaStream_t stream) {
   return detail::sum_squares_impl(x, n, stream);

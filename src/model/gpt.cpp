@@ -71,10 +71,8 @@ Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
     be_.copy_to_device(scratch_.ones.p, ones.data(), ones.size() * sizeof(T));
   });
   if (ctx.needs_staging()) {
-    const int64_t ce = layout.tp_size() > 1 ? tp::host_scratch_floats(dims_.N(), vocab_local_) : 0;
-    host_staging_ = ctx.host().allocate({n + ce}, DType::F32, MemCategory::Buffers);
+    host_staging_ = ctx.host().allocate({n}, DType::F32, MemCategory::Buffers);
     losses_host_ = static_cast<float*>(host_staging_.data());
-    if (ce > 0) ce_host_ = losses_host_ + n;
   }
 }
 
@@ -156,7 +154,7 @@ double Gpt::forward(const int32_t* tokens, const int32_t* targets, float dloss, 
   if (tp::active(dims_.tp))
     tp::vocab_parallel_cross_entropy(be_, dims_.tp, logits_, losses_, targets, N,
                                      {vocab_begin_, vocab_local_}, config_.vocab_size, dloss,
-                                     ce_scratch_, ce_host_);
+                                     ce_scratch_);
   else
     be_.softmax_cross_entropy(logits_, losses_, targets, N, config_.padded_vocab_size,
                               config_.vocab_size, dloss);

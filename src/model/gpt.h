@@ -100,10 +100,9 @@ class Gpt {
   Ref dres_;                     // [N, C]
   Ref final_in_;                 // [N, C] last layer's output, the final layernorm's input
   // Host staging where the host cannot read the device (none on the CPU): the losses read back
-  // each micro-batch and, with tp > 1, the vocab-parallel cross-entropy's host passes.
+  // each micro-batch.
   Buffer host_staging_;
   float* losses_host_ = nullptr;  // [N]
-  float* ce_host_ = nullptr;      // tp::host_scratch_floats(N, Vp/tp)
 };
 
 }  // namespace zt

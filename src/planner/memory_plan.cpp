@@ -17,6 +17,7 @@
 #include "src/zero/grad_staging.h"
 #include "src/zero/partition.h"
 #include "src/zero/reduce_scatter_grads.h"
+#include "src/zero/sharded_adam.h"
 
 namespace zt {
 namespace {
@@ -52,10 +53,11 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
                   static_cast<size_t>(comm::MpiCommunicator::kStagingSlice)) *
          4;
   if (world > 1) b += scalar_reducer_bytes(world, 1);  // the global gradient norm
+  b += ShardedAdam::workspace_bytes();                 // this rank's share of it
   const auto span = static_cast<size_t>(longest_chunk(layout, in.reduce_bucket_elems));
   const size_t staging = GradStaging::kSlots * span * 4;
   if (in.zero_stage == 0) {
-    if (half) b += staging + kStagingChunk * 4;
+    if (half) b += staging;
     if (staged && in.dp > 1) {
       const GradBuckets buckets(layout, in.reduce_bucket_elems);
       size_t bucket = 0;
@@ -69,7 +71,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   size_t max_part = 0;
   for (const auto& u : part.units()) max_part = std::max(max_part, static_cast<size_t>(u.part_len));
   const auto reductions = static_cast<size_t>(ReduceScatterUnits::kReductions);
-  b += std::max(kStagingChunk, max_part) * 4;  // fp32 optimizer chunk
+  b += std::max(kStagingChunk, max_part) * 4;  // ZeroStates' fp32 chunk
   if (in.zero_stage >= 2 || half) b += staging;
   if (staged) b += mpi_staging_bytes(max_unit, dp, reductions);
   if (in.zero_stage >= 2) b += reductions * (max_unit + max_part) * e;

@@ -9,10 +9,8 @@
 // Columns >= v_real (Megatron's vocabulary padding) get probability 0 and gradient 0.
 // Communication per call: 3N floats all-reduced (N + 2N).
 //
-// The passes run on the host (there is no device kernel for them yet). On a backend whose memory
-// the host cannot reach, the logits and targets go through `host_scratch`
-// (host_scratch_floats(N, local) floats of host memory, allocated once by the caller) and the
-// reductions through the device `scratch`; on the CPU host_scratch is unused (may be null).
+// The passes are Backend kernels (kernels/ops.inc vocab_ce_*) on the backend's memory: nothing
+// goes through the host, on any backend.
 #include <cstdint>
 
 #include "kernels/backend.h"
@@ -23,10 +21,9 @@ namespace zt::tp {
 
 // logits [N, range.local] (fp32 or the working precision) are overwritten with dlogits; losses [N]
 // (identical on every rank).
-// scratch: 3N floats. targets are global token ids in [0, v_real).
+// scratch: 3N floats of the backend's memory. targets are global token ids in [0, v_real).
 void vocab_parallel_cross_entropy(Backend& be, comm::Communicator* tp, Ref logits, float* losses,
                                   const int32_t* targets, int N, VocabRange range, int v_real,
-                                  float dloss, float* scratch, float* host_scratch = nullptr);
-int64_t host_scratch_floats(int N, int v_local);
+                                  float dloss, float* scratch);
 
 }  // namespace zt::tp

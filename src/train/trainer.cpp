@@ -155,9 +155,27 @@ void Trainer::load_batch(const BatchSource& source, int64_t first) {
   const int mb = o_.micro_batch_size, T = o_.seq_length;
   auto* tokens = static_cast<int32_t*>(batch_host_.data() ? batch_host_.data() : batch_.data());
   int32_t* targets = tokens + mb * T;
-  for (int j = 0; j < mb; ++j) source.sample(first + j, tokens + j * T, targets + j * T);
+  for (int j = 0; j < mb; ++j) {
+    source.sample(first + j, tokens + j * T, targets + j * T);
+    check_sample(first + j, tokens + j * T, targets + j * T);
+  }
   if (batch_host_.data() != nullptr)
     ctx_.backend().copy_to_device(batch_.data(), batch_host_.data(), batch_host_.bytes());
+}
+
+void Trainer::check_sample(int64_t index, const int32_t* tokens, const int32_t* targets) const {
+  // Once, on the host, before any kernel sees the ids: the embedding would silently read zeros
+  // and the loss be wrong (or, on CUDA, NaN) for an id outside the vocabulary.
+  const int T = o_.seq_length, v = config_.vocab_size;
+  for (int i = 0; i < 2 * T; ++i) {
+    const int32_t id = i < T ? tokens[i] : targets[i - T];
+    ZT_REQUIRE(id >= 0 && id < v,
+               "sample {} of {} holds token id {} at position {}, outside the vocabulary [0, {}): "
+               "the data does not match --vocab-size or the tokenizer",
+               index,
+               o_.data_path.empty() ? "the sample stream" : "--data-path '" + o_.data_path + "'",
+               id, i < T ? i : i - T + 1, v);
+  }
 }
 
 bool Trainer::inject_inf() const {

@@ -95,6 +95,8 @@ class Trainer {
   Buffer batch_host_, host_chunk_;
   // Fills batch_ (through batch_host_ when staging) with samples [first, first + micro batch).
   void load_batch(const BatchSource& source, int64_t first);
+  // InputError unless every token and target id of the sample is in [0, vocab_size).
+  void check_sample(int64_t index, const int32_t* tokens, const int32_t* targets) const;
   MetricsWriter metrics_;
   std::unique_ptr<comm::StepCommMeter> meter_;
   std::unique_ptr<comm::ScalarReducer> reducer_;

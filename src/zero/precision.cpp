@@ -29,10 +29,4 @@ void accumulate_f32(Backend& be, void* dst, DType t, const float* src, int64_t n
     be.add_inplace(static_cast<float*>(dst), src, n);
 }
 
-double sum_squares(Backend& be, const void* x, DType t, int64_t n) {
-  if (t == DType::BF16) return be.sum_squares(static_cast<const bf16*>(x), n);
-  if (t == DType::F16) return be.sum_squares(static_cast<const fp16*>(x), n);
-  return be.sum_squares(static_cast<const float*>(x), n);
-}
-
 }  // namespace zt

@@ -2,8 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-
-#include "src/zero/precision.h"
+#include <vector>
 
 namespace zt {
 namespace {
@@ -38,6 +37,10 @@ void init_parameters_on(const DeviceContext& ctx, const ParamLayout& layout, uin
     }
 }
 
+size_t ShardedAdam::workspace_bytes() {
+  return (kNormPartials + 1) * sizeof(double);
+}
+
 ShardedAdam::ShardedAdam(const ParamLayout& layout, Shard shard, const AdamConfig& adam,
                          const DeviceContext& ctx, float* master)
     : layout_(layout), shard_(std::move(shard)), adam_(adam), be_(ctx.backend()), master_(master) {
@@ -48,6 +51,14 @@ ShardedAdam::ShardedAdam(const ParamLayout& layout, Shard shard, const AdamConfi
   }
   m_ = pool.allocate({shard_.numel}, DType::F32, MemCategory::Optimizer);
   v_ = pool.allocate({shard_.numel}, DType::F32, MemCategory::Optimizer);
+  norm_ws_ = pool.allocate(workspace_bytes(), MemCategory::Buffers);
+  for (const auto& seg : shard_.segments) {
+    const ParamSpec& p = layout_.params()[static_cast<size_t>(seg.param)];
+    const int64_t o = seg.shard_offset;
+    adam_table_.push_back({master_ + o, static_cast<float*>(m_.data()) + o,
+                           static_cast<float*>(v_.data()) + o, nullptr, seg.len,
+                           p.weight_decay ? static_cast<float>(adam_.weight_decay) : 0.0f});
+  }
 }
 
 std::vector<Tensor> ShardedAdam::state() const {
@@ -66,14 +77,25 @@ void ShardedAdam::set_from_layout_order(const float* master, const float* m, con
 }
 
 StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr, double loss_scale,
-                             bool speaks, int tp_rank, comm::ScalarReducer* norm, float* chunk,
-                             int64_t chunk_elems) {
+                             bool speaks, int tp_rank, comm::ScalarReducer* norm) {
   const auto& params = layout_.params();
+  norm_table_.clear();
+  for (size_t k = 0; k < shard_.segments.size(); ++k) {
+    const ShardSegment& s = shard_.segments[k];
+    adam_table_[k].grad = grads.grad(s);
+    // A tp-replicated parameter's gradient counts once in the global norm: on tp rank 0.
+    const ParamSpec& p = params[static_cast<size_t>(s.param)];
+    if (speaks && (!p.tp_replicated || tp_rank == 0)) norm_table_.push_back({grads.grad(s), s.len});
+  }
+  // This rank's share of the squared norm in a few launches, and the step's one read of it: the
+  // skip decision and the clipping coefficient are made on the host.
   double local = 0;
-  if (speaks)
-    for (const auto& s : shard_.segments)
-      if (!params[static_cast<size_t>(s.param)].tp_replicated || tp_rank == 0)
-        local += sum_squares(be_, grads.grad(s), working, s.len);
+  if (!norm_table_.empty()) {
+    auto* ws = static_cast<double*>(norm_ws_.data());
+    be_.sum_squares_multi(ws + kNormPartials, ws, norm_table_.data(),
+                          static_cast<int>(norm_table_.size()), working);
+    be_.copy_to_host(&local, ws + kNormPartials, sizeof(double));
+  }
   const double sumsq = global_sum(norm, local);
   StepResult r;
   const bool finite = std::isfinite(sumsq);
@@ -91,23 +113,8 @@ StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr,
   p.eps = static_cast<float>(adam_.eps);
   p.grad_scale = static_cast<float>(coef / loss_scale);
   p.step = steps_;
-  auto* m = static_cast<float*>(m_.data());
-  auto* v = static_cast<float*>(v_.data());
-  for (const auto& s : shard_.segments) {
-    p.weight_decay = params[static_cast<size_t>(s.param)].weight_decay
-                         ? static_cast<float>(adam_.weight_decay)
-                         : 0.0f;
-    const int64_t o = s.shard_offset;
-    if (working == DType::F32) {
-      be_.adamw(master_ + o, m + o, v + o, static_cast<const float*>(grads.grad(s)), s.len, p);
-      continue;
-    }
-    for (int64_t i = 0; i < s.len; i += chunk_elems) {
-      const int64_t len = std::min(chunk_elems, s.len - i);
-      to_f32(be_, chunk, at(grads.grad(s), working, i), working, len);
-      be_.adamw(master_ + o + i, m + o + i, v + o + i, chunk, len, p);
-    }
-  }
+  // Every segment in one launch, half gradients read as they are (widening is exact).
+  be_.adamw_multi(adam_table_.data(), static_cast<int>(adam_table_.size()), working, p);
   return r;
 }
 

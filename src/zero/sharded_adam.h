@@ -24,11 +24,14 @@ class ShardedAdam {
   const Shard& shard() const { return shard_; }
   // Unscales by loss_scale, clips to the global norm (Σ over world of each rank's share: `speaks`
   // says whether this rank's share counts, parameters replicated over tp on tp rank 0 only) and
-  // applies one AdamW step at lr. `chunk`: fp32 workspace for half gradients.
+  // applies one AdamW step at lr. On the device: one multi-tensor norm, one read of it, one
+  // multi-tensor AdamW over every segment (kernels/ops.inc sum_squares_multi, adamw_multi).
   StepResult step(const GradReducer& grads, DType working, double lr, double loss_scale,
-                  bool speaks, int tp_rank, comm::ScalarReducer* norm, float* chunk,
-                  int64_t chunk_elems);
+                  bool speaks, int tp_rank, comm::ScalarReducer* norm);
   int64_t steps() const { return steps_; }
+  // Device bytes of the norm's partials and result (category Buffers, constant; the planner
+  // counts them).
+  static size_t workspace_bytes();
   void set_steps(int64_t n) { steps_ = n; }
   // master, m, v in shard order.
   std::vector<Tensor> state() const;
@@ -40,8 +43,12 @@ class ShardedAdam {
   Shard shard_;
   AdamConfig adam_;
   Backend& be_;
-  Buffer own_master_, m_, v_;
+  Buffer own_master_, m_, v_, norm_ws_;
   float* master_;
+  // The multi-tensor tables (host memory: kernels/common/multi_tensor.h). The AdamW table is
+  // fixed but for the gradient pointers, set at each step; the norm table is rebuilt each step.
+  std::vector<AdamWSegment> adam_table_;
+  std::vector<NormSegment> norm_table_;
   int64_t steps_ = 0;
 };
 

@@ -30,7 +30,6 @@ ZeroStates::ZeroStates(const ParamLayout& layout, DType working, const AdamConfi
     grads_ = std::make_unique<AllReduceGrads>(layout_, working_, ctx, dp_, zero.reduce_bucket_elems,
                                               zero.overlap_comm);
     adam_ = std::make_unique<ShardedAdam>(layout_, Shard::whole(layout_), adam, ctx, alias);
-    if (half) chunk_ = pool.allocate({kChunk}, DType::F32, MemCategory::Buffers);
     init_parameters_on(ctx, layout_, seed, adam_->master());
     store_->from_master(adam_->master());
     return;
@@ -102,8 +101,7 @@ StepResult ZeroStates::step(double lr, double loss_scale) {
   // for it.
   const bool speaks = !grads_->replicated() || dp_ == nullptr || dp_->rank() == 0;
   const StepResult r =
-      adam_->step(*grads_, working_, lr, loss_scale, speaks, zero_.tp_rank, norm_.get(),
-                  static_cast<float*>(chunk_.data()), static_cast<int64_t>(chunk_.bytes() / 4));
+      adam_->step(*grads_, working_, lr, loss_scale, speaks, zero_.tp_rank, norm_.get());
   if (!r.skipped) store_->from_master(adam_->master());
   return r;
 }

@@ -62,7 +62,7 @@ class ZeroStates final : public ModelStates {
   Backend& be_;
   comm::Communicator* dp_;
   std::optional<Partition> part_;  // stages 1-3
-  Buffer chunk_;  // fp32 workspace: the optimizer's half gradients, unit parts, initialisation
+  Buffer chunk_;                   // fp32 workspace (stages 1-3): unit parts, initialisation
   std::unique_ptr<ParamStore> store_;
   std::unique_ptr<GradReducer> grads_;
   std::unique_ptr<ShardedAdam> adam_;

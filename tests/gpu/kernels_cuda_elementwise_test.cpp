@@ -298,58 +298,5 @@ TEST(CudaAdamW, SingleTensorMatchesCpu) {
   EXPECT_LE(rel_err(dV.host(), v), 1e-6);
 }
 
-template <typename W>
-void check_adamw_multi(DType wt, bool device_descriptors) {
-  const size_t sizes[] = {1000, 1, 70001};
-  AdamWParams ap;
-  ap.lr = 2e-3f;
-  ap.weight_decay = 0.01f;
-  ap.step = 5;
-  std::vector<std::vector<float>> p, m, v, g;
-  std::vector<DeviceVector<float>> dp, dm, dv, dg;
-  std::vector<DeviceVector<W>> dw;
-  std::vector<cuda::AdamWTensor> desc;
-  for (size_t k = 0; k < 3; ++k) {
-    const size_t n = sizes[k];
-    p.push_back(random_floats(n, 30 + k));
-    m.push_back(random_floats(n, 40 + k, -0.1f, 0.1f));
-    v.push_back(random_floats(n, 50 + k, 0.0f, 0.01f));
-    g.push_back(random_floats(n, 60 + k));
-    dp.emplace_back(p[k]);
-    dm.emplace_back(m[k]);
-    dv.emplace_back(v[k]);
-    dg.emplace_back(g[k]);
-    dw.emplace_back(n);
-    // The middle tensor has no working copy.
-    desc.push_back({dp[k].get(), dm[k].get(), dv[k].get(), dg[k].get(),
-                    k == 1 ? nullptr : static_cast<void*>(dw[k].get()), int64_t(n)});
-  }
-  if (device_descriptors) {
-    DeviceVector<cuda::AdamWTensor> dd(desc);
-    cuda::adamw_multi(dd.get(), 3, wt, ap, 0);
-    ZT_CUDA_CHECK(cudaDeviceSynchronize());
-  } else {
-    cuda::adamw_multi(desc.data(), 3, wt, ap, 0);
-  }
-  for (size_t k = 0; k < 3; ++k) {
-    cpu::Kernels::adamw(p[k].data(), m[k].data(), v[k].data(), g[k].data(), int64_t(sizes[k]), ap);
-    const auto got = dp[k].host();
-    EXPECT_LE(rel_err(got, p[k]), 1e-6) << "tensor " << k;
-    EXPECT_LE(rel_err(dm[k].host(), m[k]), 1e-6);
-    EXPECT_LE(rel_err(dv[k].host(), v[k]), 1e-6);
-    if (k == 1) continue;
-    std::vector<W> want(got.size());
-    for (size_t i = 0; i < got.size(); ++i) want[i] = from_float<W>(got[i]);
-    EXPECT_TRUE(same_bits(dw[k].host(), want)) << "working copy of tensor " << k;
-  }
-}
-
-TEST(CudaAdamW, MultiTensorWritesWorkingCopy) {
-  ZT_REQUIRE_GPU();
-  check_adamw_multi<bf16>(DType::BF16, true);
-  check_adamw_multi<fp16>(DType::F16, true);
-  check_adamw_multi<bf16>(DType::BF16, false);
-}
-
 }  // namespace
 }  // namespace zt

@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "src/core/error.h"
+#include "src/train/batch_source.h"
+#include "src/train/train_data.h"
 #include "src/train/trainer.h"
 
 namespace zt {
@@ -103,6 +107,38 @@ TEST(Trainer, MemoryCategoriesAreReported) {
   EXPECT_EQ(m.memory_peak[static_cast<size_t>(MemCategory::Optimizer)], 12 * psi);
   EXPECT_GT(m.memory_peak[static_cast<size_t>(MemCategory::Activations)], 0u);
   EXPECT_GE(m.memory_total_peak, 16 * psi);
+}
+
+// Mock samples, but sample 6 holds the id `bad` at position 3 (as a token and, shifted, a target).
+class BadIdSource final : public BatchSource {
+ public:
+  explicit BadIdSource(int32_t bad) : bad_(bad) {}
+  void sample(int64_t index, int32_t* tokens, int32_t* targets) const override {
+    for (int i = 0; i < 16; ++i) tokens[i] = targets[i] = static_cast<int32_t>((index + i) % 50);
+    if (index == 6) tokens[3] = targets[2] = bad_;
+  }
+
+ private:
+  int32_t bad_;
+};
+
+TEST(Trainer, RefusesABatchWithATokenIdOutsideTheVocabulary) {
+  for (const int32_t bad : {50, -1}) {
+    MemoryPool pool(make_host_allocator());
+    TrainData data;
+    data.train = std::make_shared<BadIdSource>(bad);
+    Trainer t(small(), pool, nullptr, data);
+    t.train_step();  // samples 0-3
+    try {
+      t.train_step();  // samples 4-7
+      ADD_FAILURE() << "no error for id " << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "sample 6 of the sample stream holds token id " + std::to_string(bad) +
+                    " at position 3, outside the vocabulary [0, 50): the data does not match "
+                    "--vocab-size or the tokenizer");
+    }
+  }
 }
 
 }  // namespace
