@@ -54,8 +54,9 @@ SavedCheckpoint::SavedCheckpoint(const std::string& iter_dir, const nlohmann::js
   }
   const int64_t params = model_.num_parameters();
   ZT_REQUIRE(12.0 * static_cast<double>(params) <= static_cast<double>(on_disk),
-             "'{}': the model has {} parameters, more than its shard files hold ({} bytes)", where,
-             params, on_disk);
+             "checkpoint '{}' is truncated: its shard files hold {} bytes, fewer than the 12 a "
+             "parameter its model ({} parameters) needs",
+             iter_dir, on_disk, params);
   layout_ = ParamLayout::gpt(model_, tp_, 0);
   if (stage_ > 0) part_.emplace(layout_, dp_, 0, unit_);
 }
