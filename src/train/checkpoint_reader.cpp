@@ -44,8 +44,9 @@ SavedCheckpoint::SavedCheckpoint(const std::string& iter_dir, const nlohmann::js
                  "'{}': the entry of '{}' needs an unsigned 32-bit header_crc32", where, name);
     }
   // The layout and the partition are built from the model, so a model larger than the data on
-  // disk (12 bytes a parameter at least: fp32 master and two Adam moments, each parameter in
-  // some file) is refused first: what a load builds and reads is bounded by the files' size.
+  // disk is refused first: what a load builds and reads is bounded by the files' size. The
+  // bound is loose on purpose (4 bytes a parameter, its fp32 master alone, of the 12 the files
+  // hold): a shard that is merely short is named by its own check when it is opened.
   uint64_t on_disk = 0;
   for (const auto& [name, entry] : shards_.items()) {
     uint64_t size = 0;
@@ -53,9 +54,9 @@ SavedCheckpoint::SavedCheckpoint(const std::string& iter_dir, const nlohmann::js
     on_disk += size;
   }
   const int64_t params = model_.num_parameters();
-  ZT_REQUIRE(12.0 * static_cast<double>(params) <= static_cast<double>(on_disk),
-             "checkpoint '{}' is truncated: its shard files hold {} bytes, fewer than the 12 a "
-             "parameter its model ({} parameters) needs",
+  ZT_REQUIRE(4.0 * static_cast<double>(params) <= static_cast<double>(on_disk),
+             "checkpoint '{}' is truncated: its shard files hold {} bytes, fewer than the 4 a "
+             "parameter its model ({} parameters) needs at least",
              iter_dir, on_disk, params);
   layout_ = ParamLayout::gpt(model_, tp_, 0);
   if (stage_ > 0) part_.emplace(layout_, dp_, 0, unit_);
