@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
-all=(idx_fuzz options_fuzz tokenizer_fuzz document_reader_fuzz blend_fuzz safetensors_fuzz)
+all=(idx_fuzz options_fuzz tokenizer_fuzz document_reader_fuzz blend_fuzz safetensors_fuzz
+  checkpoint_fuzz)
 fuzzers=("$@")
 ((${#fuzzers[@]})) || fuzzers=("${all[@]}")
 cxx=${CXX:-$(command -v clang++ || command -v clang++-14)}
@@ -36,7 +37,8 @@ for f in "${fuzzers[@]}"; do
   mkdir -p "$art"
   log=build-fuzz/findings/$f.log
   set +e
-  build-fuzz/bin/$f -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  # -close_fd_mask=1: the targets' stdout (export's success line) stays out of the log.
+  build-fuzz/bin/$f -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=1 \
     -print_final_stats=1 -artifact_prefix="$art" build-fuzz/corpus/$f >"$log" 2>&1
   rc=$?
   set -e

@@ -11,6 +11,12 @@ namespace zt {
 namespace {
 
 constexpr int64_t kMaxDim = int64_t{1} << 24;  // far beyond any model, small enough to multiply
+// Tighter for the two sizes a parameter count multiplies: with them, GptConfig::num_parameters()
+// (at most about 2^58) and every tensor's element count stay far inside int64, and the layout,
+// a few tensors per layer, stays small. The largest published models have 12,288 hidden units
+// and 128 layers.
+constexpr int64_t kMaxHidden = int64_t{1} << 20;
+constexpr int64_t kMaxLayers = int64_t{1} << 14;
 
 double prob_field(const nlohmann::json& j, const std::string& key, const std::string& where) {
   ZT_REQUIRE(j.is_object() && j.contains(key) && j[key].is_number(),
@@ -53,11 +59,11 @@ nlohmann::json model_to_json(const GptConfig& c) {
 
 GptConfig model_from_json(const nlohmann::json& j, const std::string& where) {
   GptConfig c;
-  auto dim = [&](const char* key) {
-    return static_cast<int>(int_field(j, key, 1, kMaxDim, where));
+  auto dim = [&](const char* key, int64_t hi = kMaxDim) {
+    return static_cast<int>(int_field(j, key, 1, hi, where));
   };
-  c.num_layers = dim("num_layers");
-  c.hidden = dim("hidden_size");
+  c.num_layers = dim("num_layers", kMaxLayers);
+  c.hidden = dim("hidden_size", kMaxHidden);
   c.heads = dim("num_attention_heads");
   c.seq_length = dim("seq_length");
   c.vocab_size = dim("vocab_size");

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include "src/core/error.h"
+#include "src/train/checkpoint_file.h"
 #include "src/train/checkpoint_map.h"
 #include "src/train/checkpoint_meta.h"
 
@@ -24,8 +26,6 @@ SavedCheckpoint::SavedCheckpoint(const std::string& iter_dir, const nlohmann::js
   stage_ = saved.stage;
   iteration_ = saved.iteration;
   unit_ = saved.partition_unit;
-  layout_ = ParamLayout::gpt(model_, tp_, 0);
-  if (stage_ > 0) part_.emplace(layout_, dp_, 0, unit_);
   ZT_REQUIRE(meta.contains("shards"), "'{}' lists no shard files", where);
   shards_ = meta["shards"];
   // Exactly the files this layout writes: one per tp rank (stage 0) or per (tp, dp) rank.
@@ -43,6 +43,23 @@ SavedCheckpoint::SavedCheckpoint(const std::string& iter_dir, const nlohmann::js
                      e["header_crc32"].get<uint64_t>() <= 0xffffffffu,
                  "'{}': the entry of '{}' needs an unsigned 32-bit header_crc32", where, name);
     }
+  // The layout and the partition are built from the model, so a model larger than the data on
+  // disk is refused first: what a load builds and reads is bounded by the files' size. The
+  // bound is loose on purpose (4 bytes a parameter, its fp32 master alone, of the 12 the files
+  // hold): a shard that is merely short is named by its own check when it is opened.
+  uint64_t on_disk = 0;
+  for (const auto& [name, entry] : shards_.items()) {
+    uint64_t size = 0;
+    open_checkpoint_file(dir_, name, std::numeric_limits<uint64_t>::max(), size);
+    on_disk += size;
+  }
+  const int64_t params = model_.num_parameters();
+  ZT_REQUIRE(4.0 * static_cast<double>(params) <= static_cast<double>(on_disk),
+             "checkpoint '{}' is truncated: its shard files hold {} bytes, fewer than the 4 a "
+             "parameter its model ({} parameters) needs at least",
+             iter_dir, on_disk, params);
+  layout_ = ParamLayout::gpt(model_, tp_, 0);
+  if (stage_ > 0) part_.emplace(layout_, dp_, 0, unit_);
 }
 
 const ShardReader& SavedCheckpoint::reader(int tp_rank, int dp_rank) {

@@ -131,15 +131,20 @@ TEST(Checkpoint, ReshapesAcrossLayouts) {
   EXPECT_EQ(done, 6);
 }
 
+// A load reads the sizes of every shard file, so every rank's damage is on disk before any rank
+// loads, and every load is over before the next damage.
 std::string load_error(const TrainOptions& o, const std::string& dir) {
+  dist::world().barrier();
   comm::Topology topo(dist::world(), o.tensor_model_parallel_size);
   Trainer t(o, dist::pool(), &topo);
+  std::string error;
   try {
     load_checkpoint(dir, t);
   } catch (const InputError& e) {
-    return e.what();
+    error = e.what();
   }
-  return "";
+  dist::world().barrier();
+  return error;
 }
 
 TEST(Checkpoint, DamagedOrMismatchedCheckpointsAreRefused) {

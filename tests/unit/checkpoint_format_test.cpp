@@ -170,6 +170,8 @@ TEST(CheckpointMeta, FieldsOfTheWrongTypeOrRangeAreRefused) {
            {"/layout/tensor_model_parallel_size", 0},
            {"/model/hidden_size", 33},
            {"/model/num_layers", 1e12},
+           {"/model/num_layers", 16385},
+           {"/model/hidden_size", 2097152},
            {"/model/hidden_dropout", 1.5},
            {"/format", "zerotron-checkpoint-1"}}) {
     nlohmann::json bad = meta;
