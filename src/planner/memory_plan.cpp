@@ -132,7 +132,7 @@ std::array<Gathers, 2> stage3_gathers(const PlanInput& in, const ParamLayout& la
         g[1].add(u);  // the head's backward
         last_word = k;
       }
-      if (b != ParamLayout::kEmbeddingBlock && bwd_unit[i]) g[1].add(u);
+      if (b != layout.embedding_block() && bwd_unit[i]) g[1].add(u);
     }
     if (last_word >= 0) g[1].add(units[static_cast<size_t>(last_word)], -1);
   }
@@ -141,12 +141,12 @@ std::array<Gathers, 2> stage3_gathers(const PlanInput& in, const ParamLayout& la
     for (int first_layer = 0; first_layer < L; first_layer += span) {
       const int last_layer = std::min(first_layer + span, L) - 1;
       for (int l = first_layer; l <= last_layer; ++l) {
-        const int b = ParamLayout::layer_block(l);
+        const int b = layout.layer_block(l);
         if (persistent(b)) continue;
         const auto [first, last] = part.block_units(b);
         for (int k = first; k < last; ++k) g[1].add(units[static_cast<size_t>(k)]);
       }
-      const int b = ParamLayout::layer_block(last_layer);
+      const int b = layout.layer_block(last_layer);
       const auto [first, last] = part.block_units(b);
       if (!persistent(b) && last > first && bwd_unit[static_cast<size_t>(last - 1)])
         g[1].add(units[static_cast<size_t>(last - 1)], -1);
