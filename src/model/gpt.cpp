@@ -6,6 +6,7 @@
 #include "src/tensor_parallel/mappings.h"
 #include "src/tensor_parallel/parallel_linear.h"
 #include "src/tensor_parallel/rng_tracker.h"
+#include "src/tensor_parallel/sequence_parallel.h"
 #include "src/tensor_parallel/vocab_parallel_cross_entropy.h"
 #include "src/tensor_parallel/vocab_parallel_embedding.h"
 
@@ -92,6 +93,10 @@ LayerDropout Gpt::dropout(int layer, const DropoutSeeds* rng) const {
   d.attention = rt.mask(site, config_.attention_dropout, att);
   d.attn_out = rt.mask(site + 1, config_.hidden_dropout, n);
   d.mlp_out = rt.mask(site + 2, config_.hidden_dropout, n);
+  // Sequence parallelism: this rank's rows of the micro-batch draw their part of the same masks.
+  const auto row_offset = static_cast<uint64_t>(dims_.first_row) * static_cast<uint64_t>(dims_.C);
+  d.attn_out.offset += row_offset;
+  d.mlp_out.offset += row_offset;
   return d;
 }
 
@@ -128,9 +133,12 @@ void Gpt::embed(const int32_t* tokens, ParamSource& params) {
 
 void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                             const DropoutSeeds* rng) {
-  const int N = dims_.N(), C = dims_.C, L = config_.num_layers;
+  const int N = dims_.N(), C = dims_.C, L = config_.num_layers, Nl = dims_.Nl;
   embed(tokens, params);
-  CRef x = embed_out_;
+  // Sequence parallelism: the layers take this rank's rows of the (replicated) embedding output
+  // — the scatter, whose backward all-gathers the gradient (backward()).
+  const int64_t first = dims_.first_row * C;
+  CRef x = CRef(embed_out_) + first;
   for (int i = 0; i < L; ++i) {
     LayerActivations& a = acts.begin_forward(i);
     layer_forward(dims_, params, layers_[static_cast<size_t>(i)], x, a, scratch_, dropout(i, rng));
@@ -139,11 +147,14 @@ void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, Activati
   }
   // The final layernorm's input is kept by the model: a checkpointing store need not keep the
   // last layer's output.
-  be_.copy(final_in_.p, x.p, x.bytes(int64_t{N} * C));
+  be_.copy(final_in_.p, x.p, x.bytes(int64_t{Nl} * C));
   {
     const Held w(params, lnf_w_), b(params, lnf_b_);
-    be_.layernorm_forward(lnf_out_, lnf_mean_, lnf_rstd_, final_in_, w.get(), b.get(), N, C);
+    be_.layernorm_forward(lnf_out_ + first, lnf_mean_, lnf_rstd_, final_in_, w.get(), b.get(), Nl,
+                          C);
   }
+  if (dims_.sequence_parallel)
+    tp::sequence_gather_forward(be_, dims_.tp, lnf_out_, lnf_out_ + first, N, C);
   // The head tied to this rank's vocabulary shard: column-parallel, copy-to-TP on its input.
   tp::copy_to_tp_forward(be_, dims_.tp, lnf_out_, int64_t{N} * C);
   chunked_linear_forward(be_, params, head_, logits_, lnf_out_, N, false);
@@ -172,17 +183,26 @@ double Gpt::forward(const int32_t* tokens, const int32_t* targets, float dloss, 
 
 void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                    const DropoutSeeds* rng) {
-  const int N = dims_.N(), C = dims_.C, L = config_.num_layers;
+  const int N = dims_.N(), C = dims_.C, L = config_.num_layers, Nl = dims_.Nl;
   // Head: logits = lnf_out · wteᵀ, so d(lnf_out) = dlogits · wte; with tp each rank's shard gives
-  // a partial d(lnf_out), all-reduced (copy-to-TP backward). d(wte) waits for the lookup's part.
+  // a partial d(lnf_out), all-reduced (copy-to-TP backward; under sequence parallelism
+  // reduce-scattered to this rank's rows). d(wte) waits for the lookup's part.
   chunked_linear_backward_input(be_, params, head_, scratch_.d_a, logits_, N);
-  tp::copy_to_tp_backward(be_, dims_.tp, scratch_.d_a, int64_t{N} * C);
+  Ref dlnf = scratch_.d_a;
+  if (dims_.sequence_parallel) {
+    tp::sequence_gather_backward(be_, dims_.tp, scratch_.d_b, scratch_.d_a, N, C);
+    dlnf = scratch_.d_b;
+  } else {
+    tp::copy_to_tp_backward(be_, dims_.tp, scratch_.d_a, int64_t{N} * C);
+  }
+  // The residual stream's gradient: this rank's rows of dres_ (all of them without sequence
+  // parallelism), where the all-gather before the embedding's backward expects them.
+  const Ref dres = dres_ + dims_.first_row * C;
   {
     const Held b(params, lnf_b_), w(params, lnf_w_);
-    be_.fill_zero(dres_.p, dres_.bytes(int64_t{N} * C));
-    const GradSpan gb(params, lnf_b_), gw(params, lnf_w_);
-    be_.layernorm_backward(dres_, gw.get(), gb.get(), scratch_.d_a, final_in_, w.get(), lnf_mean_,
-                           lnf_rstd_, N, C);
+    be_.fill_zero(dres.p, dres.bytes(int64_t{Nl} * C));
+    residual_layernorm_backward(dims_, params, lnf_w_, lnf_b_, w.get(), dres, dlnf, final_in_,
+                                lnf_mean_, lnf_rstd_, scratch_);
   }
   for (int i = L - 1; i >= 0; --i) {
     const ActivationStore::Restored r = acts.begin_backward(i);
@@ -198,8 +218,9 @@ void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& 
       }
     }
     layer_backward(dims_, params, layers_[static_cast<size_t>(i)], r.input, *r.acts, scratch_,
-                   dropout(i, rng), dres_);
+                   dropout(i, rng), dres);
   }
+  if (dims_.sequence_parallel) tp::sequence_scatter_backward(be_, dims_.tp, dres_, dres, N, C);
   embedding_grads(tokens, params);
 }
 
