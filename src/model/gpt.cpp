@@ -104,6 +104,10 @@ void Gpt::embed(const int32_t* tokens, ParamSource& params) {
   const int N = dims_.N(), C = dims_.C;
   const tp::VocabRange vr{vocab_begin_, vocab_local_};
   const int64_t step = wte_.chunk(params), pstep = wpe_.chunk(params);
+  if (dims_.sequence_parallel) {
+    embed_sequence_parallel(tokens, params);
+    return;
+  }
   if (step == wte_.rows && pstep == wpe_.rows) {
     const Held e(params, wte_), p(params, wpe_);
     tp::vocab_parallel_embedding_forward(be_, dims_.tp, embed_out_, tokens, e.get(), p.get(),
@@ -114,14 +118,7 @@ void Gpt::embed(const int32_t* tokens, ParamSource& params) {
   // rows. Each output element is one wte row (exact) plus one position row, rounded once: the
   // bits of the fused lookup.
   const int64_t nc = int64_t{N} * C;
-  for (int64_t r = 0; r < wte_.rows; r += step) {
-    const int64_t n = std::min(step, wte_.rows - r);
-    const Held e(params, wte_.row_span(r, n));
-    const Ref dst = r == 0 ? embed_out_ : scratch_.d_a;
-    be_.embedding_forward(dst, tokens, e.get(), CRef(nullptr, e.get().t), dims_.B, dims_.T, C,
-                          vr.begin + static_cast<int>(r), static_cast<int>(n));
-    if (r > 0) be_.add_inplace(embed_out_, scratch_.d_a, nc);
-  }
+  embed_word_rows(tokens, params);
   tp::reduce_from_tp_forward(be_, dims_.tp, embed_out_, nc);
   for (int64_t t0 = 0; t0 < wpe_.rows; t0 += pstep) {
     const int64_t n = std::min(pstep, wpe_.rows - t0);
@@ -131,12 +128,48 @@ void Gpt::embed(const int32_t* tokens, ParamSource& params) {
   }
 }
 
+void Gpt::embed_word_rows(const int32_t* tokens, ParamSource& params) {
+  const int64_t step = wte_.chunk(params), nc = int64_t{dims_.N()} * dims_.C;
+  for (int64_t r = 0; r < wte_.rows; r += step) {
+    const int64_t n = std::min(step, wte_.rows - r);
+    const Held e(params, wte_.row_span(r, n));
+    const Ref dst = r == 0 ? embed_out_ : scratch_.d_a;
+    be_.embedding_forward(dst, tokens, e.get(), CRef(nullptr, e.get().t), dims_.B, dims_.T, dims_.C,
+                          vocab_begin_ + static_cast<int>(r), static_cast<int>(n));
+    if (r > 0) be_.add_inplace(embed_out_, scratch_.d_a, nc);
+  }
+}
+
+void Gpt::embed_sequence_parallel(const int32_t* tokens, ParamSource& params) {
+  const int N = dims_.N(), C = dims_.C, T = dims_.T;
+  // Each rank's vocabulary rows of every token, summed over tp and split by rows in one
+  // reduce-scatter (Megatron-LM's sequence-parallel embedding), then the position rows of this
+  // rank's tokens: wte row + 0 + ... + wpe row, rounded as tp = 1 rounds wte row + wpe row.
+  const int64_t pstep = wpe_.chunk(params);
+  embed_word_rows(tokens, params);
+  const Ref local = embed_out_ + dims_.first_row * C;
+  tp::sequence_reduce_scatter_forward(be_, dims_.tp, local, embed_out_, N, C);
+  // This rank's rows [first, end) of the flattened [B, T] tokens, in runs within one sample and
+  // one chunk of the position table.
+  const int64_t first = dims_.first_row, end = first + dims_.Nl;
+  for (int64_t t0 = 0; t0 < wpe_.rows; t0 += pstep) {
+    const int64_t n = std::min(pstep, wpe_.rows - t0);
+    const Held p(params, wpe_.row_span(t0, n));
+    for (int64_t sample = first / T; sample * T < end; ++sample) {
+      const int64_t lo = std::max(first, sample * T + t0), hi = std::min(end, sample * T + t0 + n);
+      if (lo < hi)
+        be_.add_inplace(embed_out_ + lo * C, CRef(p.get()) + (lo - sample * T - t0) * C,
+                        (hi - lo) * C);
+    }
+  }
+}
+
 void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                             const DropoutSeeds* rng) {
   const int N = dims_.N(), C = dims_.C, L = config_.num_layers, Nl = dims_.Nl;
   embed(tokens, params);
-  // Sequence parallelism: the layers take this rank's rows of the (replicated) embedding output
-  // — the scatter, whose backward all-gathers the gradient (backward()).
+  // The layers take this rank's rows of the embedding output: all of them, or with sequence
+  // parallelism the N/tp that embed() made (their gradient is all-gathered in backward()).
   const int64_t first = dims_.first_row * C;
   CRef x = CRef(embed_out_) + first;
   for (int i = 0; i < L; ++i) {

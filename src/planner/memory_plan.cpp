@@ -250,14 +250,14 @@ MemoryPlan plan_memory(const PlanInput& in) {
   // Sequence parallelism: per layer forward 2 all-gathers + 2 reduce-scatters of [N, h] (the
   // bytes of the 2 all-reduces); backward 4 all-gathers (2 output gradients, 2 recomputed
   // layernorm outputs), 2 reduce-scatters and 2 all-reduces of a layernorm's [2h] fp32
-  // gradients; the embedding all-reduces forward and all-gathers its gradient, the final
+  // gradients; the embedding reduce-scatters forward and all-gathers its gradient, the final
   // layernorm all-gathers forward, reduce-scatters and all-reduces [2h] backward; a recomputing
   // store repeats the 4 forward ones per layer; Pa moves nothing (the inputs are already split).
   if (in.tp > 1 && splits_sequence(c, in.tp)) {
     const uint64_t N = static_cast<uint64_t>(in.micro_batch) * static_cast<uint64_t>(c.seq_length);
     const uint64_t h = static_cast<uint64_t>(c.hidden), L = static_cast<uint64_t>(c.num_layers);
     const uint64_t recompute = in.checkpoint_activations ? 4 * L : 0;
-    const uint64_t units = 10 * L + 5 + recompute;  // [N, h] moves, each counted n
+    const uint64_t units = 10 * L + 4 + recompute;  // [N, h] moves, each counted n
     const uint64_t bytes = units * N * h * e + (2 * L + 1) * 2 * 2 * h * 4 + 2 * 4 * 3 * N;
     p.comm_tp = bytes * static_cast<uint64_t>(in.accumulation);
     p.tp_collectives = (12 * L + 5 + 3 + recompute) * static_cast<uint64_t>(in.accumulation);
