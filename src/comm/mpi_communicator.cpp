@@ -450,6 +450,30 @@ MpiCommunicator::Plan MpiCommunicator::plan_reduce_scatter(Tensor in, Tensor out
 }
 
 void MpiCommunicator::reduce_scatter(Tensor input, Tensor output, ReduceOp op) {
+  const int64_t m = output.numel();
+  if (input.dtype() != DType::F32 && input.numel() + m > kStagingSlice) {
+    // A large half tensor (sequence parallelism's [N, h] row-parallel outputs) is reduced piece
+    // by piece through one constant-size fp32 staging buffer: every rank's chunk in pieces of
+    // `piece` elements, staged side by side, so the same sums, element by element. An output
+    // inside the input (its own chunk) is written only after that piece has been read.
+    check_tensor(input, "reduce_scatter");
+    check_tensor(output, "reduce_scatter");
+    check_reduce_scatter(input, output);
+    ctx_.stats->record(kind_, CommOp::ReduceScatter, static_cast<uint64_t>(input.numel()),
+                       dtype_size(input.dtype()), size_);
+    const int64_t piece = std::max<int64_t>(1, kStagingSlice / (size_ + 1));
+    const auto lease = staging_.acquire(static_cast<size_t>(kStagingSlice));
+    float* s = lease.data();
+    auto guard = ctx_.watchdog->arm("reduce_scatter", name());
+    for (int64_t at = 0; at < m; at += piece) {
+      const int64_t n = std::min(piece, m - at);
+      for (int r = 0; r < size_; ++r) widen(input.slice(r * m + at, {n}), s + r * n);
+      ZT_MPI(
+          MPI_Reduce_scatter_block(s, s + size_ * n, mpi_count(n), MPI_FLOAT, mpi_op(op), comm_));
+      narrow(s + size_ * n, output.slice(at, {n}));
+    }
+    return;
+  }
   Plan p = plan_reduce_scatter(input, output);
   {
     auto guard = ctx_.watchdog->arm("reduce_scatter", name());

@@ -6,6 +6,7 @@
 #include "src/tensor_parallel/mappings.h"
 #include "src/tensor_parallel/parallel_linear.h"
 #include "src/tensor_parallel/rng_tracker.h"
+#include "src/tensor_parallel/sequence_parallel.h"
 #include "src/tensor_parallel/vocab_parallel_cross_entropy.h"
 #include "src/tensor_parallel/vocab_parallel_embedding.h"
 
@@ -90,6 +91,10 @@ LayerDropout Gpt::dropout(int layer, const DropoutSeeds* rng) const {
   d.attention = rt.mask(site, config_.attention_dropout, att);
   d.attn_out = rt.mask(site + 1, config_.hidden_dropout, n);
   d.mlp_out = rt.mask(site + 2, config_.hidden_dropout, n);
+  // Sequence parallelism: this rank's rows of the micro-batch draw their part of the same masks.
+  const auto row_offset = static_cast<uint64_t>(dims_.first_row) * static_cast<uint64_t>(dims_.C);
+  d.attn_out.offset += row_offset;
+  d.mlp_out.offset += row_offset;
   return d;
 }
 
@@ -97,6 +102,10 @@ void Gpt::embed(const int32_t* tokens, ParamSource& params) {
   const int N = dims_.N(), C = dims_.C;
   const tp::VocabRange vr{vocab_begin_, vocab_local_};
   const int64_t step = wte_.chunk(params), pstep = wpe_.chunk(params);
+  if (dims_.sequence_parallel) {
+    embed_sequence_parallel(tokens, params);
+    return;
+  }
   if (step == wte_.rows && pstep == wpe_.rows) {
     const Held e(params, wte_), p(params, wpe_);
     tp::vocab_parallel_embedding_forward(be_, dims_.tp, embed_out_, tokens, e.get(), p.get(),
@@ -107,14 +116,7 @@ void Gpt::embed(const int32_t* tokens, ParamSource& params) {
   // rows. Each output element is one wte row (exact) plus one position row, rounded once: the
   // bits of the fused lookup.
   const int64_t nc = int64_t{N} * C;
-  for (int64_t r = 0; r < wte_.rows; r += step) {
-    const int64_t n = std::min(step, wte_.rows - r);
-    const Held e(params, wte_.row_span(r, n));
-    const Ref dst = r == 0 ? embed_out_ : scratch_.d_a;
-    be_.embedding_forward(dst, tokens, e.get(), CRef(nullptr, e.get().t), dims_.B, dims_.T, C,
-                          vr.begin + static_cast<int>(r), static_cast<int>(n));
-    if (r > 0) be_.add_inplace(embed_out_, scratch_.d_a, nc);
-  }
+  embed_word_rows(tokens, params);
   tp::reduce_from_tp_forward(be_, dims_.tp, embed_out_, nc);
   for (int64_t t0 = 0; t0 < wpe_.rows; t0 += pstep) {
     const int64_t n = std::min(pstep, wpe_.rows - t0);
@@ -124,11 +126,50 @@ void Gpt::embed(const int32_t* tokens, ParamSource& params) {
   }
 }
 
+void Gpt::embed_word_rows(const int32_t* tokens, ParamSource& params) {
+  const int64_t step = wte_.chunk(params), nc = int64_t{dims_.N()} * dims_.C;
+  for (int64_t r = 0; r < wte_.rows; r += step) {
+    const int64_t n = std::min(step, wte_.rows - r);
+    const Held e(params, wte_.row_span(r, n));
+    const Ref dst = r == 0 ? embed_out_ : scratch_.d_a;
+    be_.embedding_forward(dst, tokens, e.get(), CRef(nullptr, e.get().t), dims_.B, dims_.T, dims_.C,
+                          vocab_begin_ + static_cast<int>(r), static_cast<int>(n));
+    if (r > 0) be_.add_inplace(embed_out_, scratch_.d_a, nc);
+  }
+}
+
+void Gpt::embed_sequence_parallel(const int32_t* tokens, ParamSource& params) {
+  const int N = dims_.N(), C = dims_.C, T = dims_.T;
+  // Each rank's vocabulary rows of every token, summed over tp and split by rows in one
+  // reduce-scatter (Megatron-LM's sequence-parallel embedding), then the position rows of this
+  // rank's tokens: wte row + 0 + ... + wpe row, rounded as tp = 1 rounds wte row + wpe row.
+  const int64_t pstep = wpe_.chunk(params);
+  embed_word_rows(tokens, params);
+  const Ref local = embed_out_ + dims_.first_row * C;
+  tp::sequence_reduce_scatter_forward(be_, dims_.tp, local, embed_out_, N, C);
+  // This rank's rows [first, end) of the flattened [B, T] tokens, in runs within one sample and
+  // one chunk of the position table.
+  const int64_t first = dims_.first_row, end = first + dims_.Nl;
+  for (int64_t t0 = 0; t0 < wpe_.rows; t0 += pstep) {
+    const int64_t n = std::min(pstep, wpe_.rows - t0);
+    const Held p(params, wpe_.row_span(t0, n));
+    for (int64_t sample = first / T; sample * T < end; ++sample) {
+      const int64_t lo = std::max(first, sample * T + t0), hi = std::min(end, sample * T + t0 + n);
+      if (lo < hi)
+        be_.add_inplace(embed_out_ + lo * C, CRef(p.get()) + (lo - sample * T - t0) * C,
+                        (hi - lo) * C);
+    }
+  }
+}
+
 void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                             const DropoutSeeds* rng) {
-  const int N = dims_.N(), C = dims_.C, L = config_.num_layers;
+  const int N = dims_.N(), C = dims_.C, L = config_.num_layers, Nl = dims_.Nl;
   embed(tokens, params);
-  CRef x = embed_out_;
+  // The layers take this rank's rows of the embedding output: all of them, or with sequence
+  // parallelism the N/tp that embed() made (their gradient is all-gathered in backward()).
+  const int64_t first = dims_.first_row * C;
+  CRef x = CRef(embed_out_) + first;
   for (int i = 0; i < L; ++i) {
     LayerActivations& a = acts.begin_forward(i);
     layer_forward(dims_, params, layers_[static_cast<size_t>(i)], x, a, scratch_, dropout(i, rng));
@@ -137,11 +178,14 @@ void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, Activati
   }
   // The final layernorm's input is kept by the model: a checkpointing store need not keep the
   // last layer's output.
-  be_.copy(final_in_.p, x.p, x.bytes(int64_t{N} * C));
+  be_.copy(final_in_.p, x.p, x.bytes(int64_t{Nl} * C));
   {
     const Held w(params, lnf_w_), b(params, lnf_b_);
-    be_.layernorm_forward(lnf_out_, lnf_mean_, lnf_rstd_, final_in_, w.get(), b.get(), N, C);
+    be_.layernorm_forward(lnf_out_ + first, lnf_mean_, lnf_rstd_, final_in_, w.get(), b.get(), Nl,
+                          C);
   }
+  if (dims_.sequence_parallel)
+    tp::sequence_gather_forward(be_, dims_.tp, lnf_out_, lnf_out_ + first, N, C);
   // The head tied to this rank's vocabulary shard: column-parallel, copy-to-TP on its input.
   tp::copy_to_tp_forward(be_, dims_.tp, lnf_out_, int64_t{N} * C);
   chunked_linear_forward(be_, params, head_, logits_, lnf_out_, N, false);
@@ -170,17 +214,26 @@ double Gpt::forward(const int32_t* tokens, const int32_t* targets, float dloss, 
 
 void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                    const DropoutSeeds* rng) {
-  const int N = dims_.N(), C = dims_.C, L = config_.num_layers;
+  const int N = dims_.N(), C = dims_.C, L = config_.num_layers, Nl = dims_.Nl;
   // Head: logits = lnf_out · wteᵀ, so d(lnf_out) = dlogits · wte; with tp each rank's shard gives
-  // a partial d(lnf_out), all-reduced (copy-to-TP backward). d(wte) waits for the lookup's part.
+  // a partial d(lnf_out), all-reduced (copy-to-TP backward; under sequence parallelism
+  // reduce-scattered to this rank's rows). d(wte) waits for the lookup's part.
   chunked_linear_backward_input(be_, params, head_, scratch_.d_a, logits_, N);
-  tp::copy_to_tp_backward(be_, dims_.tp, scratch_.d_a, int64_t{N} * C);
+  Ref dlnf = scratch_.d_a;
+  if (dims_.sequence_parallel) {
+    tp::sequence_gather_backward(be_, dims_.tp, scratch_.d_b, scratch_.d_a, N, C);
+    dlnf = scratch_.d_b;
+  } else {
+    tp::copy_to_tp_backward(be_, dims_.tp, scratch_.d_a, int64_t{N} * C);
+  }
+  // The residual stream's gradient: this rank's rows of dres_ (all of them without sequence
+  // parallelism), where the all-gather before the embedding's backward expects them.
+  const Ref dres = dres_ + dims_.first_row * C;
   {
     const Held b(params, lnf_b_), w(params, lnf_w_);
-    be_.fill_zero(dres_.p, dres_.bytes(int64_t{N} * C));
-    const GradSpan gb(params, lnf_b_), gw(params, lnf_w_);
-    be_.layernorm_backward(dres_, gw.get(), gb.get(), scratch_.d_a, final_in_, w.get(), lnf_mean_,
-                           lnf_rstd_, N, C);
+    be_.fill_zero(dres.p, dres.bytes(int64_t{Nl} * C));
+    residual_layernorm_backward(dims_, params, lnf_w_, lnf_b_, w.get(), dres, dlnf, final_in_,
+                                lnf_mean_, lnf_rstd_, scratch_);
   }
   for (int i = L - 1; i >= 0; --i) {
     const ActivationStore::Restored r = acts.begin_backward(i);
@@ -196,8 +249,9 @@ void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& 
       }
     }
     layer_backward(dims_, params, layers_[static_cast<size_t>(i)], r.input, *r.acts, scratch_,
-                   dropout(i, rng), dres_);
+                   dropout(i, rng), dres);
   }
+  if (dims_.sequence_parallel) tp::sequence_scatter_backward(be_, dims_.tp, dres_, dres, N, C);
   embedding_grads(tokens, params);
 }
 

@@ -75,6 +75,11 @@ class Gpt {
   LayerDropout dropout(int layer, const DropoutSeeds* rng) const;
   // The vocab-parallel embedding of `tokens` into embed_out_, over the word embedding's chunks.
   void embed(const int32_t* tokens, ParamSource& params);
+  // This rank's vocabulary rows of every token into embed_out_ (0 for the others), chunk by
+  // chunk: the partial sum tensor parallelism then reduces.
+  void embed_word_rows(const int32_t* tokens, ParamSource& params);
+  // The embedding into this rank's rows only (sequence parallelism).
+  void embed_sequence_parallel(const int32_t* tokens, ParamSource& params);
   // The tied embedding's gradient, at the end of backward: the head's dlogitsᵀ·lnf_out (dlogits
   // stay in logits_ through backward) plus the lookup's rows, chunk by chunk, each element of
   // the block once.

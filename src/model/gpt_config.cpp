@@ -41,6 +41,11 @@ void validate_tensor_parallel(const GptConfig& c, int tp) {
       "padded vocabulary {} is not divisible by --tensor-model-parallel-size {}; pad it with "
       "padded_vocab_size(vocab, --make-vocab-size-divisible-by, tp)",
       c.padded_vocab_size, tp);
+  // Megatron-LM's rule: every sample's tokens split evenly, whatever the micro-batch.
+  ZT_REQUIRE(!splits_sequence(c, tp) || c.seq_length % tp == 0,
+             "--sequence-parallel: --seq-length {} is not divisible by "
+             "--tensor-model-parallel-size {}",
+             c.seq_length, tp);
 }
 
 TpDims TpDims::of(const GptConfig& c, int tp_size, int tp_rank) {

@@ -21,6 +21,10 @@ struct GptConfig {
   // The working precision: parameters as the model reads them, activations, checkpoints and
   // tensor-parallel activation traffic (--bf16 / --fp16; fp32 by default).
   DType dtype = DType::F32;
+  // Megatron's --sequence-parallel: with tp > 1, the tokens of the regions outside the
+  // tensor-parallel layers (layernorms, dropouts, residuals) are split over the tp ranks
+  // (src/tensor_parallel/sequence_parallel.h). No effect at tp = 1.
+  bool sequence_parallel = false;
 
   int head_dim() const { return hidden / heads; }
   int ffn_hidden() const { return 4 * hidden; }
@@ -41,6 +45,16 @@ int padded_vocab_size(int vocab_size, int divisible_by, int tp);
 // The checks tensor parallelism puts on the shape, as zt::InputError naming the flag to change:
 // heads, hidden, ffn hidden and padded vocabulary divisible by tp.
 void validate_tensor_parallel(const GptConfig& config, int tp);
+
+// Whether the tokens outside the tensor-parallel regions are split over the `tp_size` ranks.
+inline bool splits_sequence(const GptConfig& c, int tp_size) {
+  return c.sequence_parallel && tp_size > 1;
+}
+// Rows of an [n, hidden] activation outside the tensor-parallel regions that one of `tp_size`
+// ranks keeps: n / tp_size under sequence parallelism, else n.
+inline int64_t local_rows(const GptConfig& c, int64_t n, int tp_size) {
+  return splits_sequence(c, tp_size) ? n / tp_size : n;
+}
 
 // One tensor-parallel rank's sizes (tp = 1: the whole model).
 struct TpDims {

@@ -10,20 +10,25 @@ template <typename F>
 void for_each_field(LayerActivations& a, const GptConfig& c, int micro_batch, int tp, F&& f) {
   const TpDims d = TpDims::of(c, tp, 0);
   const int64_t n = int64_t{micro_batch} * c.seq_length, h = c.hidden, hl = d.hidden, f4 = d.ffn;
+  const int64_t nl = local_rows(c, n, tp);  // the rows outside the tensor-parallel regions
   const int64_t rows = int64_t{micro_batch} * d.heads * c.seq_length;  // attention query rows
-  f(a.ln1_mean, n);
-  f(a.ln1_rstd, n);
+  f(a.ln1_mean, nl);
+  f(a.ln1_rstd, nl);
   f(a.qkv, 3 * n * hl);
   f(a.lse, rows);
   f(a.atty, n * hl);
-  f(a.res2, n * h);
-  f(a.ln2_mean, n);
-  f(a.ln2_rstd, n);
+  f(a.res2, nl * h);
+  f(a.ln2_mean, nl);
+  f(a.ln2_rstd, nl);
   f(a.fch, n * f4);
-  f(a.out, n * h);
+  f(a.out, nl * h);
 }
 
 }  // namespace
+
+int64_t LayerActivations::input_elems(const GptConfig& c, int micro_batch, int tp_size) {
+  return local_rows(c, int64_t{micro_batch} * c.seq_length, tp_size) * c.hidden;
+}
 
 size_t LayerActivations::bytes(const GptConfig& c, int micro_batch, int tp_size) {
   LayerActivations a;

@@ -29,6 +29,12 @@ struct LayerActivations {
   // ranks, as carve() lays it out.
   static size_t bytes(const GptConfig& c, int micro_batch, int tp_size = 1);
   static LayerActivations carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);
+  // Elements of one layer input [N, C] a rank holds: N/tp rows under sequence parallelism.
+  static int64_t input_elems(const GptConfig& c, int micro_batch, int tp_size = 1);
+  // Whether every tensor-parallel rank holds the same layer input (what Pa slices).
+  static bool input_replicated(const GptConfig& c, int tp_size) {
+    return !splits_sequence(c, tp_size);
+  }
 };
 
 }  // namespace zt

@@ -64,22 +64,55 @@ int64_t ParamLayout::replicated_numel() const {
   return n;
 }
 
-ParamLayout ParamLayout::gpt(const GptConfig& c, int tp_size, int tp_rank) {
+std::vector<int> PipelinePart::layers(const GptConfig& c, int chunk) const {
+  const int k = c.num_layers / (size * chunks), first = virtual_stage(chunk) * k;
+  std::vector<int> out(static_cast<size_t>(k));
+  for (int i = 0; i < k; ++i) out[static_cast<size_t>(i)] = first + i;
+  return out;
+}
+
+void validate_pipeline(const GptConfig& c, const PipelinePart& part) {
+  ZT_REQUIRE(part.size >= 1 && part.chunks >= 1, "pipeline sizes must be >= 1");
+  ZT_REQUIRE(c.num_layers % (part.size * part.chunks) == 0,
+             "--num-layers {} does not divide into {} pipeline stages x {} model chunks",
+             c.num_layers, part.size, part.chunks);
+  ZT_CHECK(part.rank >= 0 && part.rank < part.size, "pipeline rank {} outside [0, {})", part.rank,
+           part.size);
+}
+
+int ParamLayout::block_index(const std::string& name) const {
+  for (size_t b = 0; b < blocks_.size(); ++b)
+    if (blocks_[b].name == name) return static_cast<int>(b);
+  return -1;
+}
+
+ParamLayout ParamLayout::gpt(const GptConfig& c, int tp_size, int tp_rank,
+                             const PipelinePart& part) {
   validate_tensor_parallel(c, tp_size);
+  validate_pipeline(c, part);
   ZT_CHECK(tp_rank >= 0 && tp_rank < tp_size, "tp rank {} outside [0, {})", tp_rank, tp_size);
   ParamLayout l;
   l.tp_size_ = tp_size;
   l.tp_rank_ = tp_rank;
+  l.part_ = part;
   const int64_t h = c.hidden, f = c.ffn_hidden();
   constexpr float kStd = 0.02f;
   // GPT-2 scales the residual-path projections by 1/sqrt(2L) so the residual stream's variance
   // does not grow with depth.
   const float proj_std = kStd / std::sqrt(2.0f * static_cast<float>(c.num_layers));
   using S = TpSplit;
-  l.begin_block("embedding");
-  l.add("embedding.word", {c.padded_vocab_size, h}, S::VocabRows, ParamInit::Normal, kStd, true);
-  l.add("embedding.position", {c.seq_length, h}, S::Replicated, ParamInit::Normal, kStd, true);
-  for (int i = 0; i < c.num_layers; ++i) {
+  auto word_embedding = [&] {
+    l.add("embedding.word", {c.padded_vocab_size, h}, S::VocabRows, ParamInit::Normal, kStd, true);
+  };
+  if (part.first()) {
+    l.begin_block("embedding");
+    word_embedding();
+    l.add("embedding.position", {c.seq_length, h}, S::Replicated, ParamInit::Normal, kStd, true);
+  }
+  std::vector<int> layers;
+  for (int chunk = 0; chunk < part.chunks; ++chunk)
+    for (int i : part.layers(c, chunk)) layers.push_back(i);
+  for (int i : layers) {
     const std::string p = "layers." + std::to_string(i) + ".";
     l.begin_block("layers." + std::to_string(i));
     l.add(p + "ln1.weight", {h}, S::Replicated, ParamInit::Ones, 0, false);
@@ -97,9 +130,15 @@ ParamLayout ParamLayout::gpt(const GptConfig& c, int tp_size, int tp_rank) {
     l.add(p + "mlp.proj.weight", {h, f}, S::InputColumns, ParamInit::Normal, proj_std, true);
     l.add(p + "mlp.proj.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
   }
-  l.begin_block("final_ln");
-  l.add("final_ln.weight", {h}, S::Replicated, ParamInit::Ones, 0, false);
-  l.add("final_ln.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
+  if (part.last()) {
+    l.begin_block("final_ln");
+    l.add("final_ln.weight", {h}, S::Replicated, ParamInit::Ones, 0, false);
+    l.add("final_ln.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
+    if (!part.first()) {
+      l.begin_block("head");
+      word_embedding();
+    }
+  }
   return l;
 }
 

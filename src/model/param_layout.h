@@ -72,11 +72,32 @@ struct BlockRange {
   int64_t numel() const { return end - begin; }
 };
 
+// The part of the model one pipeline stage holds (Megatron-LM's layout). With `chunks` model
+// chunks per stage (the interleaved schedule), chunk c of stage s is virtual stage c·size + s and
+// holds layers [(c·size + s)·k, (c·size + s + 1)·k), k = L / (size·chunks). The first stage
+// also holds the embedding; the last the final layernorm and, when size > 1, its own copy of the
+// word embedding for the tied head (same name and values: initialisation is by name, and the two
+// copies' gradients are summed between the stages every step).
+struct PipelinePart {
+  int size = 1;
+  int rank = 0;
+  int chunks = 1;
+  bool first() const { return rank == 0; }
+  bool last() const { return rank == size - 1; }
+  int virtual_stage(int chunk) const { return chunk * size + rank; }
+  // Layers of chunk `chunk`, in forward order.
+  std::vector<int> layers(const GptConfig& config, int chunk) const;
+};
+// Throws zt::InputError when the layers do not divide over size·chunks virtual stages.
+void validate_pipeline(const GptConfig& config, const PipelinePart& part);
+
 class ParamLayout {
  public:
-  // The GPT layout of tensor-parallel rank `tp_rank` of `tp_size` (tp = 1: the whole model).
-  // Throws zt::InputError when the shape does not split (validate_tensor_parallel).
-  static ParamLayout gpt(const GptConfig& config, int tp_size = 1, int tp_rank = 0);
+  // The GPT layout of tensor-parallel rank `tp_rank` of `tp_size` (tp = 1: the whole model),
+  // holding pipeline part `part` (default: every layer). Throws zt::InputError when the shape
+  // does not split (validate_tensor_parallel, validate_pipeline).
+  static ParamLayout gpt(const GptConfig& config, int tp_size = 1, int tp_rank = 0,
+                         const PipelinePart& part = {});
 
   const std::vector<ParamSpec>& params() const { return params_; }
   const std::vector<BlockRange>& blocks() const { return blocks_; }
@@ -85,12 +106,16 @@ class ParamLayout {
   int64_t replicated_numel() const;
   int tp_size() const { return tp_size_; }
   int tp_rank() const { return tp_rank_; }
+  const PipelinePart& pipeline() const { return part_; }
   const ParamSpec& find(const std::string& name) const;
   int num_blocks() const { return static_cast<int>(blocks_.size()); }
-  // Block indices of the GPT layout.
-  static constexpr int kEmbeddingBlock = 0;
-  static int layer_block(int layer) { return 1 + layer; }
-  int final_block() const { return num_blocks() - 1; }
+  // Block indices of the GPT layout; -1 where this pipeline part does not hold the block.
+  int embedding_block() const { return block_index("embedding"); }
+  int layer_block(int layer) const { return block_index("layers." + std::to_string(layer)); }
+  int final_block() const { return block_index("final_ln"); }
+  // The last stage's copy of the word embedding (size > 1 only).
+  int head_block() const { return block_index("head"); }
+  int block_index(const std::string& name) const;
 
  private:
   void begin_block(std::string name);
@@ -101,6 +126,7 @@ class ParamLayout {
   int64_t numel_ = 0;
   int tp_size_ = 1;
   int tp_rank_ = 0;
+  PipelinePart part_;
 };
 
 // Deterministic GPT-2 initialisation of an fp32 flat buffer laid out by `layout`: each element

@@ -3,6 +3,7 @@
 #include "src/tensor_parallel/mappings.h"
 #include "src/tensor_parallel/parallel_linear.h"
 #include "src/tensor_parallel/rng_tracker.h"
+#include "src/tensor_parallel/sequence_parallel.h"
 
 namespace zt {
 namespace {
@@ -33,8 +34,13 @@ LayerRefs LayerRefs::of(const ParamLayout& layout, int layer) {
 LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp_rank,
                         comm::Communicator* tp, Backend& be) {
   const TpDims t = TpDims::of(c, tp_size, tp_rank);
-  return LayerDims{micro_batch, c.seq_length, c.hidden,          t.heads, t.hidden,
-                   t.ffn,       c.heads,      t.heads * tp_rank, tp,      &be};
+  LayerDims d{micro_batch, c.seq_length, c.hidden,          t.heads, t.hidden,
+              t.ffn,       c.heads,      t.heads * tp_rank, tp,      &be};
+  const int64_t n = int64_t{micro_batch} * c.seq_length;
+  d.sequence_parallel = splits_sequence(c, tp_size);
+  d.Nl = static_cast<int>(local_rows(c, n, tp_size));
+  d.first_row = d.sequence_parallel ? int64_t{d.Nl} * tp_rank : 0;
+  return d;
 }
 
 size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
@@ -47,7 +53,7 @@ size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
   const size_t e = dtype_size(c.dtype);
   return Arena::aligned(n * h * e) * 3 + Arena::aligned(n * f * e) * 2 +
          Arena::aligned(n * 3 * hl * e) + Arena::aligned(rows * sizeof(float)) +
-         Arena::aligned(n * e);
+         Arena::aligned(n * e) + (splits_sequence(c, tp_size) ? Arena::aligned(2 * h * 4) : 0);
 }
 
 LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size) {
@@ -63,6 +69,7 @@ LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_bat
   s.d_qkv = carve_typed(arena, n * 3 * hl, c.dtype);
   s.delta = arena.carve({rows}, DType::F32).f32();
   s.ones = carve_typed(arena, n, c.dtype);
+  if (splits_sequence(c, tp_size)) s.ln_grads = arena.carve({2 * h}, DType::F32).f32();
   return s;
 }
 
@@ -98,87 +105,148 @@ void attention_backward(const LayerDims& d, Ref dqkv, float* delta, CRef dout, C
                              tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
 }
 
-// Row-parallel forward: at tp = 1 the bias is fused into the GEMM; with tp it is added once,
-// after the partial products are summed (added on every rank before, it would count tp times).
-void row_parallel_forward(const LayerDims& d, ParamSource& src, const LinearRefs& l, Ref y,
-                          CRef x) {
+// This rank's rows of a full [N, C] buffer.
+Ref mine(const LayerDims& d, Ref full) {
+  return full + d.first_row * d.C;
+}
+
+// Into a tensor-parallel region: `full` [N, C] holds this rank's rows (at mine()) and receives
+// the others' (sequence parallelism: all-gather); without it every rank already holds all rows
+// (copy-to-TP forward is the identity).
+void gather_rows(const LayerDims& d, Ref full) {
+  if (d.sequence_parallel)
+    tp::sequence_gather_forward(*d.be, d.tp, full, mine(d, full), d.N(), d.C);
+}
+
+// The input gradient of a column-parallel layer, [N, C] partial sums per rank, summed over tp:
+// this rank's rows into `local` (sequence parallelism: reduce-scatter), else all of them in
+// place. Returns where the summed rows are.
+Ref sum_input_grad(const LayerDims& d, Ref partial, Ref local) {
+  if (!d.sequence_parallel) {
+    tp::copy_to_tp_backward(*d.be, d.tp, partial, int64_t{d.N()} * d.C);
+    return partial;
+  }
+  tp::sequence_gather_backward(*d.be, d.tp, local, partial, d.N(), d.C);
+  return local;
+}
+
+// Row-parallel forward into `y` [N, C]: at tp = 1 the bias is fused into the GEMM; with tp it is
+// added once, after the partial products are summed (added on every rank before, it would count
+// tp times). With sequence parallelism the sum is a reduce-scatter into `local` [Nl, C] and the
+// bias goes onto those rows. Returns where this rank's summed rows are.
+Ref row_parallel_forward(const LayerDims& d, ParamSource& src, const LinearRefs& l, Ref y, CRef x,
+                         Ref local) {
   if (!tp::active(d.tp)) {
     chunked_linear_forward(*d.be, src, l, y, x, d.N(), true);
-    return;
+    return y;
   }
   chunked_linear_forward(*d.be, src, l, y, x, d.N(), false);
-  tp::reduce_from_tp_forward(*d.be, d.tp, y, int64_t{d.N()} * l.out);
-  chunked_add_bias(*d.be, src, l, y, d.N());
+  if (!d.sequence_parallel) {
+    tp::reduce_from_tp_forward(*d.be, d.tp, y, int64_t{d.N()} * l.out);
+    chunked_add_bias(*d.be, src, l, y, d.N());
+    return y;
+  }
+  tp::sequence_reduce_scatter_forward(*d.be, d.tp, local, y, d.N(), l.out);
+  chunked_add_bias(*d.be, src, l, local, d.Nl);
+  return local;
 }
 
 }  // namespace
 
+// The backward of a layernorm over this rank's rows. Under sequence parallelism the parameter
+// gradients of these rows are a partial sum: they are made in scratch, summed over tp, then
+// added to the gradients (the same on every rank, as the replicated parameters need).
+void residual_layernorm_backward(const LayerDims& d, ParamSource& src, const ParamRef& w_ref,
+                                 const ParamRef& b_ref, CRef w, Ref dx, CRef dout, CRef x,
+                                 const float* mean, const float* rstd, const LayerScratch& s) {
+  Backend& be = *d.be;
+  if (!d.sequence_parallel) {
+    const GradSpan gb(src, b_ref), gw(src, w_ref);
+    be.layernorm_backward(dx, gw.get(), gb.get(), dout, x, w, mean, rstd, d.Nl, d.C);
+    return;
+  }
+  float* dw = s.ln_grads;
+  float* db = s.ln_grads + d.C;
+  be.fill_zero(dw, size_t{2} * static_cast<size_t>(d.C) * 4);
+  be.layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, d.Nl, d.C);
+  tp::all_reduce(be, d.tp, Ref(dw, DType::F32), 2 * int64_t{d.C});
+  const GradSpan gb(src, b_ref), gw(src, w_ref);
+  be.add_inplace(gb.get(), db, d.C);
+  be.add_inplace(gw.get(), dw, d.C);
+}
+
 void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRef x,
                    LayerActivations& a, const LayerScratch& s, const LayerDropout& drop) {
   Backend& be = *d.be;
-  const int N = d.N(), C = d.C;
-  const int64_t nc = int64_t{N} * C;
+  const int N = d.N(), C = d.C, Nl = d.Nl;
+  const int64_t nc = int64_t{N} * C, nlc = int64_t{Nl} * C;
   {
     const Held w(src, p.ln1_w), b(src, p.ln1_b);
-    be.layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, w.get(), b.get(), N, C);
+    be.layernorm_forward(mine(d, s.ln), a.ln1_mean, a.ln1_rstd, x, w.get(), b.get(), Nl, C);
   }
+  gather_rows(d, s.ln);
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
   chunked_linear_forward(be, src, p.qkv, a.qkv, s.ln, N, true);
   attention_forward(d, a.atty, a.lse, a.qkv, drop.attention);
-  const Ref proj = s.d_a;  // backward scratch is free during forward
-  row_parallel_forward(d, src, p.proj, proj, a.atty);
+  // Backward scratch is free during forward.
+  Ref proj = row_parallel_forward(d, src, p.proj, s.d_a, a.atty, s.d_b);
   {
     // res2 = x + drop(proj) and ln2(res2) in one pass (bitwise the two ops on the CPU).
     const Held w(src, p.ln2_w), b(src, p.ln2_b);
-    be.dropout_add_layernorm_forward(a.res2, s.ln, a.ln2_mean, a.ln2_rstd, x, proj, w.get(),
-                                     b.get(), N, C, drop.attn_out);
+    be.dropout_add_layernorm_forward(a.res2, mine(d, s.ln), a.ln2_mean, a.ln2_rstd, x, proj,
+                                     w.get(), b.get(), Nl, C, drop.attn_out);
   }
+  gather_rows(d, s.ln);
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
   chunked_linear_gelu_forward(be, src, p.fc, s.ff, a.fch, s.ln, N);
-  row_parallel_forward(d, src, p.fcproj, proj, s.ff);
-  be.dropout_add_forward(a.out, a.res2, proj, nc, drop.mlp_out);
+  proj = row_parallel_forward(d, src, p.fcproj, s.d_a, s.ff, s.d_b);
+  be.dropout_add_forward(a.out, a.res2, proj, nlc, drop.mlp_out);
 }
 
 void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRef x,
                     const LayerActivations& a, const LayerScratch& s, const LayerDropout& drop,
                     Ref dres) {
   Backend& be = *d.be;
-  const int N = d.N(), C = d.C;
-  const int64_t nc = int64_t{N} * C, nf = int64_t{N} * d.F;
-  // MLP branch: out = res2 + drop(fcproj(gelu(fc(ln2(res2)))))
-  be.dropout_backward(s.d_a, dres, nc, drop.mlp_out);
+  const int N = d.N(), C = d.C, Nl = d.Nl;
+  const int64_t nlc = int64_t{Nl} * C, nf = int64_t{N} * d.F;
+  // MLP branch: out = res2 + drop(fcproj(gelu(fc(ln2(res2))))). The row-parallel layer's output
+  // gradient: this rank's rows, all-gathered under sequence parallelism.
+  be.dropout_backward(mine(d, s.d_a), dres, nlc, drop.mlp_out);
+  gather_rows(d, s.d_a);
   be.gelu_forward(s.ff, a.fch, nf);
   chunked_linear_backward_input_gelu(be, src, p.fcproj, s.d_ff, s.d_a, a.fch, N);
   chunked_linear_backward_params(be, src, p.fcproj, s.d_a, s.ff, s.ones, N);
-  // copy-to-TP backward: the all-reduce of d(ln2 out) comes before the (replicated) layernorm
-  // backward, so its gradients are identical on every rank.
+  // copy-to-TP backward: the all-reduce of d(ln2 out) (a reduce-scatter to this rank's rows under
+  // sequence parallelism) comes before the layernorm backward, so its input gradient is
+  // identical on every rank.
   chunked_linear_backward_input(be, src, p.fc, s.d_b, s.d_ff, N);
-  tp::copy_to_tp_backward(be, d.tp, s.d_b, nc);
+  const Ref dln2 = sum_input_grad(d, s.d_b, s.d_a);
   {
     // The layernorm is recomputed from the kept mean and rstd: the same bits as in forward. It is
     // held from here to its backward, so backward reaches the parameters from the last to the
     // first (bias before weight), each partition unit in one run.
     const Held b(src, p.ln2_b), w(src, p.ln2_w);
-    be.layernorm_forward(s.ln, a.ln2_mean, a.ln2_rstd, a.res2, w.get(), b.get(), N, C);
+    be.layernorm_forward(mine(d, s.ln), a.ln2_mean, a.ln2_rstd, a.res2, w.get(), b.get(), Nl, C);
+    gather_rows(d, s.ln);
     chunked_linear_backward_params(be, src, p.fc, s.d_ff, s.ln, s.ones, N);
-    const GradSpan gb(src, p.ln2_b), gw(src, p.ln2_w);
-    be.layernorm_backward(dres, gw.get(), gb.get(), s.d_b, a.res2, w.get(), a.ln2_mean, a.ln2_rstd,
-                          N, C);
+    residual_layernorm_backward(d, src, p.ln2_w, p.ln2_b, w.get(), dres, dln2, a.res2, a.ln2_mean,
+                                a.ln2_rstd, s);
   }
   // Attention branch: res2 = x + drop(proj(attn(ln1(x))))
-  be.dropout_backward(s.d_a, dres, nc, drop.attn_out);
+  be.dropout_backward(mine(d, s.d_a), dres, nlc, drop.attn_out);
+  gather_rows(d, s.d_a);
   chunked_linear_backward_input(be, src, p.proj, s.d_b, s.d_a, N);
   chunked_linear_backward_params(be, src, p.proj, s.d_a, a.atty, s.ones, N);
   attention_backward(d, s.d_qkv, s.delta, s.d_b, a.qkv, a.atty, a.lse, drop.attention);
   chunked_linear_backward_input(be, src, p.qkv, s.d_a, s.d_qkv, N);
-  tp::copy_to_tp_backward(be, d.tp, s.d_a, nc);
+  const Ref dln1 = sum_input_grad(d, s.d_a, s.d_b);
   {
     const Held b(src, p.ln1_b), w(src, p.ln1_w);
-    be.layernorm_forward(s.ln, a.ln1_mean, a.ln1_rstd, x, w.get(), b.get(), N, C);
+    be.layernorm_forward(mine(d, s.ln), a.ln1_mean, a.ln1_rstd, x, w.get(), b.get(), Nl, C);
+    gather_rows(d, s.ln);
     chunked_linear_backward_params(be, src, p.qkv, s.d_qkv, s.ln, s.ones, N);
-    const GradSpan gb(src, p.ln1_b), gw(src, p.ln1_w);
-    be.layernorm_backward(dres, gw.get(), gb.get(), s.d_a, x, w.get(), a.ln1_mean, a.ln1_rstd, N,
-                          C);
+    residual_layernorm_backward(d, src, p.ln1_w, p.ln1_b, w.get(), dres, dln1, x, a.ln1_mean,
+                                a.ln1_rstd, s);
   }
 }
 

@@ -6,6 +6,12 @@
 // dropout-add); copy-to-TP in front of qkv and fc all-reduces their input gradients in backward.
 // So per layer forward and backward each all-reduce [N, C] twice. Layernorms, residuals and the
 // row-parallel biases are replicated and stay identical on every rank without communication.
+// With sequence parallelism (GptConfig::sequence_parallel) the layer's input, its residuals and
+// layernorms hold this rank's N/tp rows only: the layernorm output is all-gathered into the
+// column-parallel layers, the row-parallel outputs are reduce-scattered, and in backward the
+// mirror images (plus one more all-gather per layernorm, to recompute its gathered output for
+// the weight gradient, as Megatron-LM does); the layernorms' parameter gradients, partial sums
+// over this rank's rows, are all-reduced over tp.
 #include <cstdint>
 
 #include "kernels/backend.h"
@@ -42,6 +48,7 @@ struct LayerScratch {
   Ref d_qkv;               // [N, 3Cl]
   float* delta = nullptr;  // [B, H, T] attention backward workspace (rowsum(dO * O))
   Ref ones;                // [N] ones: the bias gradient beside a chunked weight (set by the model)
+  float* ln_grads = nullptr;  // [2C] a layernorm's partial gradients (sequence parallelism only)
   static size_t bytes(const GptConfig& c, int micro_batch, int tp_size = 1);
   static LayerScratch carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);
 };
@@ -57,14 +64,28 @@ struct LayerDims {
   int head_begin;                    // global index of this rank's first head
   comm::Communicator* tp = nullptr;  // the tensor-parallel group; null at tp = 1
   Backend* be = nullptr;             // never null once made by of()
+  // Rows of the residual stream this rank holds, [first_row, first_row + Nl) of the N: all of
+  // them, or N/tp with sequence parallelism.
+  bool sequence_parallel = false;
+  int Nl = 0;
+  int64_t first_row = 0;
   int N() const { return B * T; }
   static LayerDims of(const GptConfig& c, int micro_batch, int tp_size, int tp_rank,
                       comm::Communicator* tp, Backend& be);
 };
 
+// The backward of a layernorm of the residual stream over this rank's Nl rows: dx += the input
+// gradient; the parameter gradients go to the source's spans (bias, then weight), summed over
+// tp first under sequence parallelism, where this rank's rows give only a part of them
+// (s.ln_grads is the scratch).
+void residual_layernorm_backward(const LayerDims& d, ParamSource& src, const ParamRef& w_ref,
+                                 const ParamRef& b_ref, CRef w, Ref dx, CRef dout, CRef x,
+                                 const float* mean, const float* rstd, const LayerScratch& s);
+
 void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRef x,
                    LayerActivations& a, const LayerScratch& s, const LayerDropout& drop);
-// dres [N, C]: on entry the gradient of the layer output, on return the gradient of its input.
+// x, the layer output and dres hold this rank's Nl rows.
+// dres [Nl, C]: on entry the gradient of the layer output, on return the gradient of its input.
 // Parameter gradients go to the source's gradient spans, from the layer's last parameter to its
 // first, and its parameters are acquired in that order too.
 void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRef x,

@@ -46,12 +46,16 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   const auto dp = static_cast<size_t>(in.dp);
   size_t b = scalar_reducer_bytes(world, kTrainerScalars);
   // The tensor-parallel all-reduces of [N, h] activations are half: MPI stages them in fp32,
-  // at most MpiCommunicator::kStagingSlice elements at a time.
-  if (staged && in.tp > 1)
-    b += std::min(static_cast<size_t>(in.micro_batch) * static_cast<size_t>(in.model.seq_length) *
-                      static_cast<size_t>(in.model.hidden),
-                  static_cast<size_t>(comm::MpiCommunicator::kStagingSlice)) *
-         4;
+  // at most MpiCommunicator::kStagingSlice elements at a time. Sequence parallelism's
+  // reduce-scatters stage their input and output chunk (n + n/tp) within the same bound.
+  if (staged && in.tp > 1) {
+    const size_t n = static_cast<size_t>(in.micro_batch) *
+                     static_cast<size_t>(in.model.seq_length) *
+                     static_cast<size_t>(in.model.hidden);
+    const size_t staged_elems =
+        splits_sequence(in.model, in.tp) ? n + n / static_cast<size_t>(in.tp) : n;
+    b += std::min(staged_elems, static_cast<size_t>(comm::MpiCommunicator::kStagingSlice)) * 4;
+  }
   if (world > 1) b += scalar_reducer_bytes(world, 1);  // the global gradient norm
   b += ShardedAdam::workspace_bytes();                 // this rank's share of it
   const auto span = static_cast<size_t>(longest_chunk(layout, in.reduce_bucket_elems));
@@ -135,7 +139,7 @@ std::array<Gathers, 2> stage3_gathers(const PlanInput& in, const ParamLayout& la
         g[1].add(u);  // the head's backward
         last_word = k;
       }
-      if (b != ParamLayout::kEmbeddingBlock && bwd_unit[i]) g[1].add(u);
+      if (b != layout.embedding_block() && bwd_unit[i]) g[1].add(u);
     }
     if (last_word >= 0) g[1].add(units[static_cast<size_t>(last_word)], -1);
   }
@@ -144,12 +148,12 @@ std::array<Gathers, 2> stage3_gathers(const PlanInput& in, const ParamLayout& la
     for (int first_layer = 0; first_layer < L; first_layer += span) {
       const int last_layer = std::min(first_layer + span, L) - 1;
       for (int l = first_layer; l <= last_layer; ++l) {
-        const int b = ParamLayout::layer_block(l);
+        const int b = layout.layer_block(l);
         if (persistent(b)) continue;
         const auto [first, last] = part.block_units(b);
         for (int k = first; k < last; ++k) g[1].add(units[static_cast<size_t>(k)]);
       }
-      const int b = ParamLayout::layer_block(last_layer);
+      const int b = layout.layer_block(last_layer);
       const auto [first, last] = part.block_units(b);
       if (!persistent(b) && last > first && bwd_unit[static_cast<size_t>(last - 1)])
         g[1].add(units[static_cast<size_t>(last - 1)], -1);
@@ -247,7 +251,21 @@ MemoryPlan plan_memory(const PlanInput& in) {
   // backward, the embedding's and the head's (all in the working precision), the
   // cross-entropy's 3N (fp32); a recomputing store repeats the 2 forward ones per layer; Pa
   // all-gathers each span's input (working precision).
-  if (in.tp > 1) {
+  // Sequence parallelism: per layer forward 2 all-gathers + 2 reduce-scatters of [N, h] (the
+  // bytes of the 2 all-reduces); backward 4 all-gathers (2 output gradients, 2 recomputed
+  // layernorm outputs), 2 reduce-scatters and 2 all-reduces of a layernorm's [2h] fp32
+  // gradients; the embedding reduce-scatters forward and all-gathers its gradient, the final
+  // layernorm all-gathers forward, reduce-scatters and all-reduces [2h] backward; a recomputing
+  // store repeats the 4 forward ones per layer; Pa moves nothing (the inputs are already split).
+  if (in.tp > 1 && splits_sequence(c, in.tp)) {
+    const uint64_t N = static_cast<uint64_t>(in.micro_batch) * static_cast<uint64_t>(c.seq_length);
+    const uint64_t h = static_cast<uint64_t>(c.hidden), L = static_cast<uint64_t>(c.num_layers);
+    const uint64_t recompute = in.checkpoint_activations ? 4 * L : 0;
+    const uint64_t units = 10 * L + 4 + recompute;  // [N, h] moves, each counted n
+    const uint64_t bytes = units * N * h * e + (2 * L + 1) * 2 * 2 * h * 4 + 2 * 4 * 3 * N;
+    p.comm_tp = bytes * static_cast<uint64_t>(in.accumulation);
+    p.tp_collectives = (12 * L + 5 + 3 + recompute) * static_cast<uint64_t>(in.accumulation);
+  } else if (in.tp > 1) {
     const uint64_t N = static_cast<uint64_t>(in.micro_batch) * static_cast<uint64_t>(c.seq_length);
     const uint64_t h = static_cast<uint64_t>(c.hidden), L = static_cast<uint64_t>(c.num_layers);
     uint64_t elems = (4 * L + 2) * N * h;

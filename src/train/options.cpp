@@ -98,6 +98,9 @@ const std::vector<Decl>& decls() {
       {"pipeline-model-parallel-size", "pipeline_model_parallel_size",
        &O::pipeline_model_parallel_size, Check::Positive,
        "pipeline stages (only 1: pipeline parallelism is not implemented)"},
+      {"sequence-parallel", "sequence_parallel", &O::sequence_parallel, Check::Any,
+       "split the layernorm, dropout and residual activations along the tokens over the "
+       "tensor-parallel ranks (Megatron-LM's sequence parallelism; no effect at tp 1)"},
       {"zero-stage", "zero_optimization.stage", &O::zero_stage, Check::NonNegative,
        "ZeRO stage: 0 plain data parallel, 1 optimizer states, 2 + gradients, 3 + parameters "
        "partitioned over the data-parallel group"},

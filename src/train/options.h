@@ -49,6 +49,7 @@ struct TrainOptions {
   // parallelism
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
+  bool sequence_parallel = false;
   int zero_stage = 0;
   int64_t reduce_bucket_size = 500'000'000;  // elements
   int64_t allgather_bucket_size = 500'000'000;

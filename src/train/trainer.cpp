@@ -49,6 +49,7 @@ GptConfig gpt_config_from(const TrainOptions& o) {
   c.attention_dropout = static_cast<float>(o.attention_dropout);
   c.hidden_dropout = static_cast<float>(o.hidden_dropout);
   c.dtype = working_dtype(o);
+  c.sequence_parallel = o.sequence_parallel;
   return c;
 }
 

@@ -5,16 +5,20 @@
 namespace zt {
 
 namespace {
+// Pa slices an input every tensor-parallel rank holds whole; one already split (sequence
+// parallelism) is kept as it is.
+bool sliced(const GptConfig& c, int tp_size, const CheckpointConfig& cp) {
+  return cp.partition && tp_size > 1 && LayerActivations::input_replicated(c, tp_size);
+}
 int64_t kept_elems(const GptConfig& c, int micro_batch, int tp_size, const CheckpointConfig& cp) {
-  const int64_t input = int64_t{micro_batch} * c.seq_length * c.hidden;
-  return cp.partition && tp_size > 1 ? input / tp_size : input;
+  const int64_t input = LayerActivations::input_elems(c, micro_batch, tp_size);
+  return sliced(c, tp_size, cp) ? input / tp_size : input;
 }
 }  // namespace
 
 size_t ActivationCheckpointer::workspace_bytes(const GptConfig& c, int micro_batch, int tp_size,
                                                int span) {
-  const auto input = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length) *
-                     static_cast<size_t>(c.hidden);
+  const auto input = static_cast<size_t>(LayerActivations::input_elems(c, micro_batch, tp_size));
   return LayerActivations::bytes(c, micro_batch, tp_size) * static_cast<size_t>(span + 1) +
          Arena::aligned(input * dtype_size(c.dtype));
 }
@@ -47,8 +51,8 @@ ActivationCheckpointer::ActivationCheckpointer(const DeviceContext& ctx, const G
   ZT_REQUIRE(cp.span >= 1, "--checkpoint-num-layers must be positive, got {}", cp.span);
   ZT_CHECK(!cp.partition || tp_size == 1 || cp.tp != nullptr,
            "partitioned activations need the tensor-parallel group");
-  input_elems_ = int64_t{micro_batch} * config.seq_length * config.hidden;
-  const bool split = cp.partition && tp_size > 1;
+  input_elems_ = LayerActivations::input_elems(config, micro_batch, tp_size);
+  const bool split = sliced(config, tp_size, cp);
   ZT_REQUIRE(!split || input_elems_ % tp_size == 0,
              "--partition-activations: micro_batch x seq x hidden ({}) must divide by the "
              "tensor-parallel size {}",

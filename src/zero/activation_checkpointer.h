@@ -4,7 +4,9 @@
 //                                layers; backward recomputes the span's forward first.
 //   --partition-activations (Pa) a layer input is replicated across the tensor-parallel group,
 //                                so each tp rank keeps only its 1/tp slice; the slices are
-//                                all-gathered on the tp group just before recomputation.
+//                                all-gathered on the tp group just before recomputation. An
+//                                input the model already splits over tp (sequence parallelism,
+//                                LayerActivations::input_replicated) is kept as it is.
 //   --cpu-checkpointing (Pa+cpu) the kept slices live in host memory (category
 //                                host_checkpoints), none in the device's checkpoints category.
 // Checkpoints and workspaces are carved from arenas sized from the plan at construction (ZeRO-R's

@@ -318,6 +318,44 @@ TEST(HalfPrecision, LongAllReduceStagesOneSlice) {
   }
 }
 
+// The same for a long blocking half reduce-scatter (sequence parallelism's [N, h] row-parallel
+// outputs), out of place and in place (the output is this rank's chunk of the input).
+TEST(HalfPrecision, LongReduceScatterStagesOneSlice) {
+  const Communicator& w = world();
+  const int64_t m = comm::MpiCommunicator::kStagingSlice + 4099, n = m * w.size();
+  auto value = [](int r, int64_t i) {
+    return static_cast<float>((r * 31 + i * 7) % 97 - 48) / 64.0f;  // exact in bf16 and fp16
+  };
+  auto& mc = dynamic_cast<comm::MpiCommunicator&>(world());
+  for (DType dt : {DType::BF16, DType::F16})
+    for (bool in_place : {false, true}) {
+      const size_t before = mc.staging().bytes();
+      const uint64_t calls =
+          mc.stats().snapshot().at(comm::GroupKind::World, comm::CommOp::ReduceScatter).calls;
+      HostTensor x(dt, n), y(dt, m);
+      for (int64_t i = 0; i < n; ++i) x.set(i, value(w.rank(), i));
+      const Tensor out = in_place ? x.t().slice(w.rank() * m, {m}) : y.t();
+      mc.reduce_scatter(x.t(), out);
+      const HostTensor& got = in_place ? x : y;
+      const int64_t at = in_place ? w.rank() * m : 0;
+      int64_t bad = 0;
+      for (int64_t i = 0; i < m; ++i) {
+        float sum = 0;
+        for (int r = 0; r < w.size(); ++r) sum += value(r, w.rank() * m + i);
+        HostTensor want(dt, 1);
+        want.set(0, sum);
+        bad += got.get(at + i) != want.get(0);
+      }
+      EXPECT_EQ(bad, 0) << dtype_name(dt) << (in_place ? " in place" : "");
+      EXPECT_LE(mc.staging().bytes(),
+                before + static_cast<size_t>(comm::MpiCommunicator::kStagingSlice) * 4)
+          << dtype_name(dt) << ": at most one slice more staging, not the tensor";
+      EXPECT_EQ(mc.stats().snapshot().at(comm::GroupKind::World, comm::CommOp::ReduceScatter).calls,
+                calls + 1)
+          << "counted once";
+    }
+}
+
 // ---- staging buffers and progress ---------------------------------------------------------
 
 TEST(Staging, NoAllocationInSteadyState) {

@@ -21,6 +21,7 @@ struct Case {
   DType working;
   bool ckpt, pa, cpu;
   int accumulation;
+  bool sequence_parallel = false;
 };
 
 constexpr DType F32 = DType::F32, BF16 = DType::BF16, F16 = DType::F16;
@@ -34,12 +35,23 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
   // fp16 plans and measures as bf16 does (2-byte working precision, fp32 staging of its
   // reductions on MPI); its cases cover every stage, tp 1 and 2, and each activation policy so
   // that a category that forgot fp16 cannot hide behind the bf16 cases.
-  const Case cases[] = {{1, 0, F32, false, false, false, 1},  {1, 1, BF16, false, false, false, 2},
-                        {1, 2, BF16, true, false, false, 1},  {1, 3, BF16, false, false, false, 2},
-                        {2, 3, BF16, true, true, false, 1},   {2, 2, F32, true, true, true, 2},
-                        {2, 0, BF16, false, false, false, 1}, {1, 0, F16, false, false, false, 2},
-                        {1, 1, F16, true, false, false, 1},   {2, 2, F16, true, true, true, 1},
-                        {2, 3, F16, true, true, false, 2},    {1, 3, F16, false, false, false, 1}};
+  const Case cases[] = {{1, 0, F32, false, false, false, 1},
+                        {1, 1, BF16, false, false, false, 2},
+                        {1, 2, BF16, true, false, false, 1},
+                        {1, 3, BF16, false, false, false, 2},
+                        {2, 3, BF16, true, true, false, 1},
+                        {2, 2, F32, true, true, true, 2},
+                        {2, 0, BF16, false, false, false, 1},
+                        {1, 0, F16, false, false, false, 2},
+                        {1, 1, F16, true, false, false, 1},
+                        {2, 2, F16, true, true, true, 1},
+                        {2, 3, F16, true, true, false, 2},
+                        {1, 3, F16, false, false, false, 1},
+                        // sequence parallelism, with each activation policy
+                        {2, 0, BF16, false, false, false, 2, true},
+                        {2, 1, F32, true, false, false, 1, true},
+                        {2, 3, F16, true, true, false, 1, true},
+                        {2, 2, BF16, true, true, true, 2, true}};
   for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
     const Case& k = cases[i];
     if (world % k.tp != 0) continue;
@@ -65,6 +77,7 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     o.checkpoint_activations = k.ckpt;
     o.partition_activations = k.pa;
     o.cpu_checkpointing = k.cpu;
+    o.sequence_parallel = k.sequence_parallel;
     o.reduce_bucket_size = 2000;
     o.param_persistence_threshold = 200;
     comm::Topology topo(dist::world(), k.tp);
@@ -88,14 +101,15 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     const MemoryPlan p = plan_memory(in);
     if (dist::world().rank() == 0)
       std::printf(
-          "case %d tp %d dp %d stage %d %s%s: params %zu/%zu grads %zu/%zu optimizer "
+          "case %d tp %d dp %d stage %d %s%s%s: params %zu/%zu grads %zu/%zu optimizer "
           "%zu/%zu activations %zu/%zu checkpoints %zu/%zu host %zu/%zu buffers %zu/%zu dp bytes "
           "%llu/%llu tp bytes %llu/%llu (measured/planned)\n",
           i, k.tp, dp, k.stage, std::string(dtype_name(k.working)).c_str(),
-          k.ckpt ? (k.cpu ? " Pa+cpu" : (k.pa ? " Pa" : " ckpt")) : "", m.memory_peak[0], p.params,
-          m.memory_peak[1], p.grads, m.memory_peak[2], p.optimizer, m.memory_peak[3], p.activations,
-          m.memory_peak[4], p.checkpoints, m.memory_peak[5], p.host_checkpoints, m.memory_peak[6],
-          p.buffers, static_cast<unsigned long long>(m.comm_bytes_dp),
+          k.ckpt ? (k.cpu ? " Pa+cpu" : (k.pa ? " Pa" : " ckpt")) : "",
+          k.sequence_parallel ? " sp" : "", m.memory_peak[0], p.params, m.memory_peak[1], p.grads,
+          m.memory_peak[2], p.optimizer, m.memory_peak[3], p.activations, m.memory_peak[4],
+          p.checkpoints, m.memory_peak[5], p.host_checkpoints, m.memory_peak[6], p.buffers,
+          static_cast<unsigned long long>(m.comm_bytes_dp),
           static_cast<unsigned long long>(p.comm_dp),
           static_cast<unsigned long long>(m.comm_bytes_tp),
           static_cast<unsigned long long>(p.comm_tp));

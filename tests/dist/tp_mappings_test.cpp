@@ -10,6 +10,7 @@
 #include "src/comm/topology.h"
 #include "src/tensor_parallel/mappings.h"
 #include "src/tensor_parallel/parallel_linear.h"
+#include "src/tensor_parallel/sequence_parallel.h"
 #include "src/tensor_parallel/vocab_parallel_cross_entropy.h"
 #include "tests/dist/dist_util.h"
 
@@ -67,6 +68,48 @@ TEST(TpMappings, ScatterGatherCopyReduce) {
   EXPECT_EQ(s.at(GroupKind::Tp, CommOp::AllGather).elements, 2u * rows * cols);
   EXPECT_EQ(s.at(GroupKind::Tp, CommOp::AllReduce).calls, 2u);
   EXPECT_EQ(s.at(GroupKind::Tp, CommOp::AllReduce).bytes, 2u * 2 * 7 * 4);
+}
+
+// Sequence parallelism: each rank holds a contiguous block of rows; gather and reduce-scatter are
+// each other's backward, and together they move what one all-reduce moves.
+TEST(TpMappings, SequenceParallelGatherScatterReduceScatter) {
+  comm::Topology topo(world(), world().size());
+  comm::Communicator* tp = &topo.tp();
+  const int n = tp->size(), me = tp->rank();
+  const int64_t rows = 4 * n, c = 3, m = rows / n * c;
+  EXPECT_EQ(tp::sequence_rows(tp, rows), 4);
+  EXPECT_EQ(tp::sequence_first_row(tp, rows), 4 * me);
+  std::vector<float> full(static_cast<size_t>(rows * c)), local(static_cast<size_t>(m));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < c; ++k) full[static_cast<size_t>(r * c + k)] = full_value(r, k);
+  comm::StepCommMeter meter(topo.stats());
+  meter.begin_step();
+
+  tp::sequence_scatter_forward(cpu_backend(), tp, local.data(), full.data(), rows, c);
+  for (int64_t i = 0; i < m; ++i)
+    EXPECT_EQ(local[static_cast<size_t>(i)], full[static_cast<size_t>(4 * me * c + i)]);
+  std::vector<float> back(full.size(), -1.0f);
+  tp::sequence_gather_forward(cpu_backend(), tp, back.data(), local.data(), rows, c);
+  EXPECT_EQ(back, full);
+
+  // Every rank's partial is (rank + 1)·full: the reduce-scatter leaves Σ(rank + 1)·full on this
+  // rank's rows, and its backward (an all-gather) hands every rank the whole result.
+  std::vector<float> partial(full.size());
+  for (size_t i = 0; i < full.size(); ++i) partial[i] = static_cast<float>(me + 1) * full[i];
+  tp::sequence_reduce_scatter_forward(cpu_backend(), tp, local.data(), partial.data(), rows, c);
+  const float sum = static_cast<float>(n * (n + 1) / 2);
+  for (int64_t i = 0; i < m; ++i)
+    EXPECT_EQ(local[static_cast<size_t>(i)], sum * full[static_cast<size_t>(4 * me * c + i)]);
+  tp::sequence_reduce_scatter_backward(cpu_backend(), tp, back.data(), local.data(), rows, c);
+  for (size_t i = 0; i < full.size(); ++i) EXPECT_EQ(back[i], sum * full[i]);
+  tp::sequence_gather_backward(cpu_backend(), tp, local.data(), partial.data(), rows, c);
+  for (int64_t i = 0; i < m; ++i)
+    EXPECT_EQ(local[static_cast<size_t>(i)], sum * full[static_cast<size_t>(4 * me * c + i)]);
+
+  const comm::CommSnapshot s = meter.end_step();
+  EXPECT_EQ(s.at(GroupKind::Tp, CommOp::AllGather).calls, 2u);
+  EXPECT_EQ(s.at(GroupKind::Tp, CommOp::ReduceScatter).calls, 2u);
+  EXPECT_EQ(s.at(GroupKind::Tp, CommOp::AllReduce).calls, 0u);
 }
 
 // vocab 10 padded to 16: with tp = 4 the shards are [0,4) [4,8) [8,12) (two real columns)

@@ -1,0 +1,69 @@
+#pragma once
+// Pipeline schedules: the order in which one pipeline stage runs the forward and backward passes
+// of its micro-batches (Megatron-LM's forward_backward_pipelining_without_interleaving and
+// _with_interleaving). Pure arithmetic, no communication: the trainer executes a stage's list in
+// order (receiving a step's input from the previous virtual stage, sending its output to the
+// next), the planner models the bubble with simulate(), and tests check both.
+//
+// A stage holds `chunks` model chunks (virtual stages, interleaving when > 1). Chunk c of stage s
+// is virtual stage c·P + s, so the model's layers run through every stage once per chunk:
+// virtual stage 0 holds the first layers (and the embedding), virtual stage v·P - 1 the last (and
+// the head and the loss).
+#include <cstdint>
+#include <vector>
+
+namespace zt::pipeline {
+
+struct Step {
+  enum Kind : uint8_t { Forward, Backward };
+  Kind kind;
+  int micro_batch;
+  int chunk;
+  bool operator==(const Step&) const = default;
+};
+
+struct ScheduleShape {
+  int stages = 1;         // P
+  int micro_batches = 1;  // m, per step and data-parallel rank
+  int chunks = 1;         // v: model chunks per stage; > 1 is the interleaved schedule
+};
+
+// Throws zt::InputError for a shape no schedule exists for (sizes < 1; interleaving with
+// m not a multiple of P, as Megatron-LM requires).
+void validate(const ScheduleShape& s);
+
+// The ordered steps of stage `stage`: every (micro-batch, chunk) forward and backward exactly
+// once. 1F1B (chunks == 1): P - stage - 1 warm-up forwards, then one forward and one backward
+// alternating, then the remaining backwards; at most P - stage micro-batches in flight.
+// Interleaved: warm-up (P - stage - 1)·2 + (v - 1)·P forwards, micro-batches taken in groups of
+// P per chunk.
+std::vector<Step> stage_schedule(const ScheduleShape& s, int stage);
+
+// The virtual stage a step of `stage` runs as (its position in the model, 0 = first layers).
+inline int virtual_stage(const ScheduleShape& s, int stage, int chunk) {
+  return chunk * s.stages + stage;
+}
+
+// Most forward activations a stage holds at once under its schedule (for the memory plan: the
+// first stage holds the most).
+int max_in_flight(const ScheduleShape& s, int stage);
+
+struct Timing {
+  double forward = 1;   // seconds for one micro-batch through one whole stage (all its chunks)
+  double backward = 2;  // the same for backward
+  double transfer = 0;  // latency of one activation / gradient hand-over between stages
+};
+
+struct SimResult {
+  double makespan = 0;             // first step start to last step end, all stages
+  std::vector<double> busy;        // per stage: time spent computing
+  double bubble_fraction() const;  // idle / (P · makespan), averaged over the stages
+};
+
+// Runs every stage's schedule against the data dependencies (a forward needs the previous
+// virtual stage's forward of that micro-batch; a backward the next virtual stage's backward and
+// its own forward), each stage doing one step at a time in its order. Throws zt::Error when the
+// schedules deadlock. For 1F1B with transfer 0 the bubble fraction is (P-1)/(m+P-1).
+SimResult simulate(const ScheduleShape& s, const Timing& t);
+
+}  // namespace zt::pipeline
