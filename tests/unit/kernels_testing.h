@@ -89,7 +89,9 @@ inline double max_abs(const std::vector<double>& v) {
 
 template <typename T>
 bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  // Empty vectors may have null data(), which memcmp must not see even for 0 bytes.
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 }  // namespace zt::testing
