@@ -95,6 +95,19 @@ Tolerance tolerance(DType t) {
   return t == DType::BF16 ? Tolerance{5e-4, 4e-2} : Tolerance{2e-4, 1e-2};
 }
 
+// Within `loss_tol` of the reference's losses, the same skipped steps and loss scales; the
+// largest loss deviation goes into `worst`.
+void expect_within(const dist::TrainResult& got, const dist::TrainResult& ref, double loss_tol,
+                   const std::string& name, Measured& worst) {
+  for (size_t i = 0; i < got.steps.size(); ++i) {
+    const StepMetrics &g = got.steps[i], &w = ref.steps[i];
+    worst.loss = std::max(worst.loss, rel(g.lm_loss, w.lm_loss));
+    EXPECT_LE(rel(g.lm_loss, w.lm_loss), loss_tol) << name << ", step " << i + 1;
+    EXPECT_EQ(g.skipped, w.skipped) << name << ", step " << i + 1;
+    EXPECT_EQ(g.loss_scale, w.loss_scale) << name << ", step " << i + 1;
+  }
+}
+
 class HalfLayouts : public ::testing::TestWithParam<DType> {};
 
 TEST_P(HalfLayouts, EveryLayoutReproducesOneRank) {
@@ -125,13 +138,7 @@ TEST_P(HalfLayouts, EveryLayoutReproducesOneRank) {
       if (stage == 1) expect_same(r, plain[0], name + " vs stage 0", 1e-12);
       if (stage == 3) expect_same(r, plain[2], name + " vs stage 2");
       if (tp == 1 && world == 1 && stage <= 1) expect_same(r, ref, name + " vs one rank", 1e-12);
-      for (size_t i = 0; i < r.steps.size(); ++i) {
-        const StepMetrics &g = r.steps[i], &w = ref.steps[i];
-        worst.loss = std::max(worst.loss, rel(g.lm_loss, w.lm_loss));
-        EXPECT_LE(rel(g.lm_loss, w.lm_loss), tol.loss) << name << ", step " << i + 1;
-        EXPECT_EQ(g.skipped, w.skipped) << name << ", step " << i + 1;
-        EXPECT_EQ(g.loss_scale, w.loss_scale) << name << ", step " << i + 1;
-      }
+      expect_within(r, ref, tol.loss, name, worst);
       if (tp == 1) {
         const double m = test::max_rel_error(r.master.data(), ref.master.data(), ref.master.size());
         worst.master = std::max(worst.master, m);
@@ -153,13 +160,7 @@ TEST_P(HalfLayouts, EveryLayoutReproducesOneRank) {
       sp.sequence_parallel = true;
       const dist::TrainResult s = dist::train_run(sp);
       const std::string sp_name = dist::layout_name(sp) + " sequence-parallel";
-      for (size_t i = 0; i < s.steps.size(); ++i) {
-        const StepMetrics &g = s.steps[i], &w = ref.steps[i];
-        worst.loss = std::max(worst.loss, rel(g.lm_loss, w.lm_loss));
-        EXPECT_LE(rel(g.lm_loss, w.lm_loss), tol.loss) << sp_name << ", step " << i + 1;
-        EXPECT_EQ(g.skipped, w.skipped) << sp_name << ", step " << i + 1;
-        EXPECT_EQ(g.loss_scale, w.loss_scale) << sp_name << ", step " << i + 1;
-      }
+      expect_within(s, ref, tol.loss, sp_name, worst);
       if (stage != 3) continue;
       sp.checkpoint_activations = sp.partition_activations = true;
       expect_same(dist::train_run(sp), s, sp_name + " Pa vs activations kept");

@@ -17,6 +17,7 @@
 #include "src/core/half.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/gpu/kernels_cuda_testing.h"
+#include "tests/half_vectors.h"
 
 namespace zt {
 namespace {
@@ -25,19 +26,7 @@ using gpu_test::DeviceVector;
 using gpu_test::random_floats;
 using gpu_test::rel_err;
 
-template <typename H>
-std::vector<H> to_half(const std::vector<float>& f) {
-  std::vector<H> h(f.size());
-  for (size_t i = 0; i < f.size(); ++i) h[i] = from_float<H>(f[i]);
-  return h;
-}
-
-template <typename H>
-std::vector<float> widen(const std::vector<H>& h) {
-  std::vector<float> f(h.size());
-  for (size_t i = 0; i < h.size(); ++i) f[i] = to_float(h[i]);
-  return f;
-}
+using test::widen;
 
 template <typename H>
 double ulp_tolerance() {
@@ -53,7 +42,7 @@ TYPED_TEST(CudaHalf, ElementwiseMatchCpu) {
   ZT_REQUIRE_GPU();
   using H = TypeParam;
   const int64_t n = 4096;
-  const auto x = to_half<H>(random_floats(n, 1)), y = to_half<H>(random_floats(n, 2));
+  const auto x = test::narrow<H>(random_floats(n, 1)), y = test::narrow<H>(random_floats(n, 2));
   const DropoutParams drop{0.1f, 7, 3};
   DeviceVector<H> dx(x), dy(y), dout(static_cast<size_t>(n));
   std::vector<H> cpu_out(static_cast<size_t>(n));
@@ -74,8 +63,8 @@ TYPED_TEST(CudaHalf, LayernormAndLinearMatchCpu) {
   ZT_REQUIRE_GPU();
   using H = TypeParam;
   const int N = 64, C = 96, out = 80;
-  const auto x = to_half<H>(random_floats(size_t(N) * C, 3));
-  const auto w = to_half<H>(random_floats(C, 4)), b = to_half<H>(random_floats(C, 5));
+  const auto x = test::narrow<H>(random_floats(size_t(N) * C, 3));
+  const auto w = test::narrow<H>(random_floats(C, 4)), b = test::narrow<H>(random_floats(C, 5));
   DeviceVector<H> dx(x), dw(w), db(b), dln(size_t(N) * C);
   DeviceVector<float> dmean(N), drstd(N);
   std::vector<H> ln(size_t(N) * C);
@@ -86,8 +75,8 @@ TYPED_TEST(CudaHalf, LayernormAndLinearMatchCpu) {
                                   N, C);
   EXPECT_LE(rel_err(widen(dln.host()), widen(ln)), ulp_tolerance<H>()) << "layernorm";
   EXPECT_LE(rel_err(dmean.host(), mean), 1e-5) << "mean";
-  const auto W = to_half<H>(random_floats(size_t(out) * C, 6, -0.1f, 0.1f));
-  const auto bias = to_half<H>(random_floats(out, 7, -0.1f, 0.1f));
+  const auto W = test::narrow<H>(random_floats(size_t(out) * C, 6, -0.1f, 0.1f));
+  const auto bias = test::narrow<H>(random_floats(out, 7, -0.1f, 0.1f));
   DeviceVector<H> dW(W), dbias(bias), dy(size_t(N) * out);
   std::vector<H> y(size_t(N) * out);
   cuda::Kernels::linear_forward(dy.get(), dln.get(), dW.get(), dbias.get(), N, C, out, 0);
@@ -111,7 +100,7 @@ TYPED_TEST(CudaHalf, CrossEntropyMatchesCpu) {
   using H = TypeParam;
   const int B = 2, T = 64, V = 96, v_real = 90;
   const int N = B * T;
-  auto logits = to_half<H>(random_floats(size_t(N) * V, 10, -3.0f, 3.0f));
+  auto logits = test::narrow<H>(random_floats(size_t(N) * V, 10, -3.0f, 3.0f));
   std::vector<int32_t> targets(N);
   for (int i = 0; i < N; ++i) targets[i] = (i * 13) % v_real;
   DeviceVector<H> dlogits(logits);
