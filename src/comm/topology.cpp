@@ -86,10 +86,6 @@ std::vector<int> ParallelGrid::group_ranks(GroupKind kind, int rank) const {
 
 void validate_parallel_sizes(int world, int tp, int pp) {
   const ParallelGrid grid(world, tp, pp);  // divisibility and ranges
-  ZT_REQUIRE(pp == 1,
-             "--pipeline-model-parallel-size {}: pipeline parallelism is not implemented yet; "
-             "use --pipeline-model-parallel-size 1",
-             pp);
 }
 
 Topology::Topology(Communicator& world, int tp, int pp, Communicator* host_world)
@@ -112,6 +108,12 @@ Topology::Topology(Communicator& world, int tp, int pp, Communicator* host_world
                     GroupKind::Pp);
   mp_ = world.split(grid_.group_color(GroupKind::Mp, r), grid_.group_key(GroupKind::Mp, r),
                     GroupKind::Mp);
+  if (pp > 1) {
+    // The first and last stage of this pipeline (Megatron-LM's embedding group); the middle
+    // stages form groups of their own that nothing uses. Counted as pipeline traffic.
+    const bool ends = coord_.pp == 0 || coord_.pp == pp - 1;
+    embedding_ = pp_->split(ends ? 0 : 1, coord_.pp, GroupKind::Pp);
+  }
 }
 
 Communicator& Topology::group(GroupKind kind) const {

@@ -73,6 +73,9 @@ class Topology {
   Communicator& dp() const { return *dp_; }
   Communicator& pp() const { return *pp_; }
   Communicator& mp() const { return *mp_; }
+  // pp > 1: the first and last stage of this rank's pipeline (same tp and dp rank), which hold
+  // the tied word embedding; null at pp = 1.
+  Communicator* embedding() const { return embedding_.get(); }
   Communicator& group(GroupKind kind) const;
 
   // World ranks of the first and last member of this rank's group of `kind`.
@@ -93,7 +96,7 @@ class Topology {
   Communicator* host_world_ = nullptr;
   ParallelGrid grid_;
   GridCoord coord_;
-  std::unique_ptr<Communicator> tp_, dp_, pp_, mp_;
+  std::unique_ptr<Communicator> tp_, dp_, pp_, mp_, embedding_;
 };
 
 }  // namespace zt::comm

@@ -9,6 +9,17 @@
 
 namespace zt {
 
+// How many micro-batches' activations a store holds at once, and of how many layers each.
+// Without pipeline parallelism: one slot of every layer. A pipeline stage holds up to
+// pipeline::max_in_flight micro-batches of one model chunk each (its forward ran, its backward
+// has not), so `slots` of `layers` = the layers of one chunk; layer i sits at position
+// i % layers of its slot (a chunk's layers are consecutive and chunk-aligned).
+struct ActivationSlots {
+  int slots = 1;
+  int layers = 0;  // 0: config.num_layers
+  int per_slot(const GptConfig& c) const { return layers > 0 ? layers : c.num_layers; }
+};
+
 class ActivationStore {
  public:
   virtual ~ActivationStore() = default;
@@ -27,20 +38,29 @@ class ActivationStore {
     CRef recompute_input;
   };
   virtual Restored begin_backward(int layer) = 0;
+  // The slot the following begin_forward / end_forward / begin_backward calls refer to.
+  virtual void select_slot(int slot) = 0;
 };
 
 // Keeps every layer's workspace resident: no recompute, most memory. One arena, category
 // activations. Sized for one of `tp_size` tensor-parallel ranks.
 class KeepAllActivations final : public ActivationStore {
  public:
-  KeepAllActivations(MemoryPool& pool, const GptConfig& config, int micro_batch, int tp_size = 1);
+  KeepAllActivations(MemoryPool& pool, const GptConfig& config, int micro_batch, int tp_size = 1,
+                     const ActivationSlots& slots = {});
   LayerActivations& begin_forward(int layer) override;
   void end_forward(int layer, CRef input) override;
   Restored begin_backward(int layer) override;
+  void select_slot(int slot) override;
+  // What the constructor allocates.
+  static size_t bytes(const GptConfig& config, int micro_batch, int tp_size,
+                      const ActivationSlots& slots = {});
 
  private:
+  size_t index(int layer) const;
   Arena arena_;
-  std::vector<LayerActivations> layers_;
+  int per_slot_ = 0, slots_ = 1, slot_ = 0;
+  std::vector<LayerActivations> layers_;  // slot-major
   std::vector<CRef> inputs_;
 };
 

@@ -23,14 +23,18 @@ bool Gpt::acquired_in_backward(const ParamSpec& p) {
            ends_with("mlp.proj.bias"));
 }
 
-size_t Gpt::arena_bytes(const GptConfig& c, int micro_batch, int tp_size) {
+size_t Gpt::arena_bytes(const GptConfig& c, int micro_batch, int tp_size,
+                        const PipelinePart& part) {
   const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length);
   const size_t h = static_cast<size_t>(c.hidden);
   const size_t v = static_cast<size_t>(c.padded_vocab_size / tp_size);
   const size_t e = dtype_size(c.dtype);
-  return Arena::aligned(n * h * e) * 4 + Arena::aligned(n * 4) * 3 + Arena::aligned(n * v * e) +
-         (tp_size > 1 ? Arena::aligned(n * 3 * 4) : 0) +
-         LayerScratch::bytes(c, micro_batch, tp_size);
+  size_t b = Arena::aligned(n * h * e) + LayerScratch::bytes(c, micro_batch, tp_size);  // dres
+  if (part.first()) b += Arena::aligned(n * h * e);  // embedding output
+  if (part.last())
+    b += Arena::aligned(n * h * e) * 2 + Arena::aligned(n * 4) * 3 + Arena::aligned(n * v * e) +
+         (tp_size > 1 ? Arena::aligned(n * 3 * 4) : 0);
+  return b;
 }
 
 Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
@@ -38,7 +42,10 @@ Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
     : config_(config),
       be_(ctx.backend()),
       dims_(LayerDims::of(config, micro_batch, layout.tp_size(), layout.tp_rank(), tp, be_)),
-      arena_(ctx.pool(), arena_bytes(config, micro_batch, layout.tp_size()),
+      part_(layout.pipeline()),
+      embeds_(part_.first()),
+      heads_(part_.last()),
+      arena_(ctx.pool(), arena_bytes(config, micro_batch, layout.tp_size(), layout.pipeline()),
              MemCategory::Activations) {
   ZT_CHECK(tp::size_of(tp) == layout.tp_size() && tp::rank_of(tp) == layout.tp_rank(),
            "the layout is for tp rank {} of {} but the tensor-parallel group has rank {} of {}",
@@ -47,31 +54,40 @@ Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
       tp::vocab_range(config.padded_vocab_size, layout.tp_size(), layout.tp_rank());
   vocab_begin_ = vr.begin;
   vocab_local_ = vr.local;
-  for (int i = 0; i < config.num_layers; ++i) layers_.push_back(LayerRefs::of(layout, i));
-  wte_ = ParamRef::of(layout, "embedding.word");
-  wpe_ = ParamRef::of(layout, "embedding.position");
-  lnf_w_ = ParamRef::of(layout, "final_ln.weight");
-  lnf_b_ = ParamRef::of(layout, "final_ln.bias");
+  layers_.resize(static_cast<size_t>(config.num_layers));
+  for (int c = 0; c < part_.chunks; ++c) {
+    chunk_layers_.push_back(part_.layers(config, c));
+    for (int i : chunk_layers_.back()) layers_[static_cast<size_t>(i)] = LayerRefs::of(layout, i);
+  }
+  // The first stage's word embedding, or the last stage's copy of it for the head.
+  if (embeds_ || heads_) wte_ = ParamRef::of(layout, "embedding.word");
+  if (embeds_) wpe_ = ParamRef::of(layout, "embedding.position");
+  if (heads_) {
+    lnf_w_ = ParamRef::of(layout, "final_ln.weight");
+    lnf_b_ = ParamRef::of(layout, "final_ln.bias");
+  }
   head_ = LinearRefs{wte_, ParamRef{}, config.hidden, vocab_local_};
   const int64_t n = dims_.N(), h = config.hidden;
   const DType t = config.dtype;
   auto carve = [&](int64_t elems) { return Ref(arena_.carve({elems}, t).data(), t); };
-  embed_out_ = carve(n * h);
-  lnf_out_ = carve(n * h);
+  if (embeds_) embed_out_ = carve(n * h);
+  if (heads_) lnf_out_ = carve(n * h);
   dres_ = carve(n * h);
-  final_in_ = carve(n * h);
-  lnf_mean_ = arena_.carve({n}, DType::F32).f32();
-  lnf_rstd_ = arena_.carve({n}, DType::F32).f32();
-  losses_ = arena_.carve({n}, DType::F32).f32();
-  logits_ = carve(n * vocab_local_);
-  if (layout.tp_size() > 1) ce_scratch_ = arena_.carve({3 * n}, DType::F32).f32();
+  if (heads_) {
+    final_in_ = carve(n * h);
+    lnf_mean_ = arena_.carve({n}, DType::F32).f32();
+    lnf_rstd_ = arena_.carve({n}, DType::F32).f32();
+    losses_ = arena_.carve({n}, DType::F32).f32();
+    logits_ = carve(n * vocab_local_);
+    if (layout.tp_size() > 1) ce_scratch_ = arena_.carve({3 * n}, DType::F32).f32();
+  }
   scratch_ = LayerScratch::carve(arena_, config, micro_batch, layout.tp_size());
   visit_dtype(t, [&](auto z) {
     using T = decltype(z);
     const std::vector<T> ones(static_cast<size_t>(n), from_float<T>(1.0f));
     be_.copy_to_device(scratch_.ones.p, ones.data(), ones.size() * sizeof(T));
   });
-  if (ctx.needs_staging()) {
+  if (ctx.needs_staging() && heads_) {
     host_staging_ = ctx.host().allocate({n}, DType::F32, MemCategory::Buffers);
     losses_host_ = static_cast<float*>(host_staging_.data());
   }
@@ -162,20 +178,20 @@ void Gpt::embed_sequence_parallel(const int32_t* tokens, ParamSource& params) {
   }
 }
 
-void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
-                            const DropoutSeeds* rng) {
-  const int N = dims_.N(), C = dims_.C, L = config_.num_layers, Nl = dims_.Nl;
-  embed(tokens, params);
-  // The layers take this rank's rows of the embedding output: all of them, or with sequence
-  // parallelism the N/tp that embed() made (their gradient is all-gathered in backward()).
-  const int64_t first = dims_.first_row * C;
-  CRef x = CRef(embed_out_) + first;
-  for (int i = 0; i < L; ++i) {
+CRef Gpt::layers_forward(const std::vector<int>& layers, CRef x, ParamSource& params,
+                         ActivationStore& acts, const DropoutSeeds* rng) {
+  for (int i : layers) {
     LayerActivations& a = acts.begin_forward(i);
     layer_forward(dims_, params, layers_[static_cast<size_t>(i)], x, a, scratch_, dropout(i, rng));
     acts.end_forward(i, x);
     x = a.out;
   }
+  return x;
+}
+
+void Gpt::head_forward(CRef x, ParamSource& params) {
+  const int N = dims_.N(), C = dims_.C, Nl = dims_.Nl;
+  const int64_t first = dims_.first_row * C;
   // The final layernorm's input is kept by the model: a checkpointing store need not keep the
   // last layer's output.
   be_.copy(final_in_.p, x.p, x.bytes(int64_t{Nl} * C));
@@ -191,10 +207,18 @@ void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, Activati
   chunked_linear_forward(be_, params, head_, logits_, lnf_out_, N, false);
 }
 
-double Gpt::forward(const int32_t* tokens, const int32_t* targets, float dloss, ParamSource& params,
-                    ActivationStore& acts, const DropoutSeeds* rng) {
+void Gpt::forward_to_logits(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
+                            const DropoutSeeds* rng) {
+  ZT_CHECK(part_.size == 1, "a pipeline stage runs chunk_forward / chunk_backward");
+  embed(tokens, params);
+  // The layers take this rank's rows of the embedding output: all of them, or with sequence
+  // parallelism the N/tp that embed() made (their gradient is all-gathered in backward()).
+  const CRef x = CRef(embed_out_) + dims_.first_row * dims_.C;
+  head_forward(layers_forward(chunk_layers_.front(), x, params, acts, rng), params);
+}
+
+double Gpt::loss(const int32_t* targets, float dloss) {
   const int N = dims_.N();
-  forward_to_logits(tokens, params, acts, rng);
   if (tp::active(dims_.tp))
     tp::vocab_parallel_cross_entropy(be_, dims_.tp, logits_, losses_, targets, N,
                                      {vocab_begin_, vocab_local_}, config_.vocab_size, dloss,
@@ -212,9 +236,14 @@ double Gpt::forward(const int32_t* tokens, const int32_t* targets, float dloss, 
   return sum / N;
 }
 
-void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
-                   const DropoutSeeds* rng) {
-  const int N = dims_.N(), C = dims_.C, L = config_.num_layers, Nl = dims_.Nl;
+double Gpt::forward(const int32_t* tokens, const int32_t* targets, float dloss, ParamSource& params,
+                    ActivationStore& acts, const DropoutSeeds* rng) {
+  forward_to_logits(tokens, params, acts, rng);
+  return loss(targets, dloss);
+}
+
+void Gpt::head_backward(ParamSource& params, Ref dres) {
+  const int N = dims_.N(), C = dims_.C, Nl = dims_.Nl;
   // Head: logits = lnf_out · wteᵀ, so d(lnf_out) = dlogits · wte; with tp each rank's shard gives
   // a partial d(lnf_out), all-reduced (copy-to-TP backward; under sequence parallelism
   // reduce-scattered to this rank's rows). d(wte) waits for the lookup's part.
@@ -226,16 +255,16 @@ void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& 
   } else {
     tp::copy_to_tp_backward(be_, dims_.tp, scratch_.d_a, int64_t{N} * C);
   }
-  // The residual stream's gradient: this rank's rows of dres_ (all of them without sequence
-  // parallelism), where the all-gather before the embedding's backward expects them.
-  const Ref dres = dres_ + dims_.first_row * C;
-  {
-    const Held b(params, lnf_b_), w(params, lnf_w_);
-    be_.fill_zero(dres.p, dres.bytes(int64_t{Nl} * C));
-    residual_layernorm_backward(dims_, params, lnf_w_, lnf_b_, w.get(), dres, dlnf, final_in_,
-                                lnf_mean_, lnf_rstd_, scratch_);
-  }
-  for (int i = L - 1; i >= 0; --i) {
+  const Held b(params, lnf_b_), w(params, lnf_w_);
+  be_.fill_zero(dres.p, dres.bytes(int64_t{Nl} * C));
+  residual_layernorm_backward(dims_, params, lnf_w_, lnf_b_, w.get(), dres, dlnf, final_in_,
+                              lnf_mean_, lnf_rstd_, scratch_);
+}
+
+void Gpt::layers_backward(const std::vector<int>& layers, Ref dres, ParamSource& params,
+                          ActivationStore& acts, const DropoutSeeds* rng) {
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    const int i = *it;
     const ActivationStore::Restored r = acts.begin_backward(i);
     if (r.recompute) {
       // The store kept only the checkpointed span's input: replay the span's forward (the same
@@ -251,15 +280,67 @@ void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& 
     layer_backward(dims_, params, layers_[static_cast<size_t>(i)], r.input, *r.acts, scratch_,
                    dropout(i, rng), dres);
   }
+}
+
+void Gpt::backward(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
+                   const DropoutSeeds* rng) {
+  const int N = dims_.N(), C = dims_.C;
+  // The residual stream's gradient: this rank's rows of dres_ (all of them without sequence
+  // parallelism), where the all-gather before the embedding's backward expects them.
+  const Ref dres = dres_ + dims_.first_row * C;
+  head_backward(params, dres);
+  layers_backward(chunk_layers_.front(), dres, params, acts, rng);
   if (dims_.sequence_parallel) tp::sequence_scatter_backward(be_, dims_.tp, dres_, dres, N, C);
   embedding_grads(tokens, params);
 }
 
+double Gpt::chunk_forward(const ChunkIO& io, float dloss, ParamSource& params,
+                          ActivationStore& acts, const DropoutSeeds* rng) {
+  const int C = dims_.C;
+  const int64_t rows = int64_t{dims_.Nl} * C;
+  const bool first = embeds_ && io.chunk == 0, last = heads_ && io.chunk == part_.chunks - 1;
+  if (first) {
+    embed(io.tokens, params);
+    be_.copy(io.input.p, (CRef(embed_out_) + dims_.first_row * C).p, io.input.bytes(rows));
+  }
+  const CRef out =
+      layers_forward(chunk_layers_[static_cast<size_t>(io.chunk)], io.input, params, acts, rng);
+  if (!last) {
+    be_.copy(io.output.p, out.p, out.bytes(rows));
+    return 0;
+  }
+  head_forward(out, params);
+  const double l = loss(io.targets, dloss);
+  if (rng == nullptr) return l;
+  // The head's and the final layernorm's backward now: only the gradient of the last layer's
+  // output waits for this micro-batch's backward, not the logits.
+  head_backward(params, io.output);
+  embedding_grads(nullptr, params);
+  return l;
+}
+
+void Gpt::chunk_backward(const ChunkIO& io, CRef dout, Ref dinput, ParamSource& params,
+                         ActivationStore& acts, const DropoutSeeds& rng) {
+  const int N = dims_.N(), C = dims_.C;
+  const int64_t rows = int64_t{dims_.Nl} * C;
+  const bool first = embeds_ && io.chunk == 0;
+  const Ref dres = dres_ + dims_.first_row * C;
+  be_.copy(dres.p, dout.p, dout.bytes(rows));
+  layers_backward(chunk_layers_[static_cast<size_t>(io.chunk)], dres, params, acts, &rng);
+  if (!first) {
+    be_.copy(dinput.p, dres.p, dres.bytes(rows));
+    return;
+  }
+  if (dims_.sequence_parallel) tp::sequence_scatter_backward(be_, dims_.tp, dres_, dres, N, C);
+  embedding_grads(io.tokens, params);
+}
+
 void Gpt::embedding_grads(const int32_t* tokens, ParamSource& params) {
   const int N = dims_.N(), C = dims_.C, B = dims_.B, T = dims_.T;
-  // Position rows first (they follow the word embedding in the layout): Σ over samples.
-  const int64_t pstep = wpe_.chunk(params);
-  for (int64_t t0 = (wpe_.rows - 1) / pstep * pstep; t0 >= 0; t0 -= pstep) {
+  // The embedding's part (first stage): position rows first (they follow the word embedding in
+  // the layout), Σ over samples.
+  const int64_t pstep = embeds_ ? wpe_.chunk(params) : 1;
+  for (int64_t t0 = (wpe_.rows - 1) / pstep * pstep; embeds_ && t0 >= 0; t0 -= pstep) {
     const int64_t n = std::min(pstep, wpe_.rows - t0);
     const GradSpan g(params, wpe_.row_span(t0, n));
     if (n == T) {
@@ -274,14 +355,15 @@ void Gpt::embedding_grads(const int32_t* tokens, ParamSource& params) {
   for (int64_t r = (wte_.rows - 1) / step * step; r >= 0; r -= step) {
     const int64_t n = std::min(step, wte_.rows - r);
     const GradSpan g(params, wte_.row_span(r, n));
-    if (n == wte_.rows)
+    if (heads_ && n == wte_.rows)
       be_.linear_backward(Ref(nullptr, logits_.t), g.get(), nullptr, logits_, lnf_out_,
                           CRef(nullptr, logits_.t), N, C, vocab_local_, false);
-    else
+    else if (heads_)
       be_.gemm(true, false, static_cast<int>(n), C, N, 1.0f, CRef(logits_) + r, vocab_local_,
                lnf_out_, C, 1.0f, g.get(), C);
-    be_.embedding_backward(g.get(), nullptr, dres_, tokens, B, T, C,
-                           vocab_begin_ + static_cast<int>(r), static_cast<int>(n));
+    if (embeds_)
+      be_.embedding_backward(g.get(), nullptr, dres_, tokens, B, T, C,
+                             vocab_begin_ + static_cast<int>(r), static_cast<int>(n));
   }
 }
 

@@ -10,6 +10,12 @@
 // vocab-parallel cross-entropy. Per micro-batch the tp group all-reduces, in floats:
 //   (4L + 2)·N·C + 3N   (per layer 2 forward + 2 backward [N, C]; the embedding's partial rows;
 //                        the head's input gradient; the cross-entropy's max (N) and sums (2N))
+//
+// Under pipeline parallelism (layout.pipeline().size > 1) the model is one stage's part: its
+// chunks' layers, the embedding on the first stage, the final layernorm, head and loss on the
+// last (whose head weight is its own copy of the word embedding, the tied gradient summed with
+// the first stage's by the caller). The pipeline runtime calls chunk_forward / chunk_backward
+// per (micro-batch, chunk) in its schedule's order and moves their inputs and outputs.
 #include <cstdint>
 #include <vector>
 
@@ -37,6 +43,28 @@ class Gpt {
   Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, const DeviceContext& ctx,
       comm::Communicator* tp = nullptr);
 
+  // One model chunk's pass of one micro-batch (pipeline parallelism). `input` and `output` are
+  // [Nl, C] rows in the working precision (Nl = dims().Nl: this rank's rows).
+  struct ChunkIO {
+    int chunk = 0;
+    const int32_t* tokens = nullptr;   // [B, T]: the first virtual stage (forward and backward)
+    const int32_t* targets = nullptr;  // [B, T]: the last virtual stage (forward)
+    Ref input;   // received from the previous virtual stage; the first embeds into it. Read by
+                 // this chunk's backward again (the first layer's input): kept until then.
+    Ref output;  // the chunk's output for the next virtual stage; on the last virtual stage the
+                 // gradient of its last layer's output (the loss, head and final layernorm's
+                 // backward run in its forward), which chunk_backward then takes as `dout`.
+  };
+  // Returns the micro-batch's mean loss on the last virtual stage, 0 elsewhere. Gradients of
+  // the head and final layernorm are added here (the last virtual stage), scaled by `dloss`.
+  // `rng` null: evaluation (dropout off, no gradient, no backward to follow).
+  double chunk_forward(const ChunkIO& io, float dloss, ParamSource& params, ActivationStore& acts,
+                       const DropoutSeeds* rng);
+  // Backward of the chunk's layers from `dout` [Nl, C]; writes the gradient of its input to
+  // `dinput` [Nl, C] except on the first virtual stage, which ends in the embedding's gradient.
+  void chunk_backward(const ChunkIO& io, CRef dout, Ref dinput, ParamSource& params,
+                      ActivationStore& acts, const DropoutSeeds& rng);
+
   // Forward and backward of one micro-batch of `micro_batch` sequences. tokens, targets: [B, T]
   // in the backend's memory.
   // Gradients are added into the ParamSource's grad regions, scaled by `dloss` per token (the
@@ -55,8 +83,11 @@ class Gpt {
 
   const GptConfig& config() const { return config_; }
   // Bytes of the model's own workspace arena (embedding output, final layernorm, logits,
-  // backward scratch) for one of `tp_size` ranks: what the constructor allocates.
-  static size_t arena_bytes(const GptConfig& config, int micro_batch, int tp_size);
+  // backward scratch) for one of `tp_size` ranks holding pipeline part `part`: what the
+  // constructor allocates (the embedding's output on the first stage only, the final layernorm,
+  // logits and losses on the last only).
+  static size_t arena_bytes(const GptConfig& config, int micro_batch, int tp_size,
+                            const PipelinePart& part = {});
   // Whether backward acquires `p` again (the planner counts stage-3 gathers by it).
   static bool acquired_in_backward(const ParamSpec& p);
   // [N, Vp/tp] in the backend's memory, in the working precision; dlogits after
@@ -72,6 +103,19 @@ class Gpt {
                          const DropoutSeeds* rng);
   void backward(const int32_t* tokens, ParamSource& params, ActivationStore& acts,
                 const DropoutSeeds* rng);
+  // The layers' forward from `x` (this rank's rows); returns the last one's output.
+  CRef layers_forward(const std::vector<int>& layers, CRef x, ParamSource& params,
+                      ActivationStore& acts, const DropoutSeeds* rng);
+  // The final layernorm and the head from the last layer's output `x`: logits into logits_.
+  void head_forward(CRef x, ParamSource& params);
+  // The cross-entropy of logits_ (dlogits left in logits_, scaled by dloss): the mean loss.
+  double loss(const int32_t* targets, float dloss);
+  // The head's and the final layernorm's backward: the gradient of the last layer's output into
+  // `dres` (this rank's rows; overwritten).
+  void head_backward(ParamSource& params, Ref dres);
+  // Backward of `layers` (reverse order), the residual gradient in `dres` (this rank's rows).
+  void layers_backward(const std::vector<int>& layers, Ref dres, ParamSource& params,
+                       ActivationStore& acts, const DropoutSeeds* rng);
   LayerDropout dropout(int layer, const DropoutSeeds* rng) const;
   // The vocab-parallel embedding of `tokens` into embed_out_, over the word embedding's chunks.
   void embed(const int32_t* tokens, ParamSource& params);
@@ -80,17 +124,20 @@ class Gpt {
   void embed_word_rows(const int32_t* tokens, ParamSource& params);
   // The embedding into this rank's rows only (sequence parallelism).
   void embed_sequence_parallel(const int32_t* tokens, ParamSource& params);
-  // The tied embedding's gradient, at the end of backward: the head's dlogitsᵀ·lnf_out (dlogits
-  // stay in logits_ through backward) plus the lookup's rows, chunk by chunk, each element of
-  // the block once.
+  // The tied embedding's gradient: the head's dlogitsᵀ·lnf_out (dlogits stay in logits_ through
+  // backward; when this part holds the head) plus the lookup's rows and the position table
+  // (when it holds the embedding), chunk by chunk, each element of the block once.
   void embedding_grads(const int32_t* tokens, ParamSource& params);
 
   GptConfig config_;
   Backend& be_;
   LayerDims dims_;
+  PipelinePart part_;
+  std::vector<std::vector<int>> chunk_layers_;  // per chunk: its layers, in forward order
+  bool embeds_ = true, heads_ = true;  // holds the embedding / the final layernorm, head, loss
   int vocab_begin_ = 0;  // this rank's vocabulary rows [vocab_begin_, vocab_begin_ + vocab_local_)
   int vocab_local_ = 0;
-  std::vector<LayerRefs> layers_;
+  std::vector<LayerRefs> layers_;  // by model layer; only this part's are set
   ParamRef wte_, wpe_, lnf_w_, lnf_b_;
   LinearRefs head_;  // the word embedding as the head's weight [Vp/tp, C], no bias
   Arena arena_;      // embedding output, final layernorm, logits, losses, backward scratch

@@ -66,6 +66,76 @@ int max_in_flight(const ScheduleShape& s, int stage) {
   return most;
 }
 
+std::vector<Step> forward_only_schedule(const ScheduleShape& s) {
+  validate(s);
+  std::vector<Step> out;
+  for (int m = 0; m < s.micro_batches; ++m)
+    for (int c = 0; c < s.chunks; ++c) out.push_back({Step::Forward, m, c});
+  return out;
+}
+
+SendPlan plan_sends(const ScheduleShape& s, const std::vector<std::vector<Step>>& steps,
+                    int stage) {
+  const int P = s.stages, V = s.stages * s.chunks, m = s.micro_batches;
+  // Where each (kind, micro-batch, virtual stage) runs: its stage's step index.
+  std::vector<int> index(static_cast<size_t>(2 * m * V), -1);
+  auto key = [&](Step::Kind kind, int mb, int vs) {
+    return (static_cast<size_t>(kind) * static_cast<size_t>(m) + static_cast<size_t>(mb)) *
+               static_cast<size_t>(V) +
+           static_cast<size_t>(vs);
+  };
+  for (int st = 0; st < P; ++st)
+    for (size_t i = 0; i < steps[static_cast<size_t>(st)].size(); ++i) {
+      const Step& x = steps[static_cast<size_t>(st)][i];
+      index[key(x.kind, x.micro_batch, virtual_stage(s, st, x.chunk))] = static_cast<int>(i);
+    }
+  // The step a step receives from (receiving) or sends to: the neighbouring virtual stage's
+  // same pass (forward: from the previous, to the next; backward the other way).
+  struct Peer {
+    int stage = -1, step = -1;
+  };
+  auto peer = [&](const Step& x, bool receiving) -> Peer {
+    const int vs = virtual_stage(s, stage, x.chunk);
+    const int other = (x.kind == Step::Forward) == receiving ? vs - 1 : vs + 1;
+    if (other < 0 || other >= V) return {};
+    const int at = index[key(x.kind, x.micro_batch, other)];
+    ZT_CHECK(at >= 0, "stage {} exchanges with a step no stage runs", stage);
+    return {other % P, at};
+  };
+  const auto& mine = steps[static_cast<size_t>(stage)];
+  const int n = static_cast<int>(mine.size());
+  SendPlan plan;
+  plan.join_at.assign(mine.size(), -1);
+  std::vector<int> live(mine.size(), 0);  // sends unjoined while each step computes
+  for (int i = 0; i < n; ++i) {
+    const Peer to = peer(mine[static_cast<size_t>(i)], false);
+    if (to.stage < 0) continue;
+    // Proof that the receiver has posted this send's receive: a message it sent from that
+    // receiving step or a later one has arrived here (it posts a step's receive first).
+    int at = n;
+    for (int k = i + 1; k < n && at == n; ++k) {
+      const Peer from = peer(mine[static_cast<size_t>(k)], true);
+      if (from.stage == to.stage && from.step >= to.step) at = k;
+    }
+    plan.join_at[static_cast<size_t>(i)] = at;
+    for (int x = i; x < at; ++x) ++live[static_cast<size_t>(x)];
+  }
+  for (int l : live) plan.buffers = std::max(plan.buffers, l);
+  return plan;
+}
+
+SendPlan train_sends(const ScheduleShape& s, int stage) {
+  std::vector<std::vector<Step>> steps;
+  for (int st = 0; st < s.stages; ++st) steps.push_back(stage_schedule(s, st));
+  return plan_sends(s, steps, stage);
+}
+
+SendPlan eval_sends(const ScheduleShape& s, int stage) {
+  return plan_sends(
+      s, std::vector<std::vector<Step>>(static_cast<size_t>(s.stages), forward_only_schedule(s)),
+      stage);
+}
+
 double SimResult::bubble_fraction() const {
   if (busy.empty() || makespan <= 0) return 0;
   double work = 0;

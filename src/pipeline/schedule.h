@@ -48,6 +48,28 @@ inline int virtual_stage(const ScheduleShape& s, int stage, int chunk) {
 // first stage holds the most).
 int max_in_flight(const ScheduleShape& s, int stage);
 
+// Forward passes only (evaluation): every stage runs (micro-batch, chunk) in order.
+std::vector<Step> forward_only_schedule(const ScheduleShape& s);
+
+// When a stage may join (wait for) the point-to-point sends its steps make. A send completes
+// only once its receiver has posted the matching receive; a stage that waited for that before
+// the receiver got there could wait on a stage that waits on it. So a stage joins a send only
+// once it holds proof the receive is posted: it posts each step's receive first and sends after
+// computing, so a message the receiver sent from that step or a later one proves it. For each
+// step of `stage` that sends (to the next virtual stage after a forward, the previous after a
+// backward; `steps[stage]`: every stage's step list): the index of its own step at which the
+// send is joined, right after that step's receive completes (steps.size(): after the last
+// step), and the most sends it holds unjoined while a step computes (its send buffers). A join
+// then never blocks on the schedule, only on the transfer.
+struct SendPlan {
+  std::vector<int> join_at;  // per step: -1 when it sends nothing
+  int buffers = 0;
+};
+SendPlan plan_sends(const ScheduleShape& s, const std::vector<std::vector<Step>>& steps, int stage);
+// The training schedule's (stage_schedule of every stage) and the evaluation's.
+SendPlan train_sends(const ScheduleShape& s, int stage);
+SendPlan eval_sends(const ScheduleShape& s, int stage);
+
 struct Timing {
   double forward = 1;   // seconds for one micro-batch through one whole stage (all its chunks)
   double backward = 2;  // the same for backward

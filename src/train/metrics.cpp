@@ -39,7 +39,8 @@ void MetricsWriter::write(const StepMetrics& m) {
       {"memory", mem},
       {"comm_bytes", {{"dp", m.comm_bytes_dp}, {"tp", m.comm_bytes_tp}, {"pp", m.comm_bytes_pp}}},
       {"comm_hidden_fraction", m.comm_hidden_fraction},
-      {"comm_exposed_ms", m.comm_exposed_ms}};
+      {"comm_exposed_ms", m.comm_exposed_ms},
+      {"pipeline_bubble", m.pipeline_bubble}};
   out_ << j.dump() << '\n';
   out_.flush();
 }

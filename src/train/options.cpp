@@ -11,6 +11,7 @@
 #include "src/core/input_file.h"
 #include "src/core/json_input.h"
 #include "src/data/gpt_dataset.h"
+#include "src/pipeline/schedule.h"
 
 namespace zt {
 namespace {
@@ -97,7 +98,12 @@ const std::vector<Decl>& decls() {
        Check::Positive, "ranks one layer is split across (adjacent ranks: keep it inside a node)"},
       {"pipeline-model-parallel-size", "pipeline_model_parallel_size",
        &O::pipeline_model_parallel_size, Check::Positive,
-       "pipeline stages (only 1: pipeline parallelism is not implemented)"},
+       "pipeline stages: the layers split into this many consecutive stages (the embedding on "
+       "the first, the head and loss on the last), run by the 1F1B schedule"},
+      {"num-layers-per-virtual-pipeline-stage", "num_layers_per_virtual_pipeline_stage",
+       &O::num_layers_per_virtual_pipeline_stage, Check::NonNegative,
+       "layers per model chunk: each stage holds several chunks and runs Megatron-LM's "
+       "interleaved schedule (0: one chunk per stage)"},
       {"sequence-parallel", "sequence_parallel", &O::sequence_parallel, Check::Any,
        "split the layernorm, dropout and residual activations along the tokens over the "
        "tensor-parallel ranks (Megatron-LM's sequence parallelism; no effect at tp 1)"},
@@ -441,16 +447,43 @@ bool TrainFlags::has(std::string_view flag) const {
 }
 
 int data_parallel_size(const O& o, int world) {
-  ZT_REQUIRE(o.pipeline_model_parallel_size == 1,
-             "--pipeline-model-parallel-size {} is not supported: pipeline parallelism is not "
-             "implemented yet, use 1",
-             o.pipeline_model_parallel_size);
   const int mp = o.tensor_model_parallel_size * o.pipeline_model_parallel_size;
   ZT_REQUIRE(world % mp == 0,
              "world size {} is not divisible by --tensor-model-parallel-size {} x "
              "--pipeline-model-parallel-size {}",
              world, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
   return world / mp;
+}
+
+int model_chunks(const O& o) {
+  const int per_stage = o.num_layers / o.pipeline_model_parallel_size;
+  const int k = o.num_layers_per_virtual_pipeline_stage;
+  return k == 0 ? 1 : per_stage / k;
+}
+
+void validate_pipeline_options(const O& o, int micro_batches) {
+  const int P = o.pipeline_model_parallel_size, k = o.num_layers_per_virtual_pipeline_stage;
+  if (P == 1) {
+    ZT_REQUIRE(k == 0,
+               "--num-layers-per-virtual-pipeline-stage needs "
+               "--pipeline-model-parallel-size > 1");
+    return;
+  }
+  ZT_REQUIRE(o.num_layers % P == 0,
+             "--num-layers ({}) must be a multiple of --pipeline-model-parallel-size ({})",
+             o.num_layers, P);
+  ZT_REQUIRE(k == 0 || (o.num_layers / P) % k == 0,
+             "--num-layers-per-virtual-pipeline-stage ({}) must divide the {} layers of a stage", k,
+             o.num_layers / P);
+  // Stages 2 and 3 keep only a shard of the gradient and reduce-scatter every micro-batch's
+  // gradients as backward makes them: a pipeline runs at least P micro-batches per step, so
+  // their data-parallel traffic would be that many times stage 1's (README: ZeRO with pipeline
+  // parallelism), and the tied embedding's two copies could not be summed before it.
+  ZT_REQUIRE(o.zero_stage <= 1,
+             "--zero-stage {} with --pipeline-model-parallel-size {} is not supported: stages 2 "
+             "and 3 reduce gradients every micro-batch ({} per step here), use --zero-stage 1",
+             o.zero_stage, P, micro_batches);
+  pipeline::validate({P, micro_batches, model_chunks(o)});
 }
 
 void validate_train_options(const O& o, int dp) {
@@ -480,6 +513,7 @@ void validate_train_options(const O& o, int dp) {
   ZT_REQUIRE(!o.cpu_checkpointing || o.partition_activations,
              "--cpu-checkpointing needs --partition-activations (DeepSpeed's rule)");
   ZT_REQUIRE(o.zero_stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got {}", o.zero_stage);
+  validate_pipeline_options(o, static_cast<int>(global / per_step));
   ZT_REQUIRE(o.contiguous_gradients,
              "--contiguous-gradients false is not supported: zerotron always keeps gradients in "
              "one contiguous pre-allocated buffer");

@@ -49,6 +49,7 @@ struct TrainOptions {
   // parallelism
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
+  int num_layers_per_virtual_pipeline_stage = 0;  // 0: one model chunk per stage (1F1B)
   bool sequence_parallel = false;
   int zero_stage = 0;
   int64_t reduce_bucket_size = 500'000'000;  // elements
@@ -113,8 +114,13 @@ TrainFlags parse_train_flags(std::span<const std::string_view> args);
 // file). `where` names the source in errors. Throws InputError.
 void apply_json_config(std::string_view text, std::string_view where, TrainOptions& out);
 
-// DP = world / (TP·PP); throws InputError when it does not divide (or PP > 1).
+// DP = world / (TP·PP); throws InputError when it does not divide.
 int data_parallel_size(const TrainOptions& o, int world);
+// Model chunks per pipeline stage: 1, or (layers / PP) / --num-layers-per-virtual-pipeline-stage.
+int model_chunks(const TrainOptions& o);
+// The pipeline checks (layers dividing over stages and chunks, ZeRO stage <= 1, the
+// interleaved schedule's micro-batch rule) for `micro_batches` per step and data-parallel rank.
+void validate_pipeline_options(const TrainOptions& o, int micro_batches);
 
 // Checks that need the whole set (heads dividing hidden, batch divisibility, …).
 void validate_train_options(const TrainOptions& o, int data_parallel_size);

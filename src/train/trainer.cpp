@@ -60,8 +60,11 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
       pool_(ctx.pool()),
       topo_(topology),
       config_(gpt_config_from(options)),
-      layout_(ParamLayout::gpt(config_, topology != nullptr ? topology->tp_size() : 1,
-                               topology != nullptr ? topology->tp_rank() : 0)),
+      layout_(ParamLayout::gpt(
+          config_, topology != nullptr ? topology->tp_size() : 1,
+          topology != nullptr ? topology->tp_rank() : 0,
+          PipelinePart{topology != nullptr ? topology->pp_size() : 1,
+                       topology != nullptr ? topology->pp_rank() : 0, model_chunks(options)})),
       schedule_{o_.lr, o_.min_lr, o_.lr_warmup_iters,
                 o_.lr_decay_iters == 0 ? o_.train_iters : o_.lr_decay_iters, o_.lr_decay_style},
       scaler_(scaler_config(options)),
@@ -77,6 +80,8 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
     dp_ = topo_->dp_size();
     dp_rank_ = topo_->dp_rank();
     world_ = topo_->world_size();
+    pp_ = topo_->pp_size();
+    pp_rank_ = topo_->pp_rank();
     meter_ = std::make_unique<comm::StepCommMeter>(topo_->world().stats());
     // Bookkeeping scalars live on the host: the host world and host memory.
     reducer_ = std::make_unique<comm::ScalarReducer>(topo_->host_world(), ctx_.host(),
@@ -86,21 +91,8 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
                                             : int64_t{o_.global_batch_size};
   accumulation_ = static_cast<int>(global_batch_ / (int64_t{o_.micro_batch_size} * dp_));
   AdamConfig adam{o_.adam_beta1, o_.adam_beta2, o_.adam_eps, o_.weight_decay, o_.clip_grad};
-  ZeroConfig zero;
-  zero.stage = o_.zero_stage;
-  if (topo_ != nullptr) {
-    zero.dp = &topo_->dp();
-    zero.world = &topo_->host_world();
-    zero.tp_rank = topo_->tp_rank();
-  }
-  zero.reduce_bucket_elems = o_.reduce_bucket_size;
-  zero.allgather_bucket_elems = o_.allgather_bucket_size;
-  zero.overlap_comm = o_.overlap_comm;
-  zero.prefetch_bucket_elems = o_.prefetch_bucket_size;
-  zero.param_persistence_threshold = o_.param_persistence_threshold;
-  zero.max_live_parameters = o_.max_live_parameters;
   optimizer_ = std::make_unique<ZeroOptimizer>(layout_, working_dtype(o_), adam, ctx_,
-                                               static_cast<uint64_t>(o_.seed), zero);
+                                               static_cast<uint64_t>(o_.seed), zero_config());
   if (const char* f = std::getenv("ZT_INJECT_FAULT")) {
     const std::string spec(f);
     const size_t a = spec.find(':'), b = spec.rfind(':');
@@ -129,6 +121,9 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
     fault_.rank = std::stoi(spec.substr(a + 1, b - a - 1));
     fault_.step = std::stoi(spec.substr(b + 1));
   }
+  const pipeline::ScheduleShape shape{pp_, accumulation_, model_chunks(o_)};
+  const ActivationSlots slots =
+      pp_ > 1 ? pipeline::StageRunner::slots(config_, shape, pp_rank_) : ActivationSlots{};
   if (o_.checkpoint_activations) {
     CheckpointConfig cp;
     cp.span = o_.checkpoint_num_layers;
@@ -137,13 +132,16 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
     cp.tp = topo_ != nullptr ? &topo_->tp() : nullptr;
     // On the CPU backend host memory is the same pool; the category tells them apart.
     activations_ = std::make_unique<ActivationCheckpointer>(ctx_, config_, o_.micro_batch_size,
-                                                            layout_.tp_size(), cp);
+                                                            layout_.tp_size(), cp, slots);
   } else {
     activations_ = std::make_unique<KeepAllActivations>(pool_, config_, o_.micro_batch_size,
-                                                        layout_.tp_size());
+                                                        layout_.tp_size(), slots);
   }
   model_ = std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, ctx_,
                                  topo_ != nullptr ? &topo_->tp() : nullptr);
+  if (pp_ > 1)
+    pipeline_ = std::make_unique<pipeline::StageRunner>(*model_, *activations_, topo_->pp(), shape,
+                                                        ctx_, o_.micro_batch_size);
   const size_t batch_bytes = static_cast<size_t>(2 * o_.micro_batch_size * o_.seq_length) * 4;
   batch_ = pool_.allocate(batch_bytes, MemCategory::Activations);
   if (ctx_.needs_staging()) {
@@ -152,16 +150,61 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
   }
 }
 
+ZeroConfig Trainer::zero_config() const {
+  ZeroConfig zero;
+  zero.stage = o_.zero_stage;
+  if (topo_ != nullptr) {
+    zero.dp = &topo_->dp();
+    zero.world = &topo_->host_world();
+    zero.tp_rank = topo_->tp_rank();
+  }
+  zero.reduce_bucket_elems = o_.reduce_bucket_size;
+  zero.allgather_bucket_elems = o_.allgather_bucket_size;
+  zero.overlap_comm = o_.overlap_comm;
+  zero.prefetch_bucket_elems = o_.prefetch_bucket_size;
+  zero.param_persistence_threshold = o_.param_persistence_threshold;
+  zero.max_live_parameters = o_.max_live_parameters;
+  if (pp_ > 1) {
+    // The data-parallel reduction waits for the whole schedule and the tied embedding's sum
+    // (DeepSpeed's pipeline order: tied gradients, then data-parallel gradients).
+    zero.overlap_comm = false;
+    const PipelinePart& part = layout_.pipeline();
+    if (part.first() || part.last()) {
+      zero.tied = topo_->embedding();
+      const ParamSpec& word = layout_.find("embedding.word");
+      zero.tied_params = {static_cast<int>(&word - layout_.params().data())};
+      zero.tied_copy = part.last();  // the first stage's original counts in the norm
+    }
+  }
+  return zero;
+}
+
 void Trainer::load_batch(const BatchSource& source, int64_t first) {
+  load_batch_into(source, first, static_cast<int32_t*>(batch_.data()));
+}
+
+void Trainer::load_batch_into(const BatchSource& source, int64_t first, int32_t* dst) {
   const int mb = o_.micro_batch_size, T = o_.seq_length;
-  auto* tokens = static_cast<int32_t*>(batch_host_.data() ? batch_host_.data() : batch_.data());
+  auto* tokens = batch_host_.data() ? static_cast<int32_t*>(batch_host_.data()) : dst;
   int32_t* targets = tokens + mb * T;
   for (int j = 0; j < mb; ++j) {
     source.sample(first + j, tokens + j * T, targets + j * T);
     check_sample(first + j, tokens + j * T, targets + j * T);
   }
   if (batch_host_.data() != nullptr)
-    ctx_.backend().copy_to_device(batch_.data(), batch_host_.data(), batch_host_.bytes());
+    ctx_.backend().copy_to_device(dst, batch_host_.data(), batch_host_.bytes());
+}
+
+int64_t Trainer::first_sample(int64_t base, int m) const {
+  // Megatron's order: micro-step m takes mb·dp consecutive samples, rank r the r-th slice.
+  return base + int64_t{m} * o_.micro_batch_size * dp_ + int64_t{dp_rank_} * o_.micro_batch_size;
+}
+
+double Trainer::pipeline_loss(double loss) const {
+  // Averaged over every rank below, where only the last stage's ranks hold a loss: they count
+  // pp times.
+  if (pp_ == 1) return loss;
+  return layout_.pipeline().last() ? loss * pp_ : 0.0;
 }
 
 void Trainer::check_sample(int64_t index, const int32_t* tokens, const int32_t* targets) const {
@@ -225,7 +268,7 @@ StepMetrics Trainer::train_step() {
   if (&ctx_.host() != &pool_) ctx_.host().reset_peaks();
   if (meter_) meter_->begin_step();
   const auto t0 = Clock::now();
-  const int mb = o_.micro_batch_size, T = o_.seq_length, dp = dp_, dp_rank = dp_rank_;
+  const int mb = o_.micro_batch_size, T = o_.seq_length;
   const double scale = scaler_.scale();
   // d(loss)/d(token loss): the loss is the mean over every token of the global batch.
   const float dloss = inject_inf()
@@ -234,18 +277,31 @@ StepMetrics Trainer::train_step() {
   auto* tokens = static_cast<int32_t*>(batch_.data());
   int32_t* targets = tokens + mb * T;
   optimizer_->zero_grad();
-  double loss = 0;
+  double loss = 0, bubble = 0;
   const int64_t base = int64_t{iteration_} * global_batch_;
-  for (int m = 0; m < accumulation_; ++m) {
-    // Megatron's order: micro-step m takes mb·dp consecutive samples, rank r the r-th slice.
-    const int64_t first = base + int64_t{m} * mb * dp + int64_t{dp_rank} * mb;
+  if (pipeline_) {
+    optimizer_->begin_microbatch(true);  // reduced at the step (overlap is off with a pipeline)
+    const auto r = pipeline_->train(
+        *optimizer_,
+        [&](int m, int32_t* dst) { load_batch_into(*data_.train, first_sample(base, m), dst); },
+        dloss,
+        [&](int m) {
+          return DropoutSeeds{static_cast<uint64_t>(o_.seed), first_sample(base, m)};
+        });
+    maybe_inject_fault();
+    optimizer_->tie_grads();
+    loss = r.loss;
+    bubble = r.total_ms > 0 ? r.wait_ms / r.total_ms : 0;
+  }
+  for (int m = 0; !pipeline_ && m < accumulation_; ++m) {
+    const int64_t first = first_sample(base, m);
     load_batch(*data_.train, first);
     optimizer_->begin_microbatch(m == accumulation_ - 1);
     loss += model_->forward_backward(tokens, targets, dloss, *optimizer_, *activations_,
                                      DropoutSeeds{static_cast<uint64_t>(o_.seed), first});
     maybe_inject_fault();
   }
-  loss /= accumulation_;
+  loss = pipeline_loss(loss / accumulation_);
   ++iteration_;
   StepMetrics m;
   m.iteration = iteration_;
@@ -268,10 +324,12 @@ StepMetrics Trainer::train_step() {
   }
   // Every data-parallel rank saw different samples: the step's loss is their mean.
   if (reducer_) {
-    double l[1] = {loss};
+    double l[2] = {loss, bubble};
     reducer_->mean(l);
     loss = l[0];
+    bubble = l[1];
   }
+  m.pipeline_bubble = bubble;
   m.lm_loss = loss;
   m.grad_norm = r.grad_norm;
   m.loss_scale = scale;
@@ -307,9 +365,20 @@ double Trainer::evaluate() {
   int32_t* targets = tokens + mb * T;
   double loss = 0;
   for (int it = 0; it < o_.eval_iters; ++it) {
+    if (pipeline_) {
+      optimizer_->zero_grad();
+      loss += pipeline_
+                  ->evaluate(*optimizer_,
+                             [&](int m, int32_t* dst) {
+                               load_batch_into(*data_.valid, first_sample(consumed_valid_, m), dst);
+                             })
+                  .loss;
+      consumed_valid_ += global_batch_;
+      continue;
+    }
     // The training step's sample order, on the validation stream.
     for (int m = 0; m < accumulation_; ++m) {
-      const int64_t first = consumed_valid_ + int64_t{m} * mb * dp_ + int64_t{dp_rank_} * mb;
+      const int64_t first = first_sample(consumed_valid_, m);
       load_batch(*data_.valid, first);
       // No gradient is made here; zero_grad restarts ZeRO stage 3's recorded acquire order at
       // the step's beginning, so each forward-only pass follows it and prefetching stays valid.
@@ -319,7 +388,7 @@ double Trainer::evaluate() {
     consumed_valid_ += global_batch_;
   }
   // Every micro-batch has the same token count: the mean of their means is the token mean.
-  loss /= static_cast<double>(o_.eval_iters) * accumulation_;
+  loss = pipeline_loss(loss / (static_cast<double>(o_.eval_iters) * accumulation_));
   if (reducer_) {
     double l[1] = {loss};
     reducer_->mean(l);

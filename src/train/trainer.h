@@ -12,6 +12,7 @@
 #include "src/core/memory_pool.h"
 #include "src/model/activation_store.h"
 #include "src/model/gpt.h"
+#include "src/pipeline/stage_runner.h"
 #include "src/train/checkpoint_dir.h"
 #include "src/train/lr_schedule.h"
 #include "src/train/metrics.h"
@@ -76,7 +77,7 @@ class Trainer {
   DeviceContext ctx_;
   MemoryPool& pool_;
   comm::Topology* topo_;
-  int dp_ = 1, dp_rank_ = 0, world_ = 1;
+  int dp_ = 1, dp_rank_ = 0, world_ = 1, pp_ = 1, pp_rank_ = 0;
   GptConfig config_;
   ParamLayout layout_;
   int accumulation_ = 1;
@@ -89,12 +90,20 @@ class Trainer {
   std::unique_ptr<ZeroOptimizer> optimizer_;
   std::unique_ptr<ActivationStore> activations_;
   std::unique_ptr<Gpt> model_;
+  std::unique_ptr<pipeline::StageRunner> pipeline_;  // pp > 1
   Buffer batch_;  // tokens and targets of one micro-batch (int32), in the backend's memory
   // Host staging where the host cannot write the device (none on the CPU): the micro-batch as
   // the data stream writes it, and the checkpoint chunk.
   Buffer batch_host_, host_chunk_;
   // Fills batch_ (through batch_host_ when staging) with samples [first, first + micro batch).
   void load_batch(const BatchSource& source, int64_t first);
+  // The same into `dst` (device memory, tokens then targets).
+  void load_batch_into(const BatchSource& source, int64_t first, int32_t* dst);
+  // The first sample of micro-step m of the batch starting at sample `base` on this rank.
+  int64_t first_sample(int64_t base, int m) const;
+  // A mean loss every rank can report: the last pipeline stage's (the others hold none).
+  double pipeline_loss(double loss) const;
+  ZeroConfig zero_config() const;
   // InputError unless every token and target id of the sample is in [0, vocab_size).
   void check_sample(int64_t index, const int32_t* tokens, const int32_t* targets) const;
   MetricsWriter metrics_;

@@ -24,11 +24,12 @@ size_t ActivationCheckpointer::workspace_bytes(const GptConfig& c, int micro_bat
 }
 
 size_t ActivationCheckpointer::checkpoint_bytes(const GptConfig& c, int micro_batch, int tp_size,
-                                                const CheckpointConfig& cp) {
-  const int spans = (c.num_layers + cp.span - 1) / cp.span;
+                                                const CheckpointConfig& cp,
+                                                const ActivationSlots& slots) {
+  const int spans = (slots.per_slot(c) + cp.span - 1) / cp.span;
   return Arena::aligned(static_cast<size_t>(kept_elems(c, micro_batch, tp_size, cp)) *
                         dtype_size(c.dtype)) *
-         static_cast<size_t>(spans);
+         static_cast<size_t>(spans) * static_cast<size_t>(slots.slots);
 }
 
 size_t ActivationCheckpointer::prefetch_bytes(const GptConfig& c, int micro_batch,
@@ -40,12 +41,16 @@ size_t ActivationCheckpointer::prefetch_bytes(const GptConfig& c, int micro_batc
 
 ActivationCheckpointer::ActivationCheckpointer(const DeviceContext& ctx, const GptConfig& config,
                                                int micro_batch, int tp_size,
-                                               const CheckpointConfig& cp)
+                                               const CheckpointConfig& cp,
+                                               const ActivationSlots& slots)
     : be_(ctx.backend()),
       config_(config),
       cp_(cp),
       tp_size_(tp_size),
-      tp_rank_(cp.tp ? cp.tp->rank() : 0) {
+      tp_rank_(cp.tp ? cp.tp->rank() : 0),
+      per_slot_(slots.per_slot(config)),
+      spans_((per_slot_ + cp.span - 1) / cp.span),
+      slots_(slots.slots) {
   MemoryPool& device = ctx.pool();
   MemoryPool& host = ctx.host();
   ZT_REQUIRE(cp.span >= 1, "--checkpoint-num-layers must be positive, got {}", cp.span);
@@ -58,7 +63,6 @@ ActivationCheckpointer::ActivationCheckpointer(const DeviceContext& ctx, const G
              "tensor-parallel size {}",
              input_elems_, tp_size);
   checkpoint_elems_ = kept_elems(config, micro_batch, tp_size, cp);
-  const int spans = (config.num_layers + cp.span - 1) / cp.span;
   workspace_arena_ = Arena(device, workspace_bytes(config, micro_batch, tp_size, cp.span),
                            MemCategory::Activations);
   for (int i = 0; i <= cp.span; ++i)
@@ -66,9 +70,9 @@ ActivationCheckpointer::ActivationCheckpointer(const DeviceContext& ctx, const G
   const DType t = config.dtype;
   restored_ = Ref(workspace_arena_.carve({input_elems_}, t).data(), t);
   checkpoint_arena_ =
-      Arena(cp.cpu ? host : device, checkpoint_bytes(config, micro_batch, tp_size, cp),
+      Arena(cp.cpu ? host : device, checkpoint_bytes(config, micro_batch, tp_size, cp, slots),
             cp.cpu ? MemCategory::HostCheckpoints : MemCategory::Checkpoints);
-  for (int s = 0; s < spans; ++s)
+  for (int s = 0; s < spans_ * slots_; ++s)
     checkpoints_.emplace_back(checkpoint_arena_.carve({checkpoint_elems_}, t).data(), t);
   restore_buffers_[0] = restored_;
   if (const size_t b = prefetch_bytes(config, micro_batch, cp, ctx.needs_staging()); b > 0) {
@@ -86,7 +90,7 @@ void ActivationCheckpointer::join_offload() {
 LayerActivations& ActivationCheckpointer::workspace(int layer) {
   // span + 1 workspaces: the layers of one span never share one, and a layer's output (the
   // next layer's input) survives the next layer's forward.
-  return workspaces_[static_cast<size_t>(layer % (cp_.span + 1))];
+  return workspaces_[static_cast<size_t>(layer % per_slot_ % (cp_.span + 1))];
 }
 
 LayerActivations& ActivationCheckpointer::begin_forward(int layer) {
@@ -97,11 +101,17 @@ LayerActivations& ActivationCheckpointer::begin_forward(int layer) {
   return w;
 }
 
+void ActivationCheckpointer::select_slot(int slot) {
+  ZT_CHECK(slot >= 0 && slot < slots_, "activation slot {} of {}", slot, slots_);
+  slot_ = slot;
+}
+
 void ActivationCheckpointer::end_forward(int layer, CRef input) {
-  if (layer % cp_.span != 0) return;
+  const int local = layer % per_slot_;
+  if (local % cp_.span != 0) return;
   // Pa: the input is identical on every tp rank; this rank keeps its slice.
   const int64_t offset = checkpoint_elems_ == input_elems_ ? 0 : tp_rank_ * checkpoint_elems_;
-  const Ref kept = checkpoints_[static_cast<size_t>(layer / cp_.span)];
+  const Ref kept = checkpoints_[static_cast<size_t>(slot_ * spans_ + local / cp_.span)];
   const size_t bytes = kept.bytes(checkpoint_elems_);
   if (!cp_.cpu) {
     be_.copy(kept.p, (input + offset).p, bytes);
@@ -113,7 +123,7 @@ void ActivationCheckpointer::end_forward(int layer, CRef input) {
 }
 
 void ActivationCheckpointer::fetch(int span_index, Ref buffer) {
-  const Ref kept = checkpoints_[static_cast<size_t>(span_index)];
+  const Ref kept = checkpoints_[static_cast<size_t>(slot_ * spans_ + span_index)];
   const int64_t offset = checkpoint_elems_ == input_elems_ ? 0 : tp_rank_ * checkpoint_elems_;
   const size_t bytes = kept.bytes(checkpoint_elems_);
   if (cp_.cpu)
@@ -139,9 +149,11 @@ void ActivationCheckpointer::restore(int span_index) {
 }
 
 ActivationStore::Restored ActivationCheckpointer::begin_backward(int layer) {
-  const int span = layer / cp_.span;
-  const int first = span * cp_.span;
-  const int last = std::min(first + cp_.span, config_.num_layers) - 1;
+  // Spans count within the slot's layers; the layers returned are the model's.
+  const int base = layer - layer % per_slot_;
+  const int span = (layer - base) / cp_.span;
+  const int first = base + span * cp_.span;
+  const int last = std::min(first + cp_.span, base + per_slot_) - 1;
   join_offload();
   Restored r;
   r.acts = &workspace(layer);

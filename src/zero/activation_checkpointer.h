@@ -38,19 +38,24 @@ class ActivationCheckpointer final : public ActivationStore {
  public:
   // ctx.pool() holds workspaces (and checkpoints without cpu); ctx.host() holds checkpoints with
   // cpu.
+  // With `slots` (pipeline parallelism) the checkpoints are kept per slot and the workspaces,
+  // used by one micro-batch at a time, are shared.
   ActivationCheckpointer(const DeviceContext& ctx, const GptConfig& config, int micro_batch,
-                         int tp_size, const CheckpointConfig& checkpoint);
+                         int tp_size, const CheckpointConfig& checkpoint,
+                         const ActivationSlots& slots = {});
 
   LayerActivations& begin_forward(int layer) override;
   void end_forward(int layer, CRef input) override;
   Restored begin_backward(int layer) override;
+  void select_slot(int slot) override;
 
   // What the constructor allocates, for the planner: the workspace arena (activations) and the
   // checkpoint arena ((layers / span) · micro_batch · seq · hidden elements of the working
-  // precision, / tp with Pa).
+  // precision, / tp with Pa; spans counted per slot's layers, times the slots).
   static size_t workspace_bytes(const GptConfig& config, int micro_batch, int tp_size, int span);
   static size_t checkpoint_bytes(const GptConfig& config, int micro_batch, int tp_size,
-                                 const CheckpointConfig& checkpoint);
+                                 const CheckpointConfig& checkpoint,
+                                 const ActivationSlots& slots = {});
   // The device buffer Pa+cpu prefetches the next span's input into where the backend stages
   // host copies (`staging`: CUDA; the CPU reads host checkpoints in place); 0 otherwise.
   static size_t prefetch_bytes(const GptConfig& config, int micro_batch,
@@ -67,11 +72,12 @@ class ActivationCheckpointer final : public ActivationStore {
   GptConfig config_;
   CheckpointConfig cp_;
   int tp_size_, tp_rank_;
-  int64_t input_elems_ = 0;       // N·C of one layer input
+  int per_slot_ = 0, spans_ = 0, slot_ = 0, slots_ = 1;  // layers and spans of one slot
+  int64_t input_elems_ = 0;                              // N·C of one layer input
   int64_t checkpoint_elems_ = 0;  // kept per checkpoint (input_elems_ / tp with Pa)
   Arena workspace_arena_, checkpoint_arena_;
   std::vector<LayerActivations> workspaces_;  // span + 1: a span plus the input it consumed
-  std::vector<Ref> checkpoints_;              // in the working precision
+  std::vector<Ref> checkpoints_;              // in the working precision, slot-major
   Ref restored_;  // [N·C] the gathered input of the span being recomputed
   int restored_span_ = -1;
   // Pa+cpu where the host cannot reach the device: the second restore buffer, the span fetched

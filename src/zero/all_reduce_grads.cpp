@@ -42,6 +42,10 @@ void AllReduceGrads::close(const Span& s) {
   if (sync_) sync_->block_done(s.block);
 }
 
+Tensor AllReduceGrads::local_grads(int64_t layout_offset, int64_t len) {
+  return Tensor(at(grads_.data(), working_, layout_offset), {len}, working_, be_.device());
+}
+
 void AllReduceGrads::begin_microbatch(bool last) {
   if (sync_) sync_->begin_backward(last);
 }

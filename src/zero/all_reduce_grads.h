@@ -25,6 +25,7 @@ class AllReduceGrads final : public GradReducer {
   bool replicated() const override { return true; }
   GradSyncTiming timing() const override;
   Tensor grads() const { return grads_.view({layout_.numel()}, working_); }
+  Tensor local_grads(int64_t layout_offset, int64_t len) override;
 
  private:
   bool half() const { return working_ != DType::F32; }

@@ -31,6 +31,14 @@ class GradReducer {
   // in the global norm).
   virtual bool replicated() const = 0;
   virtual GradSyncTiming timing() const = 0;
+  // Stages 0-1: the accumulated (not yet reduced) gradient of layout elements [offset, offset +
+  // len), in the working precision, contiguous: len elements of one partition unit. Null where
+  // the whole gradient is not kept.
+  virtual Tensor local_grads(int64_t layout_offset, int64_t len) {
+    (void)layout_offset;
+    (void)len;
+    return {};
+  }
 };
 
 }  // namespace zt

@@ -25,6 +25,12 @@ struct ZeroConfig {
   comm::Communicator* dp = nullptr;     // the data-parallel group; null: one rank
   comm::Communicator* world = nullptr;  // for the global gradient norm across dp and tp
   int tp_rank = 0;  // parameters replicated over tp count in the norm on tp rank 0 only
+  // Parameters tied to another pipeline stage's copy (the word embedding of the first stage and
+  // the last stage's copy for the head): tie_grads() sums their gradients over `tied`. With
+  // `tied_copy` they are also left out of the global norm (the original's stage counts them).
+  comm::Communicator* tied = nullptr;
+  std::vector<int> tied_params;  // indices into the layout's params
+  bool tied_copy = false;
   // Constant-size buckets (ZeRO-R's CB), in elements; DeepSpeed's defaults. The reduce bucket
   // is also the longest span the model reaches (ParamSource::max_span) and the partition unit,
   // in every stage, so the stages compute the same bits.
@@ -46,6 +52,9 @@ class ModelStates : public ParamSource {
  public:
   virtual void zero_grad() = 0;
   virtual void begin_microbatch(bool last) = 0;
+  // Sums the tied parameters' gradients over ZeroConfig::tied (stages 0-1, which keep the whole
+  // gradient; before step(), with overlap_comm off so no data-parallel reduction has started).
+  virtual void tie_grads() = 0;
   // Unscales by loss_scale, clips to the global norm, applies one AdamW step at lr.
   virtual StepResult step(double lr, double loss_scale) = 0;
   virtual GradSyncTiming grad_sync_timing() const = 0;

@@ -85,6 +85,11 @@ void ReduceScatterAtStep::zero() {
   be_.fill_zero(grads_.data(), grads_.bytes());
 }
 
+Tensor ReduceScatterAtStep::local_grads(int64_t layout_offset, int64_t len) {
+  return Tensor(at(grads_.data(), working_, part_.padded_of(layout_offset)), {len}, working_,
+                be_.device());
+}
+
 void ReduceScatterAtStep::finish() {
   const auto backward_end = Clock::now();
   double exposed = 0, comm = 0, hidden = 0;

@@ -34,6 +34,7 @@ class ReduceScatterAtStep final : public GradReducer {
   const void* grad(const ShardSegment& s) const override;
   bool replicated() const override { return false; }
   GradSyncTiming timing() const override { return timing_; }
+  Tensor local_grads(int64_t layout_offset, int64_t len) override;
 
  private:
   using Clock = std::chrono::steady_clock;

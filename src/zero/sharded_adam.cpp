@@ -77,7 +77,8 @@ void ShardedAdam::set_from_layout_order(const float* master, const float* m, con
 }
 
 StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr, double loss_scale,
-                             bool speaks, int tp_rank, comm::ScalarReducer* norm) {
+                             bool speaks, int tp_rank, comm::ScalarReducer* norm,
+                             const std::vector<char>& norm_excluded) {
   const auto& params = layout_.params();
   norm_table_.clear();
   for (size_t k = 0; k < shard_.segments.size(); ++k) {
@@ -85,7 +86,9 @@ StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr,
     adam_table_[k].grad = grads.grad(s);
     // A tp-replicated parameter's gradient counts once in the global norm: on tp rank 0.
     const ParamSpec& p = params[static_cast<size_t>(s.param)];
-    if (speaks && (!p.tp_replicated || tp_rank == 0)) norm_table_.push_back({grads.grad(s), s.len});
+    if (speaks && (!p.tp_replicated || tp_rank == 0) &&
+        norm_excluded[static_cast<size_t>(s.param)] == 0)
+      norm_table_.push_back({grads.grad(s), s.len});
   }
   // This rank's share of the squared norm in a few launches, and the step's one read of it: the
   // skip decision and the clipping coefficient are made on the host.

@@ -23,11 +23,13 @@ class ShardedAdam {
   float* master() const { return master_; }
   const Shard& shard() const { return shard_; }
   // Unscales by loss_scale, clips to the global norm (Σ over world of each rank's share: `speaks`
-  // says whether this rank's share counts, parameters replicated over tp on tp rank 0 only) and
+  // says whether this rank's share counts, parameters replicated over tp on tp rank 0 only,
+  // none of those flagged in `norm_excluded`, by parameter index) and
   // applies one AdamW step at lr. On the device: one multi-tensor norm, one read of it, one
   // multi-tensor AdamW over every segment (kernels/ops.inc sum_squares_multi, adamw_multi).
   StepResult step(const GradReducer& grads, DType working, double lr, double loss_scale,
-                  bool speaks, int tp_rank, comm::ScalarReducer* norm);
+                  bool speaks, int tp_rank, comm::ScalarReducer* norm,
+                  const std::vector<char>& norm_excluded);
   int64_t steps() const { return steps_; }
   // Device bytes of the norm's partials and result (category Buffers, constant; the planner
   // counts them).

@@ -26,6 +26,7 @@ class ZeroOptimizer final : public ParamSource {
   void zero_grad() { states_->zero_grad(); }
   // Before each micro-batch's forward/backward (stages 0–1 reduce only during the last).
   void begin_microbatch(bool last) { states_->begin_microbatch(last); }
+  void tie_grads() { states_->tie_grads(); }
   StepResult step(double lr, double loss_scale) { return states_->step(lr, loss_scale); }
   GradSyncTiming grad_sync_timing() const { return states_->grad_sync_timing(); }
   // `full`: host memory.

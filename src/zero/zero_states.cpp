@@ -21,6 +21,9 @@ ZeroStates::ZeroStates(const ParamLayout& layout, DType working, const AdamConfi
   ZT_CHECK(zero.stage >= 0 && zero.stage <= 3, "no ZeRO stage {}", zero.stage);
   MemoryPool& pool = ctx.pool();
   const bool half = working_ != DType::F32;
+  norm_excluded_.assign(layout_.params().size(), 0);
+  if (zero.tied_copy)
+    for (int k : zero.tied_params) norm_excluded_.at(static_cast<size_t>(k)) = 1;
   if (zero.world != nullptr && zero.world->size() > 1)
     norm_ = std::make_unique<comm::ScalarReducer>(*zero.world, ctx.host(), 1);
   if (zero.stage == 0) {
@@ -94,14 +97,29 @@ void ZeroStates::zero_grad() {
   store_->begin_step();
 }
 
+void ZeroStates::tie_grads() {
+  if (zero_.tied == nullptr) return;
+  for (int k : zero_.tied_params) {
+    const ParamSpec& p = layout_.params()[static_cast<size_t>(k)];
+    // Chunk by chunk of whole rows, the rule partition units follow: each chunk is contiguous in
+    // the kept gradient, and both stages cut their copy of the tensor the same way.
+    const int64_t step = p.chunk_rows(zero_.reduce_bucket_elems) * p.row_len();
+    for (int64_t i = 0; i < p.numel(); i += step) {
+      const Tensor g = grads_->local_grads(p.offset + i, std::min(step, p.numel() - i));
+      ZT_CHECK(g.data() != nullptr, "ZeRO stage {} keeps no whole gradient to tie", zero_.stage);
+      zero_.tied->all_reduce(g);
+    }
+  }
+}
+
 StepResult ZeroStates::step(double lr, double loss_scale) {
   grads_->finish();
   store_->end_step();
   // Every data-parallel replica of a replicated gradient holds the same sum: dp rank 0 speaks
   // for it.
   const bool speaks = !grads_->replicated() || dp_ == nullptr || dp_->rank() == 0;
-  const StepResult r =
-      adam_->step(*grads_, working_, lr, loss_scale, speaks, zero_.tp_rank, norm_.get());
+  const StepResult r = adam_->step(*grads_, working_, lr, loss_scale, speaks, zero_.tp_rank,
+                                   norm_.get(), norm_excluded_);
   if (!r.skipped) store_->from_master(adam_->master());
   return r;
 }

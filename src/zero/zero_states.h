@@ -37,6 +37,7 @@ class ZeroStates final : public ModelStates {
 
   void zero_grad() override;
   void begin_microbatch(bool last) override { grads_->begin_microbatch(last); }
+  void tie_grads() override;
   StepResult step(double lr, double loss_scale) override;
   GradSyncTiming grad_sync_timing() const override { return grads_->timing(); }
   void gather_master(float* full) override;
@@ -67,6 +68,7 @@ class ZeroStates final : public ModelStates {
   std::unique_ptr<GradReducer> grads_;
   std::unique_ptr<ShardedAdam> adam_;
   std::unique_ptr<comm::ScalarReducer> norm_;
+  std::vector<char> norm_excluded_;  // by parameter: a tied copy, counted on another stage
 };
 
 }  // namespace zt

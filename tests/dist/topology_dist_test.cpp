@@ -36,15 +36,23 @@ TEST(Topology, GroupsMatchTheGrid) {
 
 TEST(Topology, RejectsBadSizesOnEveryRank) {
   const int W = world().size();
-  EXPECT_THROW(comm::Topology(world(), 1, 2), InputError);  // pipeline: not yet
-  EXPECT_THROW(comm::Topology(world(), 3), InputError);     // 2, 4, 8 % 3 != 0
+  EXPECT_THROW(comm::Topology(world(), 3), InputError);  // 2, 4, 8 % 3 != 0
   EXPECT_THROW(comm::Topology(world(), 2 * W), InputError);
-  try {
-    comm::Topology t(world(), 1, 2);
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("pipeline parallelism is not implemented yet"),
-              std::string::npos);
+  EXPECT_THROW(comm::Topology(world(), 1, 2 * W), InputError);
+}
+
+TEST(Topology, EmbeddingGroupIsTheFirstAndLastStage) {
+  const int W = world().size();
+  comm::Topology t(world(), 1, W);  // every rank a stage
+  ASSERT_NE(t.embedding(), nullptr);
+  const bool ends = t.pp_rank() == 0 || t.pp_rank() == W - 1;
+  EXPECT_EQ(t.embedding()->size(), ends ? 2 : W - 2);
+  if (ends) {
+    EXPECT_EQ(t.embedding()->world_rank_of(0), t.grid().rank_of({0, 0, 0}));
+    EXPECT_EQ(t.embedding()->world_rank_of(1), t.grid().rank_of({0, 0, W - 1}));
   }
+  comm::Topology flat(world(), 1, 1);
+  EXPECT_EQ(flat.embedding(), nullptr);
 }
 
 }  // namespace

@@ -85,15 +85,10 @@ TEST(ParallelGrid, RejectsIndivisibleWorlds) {
   EXPECT_THROW(validate_parallel_sizes(8, 1, 0), InputError);
 }
 
-TEST(ParallelGrid, PipelineRejectedForNow) {
-  EXPECT_NO_THROW(ParallelGrid(8, 2, 2));  // the math exists
-  try {
-    validate_parallel_sizes(8, 2, 2);
-    ADD_FAILURE();
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("pipeline parallelism is not implemented yet"),
-              std::string::npos);
-  }
+TEST(ParallelGrid, PipelineSizesAccepted) {
+  EXPECT_NO_THROW(validate_parallel_sizes(8, 2, 2));
+  EXPECT_NO_THROW(validate_parallel_sizes(8, 1, 8));
+  EXPECT_THROW(validate_parallel_sizes(8, 2, 3), InputError);
 }
 
 }  // namespace

@@ -1,0 +1,201 @@
+#include "src/pipeline/stage_runner.h"
+
+#include <chrono>
+
+#include "src/core/error.h"
+
+namespace zt::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+bool holds_batch(const ScheduleShape& s, int stage) {
+  return stage == 0 || stage == s.stages - 1;
+}
+
+}  // namespace
+
+ActivationSlots StageRunner::slots(const GptConfig& config, const ScheduleShape& shape, int stage) {
+  return ActivationSlots{max_in_flight(shape, stage),
+                         config.num_layers / (shape.stages * shape.chunks)};
+}
+
+size_t StageRunner::buffer_bytes(const GptConfig& c, int micro_batch, int tp_size,
+                                 const ScheduleShape& shape, int stage) {
+  const int64_t n = int64_t{micro_batch} * c.seq_length;
+  const size_t rows =
+      Arena::aligned(static_cast<size_t>(splits_sequence(c, tp_size) ? n / tp_size : n) *
+                     static_cast<size_t>(c.hidden) * dtype_size(c.dtype));
+  const size_t batch = holds_batch(shape, stage) ? Arena::aligned(static_cast<size_t>(n) * 8) : 0;
+  const bool last = stage == shape.stages - 1;
+  const auto slots = static_cast<size_t>(max_in_flight(shape, stage));
+  const auto sends = static_cast<size_t>(
+      std::max(train_sends(shape, stage).buffers, eval_sends(shape, stage).buffers));
+  return slots * (rows * (last ? 2 : 1) + batch) + rows * (sends + 1);
+}
+
+StageRunner::StageRunner(Gpt& model, ActivationStore& acts, comm::Communicator& pp,
+                         const ScheduleShape& shape, const DeviceContext& ctx, int micro_batch)
+    : model_(model),
+      acts_(acts),
+      pp_(pp),
+      shape_(shape),
+      stage_(pp.rank()),
+      be_(ctx.backend()),
+      rows_(int64_t{model.dims().Nl} * model.dims().C),
+      tokens_(int64_t{micro_batch} * model.config().seq_length),
+      arena_(
+          ctx.pool(),
+          buffer_bytes(model.config(), micro_batch,
+                       model.dims().tp != nullptr ? model.dims().tp->size() : 1, shape, pp.rank()),
+          MemCategory::Activations) {
+  validate(shape_);
+  ZT_CHECK(pp.size() == shape_.stages, "pipeline group of {} ranks for {} stages", pp.size(),
+           shape_.stages);
+  train_steps_ = stage_schedule(shape_, stage_);
+  eval_steps_ = forward_only_schedule(shape_);
+  train_plan_ = train_sends(shape_, stage_);
+  eval_plan_ = eval_sends(shape_, stage_);
+  const DType t = model.config().dtype;
+  auto carve = [&] { return Ref(arena_.carve({rows_}, t).data(), t); };
+  slots_.resize(static_cast<size_t>(max_in_flight(shape_, stage_)));
+  for (Slot& s : slots_) {
+    s.input = carve();
+    if (stage_ == shape_.stages - 1) s.dout = carve();
+    if (holds_batch(shape_, stage_))  // int32 ids: 4-byte elements
+      s.batch = static_cast<int32_t*>(arena_.carve({2 * tokens_}, DType::F32).data());
+  }
+  dout_ = carve();
+  const int sends = std::max(train_plan_.buffers, eval_plan_.buffers);
+  for (int k = 0; k < sends; ++k) send_buffers_.push_back(carve());
+  slot_of_.assign(static_cast<size_t>(shape_.micro_batches * shape_.chunks), -1);
+}
+
+int StageRunner::tag(int m, int edge, bool gradient) const {
+  // Edge e joins virtual stages e and e + 1; the tag names the micro-batch, the edge and the
+  // direction, unique among the messages in flight between two stages (a few micro-batches)
+  // and within every MPI's tag bound (>= 32767).
+  const int edges = shape_.stages * shape_.chunks;
+  return ((m * edges + edge) * 2 + (gradient ? 1 : 0)) % 32768;
+}
+
+Tensor StageRunner::rows(Ref r) const {
+  return Tensor(r.p, {rows_}, r.t, be_.device());
+}
+
+Gpt::ChunkIO StageRunner::io(const Slot& s, int chunk) const {
+  Gpt::ChunkIO io;
+  io.chunk = chunk;
+  io.tokens = s.batch;
+  io.targets = s.batch != nullptr ? s.batch + tokens_ : nullptr;
+  io.input = s.input;
+  io.output = s.dout;
+  return io;
+}
+
+int StageRunner::take_slot() {
+  ZT_CHECK(!free_.empty(), "pipeline stage {}: more micro-batches in flight than its {} slots",
+           stage_, slots_.size());
+  const int k = free_.back();
+  free_.pop_back();
+  return k;
+}
+
+void StageRunner::wait(comm::Handle& h, Result& r) {
+  const auto t0 = Clock::now();
+  h.wait();
+  r.wait_ms += ms_since(t0);
+}
+
+void StageRunner::join(const SendPlan* plan, int step, Result& r) {
+  for (size_t i = 0; i < sends_.size(); ++i) {
+    Send& s = sends_[i];
+    if (s.buffer < 0 || (plan != nullptr && plan->join_at[i] != step)) continue;
+    wait(s.handle, r);
+    free_buffers_.push_back(s.buffer);
+    s.buffer = -1;
+  }
+}
+
+void StageRunner::run_step(const std::vector<Step>& steps, size_t i, const SendPlan& plan,
+                           Result& r, ParamSource& params, const LoadBatch& load, float dloss,
+                           const std::function<DropoutSeeds(int)>* seeds) {
+  const Step& st = steps[i];
+  const int m = st.micro_batch, c = st.chunk, P = shape_.stages;
+  const int prev = (stage_ + P - 1) % P, next = (stage_ + 1) % P, vs = vstage(c);
+  const bool forward = st.kind == Step::Forward;
+  int& where = slot_of_[static_cast<size_t>(m * shape_.chunks + c)];
+  if (forward) where = take_slot();
+  ZT_CHECK(where >= 0, "pipeline stage {}: backward of micro-batch {} before its forward", stage_,
+           m);
+  Slot& s = slots_[static_cast<size_t>(where)];
+  // Receive; then join the sends its arrival proves received (schedule.h).
+  comm::Handle incoming;
+  Ref dout = s.dout;
+  if (forward && !first_virtual(c)) {
+    incoming = pp_.recv_async(rows(s.input), prev, tag(m, vs - 1, false));
+  } else if (!forward && !last_virtual(c)) {
+    incoming = pp_.recv_async(rows(dout_), next, tag(m, vs, true));
+    dout = dout_;
+  }
+  if (forward && (first_virtual(c) || last_virtual(c))) load(m, s.batch);
+  wait(incoming, r);
+  join(&plan, static_cast<int>(i), r);
+  const bool sends = forward ? !last_virtual(c) : !first_virtual(c);
+  Ref out = forward ? s.dout : Ref();
+  if (sends) {
+    ZT_CHECK(!free_buffers_.empty(), "pipeline stage {}: no free send buffer at step {}", stage_,
+             i);
+    sends_[i].buffer = free_buffers_.back();
+    free_buffers_.pop_back();
+    out = send_buffers_[static_cast<size_t>(sends_[i].buffer)];
+  }
+  acts_.select_slot(where);
+  Gpt::ChunkIO chunk = io(s, c);
+  const auto t0 = Clock::now();
+  if (forward) {
+    chunk.output = out;
+    const DropoutSeeds rng = seeds != nullptr ? (*seeds)(m) : DropoutSeeds{};
+    r.loss += model_.chunk_forward(chunk, dloss, params, acts_, seeds != nullptr ? &rng : nullptr);
+  } else {
+    model_.chunk_backward(chunk, dout, out, params, acts_, (*seeds)(m));
+  }
+  r.busy_ms += ms_since(t0);
+  if (sends)
+    sends_[i].handle = forward ? pp_.send_async(rows(out), next, tag(m, vs, false))
+                               : pp_.send_async(rows(out), prev, tag(m, vs - 1, true));
+  if (!forward || seeds == nullptr) {  // backward done, or a forward with no backward to come
+    free_.push_back(where);
+    where = -1;
+  }
+}
+
+StageRunner::Result StageRunner::run(const std::vector<Step>& steps, const SendPlan& plan,
+                                     ParamSource& params, const LoadBatch& load, float dloss,
+                                     const std::function<DropoutSeeds(int)>* seeds) {
+  const auto start = Clock::now();
+  Result r;
+  free_.clear();
+  for (int k = static_cast<int>(slots_.size()) - 1; k >= 0; --k) free_.push_back(k);
+  free_buffers_.clear();
+  for (int k = static_cast<int>(send_buffers_.size()) - 1; k >= 0; --k) free_buffers_.push_back(k);
+  sends_.clear();
+  sends_.resize(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) run_step(steps, i, plan, r, params, load, dloss, seeds);
+  join(nullptr, 0, r);
+  r.total_ms = ms_since(start);
+  return r;
+}
+
+StageRunner::Result StageRunner::train(ParamSource& params, const LoadBatch& load, float dloss,
+                                       const std::function<DropoutSeeds(int)>& seeds) {
+  return run(train_steps_, train_plan_, params, load, dloss, &seeds);
+}
+
+StageRunner::Result StageRunner::evaluate(ParamSource& params, const LoadBatch& load) {
+  return run(eval_steps_, eval_plan_, params, load, 0.0f, nullptr);
+}
+
+}  // namespace zt::pipeline

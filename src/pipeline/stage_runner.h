@@ -1,0 +1,104 @@
+#pragma once
+// StageRunner: executes one pipeline stage's schedule (schedule.h) for a training step or an
+// evaluation: for each step it receives the chunk's input (or output gradient) from the
+// neighbouring virtual stage, runs the model's chunk forward or backward, and sends the result
+// on, point to point over the pipeline group in the working precision.
+//
+// A stage holds up to max_in_flight(shape, stage) micro-batches between their forward and
+// backward. Each sits in a slot: its activations (the ActivationStore's slot of the same index),
+// its chunk input [Nl, C] (kept for the backward), on the last stage its output's gradient
+// [Nl, C] (made by the forward of the last virtual stage) and, on the stages that hold the first
+// or last virtual stage, its tokens and targets. A step receives, then joins the sends
+// plan_sends() says that receive proves matched, then computes; what it sends is written into a
+// send buffer held until that join (schedule.h: no wait depends on a stage's later steps, and
+// the buffers are a constant number per stage).
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "src/comm/communicator.h"
+#include "src/model/gpt.h"
+#include "src/pipeline/schedule.h"
+
+namespace zt::pipeline {
+
+class StageRunner {
+ public:
+  // `pp`: the pipeline group (group rank = stage). Buffers come from ctx.pool() (activations).
+  StageRunner(Gpt& model, ActivationStore& acts, comm::Communicator& pp, const ScheduleShape& shape,
+              const DeviceContext& ctx, int micro_batch);
+
+  // What the constructor allocates (for the planner).
+  static size_t buffer_bytes(const GptConfig& config, int micro_batch, int tp_size,
+                             const ScheduleShape& shape, int stage);
+  // The activation slots a stage needs: one per micro-batch in flight.
+  static ActivationSlots slots(const GptConfig& config, const ScheduleShape& shape, int stage);
+
+  // Writes micro-batch m's tokens then targets ([B, T] int32 each) into `dst`, device memory.
+  using LoadBatch = std::function<void(int m, int32_t* dst)>;
+  struct Result {
+    double loss = 0;     // Σ over micro-batches of their mean loss (last stage; 0 elsewhere)
+    double busy_ms = 0;  // in the model's forward and backward
+    double wait_ms = 0;  // blocked on the neighbours (receives, joining sends)
+    double total_ms = 0;
+  };
+  // One training step's forward and backward passes; gradients go to `params`, scaled by
+  // `dloss`. `seeds(m)`: micro-batch m's dropout seeds.
+  Result train(ParamSource& params, const LoadBatch& load, float dloss,
+               const std::function<DropoutSeeds(int)>& seeds);
+  // Forward passes only (dropout off), micro-batches in order.
+  Result evaluate(ParamSource& params, const LoadBatch& load);
+
+  const ScheduleShape& shape() const { return shape_; }
+  int stage() const { return stage_; }
+
+ private:
+  struct Slot {
+    Ref input, dout;
+    int32_t* batch = nullptr;  // tokens then targets
+  };
+  struct Send {
+    int buffer = -1;
+    comm::Handle handle;
+  };
+  bool first_virtual(int chunk) const { return stage_ == 0 && chunk == 0; }
+  bool last_virtual(int chunk) const {
+    return stage_ == shape_.stages - 1 && chunk == shape_.chunks - 1;
+  }
+  int vstage(int chunk) const { return virtual_stage(shape_, stage_, chunk); }
+  int tag(int m, int edge, bool gradient) const;
+  Tensor rows(Ref r) const;
+  Gpt::ChunkIO io(const Slot& s, int chunk) const;
+  int take_slot();
+  // Joins the sends `plan` says to join at step `step` (every one: null plan), freeing their
+  // buffers.
+  void join(const SendPlan* plan, int step, Result& r);
+  void wait(comm::Handle& h, Result& r);
+  // One step of `steps` (index i): receive, join, compute, send.
+  void run_step(const std::vector<Step>& steps, size_t i, const SendPlan& plan, Result& r,
+                ParamSource& params, const LoadBatch& load, float dloss,
+                const std::function<DropoutSeeds(int)>* seeds);
+  Result run(const std::vector<Step>& steps, const SendPlan& plan, ParamSource& params,
+             const LoadBatch& load, float dloss, const std::function<DropoutSeeds(int)>* seeds);
+
+  Gpt& model_;
+  ActivationStore& acts_;
+  comm::Communicator& pp_;
+  ScheduleShape shape_;
+  int stage_ = 0;
+  Backend& be_;
+  int64_t rows_ = 0;    // Nl·C
+  int64_t tokens_ = 0;  // B·T
+  Arena arena_;
+  std::vector<Slot> slots_;
+  std::vector<int> free_;
+  Ref dout_;                  // [Nl, C] a received output gradient
+  std::vector<int> slot_of_;  // by m·chunks + chunk during a step, -1 when none
+  std::vector<Step> train_steps_, eval_steps_;
+  SendPlan train_plan_, eval_plan_;
+  std::vector<Ref> send_buffers_;  // [Nl, C] each
+  std::vector<int> free_buffers_;
+  std::vector<Send> sends_;  // by step index of the running list
+};
+
+}  // namespace zt::pipeline
