@@ -283,7 +283,10 @@ StepMetrics Trainer::train_step() {
     optimizer_->begin_microbatch(true);  // reduced at the step (overlap is off with a pipeline)
     const auto r = pipeline_->train(
         *optimizer_,
-        [&](int m, int32_t* dst) { load_batch_into(*data_.train, first_sample(base, m), dst); },
+        [&](int m, int32_t* dst) {
+          load_batch_into(*data_.train, first_sample(base, m), dst);
+          if (m == accumulation_ / 2) maybe_inject_fault();  // in the middle of the schedule
+        },
         dloss,
         [&](int m) {
           return DropoutSeeds{static_cast<uint64_t>(o_.seed), first_sample(base, m)};

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "src/core/error.h"
 
@@ -110,6 +112,99 @@ TEST(PipelineSchedule, ShapesWithoutASchedule) {
   EXPECT_THROW(validate({4, 6, 2}), InputError);  // m not a multiple of P
   EXPECT_THROW(validate({1, 4, 2}), InputError);  // interleaving without a pipeline
   EXPECT_NO_THROW(validate({4, 8, 2}));
+}
+
+// StageRunner's protocol, executed step by step for every stage at once: each step posts its
+// receive, waits for the message, joins the sends its plan joins there (a send is complete once
+// its receive is posted), computes and sends. Returns whether every stage finished, and counts
+// joins that had to wait for a receive not yet posted (the plan promises none).
+struct Protocol {
+  bool finished = true;
+  int blocked_joins = 0;
+  int most_unjoined = 0;  // sends held at once, over stages
+};
+Protocol run_protocol(const ScheduleShape& s, bool eval) {
+  const int P = s.stages, V = s.stages * s.chunks;
+  std::vector<std::vector<Step>> steps;
+  std::vector<SendPlan> plans;
+  for (int st = 0; st < P; ++st) {
+    steps.push_back(eval ? forward_only_schedule(s) : stage_schedule(s, st));
+    plans.push_back(eval ? eval_sends(s, st) : train_sends(s, st));
+  }
+  using Msg = std::tuple<int, int, int>;  // kind, micro-batch, receiving virtual stage
+  std::set<Msg> posted, sent;
+  auto in = [&](int st, const Step& x) -> std::pair<bool, Msg> {
+    const int vs = virtual_stage(s, st, x.chunk);
+    if (x.kind == Step::Forward) return {vs > 0, {0, x.micro_batch, vs}};
+    return {vs < V - 1, {1, x.micro_batch, vs}};
+  };
+  auto out = [&](int st, const Step& x) -> std::pair<bool, Msg> {
+    const int vs = virtual_stage(s, st, x.chunk);
+    if (x.kind == Step::Forward) return {vs < V - 1, {0, x.micro_batch, vs + 1}};
+    return {vs > 0, {1, x.micro_batch, vs - 1}};
+  };
+  Protocol r;
+  std::vector<size_t> next(static_cast<size_t>(P), 0);
+  std::vector<int> unjoined(static_cast<size_t>(P), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int st = 0; st < P; ++st) {
+      const auto u = static_cast<size_t>(st);
+      while (next[u] < steps[u].size()) {
+        const Step& x = steps[u][next[u]];
+        const auto [receives, msg] = in(st, x);
+        if (receives) posted.insert(msg);
+        if (receives && !sent.count(msg)) break;
+        for (size_t j = 0; j < next[u]; ++j)
+          if (plans[u].join_at[j] == static_cast<int>(next[u])) {
+            if (!posted.count(out(st, steps[u][j]).second)) ++r.blocked_joins;
+            --unjoined[u];
+          }
+        const auto [sends, what] = out(st, x);
+        if (sends) {
+          sent.insert(what);
+          r.most_unjoined = std::max(r.most_unjoined, ++unjoined[u]);
+          EXPECT_LE(unjoined[u], plans[u].buffers) << "stage " << st;
+        }
+        ++next[u];
+        progress = true;
+      }
+    }
+  }
+  for (int st = 0; st < P; ++st) r.finished &= next[static_cast<size_t>(st)] == steps[st].size();
+  return r;
+}
+
+TEST(PipelineSends, ProtocolNeverWaitsOnTheScheduleAndBuffersAreConstant) {
+  for (int P : {2, 3, 4, 8})
+    for (int v : {1, 2, 4})
+      for (int mult : {1, 2, 8}) {
+        const ScheduleShape s{P, P * mult, v};
+        for (bool eval : {false, true}) {
+          const Protocol r = run_protocol(s, eval);
+          EXPECT_TRUE(r.finished) << P << " stages, " << s.micro_batches << " micro-batches, " << v
+                                  << " chunks, eval " << eval;
+          EXPECT_EQ(r.blocked_joins, 0) << P << " " << s.micro_batches << " " << v;
+        }
+        // The send buffers do not grow with the micro-batches (1F1B holds one per micro-batch
+        // in flight at most; the interleaved schedule its larger warm-up).
+        int most = 0;
+        for (int st = 0; st < P; ++st) most = std::max(most, train_sends(s, st).buffers);
+        EXPECT_LE(most, max_in_flight(s, 0) + 1) << P << " " << s.micro_batches << " " << v;
+      }
+}
+
+TEST(PipelineSends, JoinsComeAfterTheSend) {
+  const ScheduleShape s{4, 8, 2};
+  for (int st = 0; st < 4; ++st) {
+    const SendPlan p = train_sends(s, st);
+    const auto steps = stage_schedule(s, st);
+    ASSERT_EQ(p.join_at.size(), steps.size());
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (p.join_at[i] >= 0) {
+        EXPECT_GT(p.join_at[i], static_cast<int>(i));
+      }
+  }
 }
 
 }  // namespace
