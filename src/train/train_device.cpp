@@ -69,6 +69,13 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
     }
     return;
   }
+  // NCCL matches point-to-point messages by issue order, without tags, and a send holds its
+  // stream until the peer receives: the pipeline's exchanges would need Megatron-LM's batched,
+  // lockstep pairing there, which has never run on a GPU here.
+  ZT_REQUIRE(o.pipeline_model_parallel_size == 1,
+             "--pipeline-model-parallel-size {} runs on the CPU backend only (--device cpu): the "
+             "NCCL pipeline exchange is not implemented",
+             o.pipeline_model_parallel_size);
 #if ZT_HAVE_CUDA
   // One GPU per rank on a node, chosen before anything touches the device.
   cuda::select_device(rt != nullptr ? rt->local_rank() : 0);
