@@ -131,9 +131,16 @@ SendPlan train_sends(const ScheduleShape& s, int stage) {
 }
 
 SendPlan eval_sends(const ScheduleShape& s, int stage) {
-  return plan_sends(
+  // Forward passes only: no stage receives from a later step of the schedule's order, so
+  // waiting for a send at the very next step cannot wait on the waiter (unlike training, where
+  // a stage's first receive from its next stage can be many steps away). One buffer.
+  SendPlan plan = plan_sends(
       s, std::vector<std::vector<Step>>(static_cast<size_t>(s.stages), forward_only_schedule(s)),
       stage);
+  for (size_t i = 0; i < plan.join_at.size(); ++i)
+    if (plan.join_at[i] >= 0) plan.join_at[i] = static_cast<int>(i) + 1;
+  plan.buffers = plan.buffers > 0 ? 1 : 0;
+  return plan;
 }
 
 double SimResult::bubble_fraction() const {

@@ -66,7 +66,8 @@ struct SendPlan {
   int buffers = 0;
 };
 SendPlan plan_sends(const ScheduleShape& s, const std::vector<std::vector<Step>>& steps, int stage);
-// The training schedule's (stage_schedule of every stage) and the evaluation's.
+// The training schedule's (stage_schedule of every stage) and the evaluation's
+// (forward_only_schedule; each send joined at the next step: one buffer).
 SendPlan train_sends(const ScheduleShape& s, int stage);
 SendPlan eval_sends(const ScheduleShape& s, int stage);
 

@@ -412,11 +412,17 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
     log::info(
         "zerotron: {} parameters, {} layers, hidden {}, {} heads, seq {}, vocab {} (padded {}), "
         "{} precision, global batch {} = micro {} x data-parallel {} x accumulation {}; "
-        "tensor-parallel {}, ZeRO stage {}, activations: {}",
+        "tensor-parallel {}{}, pipeline {}{}, ZeRO stage {}, activations: {}",
         config_.num_parameters(), config_.num_layers, config_.hidden, config_.heads,
         config_.seq_length, config_.vocab_size, config_.padded_vocab_size,
         dtype_name(working_dtype(o_)), global_batch_, o_.micro_batch_size, dp_, accumulation_,
-        layout_.tp_size(), o_.zero_stage,
+        layout_.tp_size(), config_.sequence_parallel && layout_.tp_size() > 1 ? " (sequence)" : "",
+        pp_,
+        pp_ == 1 ? std::string()
+        : model_chunks(o_) > 1
+            ? fmt::format(" ({} chunks per stage, interleaved)", model_chunks(o_))
+            : std::string(" (1F1B)"),
+        o_.zero_stage,
         !o_.checkpoint_activations ? "all kept"
         : o_.cpu_checkpointing     ? "checkpointed, partitioned, in host memory"
         : o_.partition_activations ? "checkpointed, partitioned (Pa)"

@@ -4,6 +4,8 @@
 // positions are exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -50,7 +52,7 @@ Outcome run(TrainOptions o, bool distributed, const std::string& metrics = "") {
   o.metrics_file = metrics;
   TrainData data = open_train_data(o);
   MemoryPool local(make_host_allocator());
-  comm::Topology topo(dist::world(), 1);
+  comm::Topology topo(dist::world(), o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
   Trainer t(o, distributed ? dist::pool() : local, distributed ? &topo : nullptr, std::move(data));
   Outcome r;
   for (const auto& m : t.run(false)) r.train.push_back(m.lm_loss);
@@ -105,6 +107,20 @@ TEST_P(TrainOnData, MatchesOneRankWithTheSameGlobalBatch) {
     }
     EXPECT_EQ(at, (std::vector<int>{3, 6, 7}));
   }
+}
+
+// The pipeline's evaluation (forward passes only, the loss on the last stage) and training
+// on the same data: the one-rank losses, with the rest of the world as data parallelism.
+TEST_P(TrainOnData, PipelineMatchesOneRank) {
+  if (dist::world().size() % 2 != 0) GTEST_SKIP() << "needs 2 pipeline stages";
+  const Outcome alone = run(small(prefix_, 0), false);
+  TrainOptions o = small(prefix_, std::min(GetParam(), 1));  // ZeRO <= 1 with a pipeline
+  o.pipeline_model_parallel_size = 2;
+  const Outcome pp = run(o, true);
+  expect_close(pp.train, alone.train, "training loss at step");
+  expect_close(pp.valid, alone.valid, "validation loss at evaluation");
+  EXPECT_EQ(pp.valid_at, (std::vector<int>{3, 6, 7}));
+  EXPECT_EQ(pp.consumed_valid, 3 * 2 * 8);
 }
 
 INSTANTIATE_TEST_SUITE_P(ZeroStages, TrainOnData, ::testing::Values(0, 3),
