@@ -12,13 +12,8 @@ namespace {
 
 constexpr std::string_view kCommand = "estimate";
 
-nlohmann::json plan_json(const PlanInput& in, const MemoryPlan& p, double device) {
-  return {{"num_parameters", p.num_parameters},
-          {"model",
-           {{"num_layers", in.model.num_layers},
-            {"hidden_size", in.model.hidden},
-            {"num_attention_heads", in.model.heads}}},
-          {"layout", {{"tp", in.tp}, {"dp", in.dp}, {"zero_stage", in.zero_stage}}},
+nlohmann::json stage_json(const MemoryPlan& p, double device) {
+  return {{"stage", p.stage},
           {"rank_parameters", p.rank_parameters},
           {"params_bytes", p.params},
           {"grads_bytes", p.grads},
@@ -30,7 +25,30 @@ nlohmann::json plan_json(const PlanInput& in, const MemoryPlan& p, double device
           {"buffers_bytes", p.buffers},
           {"total_bytes", p.device_total()},
           {"fits", device <= 0 || plan_fits(p, device, FitCriterion::Device)},
-          {"comm_bytes_per_step", {{"dp", p.comm_dp}, {"tp", p.comm_tp}}}};
+          {"comm_bytes_per_step", {{"dp", p.comm_dp}, {"tp", p.comm_tp}, {"pp", p.comm_pp}}}};
+}
+
+// The largest stage's plan at the top level (the only stage without a pipeline), every stage's
+// under "stages" with a pipeline.
+nlohmann::json plan_json(const PlanInput& in, const std::vector<MemoryPlan>& stages,
+                         double device) {
+  const size_t worst = largest_stage(stages);
+  nlohmann::json j = stage_json(stages[worst], device);
+  j["num_parameters"] = stages[worst].num_parameters;
+  j["model"] = {{"num_layers", in.model.num_layers},
+                {"hidden_size", in.model.hidden},
+                {"num_attention_heads", in.model.heads}};
+  j["layout"] = {{"tp", in.tp},
+                 {"dp", in.dp},
+                 {"pp", in.pp},
+                 {"model_chunks", in.chunks},
+                 {"zero_stage", in.zero_stage}};
+  if (in.pp > 1) {
+    j["largest_stage"] = worst;
+    j["stages"] = nlohmann::json::array();
+    for (const MemoryPlan& p : stages) j["stages"].push_back(stage_json(p, device));
+  }
+  return j;
 }
 
 }  // namespace
@@ -53,6 +71,9 @@ int estimate(Args args) {
     ZT_REQUIRE(
         !f->has("--num-parameters") && !a->train.has("num-layers") && !a->train.has("hidden-size"),
         "estimate: --max-parameters chooses the model; give no model shape");
+    ZT_REQUIRE(a->train.options.pipeline_model_parallel_size == 1,
+               "estimate: --max-parameters plans --pipeline-model-parallel-size 1 only (the "
+               "shape rule's layer counts need not divide over the stages)");
     std::vector<std::string_view> with_model(args.begin(), args.end());
     with_model.insert(with_model.end(), {"--num-parameters", "1e9"});
     const PlanInput in =
@@ -73,26 +94,68 @@ int estimate(Args args) {
     return 0;
   }
   const PlanInput in = plan_input_from_args(*a, kCommand);
-  const MemoryPlan p = plan_memory(in);
+  const std::vector<MemoryPlan> stages = plan_stages(in);
   if (f->has("--json")) {
-    fmt::print("{}\n", plan_json(in, p, device).dump());
+    fmt::print("{}\n", plan_json(in, stages, device).dump());
     return 0;
   }
   auto gb = [](double b) { return b / 1e9; };
+  const MemoryPlan& p = stages[largest_stage(stages)];
+  if (in.pp == 1) {
+    fmt::print(
+        "model: {} parameters ({} on each tensor-parallel rank), tp {} x dp {}, ZeRO stage {}\n",
+        p.num_parameters, p.rank_parameters, in.tp, in.dp, in.zero_stage);
+    fmt::print("per rank (GB = 1e9 bytes):\n");
+    fmt::print(
+        "  params          {:10.3f}\n  grads           {:10.3f}\n  optimizer       {:10.3f}\n",
+        gb(p.params), gb(p.grads), gb(p.optimizer));
+    fmt::print(
+        "  model states    {:10.3f}\n  activations     {:10.3f}\n  checkpoints     {:10.3f}\n",
+        gb(p.model_states()), gb(p.activations), gb(p.checkpoints));
+    fmt::print(
+        "  buffers         {:10.3f}\n  total (device)  {:10.3f}\n  host ckpts      {:10.3f}\n",
+        gb(p.buffers), gb(p.device_total()), gb(p.host_checkpoints));
+    if (device > 0)
+      fmt::print("  fits in {:.1f} GB: {}\n", gb(device),
+                 plan_fits(p, device, FitCriterion::Device) ? "yes" : "no");
+    fmt::print("communication per step: dp {:.3f} GB, tp {:.3f} GB\n", gb(p.comm_dp),
+               gb(p.comm_tp));
+    return 0;
+  }
+  // A pipeline: one column per stage (each stage's tp x dp ranks hold the same plan).
   fmt::print(
-      "model: {} parameters ({} on each tensor-parallel rank), tp {} x dp {}, ZeRO stage {}\n",
-      p.num_parameters, p.rank_parameters, in.tp, in.dp, in.zero_stage);
-  fmt::print("per rank (GB = 1e9 bytes):\n");
-  fmt::print("  params          {:10.3f}\n  grads           {:10.3f}\n  optimizer       {:10.3f}\n",
-             gb(p.params), gb(p.grads), gb(p.optimizer));
-  fmt::print("  model states    {:10.3f}\n  activations     {:10.3f}\n  checkpoints     {:10.3f}\n",
-             gb(p.model_states()), gb(p.activations), gb(p.checkpoints));
-  fmt::print("  buffers         {:10.3f}\n  total (device)  {:10.3f}\n  host ckpts      {:10.3f}\n",
-             gb(p.buffers), gb(p.device_total()), gb(p.host_checkpoints));
+      "model: {} parameters, tp {} x dp {} x pp {} ({} model chunk(s) per stage, {} micro-batches "
+      "per step), ZeRO stage {}\n",
+      p.num_parameters, in.tp, in.dp, in.pp, in.chunks, in.accumulation, in.zero_stage);
+  fmt::print("per rank of each pipeline stage (GB = 1e9 bytes):\n");
+  auto row = [&](std::string_view name, auto value) {
+    std::string line = fmt::format("  {:<17}", name);
+    for (const MemoryPlan& q : stages) line += fmt::format(" {:10.3f}", gb(value(q)));
+    fmt::print("{}\n", line);
+  };
+  {
+    std::string line = fmt::format("  {:<17}", "stage");
+    for (const MemoryPlan& q : stages) line += fmt::format(" {:>10}", q.stage);
+    fmt::print("{}\n", line);
+  }
+  using P = const MemoryPlan&;
+  row("params", [](P q) { return static_cast<double>(q.params); });
+  row("grads", [](P q) { return static_cast<double>(q.grads); });
+  row("optimizer", [](P q) { return static_cast<double>(q.optimizer); });
+  row("model states", [](P q) { return static_cast<double>(q.model_states()); });
+  row("activations", [](P q) { return static_cast<double>(q.activations); });
+  row("checkpoints", [](P q) { return static_cast<double>(q.checkpoints); });
+  row("buffers", [](P q) { return static_cast<double>(q.buffers); });
+  row("total (device)", [](P q) { return static_cast<double>(q.device_total()); });
+  row("host ckpts", [](P q) { return static_cast<double>(q.host_checkpoints); });
+  row("comm dp /step", [](P q) { return static_cast<double>(q.comm_dp); });
+  row("comm tp /step", [](P q) { return static_cast<double>(q.comm_tp); });
+  row("comm pp /step", [](P q) { return static_cast<double>(q.comm_pp); });
+  fmt::print("largest: stage {}, {:.3f} GB", p.stage, gb(p.device_total()));
   if (device > 0)
-    fmt::print("  fits in {:.1f} GB: {}\n", gb(device),
+    fmt::print("; fits in {:.1f} GB: {}", gb(device),
                plan_fits(p, device, FitCriterion::Device) ? "yes" : "no");
-  fmt::print("communication per step: dp {:.3f} GB, tp {:.3f} GB\n", gb(p.comm_dp), gb(p.comm_tp));
+  fmt::print("\n");
   return 0;
 }
 

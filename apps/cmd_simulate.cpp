@@ -87,53 +87,80 @@ int simulate(Args args) {
     in.accumulation = static_cast<int>(g / per);
   }
   const StepEstimate r = simulate_step(in, sized, opt);
-  const int world = in.tp * in.dp;
+  const int world = in.tp * in.dp * in.pp;
   if (f->has("--json")) {
-    nlohmann::json j = {
-        {"cluster", cluster.name},
-        {"num_parameters", r.memory.num_parameters},
-        {"layout", {{"tp", in.tp}, {"dp", in.dp}, {"zero_stage", in.zero_stage}, {"world", world}}},
-        {"micro_batch", in.micro_batch},
-        {"gradient_accumulation", in.accumulation},
-        {"global_batch", r.global_batch},
-        {"step_ms", r.step_ms},
-        {"forward_ms", r.forward_ms},
-        {"backward_ms", r.backward_ms},
-        {"recompute_ms", r.recompute_ms},
-        {"optimizer_ms", r.optimizer_ms},
-        {"tp_comm_ms", r.tp_comm_ms},
-        {"dp_comm_ms", r.dp_comm_ms},
-        {"dp_exposed_ms", r.dp_exposed_ms},
-        {"offload_ms", r.offload_ms},
-        {"gemm_efficiency", r.gemm_efficiency},
-        {"gemm_peak_tflops", r.gemm_peak_tflops},
-        {"tflops_per_device", r.hardware_tflops_per_device},
-        {"model_tflops_per_device", r.model_tflops_per_device},
-        {"total_pflops", r.hardware_tflops_per_device * world / 1e3},
-        {"tokens_per_s", r.tokens_per_s},
-        {"device_bytes", r.device_bytes},
-        {"fits", r.fits}};
+    nlohmann::json j = {{"cluster", cluster.name},
+                        {"num_parameters", r.memory.num_parameters},
+                        {"layout",
+                         {{"tp", in.tp},
+                          {"dp", in.dp},
+                          {"pp", in.pp},
+                          {"model_chunks", in.chunks},
+                          {"zero_stage", in.zero_stage},
+                          {"world", world}}},
+                        {"micro_batch", in.micro_batch},
+                        {"gradient_accumulation", in.accumulation},
+                        {"global_batch", r.global_batch},
+                        {"step_ms", r.step_ms},
+                        {"forward_ms", r.forward_ms},
+                        {"backward_ms", r.backward_ms},
+                        {"recompute_ms", r.recompute_ms},
+                        {"optimizer_ms", r.optimizer_ms},
+                        {"tp_comm_ms", r.tp_comm_ms},
+                        {"dp_comm_ms", r.dp_comm_ms},
+                        {"dp_exposed_ms", r.dp_exposed_ms},
+                        {"offload_ms", r.offload_ms},
+                        {"pipeline_ms", r.pipeline_ms},
+                        {"bubble_fraction", r.bubble_fraction},
+                        {"p2p_ms", r.p2p_ms},
+                        {"tied_ms", r.tied_ms},
+                        {"largest_stage", r.largest_stage},
+                        {"gemm_efficiency", r.gemm_efficiency},
+                        {"gemm_peak_tflops", r.gemm_peak_tflops},
+                        {"tflops_per_device", r.hardware_tflops_per_device},
+                        {"model_tflops_per_device", r.model_tflops_per_device},
+                        {"total_pflops", r.hardware_tflops_per_device * world / 1e3},
+                        {"tokens_per_s", r.tokens_per_s},
+                        {"device_bytes", r.device_bytes},
+                        {"fits", r.fits}};
     fmt::print("{}\n", j.dump());
     return 0;
   }
-  fmt::print(
-      "{}: {} parameters, tp {} x dp {} = {} devices, ZeRO stage {}, micro batch {} x {} "
-      "accumulation = global batch {}\n",
-      cluster.name, r.memory.num_parameters, in.tp, in.dp, world, in.zero_stage, in.micro_batch,
-      in.accumulation, r.global_batch);
-  fmt::print(
-      "step {:.1f} ms: forward {:.1f}, recompute {:.1f}, backward {:.1f}, optimizer {:.1f}, "
-      "tp comm {:.1f}, dp comm {:.1f} ({:.1f} exposed), offload {:.1f}\n",
-      r.step_ms, r.forward_ms, r.recompute_ms, r.backward_ms, r.optimizer_ms, r.tp_comm_ms,
-      r.dp_comm_ms, r.dp_exposed_ms, r.offload_ms);
+  if (in.pp == 1) {
+    fmt::print(
+        "{}: {} parameters, tp {} x dp {} = {} devices, ZeRO stage {}, micro batch {} x {} "
+        "accumulation = global batch {}\n",
+        cluster.name, r.memory.num_parameters, in.tp, in.dp, world, in.zero_stage, in.micro_batch,
+        in.accumulation, r.global_batch);
+    fmt::print(
+        "step {:.1f} ms: forward {:.1f}, recompute {:.1f}, backward {:.1f}, optimizer {:.1f}, "
+        "tp comm {:.1f}, dp comm {:.1f} ({:.1f} exposed), offload {:.1f}\n",
+        r.step_ms, r.forward_ms, r.recompute_ms, r.backward_ms, r.optimizer_ms, r.tp_comm_ms,
+        r.dp_comm_ms, r.dp_exposed_ms, r.offload_ms);
+  } else {
+    fmt::print(
+        "{}: {} parameters, tp {} x dp {} x pp {} = {} devices, {} schedule ({} model chunk(s) "
+        "per stage), ZeRO stage {}, micro batch {} x {} micro-batches = global batch {}\n",
+        cluster.name, r.memory.num_parameters, in.tp, in.dp, in.pp, world,
+        in.chunks > 1 ? "interleaved" : "1F1B", in.chunks, in.zero_stage, in.micro_batch,
+        in.accumulation, r.global_batch);
+    fmt::print(
+        "step {:.1f} ms: pipeline {:.1f} (bubble {:.1f}%; slowest stage: forward {:.1f}, "
+        "recompute {:.1f}, backward {:.1f}, tp comm {:.1f}; hand-over {:.3f} each), tied "
+        "embedding {:.1f}, optimizer {:.1f}, dp comm {:.1f} (exposed), offload {:.1f}\n",
+        r.step_ms, r.pipeline_ms, 100 * r.bubble_fraction, r.forward_ms, r.recompute_ms,
+        r.backward_ms, r.tp_comm_ms, r.p2p_ms, r.tied_ms, r.optimizer_ms, r.dp_exposed_ms,
+        r.offload_ms);
+  }
   fmt::print(
       "per device: {:.1f} TFLOP/s ({:.1f} model TFLOP/s, GEMMs at {:.0f}% of the {:.1f} TFLOP/s "
       "{} peak); {:.0f} tokens/s for the job; {:.2f} PFLOP/s in total\n",
       r.hardware_tflops_per_device, r.model_tflops_per_device, 100 * r.gemm_efficiency,
       r.gemm_peak_tflops, peak_name(sized, in.working), r.tokens_per_s,
       r.hardware_tflops_per_device * world / 1e3);
-  fmt::print("memory per device: {:.2f} GB of {:.1f} GB ({})\n", r.device_bytes / 1e9,
-             sized.hbm_bytes / 1e9, r.fits ? "fits" : "does NOT fit");
+  fmt::print("memory per device{}: {:.2f} GB of {:.1f} GB ({})\n",
+             in.pp > 1 ? fmt::format(" (largest: stage {})", r.largest_stage) : std::string(),
+             r.device_bytes / 1e9, sized.hbm_bytes / 1e9, r.fits ? "fits" : "does NOT fit");
   return 0;
 }
 

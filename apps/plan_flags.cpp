@@ -44,6 +44,24 @@ void finish_plan_input(PlanInput& in, std::string_view command) {
              in.model.heads, in.model.hidden);
 }
 
+namespace {
+
+// train's pipeline checks (layers over stages and chunks, ZeRO stage <= 1, the interleaved
+// schedule's micro-batches), on the planned model; --save/--load do not concern a plan.
+void check_pipeline(TrainOptions o, int dp, std::string_view command) {
+  o.save.clear();
+  o.load.clear();
+  const int64_t per_step = int64_t{o.micro_batch_size} * dp;
+  const int64_t micro_batches = o.global_batch_size == 0 ? 1 : o.global_batch_size / per_step;
+  try {
+    validate_pipeline_options(o, static_cast<int>(micro_batches));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", command, e.what()));
+  }
+}
+
+}  // namespace
+
 PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command) {
   const ParsedFlags& f = a.plan;
   TrainOptions o = a.train.options;
@@ -51,11 +69,13 @@ PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command) {
   ZT_REQUIRE(!(f.has("--data-parallel-size") && f.has("--world-size")),
              "{}: give --data-parallel-size or --world-size, not both", command);
   const int tp = o.tensor_model_parallel_size;
+  const int pp = o.pipeline_model_parallel_size;
   int dp = 1;
   if (f.has("--world-size")) {
     const int64_t w = f.integer("--world-size", 1, 1, 1 << 24);
-    ZT_REQUIRE(w % tp == 0, "{}: --world-size {} is not divisible by tp {}", command, w, tp);
-    dp = static_cast<int>(w / tp);
+    ZT_REQUIRE(w % (int64_t{tp} * pp) == 0, "{}: --world-size {} is not divisible by tp {} x pp {}",
+               command, w, tp, pp);
+    dp = static_cast<int>(w / (int64_t{tp} * pp));
   } else {
     dp = static_cast<int>(f.integer("--data-parallel-size", 1, 1, 1 << 24));
   }
@@ -89,6 +109,9 @@ PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command) {
                excerpt(text));
     PlanInput in = plan_input_from(o, dp);
     shape_for_parameters(target, in.model, tp);
+    o.num_layers = in.model.num_layers;  // the pipeline's chunks and checks follow the shape
+    in.chunks = model_chunks(o);
+    check_pipeline(o, dp, command);
     finish_plan_input(in, command);
     return in;
   }
@@ -96,6 +119,7 @@ PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command) {
       a.train.has("num-layers") && a.train.has("hidden-size") && a.train.has("num-attention-heads"),
       "{}: give --num-layers, --hidden-size and --num-attention-heads, or --num-parameters",
       command);
+  check_pipeline(o, dp, command);
   PlanInput in = plan_input_from(o, dp);
   finish_plan_input(in, command);
   return in;

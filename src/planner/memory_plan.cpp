@@ -10,6 +10,7 @@
 #include "src/model/gpt.h"
 #include "src/model/layer_activations.h"
 #include "src/model/param_layout.h"
+#include "src/pipeline/stage_runner.h"
 #include "src/zero/activation_checkpointer.h"
 #include "src/zero/dp_grad_sync.h"
 #include "src/zero/gathered_params.h"
@@ -42,9 +43,19 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   const size_t e = dtype_size(in.working);
   const bool half = in.working != DType::F32;
   const bool staged = half && in.staged_half_reductions;
-  const int world = in.tp * in.dp;
+  const int world = in.tp * in.dp * in.pp;
   const auto dp = static_cast<size_t>(in.dp);
   size_t b = scalar_reducer_bytes(world, kTrainerScalars);
+  // The tied word embedding's gradient all-reduce between the first and last stage
+  // (ZeroStates::tie_grads: chunk by chunk of whole rows, the largest first) on a communicator
+  // of its own, which stages a half chunk in fp32 as the tensor-parallel one does.
+  if (staged && in.pp > 1 && layout.pipeline().size > 1 &&
+      (layout.pipeline().first() || layout.pipeline().last())) {
+    const ParamSpec& word = layout.find("embedding.word");
+    const auto chunk = static_cast<size_t>(
+        std::min(word.numel(), word.chunk_rows(in.reduce_bucket_elems) * word.row_len()));
+    b += std::min(chunk, static_cast<size_t>(comm::MpiCommunicator::kStagingSlice)) * 4;
+  }
   // The tensor-parallel all-reduces of [N, h] activations are half: MPI stages them in fp32,
   // at most MpiCommunicator::kStagingSlice elements at a time. Sequence parallelism's
   // reduce-scatters stage their input and output chunk (n + n/tp) within the same bound.
@@ -166,7 +177,9 @@ std::array<Gathers, 2> stage3_gathers(const PlanInput& in, const ParamLayout& la
 
 MemoryPlan plan_memory(const PlanInput& in) {
   MemoryPlan p;
-  const ParamLayout layout = ParamLayout::gpt(in.model, in.tp, 0);
+  const PipelinePart stage{in.pp, in.stage, in.chunks};
+  const ParamLayout layout = ParamLayout::gpt(in.model, in.tp, 0, stage);
+  p.stage = in.stage;
   const Partition part(layout, in.dp, 0, in.reduce_bucket_elems);
   const size_t e = dtype_size(in.working);
   const auto numel = static_cast<size_t>(layout.numel());
@@ -196,8 +209,15 @@ MemoryPlan plan_memory(const PlanInput& in) {
   // The model computes in the working precision: its activations and checkpoints are sized by it.
   GptConfig c = in.model;
   c.dtype = in.working;
-  p.activations = Gpt::arena_bytes(c, in.micro_batch, in.tp) +
+  // A pipeline stage keeps one activation slot per micro-batch in flight (of one chunk's
+  // layers), and the StageRunner's chunk inputs, output gradients, batches and send buffers.
+  const pipeline::ScheduleShape shape{in.pp, in.accumulation, in.chunks};
+  const ActivationSlots slots =
+      in.pp > 1 ? pipeline::StageRunner::slots(c, shape, in.stage) : ActivationSlots{};
+  p.activations = Gpt::arena_bytes(c, in.micro_batch, in.tp, stage) +
                   static_cast<size_t>(2 * in.micro_batch * c.seq_length) * 4;  // the batch
+  if (in.pp > 1)
+    p.activations += pipeline::StageRunner::buffer_bytes(c, in.micro_batch, in.tp, shape, in.stage);
   if (in.checkpoint_activations) {
     CheckpointConfig cp;
     cp.span = in.checkpoint_num_layers;
@@ -205,11 +225,11 @@ MemoryPlan plan_memory(const PlanInput& in) {
     cp.cpu = in.cpu_checkpointing;
     p.activations += ActivationCheckpointer::workspace_bytes(c, in.micro_batch, in.tp, cp.span) +
                      ActivationCheckpointer::prefetch_bytes(c, in.micro_batch, cp, in.cuda);
-    const size_t kept = ActivationCheckpointer::checkpoint_bytes(c, in.micro_batch, in.tp, cp);
+    const size_t kept =
+        ActivationCheckpointer::checkpoint_bytes(c, in.micro_batch, in.tp, cp, slots);
     (cp.cpu ? p.host_checkpoints : p.checkpoints) = kept;
   } else {
-    p.activations +=
-        LayerActivations::bytes(c, in.micro_batch, in.tp) * static_cast<size_t>(c.num_layers);
+    p.activations += KeepAllActivations::bytes(c, in.micro_batch, in.tp, slots);
   }
   p.buffers = plan_buffers(in, layout, part) + (in.cuda ? kCudaGemmWorkspaceBytes : 0);
   // Data parallel, per step: stage 0 all-reduces the gradient (2Ψ); stage 1 reduce-scatters
@@ -217,7 +237,7 @@ MemoryPlan plan_memory(const PlanInput& in) {
   // stage 3 gathers every non-persistent block twice per micro-batch (forward, backward), the
   // persistent ones once per step, and reduce-scatters every micro-batch.
   if (in.dp > 1) {
-    const uint64_t a = static_cast<uint64_t>(in.accumulation);
+    const auto a = static_cast<uint64_t>(in.accumulation);
     const auto units = static_cast<uint64_t>(part.units().size());
     if (in.zero_stage == 0) {
       p.comm_dp_backward = 2 * numel * e;
@@ -247,43 +267,80 @@ MemoryPlan plan_memory(const PlanInput& in) {
     }
     p.comm_dp = p.comm_dp_forward + p.comm_dp_backward + p.comm_dp_after;
   }
-  // Tensor parallel, per micro-batch: per layer 2 all-reduces of [N, h] in forward and 2 in
-  // backward, the embedding's and the head's (all in the working precision), the
-  // cross-entropy's 3N (fp32); a recomputing store repeats the 2 forward ones per layer; Pa
-  // all-gathers each span's input (working precision).
+  // Tensor parallel, per micro-batch, over the stage's layers (all of them without a pipeline):
+  // per layer 2 all-reduces of [N, h] in forward and 2 in backward; on the first stage the
+  // embedding's, on the last the head's (all in the working precision) and the cross-entropy's
+  // 3N (fp32); a recomputing store repeats the 2 forward ones per layer; Pa all-gathers each
+  // span's input (working precision; spans counted per model chunk).
   // Sequence parallelism: per layer forward 2 all-gathers + 2 reduce-scatters of [N, h] (the
   // bytes of the 2 all-reduces); backward 4 all-gathers (2 output gradients, 2 recomputed
   // layernorm outputs), 2 reduce-scatters and 2 all-reduces of a layernorm's [2h] fp32
-  // gradients; the embedding reduce-scatters forward and all-gathers its gradient, the final
-  // layernorm all-gathers forward, reduce-scatters and all-reduces [2h] backward; a recomputing
-  // store repeats the 4 forward ones per layer; Pa moves nothing (the inputs are already split).
+  // gradients; the embedding (first stage) reduce-scatters forward and all-gathers its gradient,
+  // the final layernorm (last stage) all-gathers forward, reduce-scatters and all-reduces [2h]
+  // backward; a recomputing store repeats the 4 forward ones per layer; Pa moves nothing (the
+  // inputs are already split).
+  const uint64_t first = stage.first() ? 1 : 0, last = stage.last() ? 1 : 0;
+  const uint64_t N = static_cast<uint64_t>(in.micro_batch) * static_cast<uint64_t>(c.seq_length);
+  const uint64_t h = static_cast<uint64_t>(c.hidden);
+  const uint64_t L = static_cast<uint64_t>(c.num_layers / in.pp);
+  const uint64_t a = static_cast<uint64_t>(in.accumulation);
   if (in.tp > 1 && splits_sequence(c, in.tp)) {
-    const uint64_t N = static_cast<uint64_t>(in.micro_batch) * static_cast<uint64_t>(c.seq_length);
-    const uint64_t h = static_cast<uint64_t>(c.hidden), L = static_cast<uint64_t>(c.num_layers);
     const uint64_t recompute = in.checkpoint_activations ? 4 * L : 0;
-    const uint64_t units = 10 * L + 4 + recompute;  // [N, h] moves, each counted n
-    const uint64_t bytes = units * N * h * e + (2 * L + 1) * 2 * 2 * h * 4 + 2 * 4 * 3 * N;
-    p.comm_tp = bytes * static_cast<uint64_t>(in.accumulation);
-    p.tp_collectives = (12 * L + 5 + 3 + recompute) * static_cast<uint64_t>(in.accumulation);
+    const uint64_t units = 10 * L + 2 * first + 2 * last + recompute;  // [N, h] moves, each n
+    const uint64_t bytes =
+        units * N * h * e + (2 * L + last) * 2 * 2 * h * 4 + last * 2 * 4 * 3 * N;
+    p.comm_tp = bytes * a;
+    p.tp_collectives = (12 * L + 2 * first + 3 * last + 3 * last + recompute) * a;
   } else if (in.tp > 1) {
-    const uint64_t N = static_cast<uint64_t>(in.micro_batch) * static_cast<uint64_t>(c.seq_length);
-    const uint64_t h = static_cast<uint64_t>(c.hidden), L = static_cast<uint64_t>(c.num_layers);
-    uint64_t elems = (4 * L + 2) * N * h;
+    uint64_t elems = (4 * L + first + last) * N * h;
     if (in.checkpoint_activations) elems += 2 * L * N * h;
-    uint64_t bytes = 2 * e * elems + 2 * 4 * 3 * N;  // all-reduce of n elements counts 2n
+    uint64_t bytes = 2 * e * elems + last * 2 * 4 * 3 * N;  // all-reduce of n elements counts 2n
+    uint64_t ops = 4 * L + first + last + 3 * last + (in.checkpoint_activations ? 2 * L : 0);
     if (in.checkpoint_activations && in.partition_activations) {
-      const uint64_t spans = (L + static_cast<uint64_t>(in.checkpoint_num_layers) - 1) /
-                             static_cast<uint64_t>(in.checkpoint_num_layers);
+      const uint64_t per_chunk = L / static_cast<uint64_t>(in.chunks);
+      const uint64_t span = static_cast<uint64_t>(in.checkpoint_num_layers);
+      const uint64_t spans = static_cast<uint64_t>(in.chunks) * ((per_chunk + span - 1) / span);
       bytes += spans * N * h * e;  // all-gather of n output elements counts n
+      ops += spans;
     }
-    p.comm_tp = bytes * static_cast<uint64_t>(in.accumulation);
-    uint64_t ops = (4 * L + 2) + 3 + (in.checkpoint_activations ? 2 * L : 0);
-    if (in.checkpoint_activations && in.partition_activations)
-      ops += (L + static_cast<uint64_t>(in.checkpoint_num_layers) - 1) /
-             static_cast<uint64_t>(in.checkpoint_num_layers);
-    p.tp_collectives = ops * static_cast<uint64_t>(in.accumulation);
+    p.comm_tp = bytes * a;
+    p.tp_collectives = ops * a;
+  }
+  // Pipeline, per micro-batch and model chunk (virtual stage vs of V): the forward receives its
+  // input unless vs is the first and sends its output unless it is the last; the backward
+  // receives the output's gradient unless vs is the last and sends the input's unless it is the
+  // first; each [Nl, C] in the working precision (Nl = N / tp under sequence parallelism). Once
+  // per step the first and last stage all-reduce the tied word embedding's gradient.
+  if (in.pp > 1) {
+    const int V = in.pp * in.chunks;
+    uint64_t messages = 0;
+    for (int k = 0; k < in.chunks; ++k) {
+      const int vs = stage.virtual_stage(k);
+      messages += (vs > 0 ? 2 : 0) + (vs < V - 1 ? 2 : 0);
+    }
+    const uint64_t rows = splits_sequence(c, in.tp) ? N / static_cast<uint64_t>(in.tp) : N;
+    p.pp_messages = messages * a;
+    p.comm_pp = p.pp_messages * rows * h * e;
+    if (stage.first() || stage.last()) {
+      p.tied_bytes = 2 * static_cast<uint64_t>(layout.find("embedding.word").numel()) * e;
+      p.comm_pp += p.tied_bytes;
+    }
   }
   return p;
+}
+
+std::vector<MemoryPlan> plan_stages(const PlanInput& in) {
+  std::vector<MemoryPlan> stages;
+  PlanInput one = in;
+  for (one.stage = 0; one.stage < in.pp; ++one.stage) stages.push_back(plan_memory(one));
+  return stages;
+}
+
+size_t largest_stage(const std::vector<MemoryPlan>& stages) {
+  size_t best = 0;
+  for (size_t k = 1; k < stages.size(); ++k)
+    if (stages[k].device_total() > stages[best].device_total()) best = k;
+  return best;
 }
 
 }  // namespace zt

@@ -4,6 +4,7 @@
 // activation stores' and the model's own byte counts. `zerotron estimate` prints it; a test
 // checks it against MemoryPool and CommStats of real runs.
 #include <cstdint>
+#include <vector>
 
 #include "src/core/dtype.h"
 #include "src/model/gpt_config.h"
@@ -14,8 +15,11 @@ struct PlanInput {
   GptConfig model;                    // padded_vocab_size already padded for tp
   int make_vocab_divisible_by = 128;  // the padding rule, to re-pad when the model or tp changes
   int tp = 1, dp = 1, zero_stage = 0;
+  // Pipeline parallelism: `pp` stages of `chunks` model chunks each (the interleaved schedule
+  // when > 1); a plan is that of one stage, `stage` (plan_stages: every one).
+  int pp = 1, chunks = 1, stage = 0;
   DType working = DType::F32;
-  int micro_batch = 1, accumulation = 1;
+  int micro_batch = 1, accumulation = 1;  // accumulation: micro-batches per step (pipeline: m)
   bool checkpoint_activations = false;
   int checkpoint_num_layers = 1;
   bool partition_activations = false, cpu_checkpointing = false;
@@ -40,18 +44,30 @@ struct MemoryPlan {
   size_t model_states() const { return params + grads + optimizer; }
   // What the device holds at the peak: model states, activations, device checkpoints, buffers.
   size_t device_total() const { return model_states() + activations + checkpoints + buffers; }
-  // Communication per optimizer step, the paper's convention (CommStats "bytes").
-  uint64_t comm_dp = 0, comm_tp = 0;
+  // Communication per optimizer step, the paper's convention (CommStats "bytes"). comm_pp: the
+  // pipeline group's point-to-point activations and gradients (each send and each receive
+  // counts its bytes) and, on the first and last stage, the tied word embedding's gradient
+  // all-reduce.
+  uint64_t comm_dp = 0, comm_tp = 0, comm_pp = 0;
   // comm_dp by when it can run: behind forward (stage 3's prefetched gathers), behind backward
   // (gradient reductions, stage 3's backward gathers), or after backward (the parameter
   // all-gather of stages 1-2, stage 3's persistent blocks).
   uint64_t comm_dp_forward = 0, comm_dp_backward = 0, comm_dp_after = 0;
   // Collective calls per step, for the latency term of the simulator.
   uint64_t dp_collectives = 0, tp_collectives = 0;
+  uint64_t pp_messages = 0;     // point-to-point sends and receives per step (comm_pp's)
+  uint64_t tied_bytes = 0;      // comm_pp's tied-embedding all-reduce part (first and last stage)
+  int stage = 0;                // the pipeline stage this plan is for
   int64_t num_parameters = 0;   // of the whole model
-  int64_t rank_parameters = 0;  // this rank's tensor-parallel shard, before ZeRO
+  int64_t rank_parameters = 0;  // this rank's tensor-parallel shard of its stage, before ZeRO
 };
 
+// The plan of pipeline stage in.stage (the whole model when in.pp is 1).
 MemoryPlan plan_memory(const PlanInput& in);
+// Every stage's plan, in stage order (one for pp 1); in.stage is ignored.
+std::vector<MemoryPlan> plan_stages(const PlanInput& in);
+// The stage whose device memory is the largest (the first such): what decides whether a layout
+// fits, since every rank must.
+size_t largest_stage(const std::vector<MemoryPlan>& stages);
 
 }  // namespace zt

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "src/pipeline/schedule.h"
 #include "src/planner/max_model.h"
 
 namespace zt {
@@ -94,27 +95,31 @@ double group_gbps(const ClusterSpec& c, int size, int stride, double* latency_us
 
 }  // namespace
 
-StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const SimOptions& opt) {
-  StepEstimate r;
-  r.memory = plan_memory(in);
-  const MemoryPlan& m = r.memory;
+namespace {
+
+// The compute of one micro-batch on one stage holding `layers` layers (and the head when
+// `head`), one tp rank.
+struct StageCompute {
+  double fwd = 0, rec = 0, bwd = 0;  // ms
+  double gemm_ms = 0, memory_bound_ms = 0, gemm_flops = 0, gemm_ideal_ms = 0, model_flops = 0;
+};
+
+StageCompute stage_compute(const PlanInput& in, const DeviceModel& dev, double L, bool has_head) {
   const GptConfig& c = in.model;
   const double act_bytes = static_cast<double>(dtype_size(in.working));
-  const int world = in.tp * in.dp;
-  const DeviceModel dev(cl, world, in.working);
-  r.gemm_peak_tflops = dev.peak() / 1e12;
-  const double a = in.accumulation, L = c.num_layers;
   const double N = static_cast<double>(in.micro_batch) * c.seq_length, h = c.hidden;
   const double s = c.seq_length, heads = static_cast<double>(c.heads) / in.tp;
-
-  // Compute of one micro-batch.
   Cost layer_fwd, layer_bwd;
   for (const Gemm& g : layer_gemms(c, in.micro_batch, in.tp)) {
     layer_fwd += dev.gemm(g);
     layer_bwd += dev.backward(g);
   }
   const Gemm head{N, static_cast<double>(c.padded_vocab_size) / in.tp, h, 1};
-  Cost head_fwd = dev.gemm(head), head_bwd = dev.backward(head);
+  Cost head_fwd, head_bwd;
+  if (has_head) {
+    head_fwd = dev.gemm(head);
+    head_bwd = dev.backward(head);
+  }
   // Memory-bound kernels of a layer's forward: two layernorms (read + write [N,h]), bias+GeLU
   // ([N,4h/tp]), two dropout+residual adds (2 reads + 1 write of [N,h]), the masked softmax with
   // dropout (read + write the scores); backward moves about twice as much.
@@ -122,73 +127,160 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
       act_bytes * (4 * N * h + 8 * N * h / in.tp + 6 * N * h + 2 * in.micro_batch * heads * s * s);
   // The logits are in the working precision too; cross-entropy reads them once, writes their
   // gradient once, and the head's output writes them once.
-  const double logits_bytes = 3 * N * static_cast<double>(c.padded_vocab_size) / in.tp * act_bytes;
+  const double logits_bytes =
+      has_head ? 3 * N * static_cast<double>(c.padded_vocab_size) / in.tp * act_bytes : 0;
   const double ew_fwd = dev.memory_ms(L * layer_bytes + logits_bytes / 3);
   const double ew_bwd = dev.memory_ms(2 * L * layer_bytes + 2 * logits_bytes / 3);
+  const bool ckpt = in.checkpoint_activations;
+  StageCompute r;
+  r.fwd = L * layer_fwd.ms + head_fwd.ms + ew_fwd;
+  r.rec = ckpt ? L * layer_fwd.ms + dev.memory_ms(L * layer_bytes) : 0;
+  r.bwd = L * layer_bwd.ms + head_bwd.ms + ew_bwd;
+  r.gemm_flops = L * (layer_fwd.flops + layer_bwd.flops) + head_fwd.flops + head_bwd.flops +
+                 (ckpt ? L * layer_fwd.flops : 0);
+  r.gemm_ideal_ms = L * (layer_fwd.ideal_ms + layer_bwd.ideal_ms) + head_fwd.ideal_ms +
+                    head_bwd.ideal_ms + (ckpt ? L * layer_fwd.ideal_ms : 0);
+  r.gemm_ms =
+      L * (layer_fwd.ms + layer_bwd.ms) + head_fwd.ms + head_bwd.ms + (ckpt ? L * layer_fwd.ms : 0);
+  r.memory_bound_ms = ew_fwd + ew_bwd + (ckpt ? dev.memory_ms(L * layer_bytes) : 0);
+  r.model_flops = 3 * (L * layer_fwd.flops + head_fwd.flops);
+  return r;
+}
 
-  const double fwd = L * layer_fwd.ms + head_fwd.ms + ew_fwd;
-  const double rec =
-      in.checkpoint_activations ? L * layer_fwd.ms + dev.memory_ms(L * layer_bytes) : 0;
-  const double bwd = L * layer_bwd.ms + head_bwd.ms + ew_bwd;
-  r.forward_ms = a * fwd;
-  r.recompute_ms = a * rec;
-  r.backward_ms = a * bwd;
-  const double gemm_flops_mb = L * (layer_fwd.flops + layer_bwd.flops) + head_fwd.flops +
-                               head_bwd.flops +
-                               (in.checkpoint_activations ? L * layer_fwd.flops : 0);
-  const double gemm_ideal_mb = L * (layer_fwd.ideal_ms + layer_bwd.ideal_ms) + head_fwd.ideal_ms +
-                               head_bwd.ideal_ms +
-                               (in.checkpoint_activations ? L * layer_fwd.ideal_ms : 0);
-  r.gemm_ms = a * (L * (layer_fwd.ms + layer_bwd.ms) + head_fwd.ms + head_bwd.ms +
-                   (in.checkpoint_activations ? L * layer_fwd.ms : 0));
-  r.memory_bound_ms =
-      a * (ew_fwd + ew_bwd + (in.checkpoint_activations ? dev.memory_ms(L * layer_bytes) : 0));
-  r.gemm_efficiency = r.gemm_ms > 0 ? a * gemm_ideal_mb / r.gemm_ms : 0;
-  r.hardware_flops = a * gemm_flops_mb;
-  r.model_flops = a * 3 * (L * layer_fwd.flops + head_fwd.flops);
+}  // namespace
 
-  // Optimizer: AdamW streams master, m, v (read and write), the gradient and the working copy.
-  const double e = static_cast<double>(dtype_size(in.working));
-  const bool half = in.working != DType::F32;
-  const double opt_elems = static_cast<double>(m.optimizer) / (half ? 12.0 : 8.0);
-  r.optimizer_ms = dev.memory_ms(opt_elems * (24 + 2 * e));
-
-  // Communication: tensor parallel (on the critical path, as in Megatron), data parallel
-  // (behind forward/backward where the stage allows and overlap is on), offload over PCIe.
+StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const SimOptions& opt) {
+  StepEstimate r;
+  r.stages = plan_stages(in);
+  r.largest_stage = static_cast<int>(largest_stage(r.stages));
+  r.memory = r.stages[static_cast<size_t>(r.largest_stage)];
+  const GptConfig& c = in.model;
+  const int world = in.tp * in.dp * in.pp;
+  const DeviceModel dev(cl, world, in.working);
+  r.gemm_peak_tflops = dev.peak() / 1e12;
+  const double a = in.accumulation;
+  const double stage_layers = static_cast<double>(c.num_layers / in.pp);
   double lat = 0;
   const double tp_gbps = group_gbps(cl, in.tp, 1, &lat);
-  r.tp_comm_ms = ring_ms(static_cast<double>(m.comm_tp), in.tp, tp_gbps, lat,
-                         static_cast<double>(m.tp_collectives), 2);
+  const double tp_lat = lat;
   const double dp_gbps = group_gbps(cl, in.dp, in.tp, &lat);
+  const double dp_lat = lat;
   const double dp_steps = in.zero_stage == 0 ? 2 : 1;
-  const double calls = static_cast<double>(m.dp_collectives);
-  const double total = static_cast<double>(m.comm_dp);
-  auto dp_ms = [&](uint64_t bytes) {
-    return total > 0 ? ring_ms(static_cast<double>(bytes), in.dp, dp_gbps, lat,
-                               calls * static_cast<double>(bytes) / total, dp_steps)
-                     : 0.0;
+  // Per stage: one micro-batch's compute and tensor-parallel time, the step's data-parallel
+  // time, the optimizer. Without a pipeline the one stage is the whole model.
+  struct PerStage {
+    StageCompute compute;
+    double tp_ms = 0, dp_f = 0, dp_b = 0, dp_a = 0, optimizer_ms = 0;
   };
-  const double dp_f = dp_ms(m.comm_dp_forward), dp_b = dp_ms(m.comm_dp_backward),
-               dp_a = dp_ms(m.comm_dp_after);
-  r.dp_comm_ms = dp_f + dp_b + dp_a;
-  if (opt.overlap_comm) {
-    // Stages 0-1 reduce during the last micro-batch's backward only; stages 2-3 during each.
-    const double bwd_window = in.zero_stage <= 1 ? bwd + rec : a * (bwd + rec);
-    r.dp_exposed_ms = std::max(0.0, dp_f - r.forward_ms) + std::max(0.0, dp_b - bwd_window) + dp_a;
-  } else {
-    r.dp_exposed_ms = r.dp_comm_ms;
+  std::vector<PerStage> per(r.stages.size());
+  const double e = static_cast<double>(dtype_size(in.working));
+  const bool half = in.working != DType::F32;
+  for (size_t k = 0; k < per.size(); ++k) {
+    const MemoryPlan& m = r.stages[k];
+    PerStage& x = per[k];
+    x.compute = stage_compute(in, dev, stage_layers, static_cast<int>(k) == in.pp - 1);
+    // Tensor parallel on the critical path, as in Megatron.
+    x.tp_ms = ring_ms(static_cast<double>(m.comm_tp), in.tp, tp_gbps, tp_lat,
+                      static_cast<double>(m.tp_collectives), 2);
+    const double calls = static_cast<double>(m.dp_collectives);
+    const double total = static_cast<double>(m.comm_dp);
+    auto dp_ms = [&](uint64_t bytes) {
+      return total > 0 ? ring_ms(static_cast<double>(bytes), in.dp, dp_gbps, dp_lat,
+                                 calls * static_cast<double>(bytes) / total, dp_steps)
+                       : 0.0;
+    };
+    x.dp_f = dp_ms(m.comm_dp_forward);
+    x.dp_b = dp_ms(m.comm_dp_backward);
+    x.dp_a = dp_ms(m.comm_dp_after);
+    // AdamW streams master, m, v (read and write), the gradient and the working copy.
+    const double opt_elems = static_cast<double>(m.optimizer) / (half ? 12.0 : 8.0);
+    x.optimizer_ms = dev.memory_ms(opt_elems * (24 + 2 * e));
+  }
+  // The slowest stage sets the pipeline's pace (all stages but the last hold the same layers;
+  // the last adds the head and the loss).
+  size_t slow = 0;
+  auto stage_ms = [&](const PerStage& x) {
+    return x.compute.fwd + x.compute.rec + x.compute.bwd + x.tp_ms / a;
+  };
+  for (size_t k = 1; k < per.size(); ++k)
+    if (stage_ms(per[k]) > stage_ms(per[slow])) slow = k;
+  const PerStage& w = per[slow];
+  r.forward_ms = a * w.compute.fwd;
+  r.recompute_ms = a * w.compute.rec;
+  r.backward_ms = a * w.compute.bwd;
+  r.tp_comm_ms = w.tp_ms;
+  double gemm_ideal = 0, hardware = 0, model = 0;
+  for (const PerStage& x : per) {
+    gemm_ideal += a * x.compute.gemm_ideal_ms;
+    hardware += a * x.compute.gemm_flops;
+    model += a * x.compute.model_flops;
+  }
+  // Per device: the mean over the stages (every stage has tp·dp devices).
+  const double P = in.pp;
+  r.gemm_ms = a * w.compute.gemm_ms;
+  r.memory_bound_ms = a * w.compute.memory_bound_ms;
+  double gemm_all = 0;
+  for (const PerStage& x : per) gemm_all += a * x.compute.gemm_ms;
+  r.gemm_efficiency = gemm_all > 0 ? gemm_ideal / gemm_all : 0;
+  r.hardware_flops = hardware / P;
+  r.model_flops = model / P;
+  r.optimizer_ms = 0;
+  r.dp_comm_ms = 0;
+  for (const PerStage& x : per) {
+    r.optimizer_ms = std::max(r.optimizer_ms, x.optimizer_ms);
+    r.dp_comm_ms = std::max(r.dp_comm_ms, x.dp_f + x.dp_b + x.dp_a);
   }
   if (in.cpu_checkpointing && cl.pcie_gbps > 0)
-    r.offload_ms = 2 * static_cast<double>(m.host_checkpoints) * a / (cl.pcie_gbps * 1e9) * 1e3;
+    r.offload_ms =
+        2 * static_cast<double>(r.memory.host_checkpoints) * a / (cl.pcie_gbps * 1e9) * 1e3;
 
-  r.step_ms = r.forward_ms + r.recompute_ms + r.backward_ms + r.optimizer_ms + r.tp_comm_ms +
-              r.dp_exposed_ms + r.offload_ms;
+  if (in.pp == 1) {
+    // Data parallel behind forward/backward where the stage allows and overlap is on.
+    if (opt.overlap_comm) {
+      // Stages 0-1 reduce during the last micro-batch's backward only; stages 2-3 during each.
+      const double bwd = w.compute.bwd, rec = w.compute.rec;
+      const double bwd_window = in.zero_stage <= 1 ? bwd + rec : a * (bwd + rec);
+      r.dp_exposed_ms =
+          std::max(0.0, w.dp_f - r.forward_ms) + std::max(0.0, w.dp_b - bwd_window) + w.dp_a;
+    } else {
+      r.dp_exposed_ms = r.dp_comm_ms;
+    }
+    r.step_ms = r.forward_ms + r.recompute_ms + r.backward_ms + r.optimizer_ms + r.tp_comm_ms +
+                r.dp_exposed_ms + r.offload_ms;
+  } else {
+    // The schedule against its data dependencies (pipeline::simulate) with the slowest stage's
+    // time per micro-batch: its compute plus its tensor-parallel time, split between forward
+    // and backward in proportion to the compute; each hand-over one [Nl, C] message over the
+    // pipeline group (stages are tp·dp ranks apart). The data-parallel reduction waits for the
+    // schedule (the trainer turns overlap off with a pipeline), after the tied embedding's
+    // all-reduce between the first and the last stage.
+    const double tp_mb = w.tp_ms / a;
+    const double work = w.compute.fwd + w.compute.rec + w.compute.bwd;
+    pipeline::Timing t;
+    t.forward = w.compute.fwd + (work > 0 ? tp_mb * w.compute.fwd / work : 0);
+    t.backward = w.compute.rec + w.compute.bwd +
+                 (work > 0 ? tp_mb * (w.compute.rec + w.compute.bwd) / work : 0);
+    const double pp_gbps = group_gbps(cl, in.pp, in.tp * in.dp, &lat);
+    const double rows = splits_sequence(c, in.tp) ? in.micro_batch * c.seq_length / in.tp
+                                                  : in.micro_batch * c.seq_length;
+    r.p2p_ms = rows * c.hidden * e / (pp_gbps * 1e9) * 1e3 + lat * 1e-3;
+    t.transfer = r.p2p_ms;
+    const pipeline::SimResult sim = pipeline::simulate({in.pp, in.accumulation, in.chunks}, t);
+    r.pipeline_ms = sim.makespan;
+    r.bubble_fraction = sim.bubble_fraction();
+    double tied_lat = 0;
+    const double tied_gbps = group_gbps(cl, 2, (in.pp - 1) * in.tp * in.dp, &tied_lat);
+    r.tied_ms =
+        ring_ms(static_cast<double>(r.stages.front().tied_bytes), 2, tied_gbps, tied_lat, 1, 2);
+    r.dp_exposed_ms = r.dp_comm_ms;
+    r.step_ms = r.pipeline_ms + r.tied_ms + r.optimizer_ms + r.dp_exposed_ms + r.offload_ms;
+  }
   r.hardware_tflops_per_device = r.hardware_flops / (r.step_ms * 1e-3) / 1e12;
   r.model_tflops_per_device = r.model_flops / (r.step_ms * 1e-3) / 1e12;
   r.global_batch = static_cast<int64_t>(in.micro_batch) * in.accumulation * in.dp;
   r.tokens_per_s = static_cast<double>(r.global_batch) * c.seq_length / (r.step_ms * 1e-3);
-  r.device_bytes = static_cast<double>(m.device_total());
-  r.fits = cl.hbm_bytes <= 0 || plan_fits(m, cl.hbm_bytes, FitCriterion::Device);
+  r.device_bytes = static_cast<double>(r.memory.device_total());
+  r.fits = cl.hbm_bytes <= 0 || plan_fits(r.memory, cl.hbm_bytes, FitCriterion::Device);
   return r;
 }
 

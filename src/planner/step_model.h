@@ -5,7 +5,11 @@
 // activations, checkpoints and tensor-parallel traffic in the working precision, so a half run's
 // GEMMs go at the device's half peak (tensor cores) and an fp32 run's at its fp32 (or TF32) peak.
 // GEMM efficiency depends on the GEMM sizes (see ClusterSpec), so a bigger micro batch — which
-// ZeRO's freed memory buys — runs closer to peak.
+// ZeRO's freed memory buys — runs closer to peak. With pipeline parallelism each stage is planned
+// on its own, and the step is the schedule's makespan (pipeline::simulate: 1F1B or interleaved,
+// with its bubble) at the slowest stage's time per micro-batch.
+#include <vector>
+
 #include "src/planner/cluster.h"
 #include "src/planner/memory_plan.h"
 
@@ -20,6 +24,11 @@ struct StepEstimate {
   double gemm_ms = 0, memory_bound_ms = 0;  // compute split by kind (summed over the step)
   double tp_comm_ms = 0, dp_comm_ms = 0, dp_exposed_ms = 0, offload_ms = 0;
   double step_ms = 0;
+  // Pipeline (pp > 1): the schedule's makespan (forward, recompute, backward and tp comm of every
+  // micro-batch, with the bubble), its bubble fraction (idle / (P · makespan)), one hand-over's
+  // time and the tied embedding's all-reduce. forward/recompute/backward/tp above: the slowest
+  // stage's, summed over the micro-batches.
+  double pipeline_ms = 0, bubble_fraction = 0, p2p_ms = 0, tied_ms = 0;
   double hardware_flops = 0;  // per device per step, recompute included
   double model_flops = 0;     // per device per step, 3 x forward
   double hardware_tflops_per_device = 0, model_tflops_per_device = 0;
@@ -27,7 +36,9 @@ struct StepEstimate {
   double gemm_efficiency = 0;   // achieved GEMM FLOP/s over peak, FLOP-weighted
   double gemm_peak_tflops = 0;  // per device (after shared_compute), for the working precision
   int64_t global_batch = 0;
-  MemoryPlan memory;
+  MemoryPlan memory;               // the largest stage's plan (the only one for pp 1)
+  std::vector<MemoryPlan> stages;  // every stage's
+  int largest_stage = 0;
   double device_bytes = 0;  // device memory needed: the plan's device_total()
   bool fits = true;
 };

@@ -29,11 +29,12 @@ std::string_view advice(std::string_view category) {
 }
 
 [[noreturn]] void refuse(std::string_view what, double total, std::string_view category,
-                         double largest, const MemoryBudget& budget) {
+                         double largest, const MemoryBudget& budget, std::string_view where = "") {
   throw InputError(fmt::format(
-      "the layout does not fit: it needs {}{} per rank, the largest part {} {}, more than {} "
+      "the layout does not fit: it needs {}{} per rank{}, the largest part {} {}, more than {} "
       "({}); {}",
-      what, gb(total), category, gb(largest), gb(budget.bytes), budget.source, advice(category)));
+      what, gb(total), where, category, gb(largest), gb(budget.bytes), budget.source,
+      advice(category)));
 }
 
 }  // namespace
@@ -44,6 +45,8 @@ PlanInput plan_input_from(const TrainOptions& o, int dp) {
   in.make_vocab_divisible_by = o.make_vocab_size_divisible_by;
   in.tp = o.tensor_model_parallel_size;
   in.dp = dp;
+  in.pp = o.pipeline_model_parallel_size;
+  in.chunks = model_chunks(o);
   in.zero_stage = o.zero_stage;
   in.working = o.bf16 ? DType::BF16 : o.fp16 ? DType::F16 : DType::F32;
   in.micro_batch = o.micro_batch_size;
@@ -88,36 +91,52 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
   const PlanInput in = plan_input_from(o, dp);
   const GptConfig& c = in.model;
   const double tp = in.tp;
-  // Lower bounds, in double: every stage keeps at least ZeRO-3's 16 bytes per parameter of the
-  // rank's shard (2+2+12 in half precision, more in fp32), and every run holds the fp32 logits
-  // and one layer's activations (even with checkpoints on the host, the layer in flight keeps
-  // at least its qkv, attention output, MLP input and two residual tensors, 2 bytes each).
-  const double h = c.hidden, L = c.num_layers, T = c.seq_length, n = in.micro_batch * T;
+  // Lower bounds for the last pipeline stage (the whole model without a pipeline), in double:
+  // every stage keeps at least ZeRO-3's 16 bytes per parameter of the rank's shard (2+2+12 in
+  // half precision, more in fp32) of its layers, final layernorm and (tied) word embedding, and
+  // holds the fp32 logits and one layer's activations (even with checkpoints on the host, the
+  // layer in flight keeps at least its qkv, attention output, MLP input and two residual
+  // tensors, 2 bytes each).
+  const double h = c.hidden, L = c.num_layers / in.pp, T = c.seq_length, n = in.micro_batch * T;
   const double ffn = 4 * h;
   const double params = L * (4 * h * h + 2 * h * ffn + 9 * h + ffn) +
-                        (static_cast<double>(c.padded_vocab_size) + T) * h + 2 * h;
+                        (static_cast<double>(c.padded_vocab_size) + (in.pp == 1 ? T : 0)) * h +
+                        2 * h;
   const double states = 16 * params / (tp * dp);
   const double acts = n * (c.padded_vocab_size / tp) * 4 + n * (8 * h / tp + 2 * h) * 2;
   if (states + acts > budget.bytes) {
     if (states >= acts) refuse("at least ", states + acts, "model states", states, budget);
     refuse("at least ", states + acts, "activations", acts, budget);
   }
-  const MemoryPlan p = plan_memory(in);
-  std::array<std::pair<std::string_view, double>, 7> parts = {{
-      {"params", static_cast<double>(p.params)},
-      {"grads", static_cast<double>(p.grads)},
-      {"optimizer states", static_cast<double>(p.optimizer)},
-      {"activations", static_cast<double>(p.activations)},
-      {"checkpoints", static_cast<double>(p.checkpoints)},
-      {"buffers", static_cast<double>(p.buffers)},
-      {"host checkpoints", budget.host ? static_cast<double>(p.host_checkpoints) : 0.0},
-  }};
-  double total = 0;
-  for (const auto& part : parts) total += part.second;
+  // Every stage's own plan: a pipeline stage holds its layers only, and every rank must fit.
+  using Parts = std::array<std::pair<std::string_view, double>, 7>;
+  auto parts_of = [&](const MemoryPlan& p) {
+    return Parts{{
+        {"params", static_cast<double>(p.params)},
+        {"grads", static_cast<double>(p.grads)},
+        {"optimizer states", static_cast<double>(p.optimizer)},
+        {"activations", static_cast<double>(p.activations)},
+        {"checkpoints", static_cast<double>(p.checkpoints)},
+        {"buffers", static_cast<double>(p.buffers)},
+        {"host checkpoints", budget.host ? static_cast<double>(p.host_checkpoints) : 0.0},
+    }};
+  };
+  auto total_of = [](const Parts& parts) {
+    double total = 0;
+    for (const auto& part : parts) total += part.second;
+    return total;
+  };
+  const std::vector<MemoryPlan> stages = plan_stages(in);
+  size_t worst = 0;
+  for (size_t k = 1; k < stages.size(); ++k)
+    if (total_of(parts_of(stages[k])) > total_of(parts_of(stages[worst]))) worst = k;
+  const Parts parts = parts_of(stages[worst]);
+  const double total = total_of(parts);
   if (total <= budget.bytes) return;
   const auto largest = std::max_element(
       parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  refuse("", total, largest->first, largest->second, budget);
+  refuse("", total, largest->first, largest->second, budget,
+         in.pp > 1 ? fmt::format(" on pipeline stage {} of {}", worst, in.pp) : std::string());
 }
 
 }  // namespace zt

@@ -1,7 +1,8 @@
 // The planner predicts what a real run measures: for several layouts in fp32, bf16 and fp16, every
-// MemoryPool category the plan covers (buffers included) and the dp/tp bytes per step from
+// MemoryPool category the plan covers (buffers included) and the dp/tp/pp bytes per step from
 // CommStats are equal — computed by the same layout, partition and byte-count code, so exactly,
-// not within a tolerance. And the buffers stay the same bytes when the model grows.
+// not within a tolerance; with pipeline parallelism every rank checks its own stage's plan. And
+// the buffers stay the same bytes when the model grows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 
 #include "src/comm/topology.h"
 #include "src/planner/memory_plan.h"
+#include "src/planner/train_plan.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
 
@@ -20,8 +22,10 @@ struct Case {
   int tp, stage;
   DType working;
   bool ckpt, pa, cpu;
-  int accumulation;
+  int accumulation;  // micro-batches per step
   bool sequence_parallel = false;
+  int pp = 1;
+  int layers_per_virtual_stage = 0;  // > 0: the interleaved schedule
 };
 
 constexpr DType F32 = DType::F32, BF16 = DType::BF16, F16 = DType::F16;
@@ -51,13 +55,24 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
                         {2, 0, BF16, false, false, false, 2, true},
                         {2, 1, F32, true, false, false, 1, true},
                         {2, 3, F16, true, true, false, 1, true},
-                        {2, 2, BF16, true, true, true, 2, true}};
+                        {2, 2, BF16, true, true, true, 2, true},
+                        // pipeline parallelism: 1F1B and interleaved, each activation policy
+                        {1, 0, F32, false, false, false, 2, false, 2},
+                        {1, 1, BF16, true, false, false, 3, false, 2},
+                        {2, 1, BF16, false, false, false, 2, true, 2},
+                        {2, 1, F16, true, true, false, 2, false, 2},
+                        {2, 0, BF16, true, true, true, 2, true, 2},
+                        {1, 1, BF16, false, false, false, 4, false, 2, 1},
+                        {2, 1, F32, true, false, false, 2, true, 2, 1},
+                        {1, 0, BF16, false, false, false, 2, false, 4},
+                        {1, 1, F16, true, false, false, 5, false, 4},
+                        {1, 1, BF16, true, true, true, 4, false, 4}};
   for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
     const Case& k = cases[i];
-    if (world % k.tp != 0) continue;
-    const int dp = world / k.tp;
+    if (world % (k.tp * k.pp) != 0) continue;
+    const int dp = world / (k.tp * k.pp);
     TrainOptions o;
-    o.num_layers = 3;
+    o.num_layers = k.pp > 1 ? 4 : 3;
     o.hidden_size = 32;
     o.num_attention_heads = 4;
     o.seq_length = 16;
@@ -74,47 +89,49 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     // of 2^32) all-gathers no updated parameters, so stages 1-2 move half the planned dp bytes.
     if (o.fp16) o.initial_loss_scale = 1024;
     o.tensor_model_parallel_size = k.tp;
+    o.pipeline_model_parallel_size = k.pp;
+    o.num_layers_per_virtual_pipeline_stage = k.layers_per_virtual_stage;
     o.checkpoint_activations = k.ckpt;
     o.partition_activations = k.pa;
     o.cpu_checkpointing = k.cpu;
     o.sequence_parallel = k.sequence_parallel;
     o.reduce_bucket_size = 2000;
     o.param_persistence_threshold = 200;
-    comm::Topology topo(dist::world(), k.tp);
+    validate_train_options(o, dp);
+    comm::Topology topo(dist::world(), k.tp, k.pp);
     Trainer t(o, dist::pool(), &topo);
     const StepMetrics m = t.run(false).back();
+    // This rank's own peaks (the metrics hold the maximum over ranks, i.e. over stages).
+    const MemCounters measured = dist::pool().counters();
 
-    PlanInput in;
-    in.model = t.config();
-    in.tp = k.tp;
-    in.dp = dp;
-    in.zero_stage = k.stage;
-    in.working = k.working;
-    in.micro_batch = o.micro_batch_size;
-    in.accumulation = k.accumulation;
-    in.checkpoint_activations = k.ckpt;
-    in.partition_activations = k.pa;
-    in.cpu_checkpointing = k.cpu;
-    in.reduce_bucket_elems = o.reduce_bucket_size;
-    in.param_persistence_threshold = o.param_persistence_threshold;
-    in.max_live_parameters = o.max_live_parameters;
+    // The plan from the options, as `train` and `estimate` make it, for this rank's stage.
+    PlanInput in = plan_input_from(o, dp);
+    in.staged_half_reductions = true;  // the CPU backend's MPI
+    in.cuda = false;
+    in.stage = topo.pp_rank();
+    EXPECT_EQ(in.model.padded_vocab_size, t.config().padded_vocab_size) << "case " << i;
     const MemoryPlan p = plan_memory(in);
-    if (dist::world().rank() == 0)
+    if (topo.tp_rank() == 0 && topo.dp_rank() == 0)
       std::printf(
-          "case %d tp %d dp %d stage %d %s%s%s: params %zu/%zu grads %zu/%zu optimizer "
-          "%zu/%zu activations %zu/%zu checkpoints %zu/%zu host %zu/%zu buffers %zu/%zu dp bytes "
-          "%llu/%llu tp bytes %llu/%llu (measured/planned)\n",
-          i, k.tp, dp, k.stage, std::string(dtype_name(k.working)).c_str(),
+          "case %d tp %d dp %d pp %d (this rank: stage %d) ZeRO %d %s%s%s%s: params %zu/%zu grads "
+          "%zu/%zu "
+          "optimizer %zu/%zu activations %zu/%zu checkpoints %zu/%zu host %zu/%zu buffers "
+          "%zu/%zu dp bytes %llu/%llu tp bytes %llu/%llu pp bytes %llu/%llu "
+          "(measured/planned)\n",
+          i, k.tp, dp, k.pp, topo.pp_rank(), k.stage, std::string(dtype_name(k.working)).c_str(),
           k.ckpt ? (k.cpu ? " Pa+cpu" : (k.pa ? " Pa" : " ckpt")) : "",
-          k.sequence_parallel ? " sp" : "", m.memory_peak[0], p.params, m.memory_peak[1], p.grads,
-          m.memory_peak[2], p.optimizer, m.memory_peak[3], p.activations, m.memory_peak[4],
-          p.checkpoints, m.memory_peak[5], p.host_checkpoints, m.memory_peak[6], p.buffers,
+          k.sequence_parallel ? " sp" : "", k.layers_per_virtual_stage > 0 ? " interleaved" : "",
+          measured.peak[0], p.params, measured.peak[1], p.grads, measured.peak[2], p.optimizer,
+          measured.peak[3], p.activations, measured.peak[4], p.checkpoints, measured.peak[5],
+          p.host_checkpoints, measured.peak[6], p.buffers,
           static_cast<unsigned long long>(m.comm_bytes_dp),
           static_cast<unsigned long long>(p.comm_dp),
           static_cast<unsigned long long>(m.comm_bytes_tp),
-          static_cast<unsigned long long>(p.comm_tp));
+          static_cast<unsigned long long>(p.comm_tp),
+          static_cast<unsigned long long>(m.comm_bytes_pp),
+          static_cast<unsigned long long>(p.comm_pp));
     EXPECT_FALSE(m.skipped) << "case " << i;
-    auto cat = [&](MemCategory c) { return m.memory_peak[static_cast<size_t>(c)]; };
+    auto cat = [&](MemCategory c) { return measured.peak[static_cast<size_t>(c)]; };
     expect_equal(cat(MemCategory::Params), p.params, "params", i);
     expect_equal(cat(MemCategory::Grads), p.grads, "grads", i);
     expect_equal(cat(MemCategory::Optimizer), p.optimizer, "optimizer", i);
@@ -124,6 +141,7 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     expect_equal(cat(MemCategory::Buffers), p.buffers, "buffers", i);
     expect_equal(m.comm_bytes_dp, p.comm_dp, "dp bytes", i);
     expect_equal(m.comm_bytes_tp, p.comm_tp, "tp bytes", i);
+    expect_equal(m.comm_bytes_pp, p.comm_pp, "pp bytes", i);
   }
 }
 
