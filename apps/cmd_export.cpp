@@ -1,6 +1,6 @@
 // zerotron export --load DIR [--iteration N] --output model.safetensors [--bf16|--fp16]: one
-// saved iteration (default: `latest`'s), consolidated (every tensor-parallel and ZeRO shard
-// found through the saved layout) into one safetensors file with Hugging Face GPT-2 names and
+// saved iteration (default: `latest`'s), consolidated (every pipeline, tensor-parallel and ZeRO
+// shard found through the saved layout) into one safetensors file with Hugging Face GPT-2 names and
 // layout, plus a config.json beside it, so transformers.GPT2LMHeadModel.from_pretrained(<that
 // directory>) loads it. One process, no MPI. Streaming: tensor by tensor, each in chunks of at
 // most kChunkElems, so host memory is bounded whatever the model size.
@@ -23,7 +23,7 @@ constexpr int64_t kChunkElems = int64_t{16} << 20;  // 64 MiB of fp32
 
 struct Out {
   const HfTensor* map;
-  const ParamSpec* spec;
+  const SavedTensor* saved;
   int64_t rows, cols;  // of zerotron's tensor, without the vocabulary padding (cols 1: a vector)
 };
 
@@ -49,7 +49,7 @@ void stream_tensor(SavedCheckpoint& saved, const Out& o, Fd& f, DType dt) {
     for (int64_t at = 0; at < n; at += kChunkElems) {
       const int64_t m = std::min(kChunkElems, n - at);
       buf.resize(static_cast<size_t>(m));
-      saved.read_full(*o.spec, 0, at, m, buf.data());
+      saved.read_full(*o.saved, 0, at, m, buf.data());
       emit(f, buf.data(), m, dt, scratch);
     }
     return;
@@ -62,7 +62,7 @@ void stream_tensor(SavedCheckpoint& saved, const Out& o, Fd& f, DType dt) {
     buf.resize(static_cast<size_t>(w * o.rows));
     row.resize(static_cast<size_t>(w));
     for (int64_t r = 0; r < o.rows; ++r) {
-      saved.read_full(*o.spec, 0, r * o.cols + c0, w, row.data());
+      saved.read_full(*o.saved, 0, r * o.cols + c0, w, row.data());
       for (int64_t j = 0; j < w; ++j) buf[static_cast<size_t>(j * o.rows + r)] = row[j];
     }
     emit(f, buf.data(), w * o.rows, dt, scratch);
@@ -107,8 +107,9 @@ int export_model(Args args) {
                             {"iteration", std::to_string(meta.at("iteration").get<int64_t>())}};
   uint64_t offset = 0;
   for (const HfTensor& m : names) {
-    const ParamSpec& p = saved.layout().find(m.ours);
-    const Shape& s = p.full_shape;
+    const SavedTensor* t = saved.find(m.ours);
+    ZT_REQUIRE(t != nullptr, "export: checkpoint '{}' has no tensor '{}'", iter_dir, m.ours);
+    const Shape& s = t->spec->full_shape;
     // Drop the vocabulary padding: Hugging Face's wte has exactly vocab_size rows.
     const int64_t rows = m.ours == "embedding.word" ? c.vocab_size : s[0];
     const int64_t cols = s.rank() == 2 ? s[1] : 1;
@@ -123,7 +124,7 @@ int export_model(Args args) {
     header[m.theirs] = {
         {"dtype", hf_dtype}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
-    outs.push_back({&m, &p, rows, cols});
+    outs.push_back({&m, t, rows, cols});
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned

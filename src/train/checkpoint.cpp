@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Identity {
-  int tp_rank = 0, dp_rank = 0, tp = 1, dp = 1;
+  int tp_rank = 0, dp_rank = 0, pp_rank = 0, tp = 1, dp = 1, pp = 1;
   bool writes = true;
   int shard_dp = 0;  // the dp index whose file holds this rank's states
 };
@@ -32,8 +32,10 @@ Identity identity(Trainer& t) {
   if (comm::Topology* topo = t.topology()) {
     id.tp_rank = topo->tp_rank();
     id.dp_rank = topo->dp_rank();
+    id.pp_rank = topo->pp_rank();
     id.tp = topo->tp_size();
     id.dp = topo->dp_size();
+    id.pp = topo->pp_size();
   }
   const bool replicated = t.optimizer().state_replicated_over_dp();
   id.shard_dp = replicated ? 0 : id.dp_rank;
@@ -51,31 +53,31 @@ int64_t global_batch(const Trainer& t, const Identity& id) {
                                   : int64_t{o.global_batch_size};
 }
 
-ShardHeader header_of(Trainer& t, const Identity& id, int iteration) {
-  ShardHeader h;
-  h.tp_rank = id.tp_rank;
-  h.dp_rank = id.shard_dp;
-  h.tp = id.tp;
-  h.dp = id.dp;
-  h.zero_stage = t.optimizer().stage();
-  h.iteration = iteration;
-  h.partition_unit = t.options().reduce_bucket_size;
-  h.layout_numel = t.optimizer().layout().numel();
-  h.shard_numel = t.optimizer().owned_state().at(0).numel();
-  return h;
+// This run's layout as a checkpoint records it.
+SavedLayout saved_layout_of(Trainer& t, const Identity& id, int iteration) {
+  SavedLayout s;
+  s.model = t.config();
+  s.tp = id.tp;
+  s.dp = id.dp;
+  s.pp = id.pp;
+  s.chunks = t.optimizer().layout().pipeline().chunks;
+  s.stage = t.optimizer().stage();
+  s.iteration = iteration;
+  s.partition_unit = t.options().reduce_bucket_size;
+  return s;
 }
 
-// A model-state tensor into the file: directly where the host reads the device's memory, else
-// through the trainer's host chunk, piece by piece.
-void write_tensor(ShardWriter& w, const Tensor& s, Trainer& t) {
+// The first `bytes` of a model-state tensor into the file: directly where the host reads the
+// device's memory, else through the trainer's host chunk, piece by piece.
+void write_tensor(ShardWriter& w, const Tensor& s, size_t bytes, Trainer& t) {
   if (t.host_chunk() == nullptr) {
-    w.append(s.data(), s.bytes());
+    w.append(s.data(), bytes);
     return;
   }
   const size_t room = t.host_chunk_bytes();
   const auto* src = static_cast<const char*>(s.data());
-  for (size_t at = 0; at < s.bytes(); at += room) {
-    const size_t n = std::min(room, s.bytes() - at);
+  for (size_t at = 0; at < bytes; at += room) {
+    const size_t n = std::min(room, bytes - at);
     t.context().backend().copy_to_host(t.host_chunk(), src + at, n);
     w.append(t.host_chunk(), n);
   }
@@ -132,16 +134,16 @@ std::vector<OwnedRun> owned_runs(Trainer& t) {
   return runs;
 }
 
-// The universal path: every owned element found in the saved layout and read from the byte
-// ranges that hold it, a run at a time. Rows the checkpoint lacks (a larger vocabulary padding)
-// keep their master values and get zero moments.
-void load_reshaped(SavedCheckpoint& saved, Trainer& t, const std::string& where) {
-  const std::vector<OwnedRun> runs = owned_runs(t);
+// The universal path: every element of `runs` found by name in the saved layout (a tied head
+// copy under "embedding.word", the one saved) and read from the byte ranges that hold it, a run
+// at a time. Rows the checkpoint lacks (a larger vocabulary padding) keep their master values
+// and get zero moments.
+void load_runs(SavedCheckpoint& saved, Trainer& t, const std::vector<OwnedRun>& runs,
+               const std::string& where) {
   for (const auto& p : t.optimizer().layout().params()) {
-    const ParamSpec* s = nullptr;
-    for (const auto& q : saved.layout().params())
-      if (q.name == p.name) s = &q;
-    ZT_REQUIRE(s != nullptr, "checkpoint '{}' has no tensor '{}'", where, p.name);
+    const SavedTensor* st = saved.find(p.name);
+    ZT_REQUIRE(st != nullptr, "checkpoint '{}' has no tensor '{}'", where, p.name);
+    const ParamSpec* s = st->spec;
     // Only the vocabulary padding (a multiple of 128·tp) may differ; its rows carry no signal.
     ZT_REQUIRE(s->full_shape == p.full_shape ||
                    (p.full_shape.rank() == 2 && s->full_shape.rank() == 2 &&
@@ -153,13 +155,14 @@ void load_reshaped(SavedCheckpoint& saved, Trainer& t, const std::string& where)
   for (int k = 0; k < ShardHeader::kTensors; ++k) {
     StateSink sink(t, state[static_cast<size_t>(k)]);
     for (const OwnedRun& r : runs) {
-      const ParamSpec& s = saved.layout().find(r.p->name);
+      const SavedTensor& st = *saved.find(r.p->name);
+      const ParamSpec& s = *st.spec;
       for (int64_t i = r.local; i < r.local + r.len;) {
         const int64_t f = r.p->full_index(i);
         const int64_t run = std::min({full_run(*r.p, i), r.local + r.len - i, sink.capacity()});
         const int64_t have = std::clamp<int64_t>(s.full_numel() - f, 0, run);
         const int64_t dest = r.dest + (i - r.local);
-        if (have > 0) saved.read_full(s, k, f, have, sink.window(dest, have));
+        if (have > 0) saved.read_full(st, k, f, have, sink.window(dest, have));
         if (have < run && k > 0) std::fill_n(sink.window(dest + have, run - have), run - have, 0.f);
         i += run;
       }
@@ -168,19 +171,25 @@ void load_reshaped(SavedCheckpoint& saved, Trainer& t, const std::string& where)
   }
 }
 
-// The saved layout is this run's: each state is one section of this rank's own shard file.
-void load_same_layout(SavedCheckpoint& saved, Trainer& t, const Identity& id) {
+// The saved layout is this run's: each state's saved prefix is one section of this rank's own
+// shard file; the rest, the last stage's tied head copy, loads from the saved embedding.word.
+void load_same_layout(SavedCheckpoint& saved, Trainer& t, const Identity& id,
+                      const std::string& where) {
   const std::vector<Tensor> state = t.optimizer().owned_state();
+  const int64_t section = saved.section_numel(id.pp_rank);
   for (int k = 0; k < ShardHeader::kTensors; ++k) {
-    const Tensor& s = state[static_cast<size_t>(k)];
-    StateSink sink(t, s);
-    for (int64_t at = 0; at < s.numel();) {
-      const int64_t n = std::min(s.numel() - at, sink.capacity());
-      saved.read_shard(id.tp_rank, id.shard_dp, k, at, n, sink.window(at, n));
+    StateSink sink(t, state[static_cast<size_t>(k)]);
+    for (int64_t at = 0; at < section;) {
+      const int64_t n = std::min(section - at, sink.capacity());
+      saved.read_shard(id.tp_rank, id.pp_rank, id.shard_dp, k, at, n, sink.window(at, n));
       at += n;
     }
     sink.flush();
   }
+  std::vector<OwnedRun> head;
+  for (const OwnedRun& r : owned_runs(t))
+    if (r.dest >= section) head.push_back(r);
+  if (!head.empty()) load_runs(saved, t, head, where);
 }
 
 }  // namespace
@@ -197,23 +206,31 @@ std::string save_checkpoint(const std::string& dir, Trainer& t, const SaveHooks&
     fs::create_directories(tmp_dir);
   }
   barrier(t);
-  const ShardHeader header = header_of(t, id, loop.iteration);
+  const SavedLayout layout = saved_layout_of(t, id, loop.iteration);
   uint32_t crc = 0;
   if (id.writes) {
-    ShardWriter w((tmp_dir / shard_file_name(id.tp_rank, id.shard_dp)).string(), header);
-    for (const Tensor& s : t.optimizer().owned_state()) write_tensor(w, s, t);
+    // The file's header and section length from the same description a load rebuilds them from.
+    const SavedStage stage = saved_stage(layout, id.pp_rank);
+    const std::vector<Tensor> state = t.optimizer().owned_state();
+    ZT_CHECK(stage.layout.numel() == t.optimizer().layout().numel() &&
+                 stage.section <= state.at(0).numel(),
+             "checkpoint layout of pipeline stage {} differs from the optimizer's", id.pp_rank);
+    const ShardHeader header = shard_header(layout, stage, id.tp_rank, id.shard_dp);
+    ShardWriter w((tmp_dir / shard_file_name(id.tp_rank, id.shard_dp, id.pp_rank, id.pp)).string(),
+                  header);
+    for (const Tensor& s : state) write_tensor(w, s, static_cast<size_t>(stage.section) * 4, t);
     crc = w.finish();
   }
   if (hooks.after_shard) hooks.after_shard();
-  // Every rank's (writes, tp rank, shard dp, header CRC-32 in two exact 16-bit halves) to
-  // everyone; the all-gather is also the point where every shard is on disk.
-  constexpr int kFields = 5;
+  // Every rank's (writes, tp rank, pp rank, shard dp, header CRC-32 in two exact 16-bit halves)
+  // to everyone; the all-gather is also the point where every shard is on disk.
+  constexpr int kFields = 6;
   const int ranks = t.topology() != nullptr ? t.topology()->world_size() : 1;
   const int me = t.topology() != nullptr ? t.topology()->rank() : 0;
   std::vector<float> written(static_cast<size_t>(ranks * kFields));
-  const float mine[kFields] = {id.writes ? 1.0f : 0.0f, static_cast<float>(id.tp_rank),
-                               static_cast<float>(id.shard_dp), static_cast<float>(crc >> 16),
-                               static_cast<float>(crc & 0xffffu)};
+  const float mine[kFields] = {id.writes ? 1.0f : 0.0f,        static_cast<float>(id.tp_rank),
+                               static_cast<float>(id.pp_rank), static_cast<float>(id.shard_dp),
+                               static_cast<float>(crc >> 16),  static_cast<float>(crc & 0xffffu)};
   std::copy(mine, mine + kFields, written.begin() + me * kFields);
   if (t.topology() != nullptr)
     t.topology()->host_world().all_gather(Tensor(written.data(), {ranks * kFields}, DType::F32));
@@ -226,6 +243,8 @@ std::string save_checkpoint(const std::string& dir, Trainer& t, const SaveHooks&
     meta["consumed_valid_samples"] = loop.consumed_valid;
     meta["model"] = model_to_json(t.config());
     meta["layout"] = {{"tensor_model_parallel_size", id.tp},
+                      {"pipeline_model_parallel_size", id.pp},
+                      {"virtual_pipeline_model_parallel_size", layout.chunks},
                       {"data_parallel_size", id.dp},
                       {"zero_stage", t.optimizer().stage()},
                       {"precision", std::string(dtype_name(t.optimizer().working_dtype()))}};
@@ -242,13 +261,17 @@ std::string save_checkpoint(const std::string& dir, Trainer& t, const SaveHooks&
     meta["seed"] = t.options().seed;
     // What the numbers depend on besides the states: a resumed run is told what it changed.
     meta["settings"] = training_settings(t.options(), global_batch(t, id));
+    std::vector<uint64_t> file_bytes;  // by pipeline stage: every file of a stage is as long
+    for (int s = 0; s < id.pp; ++s)
+      file_bytes.push_back(shard_header(layout, saved_stage(layout, s), 0, 0).file_bytes());
     nlohmann::json shards = nlohmann::json::object();
     for (int r = 0; r < ranks; ++r) {
       const float* w = written.data() + r * kFields;
       if (w[0] == 0.0f) continue;
-      shards[shard_file_name(static_cast<int>(w[1]), static_cast<int>(w[2]))] = {
-          {"bytes", header.file_bytes()},
-          {"header_crc32", (static_cast<uint32_t>(w[3]) << 16) | static_cast<uint32_t>(w[4])}};
+      const int pp_rank = static_cast<int>(w[2]);
+      shards[shard_file_name(static_cast<int>(w[1]), static_cast<int>(w[3]), pp_rank, id.pp)] = {
+          {"bytes", file_bytes[static_cast<size_t>(pp_rank)]},
+          {"header_crc32", (static_cast<uint32_t>(w[4]) << 16) | static_cast<uint32_t>(w[5])}};
     }
     meta["shards"] = shards;
     write_file_atomically(tmp_dir, "meta.json", meta.dump(2));
@@ -299,13 +322,15 @@ int load_checkpoint(const std::string& dir, Trainer& t, LoadAccounting* accounti
   ZT_REQUIRE(saved_model == want_model, "checkpoint '{}' holds model {} but this run is {}",
              iter_dir, model_to_json(saved.model()).dump(), model_to_json(t.config()).dump());
   const int stage = t.optimizer().stage();
-  const bool same = saved.tp() == id.tp && saved.dp() == id.dp && saved.stage() == stage &&
+  const bool same = saved.tp() == id.tp && saved.pp() == id.pp &&
+                    saved.chunks() == t.optimizer().layout().pipeline().chunks &&
+                    saved.dp() == id.dp && saved.stage() == stage &&
                     (stage == 0 || saved.partition_unit() == t.options().reduce_bucket_size) &&
                     saved.model().padded_vocab_size == t.config().padded_vocab_size;
   if (same)
-    load_same_layout(saved, t, id);
+    load_same_layout(saved, t, id, iter_dir);
   else
-    load_reshaped(saved, t, iter_dir);
+    load_runs(saved, t, owned_runs(t), iter_dir);
   t.optimizer().after_load(int_field(meta, "adam_step", 0, int64_t{1} << 40, where));
   Trainer::LoopState loop;
   loop.iteration = static_cast<int>(int_field(meta, "iteration", 0, (int64_t{1} << 31) - 1, where));

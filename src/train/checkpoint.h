@@ -3,7 +3,9 @@
 // reproducibility record, each shard file's size and header checksum) and one shard file per
 // rank that owns model states (its fp32 master parameters and Adam moments, checksummed per
 // block: checkpoint_shard.h; working parameters are re-derived). DIR/latest names the newest
-// complete iteration.
+// complete iteration. With a pipeline every stage's ranks write their stage's files; parameter
+// names are global, and the tied word embedding is saved once, as the first stage's (the last
+// stage's copy is equal and loads from it: checkpoint_map.h SavedStage).
 //
 // Atomic: every rank writes into iter_NNNNNNN.tmp/ and fsyncs; only when all have finished does
 // rank 0 write meta.json and publish it (checkpoint_dir.h: a crash at any point leaves `latest`
@@ -28,7 +30,7 @@ struct SaveHooks {
 // Collective over the world. Returns the iteration directory written.
 std::string save_checkpoint(const std::string& dir, Trainer& trainer, const SaveHooks& hooks = {});
 // Collective over the world. Loads DIR/latest into `trainer`. Under the saved layout each rank
-// reads its own shard file straight into its states; under another (tp, dp, zero stage) each
+// reads its own shard file straight into its states; under another (tp, pp, dp, zero stage) each
 // rank reads, for each run of elements it owns, only the byte ranges that hold them (through the
 // saved tensor-parallel map and partition), through a constant-size block cache. `accounting`
 // receives the loader's own count of the host bytes it held beyond the states and the bytes it

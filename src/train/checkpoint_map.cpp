@@ -45,4 +45,34 @@ ShardLocation locate_shard(const Partition& part, int64_t layout_offset) {
           std::min(u.part_len - within % u.part_len, u.real_len - within)};
 }
 
+SavedStage saved_stage(const SavedLayout& s, int pp_rank) {
+  SavedStage st;
+  st.layout = ParamLayout::gpt(s.model, s.tp, 0, PipelinePart{s.pp, pp_rank, s.chunks});
+  const int head = st.layout.head_block();
+  if (s.stage > 0) {
+    st.part.emplace(st.layout, s.dp, 0, s.partition_unit);
+    st.section =
+        head < 0
+            ? st.part->shard_numel()
+            : st.part->units()[static_cast<size_t>(st.part->block_units(head).first)].shard_offset;
+  } else {
+    st.section = head < 0 ? st.layout.numel() : st.layout.blocks()[static_cast<size_t>(head)].begin;
+  }
+  return st;
+}
+
+ShardHeader shard_header(const SavedLayout& s, const SavedStage& st, int tp_rank, int dp_rank) {
+  ShardHeader h;
+  h.tp_rank = tp_rank;
+  h.dp_rank = dp_rank;
+  h.tp = s.tp;
+  h.dp = s.dp;
+  h.zero_stage = s.stage;
+  h.iteration = s.iteration;
+  h.partition_unit = s.partition_unit;
+  h.layout_numel = st.layout.numel();
+  h.shard_numel = st.section;
+  return h;
+}
+
 }  // namespace zt

@@ -5,8 +5,11 @@
 // element, and where in it). A reshaping load and the export walk a tensor in runs: stretches
 // that are contiguous on both sides, so each becomes one ranged read.
 #include <cstdint>
+#include <optional>
 
 #include "src/model/param_layout.h"
+#include "src/train/checkpoint_meta.h"
+#include "src/train/checkpoint_shard.h"
 #include "src/zero/partition.h"
 
 namespace zt {
@@ -31,5 +34,20 @@ struct ShardLocation {
 // Where layout element `layout_offset` of a layout partitioned as `part` (any dp rank's
 // Partition of it: the units are the same on every rank) is kept.
 ShardLocation locate_shard(const Partition& part, int64_t layout_offset);
+
+// What the shard files of one pipeline stage of a saved layout hold. The last stage's copy of
+// the tied word embedding (its "head" block, pp > 1) is not saved: it equals the first stage's
+// "embedding.word" (same initialisation, gradients summed every step), which is the one stored
+// and the one every copy loads from. The head is the stage layout's last block, so its partition
+// units are the last of every shard: a file holds each state's prefix before them.
+struct SavedStage {
+  ParamLayout layout;             // tensor-parallel rank 0's layout of the stage
+  std::optional<Partition> part;  // ZeRO stages 1-3: its partition (dp rank 0's; the units are
+                                  // the same on every rank)
+  int64_t section = 0;            // elements of each state section of the stage's files
+};
+SavedStage saved_stage(const SavedLayout& s, int pp_rank);
+// The header of the shard file of (tp_rank, dp_rank) of stage `st` of `s`.
+ShardHeader shard_header(const SavedLayout& s, const SavedStage& st, int tp_rank, int dp_rank);
 
 }  // namespace zt

@@ -92,6 +92,14 @@ SavedLayout saved_layout(const nlohmann::json& meta, const std::string& where) {
   s.tp = static_cast<int>(int_field(lay, "tensor_model_parallel_size", 1, 4096, where));
   s.dp = static_cast<int>(int_field(lay, "data_parallel_size", 1, 1 << 20, where));
   s.stage = static_cast<int>(int_field(lay, "zero_stage", 0, 3, where));
+  auto optional_size = [&](const char* key) {
+    return lay.contains(key) ? static_cast<int>(int_field(lay, key, 1, kMaxLayers, where)) : 1;
+  };
+  s.pp = optional_size("pipeline_model_parallel_size");
+  s.chunks = optional_size("virtual_pipeline_model_parallel_size");
+  ZT_REQUIRE(s.model.num_layers % (int64_t{s.pp} * s.chunks) == 0,
+             "'{}': {} layers do not divide into {} pipeline stages x {} model chunks", where,
+             s.model.num_layers, s.pp, s.chunks);
   s.iteration = int_field(meta, "iteration", 0, int64_t{1} << 40, where);
   s.partition_unit = int_field(meta, "partition_unit_elems", 1, int64_t{1} << 40, where);
   return s;

@@ -20,6 +20,9 @@ nlohmann::json parse_meta_json(std::string_view text, const std::string& where);
 struct SavedLayout {
   GptConfig model;
   int tp = 1, dp = 1, stage = 0;
+  // Pipeline stages and model chunks per stage (layout fields pipeline_model_parallel_size and
+  // virtual_pipeline_model_parallel_size, Megatron's names; absent before pipelines: 1).
+  int pp = 1, chunks = 1;
   int64_t iteration = 0, partition_unit = 1;
 };
 // The model and layout of `meta` (file `where`), checked.

@@ -1,6 +1,7 @@
 #pragma once
 // A saved checkpoint, read in pieces: any element range of any full (unsharded) tensor, found
-// through the saved layout's tensor-parallel map and partition without assembling anything, and
+// by name in the pipeline stage that holds it and through that stage's tensor-parallel map and
+// partition without assembling anything, and
 // read from the shard files that hold it through one constant-size block cache. A reshaping
 // load, the export and the same-layout load all read through here, so host memory during a read
 // is the destination plus BlockCache::kSlots blocks, whatever the model size.
@@ -9,14 +10,24 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "src/model/gpt_config.h"
 #include "src/model/param_layout.h"
+#include "src/train/checkpoint_map.h"
+#include "src/train/checkpoint_meta.h"
 #include "src/train/checkpoint_shard.h"
-#include "src/zero/partition.h"
 
 namespace zt {
+
+// A tensor of the saved model: its spec under the saved layout (tensor-parallel rank 0's) and
+// the pipeline stage whose files hold it.
+struct SavedTensor {
+  const ParamSpec* spec = nullptr;
+  int stage = 0;
+};
 
 class SavedCheckpoint {
  public:
@@ -24,34 +35,41 @@ class SavedCheckpoint {
   // files are opened, and their headers checked, on first use.
   SavedCheckpoint(const std::string& iter_dir, const nlohmann::json& meta);
 
-  const GptConfig& model() const { return model_; }
-  int tp() const { return tp_; }
-  int dp() const { return dp_; }
-  int stage() const { return stage_; }
-  int64_t partition_unit() const { return unit_; }
-  const ParamLayout& layout() const { return layout_; }  // tensor-parallel rank 0's
-  // Elements [f, f + n) of the full tensor `p` (this checkpoint's spec of it), state k (0 master,
-  // 1 Adam m, 2 Adam v), into host memory.
-  void read_full(const ParamSpec& p, int k, int64_t f, int64_t n, float* dst);
-  // Elements [first, first + n) of the shard file of (tp_rank, dp_rank), section k: the
+  const GptConfig& model() const { return saved_.model; }
+  int tp() const { return saved_.tp; }
+  int dp() const { return saved_.dp; }
+  int pp() const { return saved_.pp; }
+  int chunks() const { return saved_.chunks; }
+  int stage() const { return saved_.stage; }
+  int64_t partition_unit() const { return saved_.partition_unit; }
+  // The saved tensor of that (global) name, or null. Each is saved once: "embedding.word" is
+  // the first pipeline stage's, which the last stage's tied copy loads from too.
+  const SavedTensor* find(const std::string& name) const;
+  // Elements of each state section of pipeline stage `pp_rank`'s shard files.
+  int64_t section_numel(int pp_rank) const;
+  // Elements [f, f + n) of the full tensor `t`, state k (0 master, 1 Adam m, 2 Adam v), into
+  // host memory.
+  void read_full(const SavedTensor& t, int k, int64_t f, int64_t n, float* dst);
+  // Elements [first, first + n) of the shard file of (tp_rank, pp_rank, dp_rank), section k: the
   // same-layout load, straight into place.
-  void read_shard(int tp_rank, int dp_rank, int k, int64_t first, int64_t n, float* dst);
+  void read_shard(int tp_rank, int pp_rank, int dp_rank, int k, int64_t first, int64_t n,
+                  float* dst);
   const LoadAccounting& accounting() const { return acct_; }
 
  private:
-  const ShardReader& reader(int tp_rank, int dp_rank);
+  const ShardReader& reader(int tp_rank, int pp_rank, int dp_rank);
   std::string dir_;
   nlohmann::json shards_;
-  GptConfig model_;
-  int tp_ = 1, dp_ = 1, stage_ = 0;
-  int64_t iteration_ = 0, unit_ = 0;
-  ParamLayout layout_;
-  std::optional<Partition> part_;  // stages 1-3: the saved partition (the same on every rank)
+  SavedLayout saved_;
+  std::vector<SavedStage> stages_;  // by pipeline rank
+  std::map<std::string, SavedTensor> tensors_;
   LoadAccounting acct_;
   BlockCache cache_{acct_};
-  std::map<std::pair<int, int>, std::unique_ptr<ShardReader>> readers_;
+  std::map<std::tuple<int, int, int>, std::unique_ptr<ShardReader>> readers_;
 };
 
-std::string shard_file_name(int tp_rank, int dp_rank);
+// mp_rank_TT_dp_DDD.bin; with a pipeline (pp > 1) mp_rank_TT_PPP_dp_DDD.bin (Megatron's
+// mp_rank_TT_PPP directories, flattened).
+std::string shard_file_name(int tp_rank, int dp_rank, int pp_rank = 0, int pp = 1);
 
 }  // namespace zt

@@ -96,20 +96,21 @@ void write_checkpoint(const std::string& dir, const GptConfig& model, const Chec
   fs::create_directories(tmp);
   nlohmann::json shards = nlohmann::json::object();
   const int files_dp = lay.stage == 0 ? 1 : lay.dp;
+  SavedLayout saved;
+  saved.model = model;
+  saved.tp = lay.tp;
+  saved.dp = lay.dp;
+  saved.stage = lay.stage;
+  saved.partition_unit = lay.partition_unit;
+  const SavedStage stage = saved_stage(saved, 0);
   for (int r = 0; r < lay.tp; ++r) {
     const ParamLayout L = ParamLayout::gpt(model, lay.tp, r);
     for (int d = 0; d < files_dp; ++d) {
       int64_t shard_numel = 0;
       const std::vector<Run> runs = shard_runs(L, lay, d, shard_numel);
-      ShardHeader h;
-      h.tp_rank = r;
-      h.dp_rank = d;
-      h.tp = lay.tp;
-      h.dp = lay.dp;
-      h.zero_stage = lay.stage;
-      h.partition_unit = lay.partition_unit;
-      h.layout_numel = L.numel();
-      h.shard_numel = shard_numel;
+      const ShardHeader h = shard_header(saved, stage, r, d);
+      ZT_CHECK(h.shard_numel == shard_numel, "import: shard of {} elements, its header says {}",
+               shard_numel, h.shard_numel);
       const std::string name = shard_file_name(r, d);
       ShardWriter w((tmp / name).string(), h);
       write_master(w, runs, shard_numel, model, source);

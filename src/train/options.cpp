@@ -483,8 +483,6 @@ void validate_pipeline_options(const O& o, int micro_batches) {
              "--zero-stage {} with --pipeline-model-parallel-size {} is not supported: stages 2 "
              "and 3 reduce gradients every micro-batch ({} per step here), use --zero-stage 1",
              o.zero_stage, P, micro_batches);
-  ZT_REQUIRE(o.save.empty() && o.load.empty(),
-             "--save and --load with --pipeline-model-parallel-size {} are not supported yet", P);
   pipeline::validate({P, micro_batches, model_chunks(o)});
 }
 

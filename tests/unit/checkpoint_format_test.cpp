@@ -74,6 +74,53 @@ TEST(CheckpointMap, LocateShardInvertsThePartition) {
   }
 }
 
+// A stage's files hold every element of its shard except the last stage's tied head copy: under
+// every dp rank and partition unit, each non-head segment lies below the saved section and each
+// head segment at or above it (the head's units are the last of every shard).
+TEST(CheckpointMap, SavedStageLeavesOutOnlyTheTiedHeadCopy) {
+  for (int pp : {1, 2}) {
+    for (int stage : {0, 1}) {
+      for (int dp : {1, 2, 4}) {
+        for (int64_t unit : {48, 1000, 1 << 20}) {
+          SavedLayout s;
+          s.model = tiny();
+          s.tp = 2;
+          s.dp = dp;
+          s.pp = pp;
+          s.stage = stage;
+          s.partition_unit = unit;
+          for (int r = 0; r < pp; ++r) {
+            const SavedStage st = saved_stage(s, r);
+            const ParamLayout& L = st.layout;
+            const int head = L.head_block();
+            EXPECT_EQ(head >= 0, pp > 1 && r == pp - 1);
+            const int64_t word = head < 0 ? 0 : L.blocks()[static_cast<size_t>(head)].numel();
+            if (stage == 0) {
+              EXPECT_EQ(st.section, L.numel() - word);
+              EXPECT_EQ(shard_header(s, st, 1, 0).shard_numel, st.section);
+              continue;
+            }
+            int64_t head_elems = 0;
+            for (int d = 0; d < dp; ++d) {
+              const Partition part(L, dp, d, unit);
+              for (const ShardSegment& g : part.segments()) {
+                if (L.params()[static_cast<size_t>(g.param)].block == head) {
+                  EXPECT_GE(g.shard_offset, st.section);
+                  head_elems += g.len;
+                } else {
+                  EXPECT_LE(g.shard_offset + g.len, st.section);
+                }
+              }
+              EXPECT_EQ(shard_header(s, st, 1, d).shard_numel, st.section);
+            }
+            EXPECT_EQ(head_elems, word);
+          }
+        }
+      }
+    }
+  }
+}
+
 // The standard check value, and every split of a longer buffer (the 8-byte steps and the tail).
 TEST(CheckpointShard, Crc32IsTheStandardOne) {
   EXPECT_EQ(crc32("123456789", 9), 0xCBF43926u);
@@ -163,7 +210,19 @@ TEST(CheckpointMeta, FieldsOfTheWrongTypeOrRangeAreRefused) {
       {"layout",
        {{"tensor_model_parallel_size", 2}, {"data_parallel_size", 2}, {"zero_stage", 3}}}};
   EXPECT_EQ(saved_layout(meta, "m").tp, 2);
+  EXPECT_EQ(saved_layout(meta, "m").pp, 1);  // absent: written before pipelines
+  {
+    nlohmann::json pp = meta;
+    pp["layout"]["pipeline_model_parallel_size"] = 2;
+    pp["layout"]["virtual_pipeline_model_parallel_size"] = 1;
+    EXPECT_EQ(saved_layout(pp, "m").pp, 2);
+  }
   for (auto [path, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"/layout/pipeline_model_parallel_size", 0},
+           {"/layout/pipeline_model_parallel_size", 3},  // 2 layers do not divide over 3 stages
+           {"/layout/pipeline_model_parallel_size", "2"},
+           {"/layout/virtual_pipeline_model_parallel_size", 4},
+           {"/layout/virtual_pipeline_model_parallel_size", -1},
            {"/iteration", "3"},
            {"/iteration", -1},
            {"/layout/zero_stage", 4},
