@@ -72,6 +72,9 @@ ShardHeader shard_header(const SavedLayout& s, const SavedStage& st, int tp_rank
   h.partition_unit = s.partition_unit;
   h.layout_numel = st.layout.numel();
   h.shard_numel = st.section;
+  h.pp_rank = st.layout.pipeline().rank;
+  h.pp = s.pp;
+  h.chunks = s.chunks;
   return h;
 }
 

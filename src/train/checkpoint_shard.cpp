@@ -1,7 +1,6 @@
 #include "src/train/checkpoint_shard.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 
 #include "src/core/error.h"
@@ -12,38 +11,46 @@ namespace {
 constexpr char kMagic[8] = {'Z', 'T', 'C', 'K', 'P', 'T', '0', '3'};
 constexpr uint64_t kPage = 4096;
 
-std::array<uint64_t, ShardHeader::kFixedWords> fixed_words(const ShardHeader& h) {
+std::vector<uint64_t> fixed_words(const ShardHeader& h) {
   uint64_t magic = 0;
   std::memcpy(&magic, kMagic, 8);
   auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-  return {magic,
-          ShardHeader::kVersion,
-          h.header_bytes(),
-          u(h.tp_rank),
-          u(h.dp_rank),
-          u(h.tp),
-          u(h.dp),
-          u(h.zero_stage),
-          u(h.iteration),
-          u(h.partition_unit),
-          u(h.layout_numel),
-          u(h.shard_numel),
-          ShardHeader::kTensors,
-          ShardHeader::kBlockBytes};
+  std::vector<uint64_t> words = {magic,
+                                 h.version(),
+                                 h.header_bytes(),
+                                 u(h.tp_rank),
+                                 u(h.dp_rank),
+                                 u(h.tp),
+                                 u(h.dp),
+                                 u(h.zero_stage),
+                                 u(h.iteration),
+                                 u(h.partition_unit),
+                                 u(h.layout_numel),
+                                 u(h.shard_numel),
+                                 ShardHeader::kTensors,
+                                 ShardHeader::kBlockBytes};
+  if (h.pipeline()) words.insert(words.end(), {u(h.pp_rank), u(h.pp), u(h.chunks)});
+  return words;
+}
+
+// "pp rank R of P, C chunks, " of a header's words (nothing for a file without a pipeline).
+std::string pipeline_words(const std::vector<uint64_t>& w) {
+  const size_t i = ShardHeader::kFixedWords;
+  return w.size() > i ? fmt::format("pp rank {} of {}, {} chunks, ", w[i], w[i + 1], w[i + 2]) : "";
 }
 
 std::vector<char> encode(const ShardHeader& h, const std::vector<uint32_t>& crcs) {
   std::vector<char> out(h.header_bytes(), 0);
   const auto words = fixed_words(h);
-  std::memcpy(out.data(), words.data(), sizeof words);
-  std::memcpy(out.data() + sizeof words, crcs.data(), crcs.size() * 4);
+  std::memcpy(out.data(), words.data(), words.size() * 8);
+  std::memcpy(out.data() + words.size() * 8, crcs.data(), crcs.size() * 4);
   return out;
 }
 
 }  // namespace
 
 uint64_t ShardHeader::header_bytes() const {
-  const uint64_t raw = kFixedWords * 8 + kTensors * blocks_per_section() * 4;
+  const uint64_t raw = fixed_words() * 8 + kTensors * blocks_per_section() * 4;
   return (raw + kPage - 1) / kPage * kPage;
 }
 
@@ -98,20 +105,26 @@ ShardReader::ShardReader(const std::filesystem::path& dir, const std::string& na
   fd_.pread(header.data(), header.size(), 0);
   acct_.bytes_read += header.size();
   const auto want = fixed_words(expected);
-  std::array<uint64_t, ShardHeader::kFixedWords> got{};
-  std::memcpy(got.data(), header.data(), sizeof got);
+  // As many words as the file's own version has (the header is at least a page), so a stage's
+  // file read as another layout's is described as what it is.
+  std::vector<uint64_t> got(ShardHeader::kFixedWords);
+  std::memcpy(got.data(), header.data(), got.size() * 8);
+  if (got[1] == 4) {
+    got.resize(ShardHeader::kFixedWords + ShardHeader::kStageWords);
+    std::memcpy(got.data(), header.data(), got.size() * 8);
+  }
   ZT_REQUIRE(std::memcmp(got.data(), want.data(), 8) == 0, "'{}' is not a zerotron shard", path);
   ZT_REQUIRE(got == want,
-             "checkpoint shard '{}' does not match meta.json: it holds tp rank {} of {}, dp rank "
-             "{} of {}, stage {}, iteration {}, {} elements; expected tp rank {} of {}, dp rank "
-             "{} of {}, stage {}, iteration {}, {} elements",
-             path, got[3], got[5], got[4], got[6], got[7], got[8], got[11], want[3], want[5],
-             want[4], want[6], want[7], want[8], want[11]);
+             "checkpoint shard '{}' does not match meta.json: it holds {}tp rank {} of {}, dp "
+             "rank {} of {}, stage {}, iteration {}, {} elements; expected {}tp rank {} of {}, dp "
+             "rank {} of {}, stage {}, iteration {}, {} elements",
+             path, pipeline_words(got), got[3], got[5], got[4], got[6], got[7], got[8], got[11],
+             pipeline_words(want), want[3], want[5], want[4], want[6], want[7], want[8], want[11]);
   ZT_REQUIRE(crc32(header.data(), header.size()) == header_crc,
              "checkpoint shard '{}' is corrupt: its header's CRC-32 does not match meta.json",
              path);
   crcs_.resize(ShardHeader::kTensors * h_.blocks_per_section());
-  std::memcpy(crcs_.data(), header.data() + sizeof got, crcs_.size() * 4);
+  std::memcpy(crcs_.data(), header.data() + got.size() * 8, crcs_.size() * 4);
   acct_.add(crcs_.capacity() * 4);
 }
 

@@ -4,6 +4,7 @@
 //
 //   u64[14]  magic "ZTCKPT03", version 3, header bytes, tp rank, dp rank, tp, dp, zero stage,
 //            iteration, partition unit, layout numel, shard numel, tensors (3), block bytes
+//   u64[3]   a pipeline stage's file only (pp > 1, version 4): pp rank, pp, model chunks
 //   u32[]    CRC-32 of every block (1 MiB) of every section, section by section
 //   zeros    up to header bytes (a multiple of 4096)
 //   f32[]    section 0, 1, 2
@@ -21,12 +22,18 @@
 namespace zt {
 
 struct ShardHeader {
-  static constexpr uint64_t kVersion = 3;
   static constexpr int kTensors = 3;  // master, Adam m, Adam v
   static constexpr uint64_t kBlockBytes = uint64_t{1} << 20;
-  static constexpr size_t kFixedWords = 14;
   int64_t tp_rank = 0, dp_rank = 0, tp = 1, dp = 1, zero_stage = 0, iteration = 0;
   int64_t partition_unit = 0, layout_numel = 0, shard_numel = 0;
+  // The pipeline stage, recorded (version 4) only where there is a pipeline, so the files of
+  // runs without one are those of before pipelines.
+  int64_t pp_rank = 0, pp = 1, chunks = 1;
+
+  bool pipeline() const { return pp != 1 || chunks != 1; }
+  uint64_t version() const { return pipeline() ? 4 : 3; }
+  static constexpr size_t kFixedWords = 14, kStageWords = 3;
+  size_t fixed_words() const { return kFixedWords + (pipeline() ? kStageWords : 0); }
 
   uint64_t section_bytes() const { return static_cast<uint64_t>(shard_numel) * 4; }
   uint64_t blocks_per_section() const { return (section_bytes() + kBlockBytes - 1) / kBlockBytes; }

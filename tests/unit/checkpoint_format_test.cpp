@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <tuple>
 #include <vector>
 
 #include "src/train/checkpoint_map.h"
@@ -198,6 +199,48 @@ TEST(CheckpointShard, AnyRangeReadsBackAndAFlippedBitIsCaught) {
     ADD_FAILURE() << "a corrupt block was read";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("is corrupt"), std::string::npos) << e.what();
+  }
+}
+
+// A pipeline stage's file records its stage (header version 4): read back under its own header,
+// refused under another stage's, another chunk count or no pipeline, with the stage named.
+TEST(CheckpointShard, APipelineStagesHeaderNamesItsStage) {
+  const std::filesystem::path dir = ::testing::TempDir() + "zt_shard_stage";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ShardHeader h;
+  h.pp_rank = 1;
+  h.pp = 2;
+  h.chunks = 2;
+  h.layout_numel = h.shard_numel = 1000;
+  EXPECT_EQ(h.version(), 4u);
+  const std::vector<float> data(3000, 0.25f);
+  ShardWriter w((dir / "s.bin").string(), h);
+  w.append(data.data(), data.size() * 4);
+  const uint32_t crc = w.finish();
+  LoadAccounting acct;
+  {
+    ShardReader r(dir, "s.bin", h, crc, acct);
+    BlockCache cache(acct);
+    std::vector<float> got(1000);
+    r.read(2, 0, 1000, got.data(), cache);
+    EXPECT_EQ(got, std::vector<float>(1000, 0.25f));
+  }
+  for (const auto& [pp_rank, pp, chunks] :
+       std::vector<std::tuple<int, int, int>>{{0, 2, 2}, {1, 2, 1}, {0, 1, 1}}) {
+    ShardHeader other = h;
+    other.pp_rank = pp_rank;
+    other.pp = pp;
+    other.chunks = chunks;
+    try {
+      ShardReader(dir, "s.bin", other, crc, acct);
+      ADD_FAILURE() << "read as pp rank " << pp_rank << " of " << pp << ", " << chunks << " chunks";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("does not match meta.json: it holds pp rank 1 of 2, 2 "
+                                           "chunks"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 
