@@ -3,19 +3,24 @@
 // parallel) -> pp1 (ZeRO 3) -> pp4 (ZeRO 0) -> pp2 interleaved (ZeRO 1) continues with the
 // losses of one rank training uninterrupted (fp32, relative 1e-5), each load within the
 // loader's constant buffer; the two copies of the tied word embedding (first and last stage)
-// agree bitwise, so storing the first stage's alone loses nothing.
+// agree bitwise, so storing the first stage's alone loses nothing; swapped or missing stage
+// files and a wrong pipeline size in meta.json are refused with one line naming the file.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "src/comm/topology.h"
 #include "src/train/checkpoint.h"
 #include "src/train/checkpoint_file.h"
+#include "src/train/checkpoint_reader.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
 
@@ -185,6 +190,75 @@ TEST(CheckpointPipeline, ReshapesAcrossPipelineSizes) {
         "%llu bytes\n",
         names.c_str(), kIters, worst, static_cast<unsigned long long>(peak));
   }
+}
+
+// One rank alone loading into one process (no collectives, so each rank meets its own error):
+// the error, or nothing.
+std::string solo_load_error(const std::string& dir) {
+  MemoryPool local(make_host_allocator());
+  Trainer t(options({1, 1, 1, 0}, kIters), local, nullptr);
+  try {
+    load_checkpoint(dir, t);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Damage rank 0 makes while every rank waits; each rank's load error; the damage undone.
+std::string error_after(const std::function<void()>& damage, const std::function<void()>& undo,
+                        const std::string& dir) {
+  dist::world().barrier();  // no rank still loading the undamaged files
+  if (dist::world().rank() == 0) damage();
+  dist::world().barrier();
+  const std::string e = solo_load_error(dir);
+  dist::world().barrier();
+  if (dist::world().rank() == 0) {
+    std::printf("refused: %s\n", e.c_str());
+    undo();
+  }
+  dist::world().barrier();
+  return e;
+}
+
+TEST(CheckpointPipeline, DamagedStageFilesAreRefused) {
+  const Layout l{1, 2, 1, 1};
+  if (dist::world().size() % 2 != 0) GTEST_SKIP() << "pp 2 needs an even world";
+  const std::string dir = dir_for("damage");
+  {
+    TrainOptions o = options(l, 2);
+    o.save = dir;
+    comm::Topology topo(dist::world(), l.tp, l.pp);
+    Trainer t(o, dist::pool(), &topo);
+    t.run(false);
+  }
+  EXPECT_EQ(solo_load_error(dir), "");  // undamaged, it loads into one process
+  const fs::path it = fs::path(dir) / "iter_0000002";
+  const fs::path first = it / shard_file_name(0, 0, 0, 2), last = it / shard_file_name(0, 0, 1, 2);
+  const fs::path aside = it / "aside";
+  auto swap = [&] {
+    fs::rename(first, aside);
+    fs::rename(last, first);
+    fs::rename(aside, last);
+  };
+  std::string e = error_after(swap, swap, dir);
+  EXPECT_TRUE(e.find(first.string()) != std::string::npos ||
+              e.find(last.string()) != std::string::npos)
+      << "swapped stage files: " << e;
+  e = error_after([&] { fs::rename(last, aside); }, [&] { fs::rename(aside, last); }, dir);
+  EXPECT_NE(e.find(last.filename().string()), std::string::npos) << "missing stage file: " << e;
+  const fs::path meta = it / "meta.json";
+  const fs::path kept = it / "meta.kept";
+  e = error_after(
+      [&] {
+        fs::copy_file(meta, kept);
+        nlohmann::json m = nlohmann::json::parse(std::ifstream(meta));
+        m["layout"]["pipeline_model_parallel_size"] = 4;
+        std::ofstream(meta, std::ios::trunc) << m.dump(2);
+      },
+      [&] { fs::rename(kept, meta); }, dir);
+  EXPECT_NE(e.find("the layout (tp 1, pp 4"), std::string::npos) << "pp 4 in meta.json: " << e;
+  EXPECT_EQ(solo_load_error(dir), "");  // every damage undone
 }
 
 }  // namespace
