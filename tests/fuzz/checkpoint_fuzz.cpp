@@ -20,7 +20,8 @@
 // edits meta.json to match would.
 //
 // The committed seeds (regressions/checkpoint_fuzz/stage0 and stage1) are the two checkpoints,
-// written by this harness:
+// written by this harness (*_pipeline_fields: the same written since meta.json records the
+// pipeline size and model chunks, so mutations reach those fields):
 //   ZT_CHECKPOINT_FUZZ_SEEDS=tests/fuzz/regressions/checkpoint_fuzz
 //   build/bin/checkpoint_fuzz_replay x
 // Run by scripts/fuzz.sh; CTest replays the seeds (fuzz.checkpoint_fuzz).
