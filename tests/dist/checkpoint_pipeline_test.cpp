@@ -1,6 +1,6 @@
-// Checkpoints across pipeline stages: a pp 2 run stopped and resumed as pp 2 gives bitwise the
-// losses of the uninterrupted pp 2 run; a chain of reshapes tp2 x pp2 (ZeRO 1, sequence
-// parallel) -> pp1 (ZeRO 3) -> pp4 (ZeRO 0) -> pp2 interleaved (ZeRO 1) continues with the
+// Checkpoints across pipeline stages: a pp 2 run (tp 1 or 2) stopped and resumed in its layout
+// gives bitwise the losses of the uninterrupted pp 2 run; a chain of reshapes tp2 x pp2 (ZeRO 1,
+// sequence parallel) -> pp1 (ZeRO 3) -> pp4 (ZeRO 0) -> pp2 interleaved (ZeRO 1) continues with the
 // losses of one rank training uninterrupted (fp32, relative 1e-5), each load within the
 // loader's constant buffer; the two copies of the tied word embedding (first and last stage)
 // agree bitwise, so storing the first stage's alone loses nothing; swapped or missing stage
@@ -112,7 +112,7 @@ void expect_tied_copies_agree(Trainer& t, comm::Topology& topo) {
 }
 
 TEST(CheckpointPipeline, SameLayoutResumeIsBitwise) {
-  for (const Layout& l : {Layout{1, 2, 1, 1}, Layout{1, 2, 2, 0}}) {
+  for (const Layout& l : {Layout{1, 2, 1, 1}, Layout{1, 2, 2, 0}, Layout{2, 2, 1, 1, true}}) {
     if (dist::world().size() % (l.tp * l.pp) != 0) continue;
     std::vector<double> full;
     {
