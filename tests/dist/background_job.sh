@@ -18,3 +18,9 @@ cleanup() {
 trap cleanup EXIT
 losses() { grep -o '"lm_loss":[^,]*' "$1" | cut -d: -f2; }
 fail() { echo "FAIL: $*"; exit 1; }
+# A command that fails under `set -e` ends the test silently; name it, with what the job printed.
+on_error() {
+  echo "FAIL: $(basename "$0") $case: line $1 exited $2"
+  for f in "$work"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }; done
+}
+trap 'on_error $LINENO $?' ERR

@@ -33,9 +33,9 @@ sigterm)
   job=$!
   # Up to 5 minutes for five steps: a loaded 2-core CI machine can take more than one.
   for _ in $(seq 3000); do [ "$(losses "$work/stopped.jsonl" 2>/dev/null | wc -l)" -ge 5 ] && break; sleep 0.1; done
-  target=$(rank_pid "$job" 1)
+  target=$(rank_pid "$job" 1) || true
   [ -n "$target" ] || fail "rank 1 not found"
-  kill -TERM "$target"
+  kill -TERM "$target" || fail "rank 1 (pid $target) could not be signalled"
   rc=0
   wait "$job" || rc=$?
   job=
