@@ -1,6 +1,7 @@
 #include "src/pipeline/stage_runner.h"
 
 #include <chrono>
+#include <thread>
 
 #include "src/core/error.h"
 
@@ -162,6 +163,9 @@ void StageRunner::run_step(const std::vector<Step>& steps, size_t i, const SendP
   } else {
     model_.chunk_backward(chunk, dout, out, params, acts_, (*seeds)(m));
   }
+  if (const double d = delay_ms_[forward ? 0 : 1]; d > 0)
+    std::this_thread::sleep_until(t0 +
+                                  std::chrono::duration<double, std::milli>(d / shape_.chunks));
   r.busy_ms += ms_since(t0);
   if (sends)
     sends_[i].handle = forward ? pp_.send_async(rows(out), next, tag(m, vs, false))

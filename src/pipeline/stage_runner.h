@@ -49,6 +49,14 @@ class StageRunner {
   // Forward passes only (dropout off), micro-batches in order.
   Result evaluate(ParamSource& params, const LoadBatch& load);
 
+  // Adds this much time to every forward / backward step of a micro-batch through the whole
+  // stage (split over its chunks), as if it computed that long: the bubble tests give every
+  // stage the same, known step time, which the model's own compute on shared cores is not.
+  void set_step_delay_ms(double forward, double backward) {
+    delay_ms_[0] = forward;
+    delay_ms_[1] = backward;
+  }
+
   const ScheduleShape& shape() const { return shape_; }
   int stage() const { return stage_; }
 
@@ -99,6 +107,7 @@ class StageRunner {
   std::vector<Ref> send_buffers_;  // [Nl, C] each
   std::vector<int> free_buffers_;
   std::vector<Send> sends_;  // by step index of the running list
+  double delay_ms_[2] = {0, 0};
 };
 
 }  // namespace zt::pipeline

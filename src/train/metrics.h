@@ -34,8 +34,9 @@ struct StepMetrics {
   uint64_t comm_bytes_dp = 0, comm_bytes_tp = 0, comm_bytes_pp = 0;
   double comm_hidden_fraction = 0;  // of data-parallel gradient communication, behind backward
   double comm_exposed_ms = 0;       // time the step waited for it after backward
-  // Pipeline parallelism: the share of the schedule's time a stage spent waiting on its
-  // neighbours (receives, joining sends), the mean over ranks; 0 without a pipeline.
+  // Pipeline parallelism: the share of the schedule's span the stages spent not computing (1 -
+  // mean stage compute time / the longest stage's schedule time: pipeline::simulate's bubble
+  // fraction, measured); 0 without a pipeline.
   double pipeline_bubble = 0;
 };
 

@@ -277,7 +277,7 @@ StepMetrics Trainer::train_step() {
   auto* tokens = static_cast<int32_t*>(batch_.data());
   int32_t* targets = tokens + mb * T;
   optimizer_->zero_grad();
-  double loss = 0, bubble = 0;
+  double loss = 0, busy_ms = 0, schedule_ms = 0;
   const int64_t base = int64_t{iteration_} * global_batch_;
   if (pipeline_) {
     optimizer_->begin_microbatch(true);  // reduced at the step (overlap is off with a pipeline)
@@ -294,7 +294,8 @@ StepMetrics Trainer::train_step() {
     maybe_inject_fault();
     optimizer_->tie_grads();
     loss = r.loss;
-    bubble = r.total_ms > 0 ? r.wait_ms / r.total_ms : 0;
+    busy_ms = r.busy_ms;
+    schedule_ms = r.total_ms;
   }
   for (int m = 0; !pipeline_ && m < accumulation_; ++m) {
     const int64_t first = first_sample(base, m);
@@ -327,12 +328,15 @@ StepMetrics Trainer::train_step() {
   }
   // Every data-parallel rank saw different samples: the step's loss is their mean.
   if (reducer_) {
-    double l[2] = {loss, bubble};
+    double l[2] = {loss, busy_ms};
     reducer_->mean(l);
     loss = l[0];
-    bubble = l[1];
+    busy_ms = l[1];
+    if (pipeline_) reducer_->max(std::span<double>(&schedule_ms, 1));
   }
-  m.pipeline_bubble = bubble;
+  // The pipeline's idle share as pipeline::simulate defines it: 1 - Σ stage compute / (P ·
+  // the schedule's span), the span the longest stage's (every stage starts the step together).
+  m.pipeline_bubble = schedule_ms > 0 ? 1.0 - busy_ms / schedule_ms : 0;
   m.lm_loss = loss;
   m.grad_norm = r.grad_norm;
   m.loss_scale = scale;

@@ -52,6 +52,8 @@ class Trainer {
 
   ZeroOptimizer& optimizer() { return *optimizer_; }
   Gpt& model() { return *model_; }
+  // The pipeline stage's runner; null without a pipeline.
+  pipeline::StageRunner* pipeline_runner() { return pipeline_.get(); }
   const TrainOptions& options() const { return o_; }
   const GptConfig& config() const { return config_; }
   comm::Topology* topology() const { return topo_; }
