@@ -12,9 +12,6 @@
 //       Reduce        CUB DeviceReduce temp storage + partial results (sum_squares,
 //                     has_inf_or_nan)
 //       Embedding     4 * B*T int32 keys/values + CUB radix-sort temp (embedding_backward)
-//       Attention     B*NH*T*T floats, only for attention_forward with dropout and no caller
-//                     scratch
-//       AdamW         the AdamWTensor descriptors when adamw_multi is handed a host array
 //       ColumnReduce  ceil(N/256) * K * C floats of per-chunk column partials (db of
 //                     linear_backward: K = 1; dw and db of layernorm_backward: K = 2)
 //     They reach their size in the first step; the planner does not count them yet
@@ -97,7 +94,7 @@ LtPlan& lt_plan_insert(const LtPlanKey& key, LtPlan&& plan);
 // Number of cached plans on the current device (tests).
 size_t lt_plan_count();
 
-enum class Scratch { Reduce, Embedding, Attention, AdamW, ColumnReduce };
+enum class Scratch { Reduce, Embedding, ColumnReduce };
 // At least `bytes` of device memory (256-byte aligned) reserved for `purpose` on `stream`; the
 // contents are undefined. Valid until the next call with the same purpose and stream.
 void* scratch(Scratch purpose, size_t bytes, cudaStream_t stream);
