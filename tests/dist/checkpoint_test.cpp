@@ -13,26 +13,17 @@
 #include "src/train/checkpoint.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/dist/train_testing.h"
 
 namespace zt {
 namespace {
 namespace fs = std::filesystem;
 
 TrainOptions small(int stage, bool bf16, int tp) {
-  TrainOptions o;
-  o.num_layers = 2;
-  o.hidden_size = 32;
-  o.num_attention_heads = 4;
-  o.seq_length = 16;
-  o.vocab_size = 50;
-  o.make_vocab_size_divisible_by = 16;
-  o.micro_batch_size = 1;
+  TrainOptions o = dist::small_gpt(0.1, 6);  // Megatron's default dropout
   o.global_batch_size = 2 * dist::world().size() / tp;
-  o.train_iters = 6;
   o.lr_decay_iters = 6;
   o.lr_warmup_iters = 2;
-  o.lr = 3e-3;
-  o.mock_data = true;
   o.zero_stage = stage;
   o.bf16 = bf16;
   o.tensor_model_parallel_size = tp;
