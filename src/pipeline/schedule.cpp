@@ -166,7 +166,15 @@ SimResult simulate(const ScheduleShape& s, const Timing& t) {
   std::vector<double> free_at(static_cast<size_t>(P), 0);
   SimResult r;
   r.busy.assign(static_cast<size_t>(P), 0);
-  const double fwd = t.forward / s.chunks, bwd = t.backward / s.chunks;
+  ZT_CHECK(t.stage_forward.empty() || (t.stage_forward.size() == static_cast<size_t>(P) &&
+                                       t.stage_backward.size() == static_cast<size_t>(P)),
+           "per-stage times for {} stages", P);
+  auto duration = [&](size_t stage, Step::Kind kind) {
+    const bool f = kind == Step::Forward;
+    const double whole = t.stage_forward.empty() ? (f ? t.forward : t.backward)
+                                                 : (f ? t.stage_forward : t.stage_backward)[stage];
+    return whole / s.chunks;
+  };
   for (bool progress = true; progress;) {
     progress = false;
     for (int st = 0; st < P; ++st) {
@@ -190,7 +198,7 @@ SimResult simulate(const ScheduleShape& s, const Timing& t) {
             ready = later + t.transfer;
           }
         }
-        const double dur = step.kind == Step::Forward ? fwd : bwd;
+        const double dur = duration(u, step.kind);
         const double start = std::max(free_at[u], ready);
         free_at[u] = start + dur;
         at(step.kind, step.micro_batch, vs) = free_at[u];

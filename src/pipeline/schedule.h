@@ -75,6 +75,9 @@ struct Timing {
   double forward = 1;   // seconds for one micro-batch through one whole stage (all its chunks)
   double backward = 2;  // the same for backward
   double transfer = 0;  // latency of one activation / gradient hand-over between stages
+  // Per stage (P entries) where the stages differ (the first holds the embedding, the last the
+  // head and the loss); empty: every stage takes forward / backward.
+  std::vector<double> stage_forward, stage_backward;
 };
 
 struct SimResult {

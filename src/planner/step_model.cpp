@@ -248,18 +248,20 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
     r.step_ms = r.forward_ms + r.recompute_ms + r.backward_ms + r.optimizer_ms + r.tp_comm_ms +
                 r.dp_exposed_ms + r.offload_ms;
   } else {
-    // The schedule against its data dependencies (pipeline::simulate) with the slowest stage's
-    // time per micro-batch: its compute plus its tensor-parallel time, split between forward
-    // and backward in proportion to the compute; each hand-over one [Nl, C] message over the
+    // The schedule against its data dependencies (pipeline::simulate) with each stage's time
+    // per micro-batch: its compute plus its tensor-parallel time, split between forward and
+    // backward in proportion to the compute; each hand-over one [Nl, C] message over the
     // pipeline group (stages are tp·dp ranks apart). The data-parallel reduction waits for the
     // schedule (the trainer turns overlap off with a pipeline), after the tied embedding's
     // all-reduce between the first and the last stage.
-    const double tp_mb = w.tp_ms / a;
-    const double work = w.compute.fwd + w.compute.rec + w.compute.bwd;
     pipeline::Timing t;
-    t.forward = w.compute.fwd + (work > 0 ? tp_mb * w.compute.fwd / work : 0);
-    t.backward = w.compute.rec + w.compute.bwd +
-                 (work > 0 ? tp_mb * (w.compute.rec + w.compute.bwd) / work : 0);
+    for (const PerStage& x : per) {
+      const double tp_mb = x.tp_ms / a;
+      const double work = x.compute.fwd + x.compute.rec + x.compute.bwd;
+      t.stage_forward.push_back(x.compute.fwd + (work > 0 ? tp_mb * x.compute.fwd / work : 0));
+      t.stage_backward.push_back(x.compute.rec + x.compute.bwd +
+                                 (work > 0 ? tp_mb * (x.compute.rec + x.compute.bwd) / work : 0));
+    }
     const double pp_gbps = group_gbps(cl, in.pp, in.tp * in.dp, &lat);
     const double rows = splits_sequence(c, in.tp) ? in.micro_batch * c.seq_length / in.tp
                                                   : in.micro_batch * c.seq_length;

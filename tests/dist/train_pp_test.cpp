@@ -132,7 +132,7 @@ TEST(TrainPp, MeasuredBubbleMatchesTheSchedule) {
   const int m = 2 * P;  // micro-batches per step and data-parallel rank
   o.global_batch_size = m * (W / P);
   const double one_f_one_b = measured_bubble(o, P, 1), interleaved = measured_bubble(o, P, 2);
-  const pipeline::Timing step{40, 80, 0};
+  const pipeline::Timing step{40, 80, 0, {}, {}};
   const double ideal = static_cast<double>(P - 1) / (m + P - 1);
   const double ideal_interleaved = pipeline::simulate({P, m, 2}, step).bubble_fraction();
   if (dist::world().rank() == 0)

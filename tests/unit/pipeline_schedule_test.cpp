@@ -83,7 +83,7 @@ TEST(PipelineSchedule, FirstStageHoldsTheMostActivations) {
 TEST(PipelineSchedule, OneFOneBBubbleIsTheClosedForm) {
   for (int p : {1, 2, 4, 8})
     for (int m : {1, 2, 4, 8, 32}) {
-      const SimResult r = simulate({p, m, 1}, {1.0, 2.0, 0.0});
+      const SimResult r = simulate({p, m, 1}, {1.0, 2.0, 0.0, {}, {}});
       EXPECT_NEAR(r.bubble_fraction(), double(p - 1) / (m + p - 1), 1e-12) << p << " " << m;
       EXPECT_NEAR(r.makespan, 3.0 * (m + p - 1), 1e-9);
     }
@@ -92,17 +92,30 @@ TEST(PipelineSchedule, OneFOneBBubbleIsTheClosedForm) {
 TEST(PipelineSchedule, InterleavingShrinksTheBubble) {
   for (int p : {2, 4})
     for (int m : {8, 16}) {
-      const double plain = simulate({p, m, 1}, {1.0, 2.0, 0.0}).bubble_fraction();
-      const double two = simulate({p, m, 2}, {1.0, 2.0, 0.0}).bubble_fraction();
+      const double plain = simulate({p, m, 1}, {1.0, 2.0, 0.0, {}, {}}).bubble_fraction();
+      const double two = simulate({p, m, 2}, {1.0, 2.0, 0.0, {}, {}}).bubble_fraction();
       EXPECT_LT(two, plain) << p << " " << m;
       // Megatron-LM's estimate for v chunks: (P-1) / (v·m + P - 1) of the run idle.
       EXPECT_NEAR(two, double(p - 1) / (2 * m + p - 1), 0.02) << p << " " << m;
     }
 }
 
+// Unequal stages (a heavier last stage, as the head and the loss make it): the last stage is
+// busy m·4.5 after the first forward reaches it through the three others (3·1) and before the
+// last gradient leaves them (3·2); the others idle the difference, a larger bubble than equal
+// stages of either speed.
+TEST(PipelineSchedule, AHeavierLastStageSetsThePace) {
+  Timing t{1.0, 2.0, 0.0, {1.0, 1.0, 1.0, 1.5}, {2.0, 2.0, 2.0, 3.0}};
+  const SimResult uneven = simulate({4, 8, 1}, t);
+  EXPECT_NEAR(uneven.makespan, 3 * 1.0 + 8 * 4.5 + 3 * 2.0, 1e-9);
+  EXPECT_NEAR(uneven.busy[3], 8 * 4.5, 1e-9);
+  EXPECT_NEAR(uneven.bubble_fraction(), 1 - (3 * 8 * 3.0 + 8 * 4.5) / (4 * 45.0), 1e-12);
+  EXPECT_GT(uneven.bubble_fraction(), 3.0 / 11);  // equal stages: (P-1)/(m+P-1)
+}
+
 TEST(PipelineSchedule, TransferLatencyAddsToTheBubble) {
-  const double none = simulate({4, 8, 1}, {1.0, 2.0, 0.0}).bubble_fraction();
-  const double some = simulate({4, 8, 1}, {1.0, 2.0, 0.1}).bubble_fraction();
+  const double none = simulate({4, 8, 1}, {1.0, 2.0, 0.0, {}, {}}).bubble_fraction();
+  const double some = simulate({4, 8, 1}, {1.0, 2.0, 0.1, {}, {}}).bubble_fraction();
   EXPECT_GT(some, none);
 }
 
