@@ -23,6 +23,7 @@
 #include "src/train/checkpoint_reader.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/dist/train_testing.h"
 
 namespace zt {
 namespace {
@@ -45,26 +46,17 @@ constexpr int kIters = 8;
 // global batch 8 of micro-batches of 1, the schedule fixed to kIters steps whatever a segment
 // runs.
 TrainOptions options(const Layout& l, int train_iters) {
-  TrainOptions o;
+  TrainOptions o = dist::small_gpt(0.1, train_iters);
   o.num_layers = 4;
   o.hidden_size = 64;
-  o.num_attention_heads = 4;
   o.seq_length = 32;
   o.vocab_size = 128;
-  o.make_vocab_size_divisible_by = 16;
-  o.micro_batch_size = 1;
-  o.global_batch_size = 8;
-  o.train_iters = train_iters;
   o.lr_decay_iters = kIters;
   o.lr_warmup_iters = 2;
-  o.lr = 3e-3;
-  o.mock_data = true;
-  o.log_interval = 1000;
   o.zero_stage = l.stage;
   o.tensor_model_parallel_size = l.tp;
-  o.pipeline_model_parallel_size = l.pp;
   o.sequence_parallel = l.sequence_parallel;
-  o.num_layers_per_virtual_pipeline_stage = l.chunks == 1 ? 0 : o.num_layers / (l.pp * l.chunks);
+  dist::set_pipeline(o, l.pp, l.chunks);
   o.reduce_bucket_size = 3000;  // several partition units per block
   return o;
 }

@@ -40,6 +40,12 @@ inline TrainOptions small_gpt(double dropout, int train_iters) {
   return o;
 }
 
+// `pp` pipeline stages of `chunks` model chunks each (the interleaved schedule when > 1).
+inline void set_pipeline(TrainOptions& o, int pp, int chunks) {
+  o.pipeline_model_parallel_size = pp;
+  o.num_layers_per_virtual_pipeline_stage = chunks > 1 ? o.num_layers / (pp * chunks) : 0;
+}
+
 // `distributed`: on the world (tp = o.tensor_model_parallel_size, dp = world / tp); otherwise
 // this rank alone (tp = dp = 1) in its own pool — the reference a layout must reproduce.
 inline TrainResult train_run(const TrainOptions& o, bool distributed = true) {

@@ -15,6 +15,7 @@
 #include "src/core/half.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/gpu/kernels_cuda_testing.h"
+#include "tests/half_vectors.h"
 #include "tests/unit/kernels_testing.h"
 
 namespace zt {
@@ -24,13 +25,13 @@ using gpu_test::DeviceVector;
 using gpu_test::random_floats;
 using gpu_test::rel_err;
 using gpu_test::same_bits;
-using testing::widened;
+using test::widen;
 
 // One shard [v_begin, v_begin + V) of a vocabulary of v_real real columns, pass by pass: each
 // pass on the GPU gets the CPU's input, so each is compared on its own.
 template <typename T>
 void check_vocab_ce(int N, int V, int v_begin, int v_real, double tol) {
-  const auto x = testing::rounded_to<T>(random_floats(size_t(N) * V, 3, -6, 6));
+  const auto x = test::narrow<T>(random_floats(size_t(N) * V, 3, -6, 6));
   std::vector<int32_t> tg(N);
   for (int n = 0; n < N; ++n) tg[n] = (n * 31 + 7) % v_real;  // some rows' targets are elsewhere
   std::vector<float> mx(N), sz(2 * size_t(N)), loss(N);
@@ -48,7 +49,7 @@ void check_vocab_ce(int N, int V, int v_begin, int v_real, double tol) {
                                  v_real);
   cuda::Kernels::vocab_ce_sum_exp(dL.get(), dS.get(), dM.get(), dT.get(), N, V, v_begin, v_real, 0);
   EXPECT_LE(rel_err(dS.host(), sz), 1e-5);
-  EXPECT_LE(rel_err(widened(dL.host()), widened(cpu_logits)), 1e-5) << "fp32 keeps exp in place";
+  EXPECT_LE(rel_err(widen(dL.host()), widen(cpu_logits)), 1e-5) << "fp32 keeps exp in place";
   for (int n = 0; n < N; ++n) sz[n] *= 1.75f;  // the other shards' share of the sum
   dS.upload(sz);
   cpu::Kernels::vocab_ce_grad(cpu_logits.data(), loss.data(), mx.data(), sz.data(), tg.data(), N, V,
@@ -56,7 +57,7 @@ void check_vocab_ce(int N, int V, int v_begin, int v_real, double tol) {
   cuda::Kernels::vocab_ce_grad(dL.get(), dLoss.get(), dM.get(), dS.get(), dT.get(), N, V, v_begin,
                                v_real, 0.25f, 0);
   EXPECT_LE(rel_err(dLoss.host(), loss), 1e-6);
-  EXPECT_LE(rel_err(widened(dL.host()), widened(cpu_logits)), tol);
+  EXPECT_LE(rel_err(widen(dL.host()), widen(cpu_logits)), tol);
 }
 
 TEST(CudaVocabParallelCrossEntropy, PassesMatchCpu) {
@@ -98,7 +99,7 @@ void check_sum_squares_multi() {
   std::vector<DeviceVector<T>> dx;
   std::vector<std::vector<T>> hx;
   for (size_t k = 0; k < sizes.size(); ++k) {
-    hx.push_back(testing::rounded_to<T>(random_floats(size_t(sizes[k]), 10 + uint32_t(k), -2, 2)));
+    hx.push_back(test::narrow<T>(random_floats(size_t(sizes[k]), 10 + uint32_t(k), -2, 2)));
     dx.emplace_back(hx.back());
   }
   std::vector<NormSegment> h, d;
@@ -149,7 +150,7 @@ void check_adamw_multi() {
     p.push_back(random_floats(n, 30 + uint32_t(k)));
     m.push_back(random_floats(n, 40 + uint32_t(k), -0.1f, 0.1f));
     v.push_back(random_floats(n, 50 + uint32_t(k), 0.0f, 0.01f));
-    g.push_back(testing::rounded_to<G>(random_floats(n, 60 + uint32_t(k))));
+    g.push_back(test::narrow<G>(random_floats(n, 60 + uint32_t(k))));
     dp.emplace_back(p[k]);
     dm.emplace_back(m[k]);
     dv.emplace_back(v[k]);

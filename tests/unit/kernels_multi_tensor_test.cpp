@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/ops.h"
 #include "src/core/half.h"
+#include "tests/half_vectors.h"
 #include "tests/unit/kernels_testing.h"
 
 namespace zt {
@@ -26,7 +27,7 @@ void check_sum_squares_multi() {
   double want = 0;
   uint32_t seed = 1;
   for (const int64_t n : kSizes) {
-    xs.push_back(testing::rounded_to<T>(random_floats(size_t(n), seed++, -3, 3)));
+    xs.push_back(test::narrow<T>(random_floats(size_t(n), seed++, -3, 3)));
     want += cpu::Kernels::sum_squares(xs.back().data(), n);
   }
   for (size_t k = 0; k < xs.size(); ++k) segs.push_back({xs[k].data(), kSizes[k]});
@@ -72,7 +73,7 @@ void check_adamw_multi() {
     p[k] = pw[k] = random_floats(n, 10 + uint32_t(k));
     m[k] = mw[k] = random_floats(n, 20 + uint32_t(k), -0.1f, 0.1f);
     v[k] = vw[k] = random_floats(n, 30 + uint32_t(k), 0.0f, 0.01f);
-    g[k] = testing::rounded_to<G>(random_floats(n, 40 + uint32_t(k)));
+    g[k] = test::narrow<G>(random_floats(n, 40 + uint32_t(k)));
     const float wd = k % 2 == 0 ? 0.1f : 0.0f;
     segs.push_back({p[k].data(), m[k].data(), v[k].data(), g[k].data(), int64_t(n), wd});
     std::vector<float> gf(n);

@@ -9,17 +9,11 @@
 
 #include "kernels/cpu/ops.h"
 #include "src/core/half.h"
+#include "tests/half_vectors.h"
 #include "tests/unit/kernels_testing.h"
 
 namespace zt {
 namespace {
-
-template <typename T>
-std::vector<T> from(const std::vector<float>& v) {
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_float<T>(v[i]);
-  return out;
-}
 
 template <typename T>
 long double ref_sum_squares(const std::vector<T>& x) {
@@ -35,7 +29,7 @@ TYPED_TEST_SUITE(KernelsReduce, Types);
 
 TYPED_TEST(KernelsReduce, SumSquaresInDouble) {
   for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{64}, int64_t{100003}}) {
-    auto x = from<TypeParam>(testing::random_floats(n, 11, -3, 3));
+    auto x = test::narrow<TypeParam>(testing::random_floats(n, 11, -3, 3));
     const long double want = ref_sum_squares(x);
     const double got = cpu::Kernels::sum_squares(x.data(), n);
     EXPECT_NEAR(got, static_cast<double>(want), 1e-13 * static_cast<double>(want)) << n;
@@ -43,7 +37,7 @@ TYPED_TEST(KernelsReduce, SumSquaresInDouble) {
   // Double accumulation: 2^24 + many ones is not lost as it would be in float.
   std::vector<float> big(70000, 1.0f);
   big[0] = 4096.0f;  // 4096^2 = 2^24
-  auto x = from<TypeParam>(big);
+  auto x = test::narrow<TypeParam>(big);
   EXPECT_EQ(cpu::Kernels::sum_squares(x.data(), 70000), 16777216.0 + 69999.0);
 }
 
@@ -55,7 +49,7 @@ TYPED_TEST(KernelsReduce, HasInfOrNan) {
     auto base = testing::random_floats(n, 12, -2, 2);
     base[0] = maxf;
     base[size_t(n - 1)] = -maxf;
-    auto x = from<TypeParam>(base);
+    auto x = test::narrow<TypeParam>(base);
     EXPECT_FALSE(cpu::Kernels::has_inf_or_nan(x.data(), n)) << n;
     for (int64_t pos : {int64_t{0}, n / 2, n - 1})
       for (float bad : {inf, -inf, nan}) {

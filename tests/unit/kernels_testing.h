@@ -23,20 +23,6 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0
   return v;
 }
 
-// Each element rounded into T (float, bf16, fp16), and back to fp32.
-template <typename T>
-std::vector<T> rounded_to(const std::vector<float>& x) {
-  std::vector<T> y(x.size());
-  for (size_t i = 0; i < x.size(); ++i) y[i] = from_float<T>(x[i]);
-  return y;
-}
-template <typename T>
-std::vector<float> widened(const std::vector<T>& x) {
-  std::vector<float> y(x.size());
-  for (size_t i = 0; i < x.size(); ++i) y[i] = to_float(x[i]);
-  return y;
-}
-
 inline std::vector<double> to_double(const std::vector<float>& v) {
   return std::vector<double>(v.begin(), v.end());
 }
