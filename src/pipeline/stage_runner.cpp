@@ -86,16 +86,6 @@ Tensor StageRunner::rows(Ref r) const {
   return Tensor(r.p, {rows_}, r.t, be_.device());
 }
 
-Gpt::ChunkIO StageRunner::io(const Slot& s, int chunk) const {
-  Gpt::ChunkIO io;
-  io.chunk = chunk;
-  io.tokens = s.batch;
-  io.targets = s.batch != nullptr ? s.batch + tokens_ : nullptr;
-  io.input = s.input;
-  io.output = s.dout;
-  return io;
-}
-
 int StageRunner::take_slot() {
   ZT_CHECK(!free_.empty(), "pipeline stage {}: more micro-batches in flight than its {} slots",
            stage_, slots_.size());
@@ -154,10 +144,10 @@ void StageRunner::run_step(const std::vector<Step>& steps, size_t i, const SendP
     out = send_buffers_[static_cast<size_t>(sends_[i].buffer)];
   }
   acts_.select_slot(where);
-  Gpt::ChunkIO chunk = io(s, c);
+  const Gpt::ChunkIO chunk{c, s.batch, s.batch != nullptr ? s.batch + tokens_ : nullptr, s.input,
+                           out};
   const auto t0 = Clock::now();
   if (forward) {
-    chunk.output = out;
     const DropoutSeeds rng = seeds != nullptr ? (*seeds)(m) : DropoutSeeds{};
     r.loss += model_.chunk_forward(chunk, dloss, params, acts_, seeds != nullptr ? &rng : nullptr);
   } else {

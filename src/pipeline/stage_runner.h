@@ -76,7 +76,6 @@ class StageRunner {
   int vstage(int chunk) const { return virtual_stage(shape_, stage_, chunk); }
   int tag(int m, int edge, bool gradient) const;
   Tensor rows(Ref r) const;
-  Gpt::ChunkIO io(const Slot& s, int chunk) const;
   int take_slot();
   // Joins the sends `plan` says to join at step `step` (every one: null plan), freeing their
   // buffers.
