@@ -3,8 +3,8 @@
 # then builds everything again under AddressSanitizer + UndefinedBehaviorSanitizer (preset
 # asan-all) and runs the single-process suites under it: the unit tests (kernels included), the
 # hostile-input suite, the fuzz regressions and the PyTorch reference checks. The multi-rank
-# (dist) and end-to-end training (train) labels run under the sanitizers by hand only: see the
-# README's "Hostile input" part for why and for their last result.
+# (dist) and end-to-end training (train) labels run under the sanitizers by hand only: see
+# docs/results/test-suite.md for why and for their last result.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"

@@ -7,7 +7,7 @@ sequence 1024, fp16, the paper's batch per GPU as the micro batch, ZeRO stage 2 
 checkpointing and Pa; Pa+cpu only where Pa alone does not fit (the least offload that fits).
 Each row's plan comes from `zerotron estimate --json` (the code a run allocates with).
 
-  paper_runs.py                 print the markdown table of the README (zerotron's plan per
+  paper_runs.py                 print the markdown table of docs/results/planner.md (zerotron's plan per
                                 category beside the paper's closed forms)
   paper_runs.py --check RECORD  the CTest: fail unless every row's outcome and least offload
                                 are the recorded ones. A row may be recorded as fitting (yes) or
@@ -144,7 +144,7 @@ def check(args):
             # Only the buffers are a known open item; any other failure to fit is a bug.
             bad.append(f"{key}: the record may say fits=yes or no-buffers, not {want['fits']}")
         elif status != want["fits"]:
-            hint = {"yes": " -- it fits now: record it as fits (yes) and update the README",
+            hint = {"yes": " -- it fits now: record it as fits (yes) and update docs/results/planner.md",
                     "no-buffers": " -- it fits without its buffers: if the buffers are the "
                                   "known open item, record no-buffers and tell the lead",
                     "no": ""}[status]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`zerotron simulate` for the ZeRO paper's 100B model and a 1T model on the dgx-a100 preset, with
-and without pipeline parallelism: the README's pipeline tables.
+and without pipeline parallelism: the pipeline tables of docs/results/planner.md.
 
 Every number is computed by `zerotron simulate --json` (the step model over the per-stage memory
 plan, src/planner); nothing here is measured on a GPU. The layouts:
