@@ -17,8 +17,10 @@
 #                   pmix ext3x, no s1/s2), so --mpi=pmi2 gives every task a world of one.
 #                   The check is `srun --mpi=list`; ZT_SRUN_MPI overrides.
 #   --cpu-bind=cores only when the cluster has a task plugin that binds (scontrol show config:
-#                   TaskPlugin task/affinity or task/cgroup); with task/none srun rejects the
-#                   option and the step fails. ZT_SRUN_CPU_BIND=none|cores|... overrides.
+#                   TaskPlugin task/affinity or task/cgroup); with task/none, SLURM 22.05 prints
+#                   "cluster configuration lacks support for cpu binding" and runs unbound
+#                   (other versions and site wrappers refuse the step). ZT_SRUN_CPU_BIND=
+#                   none|cores|... overrides.
 # Stopping before the time limit (zerotron train --save DIR --exit-signal-handler): every rank
 # finishes its step, saves and exits 0 on SIGTERM, SIGINT or SIGUSR1, and --load resumes with
 # bitwise the same losses.

@@ -70,7 +70,7 @@ stop_case() {
        --metrics-file $d/stopped.jsonl; echo \$? >$d/rc")
   if [ "$c" = term ]; then
     # A few steps in, then TERM to every task of the job's steps.
-    for _ in $(seq 600); do [ "$(wc -l <"$d/stopped.jsonl" 2>/dev/null || echo 0)" -ge 3 ] && break; sleep 0.2; done
+    for _ in $(seq 600); do [ "$( (wc -l <"$d/stopped.jsonl") 2>/dev/null || echo 0)" -ge 3 ] && break; sleep 0.2; done
     scancel --signal=TERM "$job"
   fi
   # SLURM sends USR1 up to a minute before the time given (its timer runs every 30 s or so);
