@@ -28,8 +28,9 @@ fail() {
   echo "FAIL: $*"
   exit 1
 }
-# Both "nodes" share this machine's cores, each believing it has two: an MPI rank busy-waiting
-# would hold a core another node's rank needs (1 s per step instead of a few ms).
+# Both "nodes" share this machine's cores, each believing it has two: a rank busy-waiting in MPI
+# holds a core another node's rank needs (on a loaded 2-core machine 2.4 s per step without
+# this, 1.0-1.2 s with it; the one-node run takes a few ms).
 export OMPI_MCA_mpi_yield_when_idle=1
 args=(train --device cpu --mock-data --vocab-size 64 --num-layers 2 --hidden-size 32
   --num-attention-heads 4 --seq-length 16 --micro-batch-size 1 --global-batch-size 4 --lr 3e-3
