@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "src/checkpoint/checkpoint.h"
+#include "src/checkpoint/file.h"
+#include "src/checkpoint/reader.h"
 #include "src/comm/topology.h"
-#include "src/train/checkpoint.h"
-#include "src/train/checkpoint_file.h"
-#include "src/train/checkpoint_reader.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
 #include "tests/dist/train_testing.h"
@@ -123,7 +123,7 @@ TEST(CheckpointPipeline, SameLayoutResumeIsBitwise) {
     }
     comm::Topology topo(dist::world(), l.tp, l.pp);
     Trainer t(options(l, 6), dist::pool(), &topo);
-    EXPECT_EQ(load_checkpoint(dir, t), 3);
+    EXPECT_EQ(t.load_checkpoint(dir), 3);
     const auto rest = losses(t.run(false));
     ASSERT_EQ(rest.size(), 3u);
     for (size_t i = 0; i < 3; ++i) EXPECT_EQ(rest[i], full[3 + i]) << name(l) << " step " << 4 + i;
@@ -159,7 +159,7 @@ TEST(CheckpointPipeline, ReshapesAcrossPipelineSizes) {
       // of the files it opened, nothing from the pool.
       const size_t before = dist::pool().total_current();
       LoadAccounting acct;
-      EXPECT_EQ(load_checkpoint(dir, t, &acct), done);
+      EXPECT_EQ(t.load_checkpoint(dir, &acct), done);
       EXPECT_EQ(dist::pool().total_current(), before) << "the load allocated from the pool";
       EXPECT_LE(acct.peak, BlockCache::kSlots * ShardHeader::kBlockBytes + 64 * 1024);
       peak = std::max(peak, acct.peak);
@@ -190,7 +190,7 @@ std::string solo_load_error(const std::string& dir) {
   MemoryPool local(make_host_allocator());
   Trainer t(options({1, 1, 1, 0}, kIters), local, nullptr);
   try {
-    load_checkpoint(dir, t);
+    t.load_checkpoint(dir);
   } catch (const InputError& e) {
     return e.what();
   }

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "src/checkpoint/checkpoint.h"
 #include "src/comm/topology.h"
-#include "src/train/checkpoint.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
 
@@ -62,7 +62,7 @@ constexpr uint64_t kBound = BlockCache::kSlots * ShardHeader::kBlockBytes + 64 *
 uint64_t load_into(Trainer& t, const std::string& dir) {
   const size_t before = dist::pool().total_current();
   LoadAccounting acct;
-  EXPECT_EQ(load_checkpoint(dir, t, &acct), 2);
+  EXPECT_EQ(t.load_checkpoint(dir, &acct), 2);
   EXPECT_EQ(dist::pool().total_current(), before) << "the load allocated from the pool";
   EXPECT_LE(acct.peak, kBound);
   return acct.peak;
@@ -82,7 +82,7 @@ TEST(CheckpointReshape, EveryLayoutPairRoundTripsBitwiseWithinTheBuffer) {
       comm::Topology topo(dist::world(), s.tp);
       Trainer t(options(s), dist::pool(), &topo);
       t.run(false);
-      save_checkpoint(src, t);
+      t.save_checkpoint(src);
       want = owned(t);
     }
     for (const Layout& d : layouts) {
@@ -91,7 +91,7 @@ TEST(CheckpointReshape, EveryLayoutPairRoundTripsBitwiseWithinTheBuffer) {
         comm::Topology topo(dist::world(), d.tp);
         Trainer t(options(d), dist::pool(), &topo);
         peak = std::max(peak, load_into(t, src));
-        save_checkpoint(mid, t);
+        t.save_checkpoint(mid);
       }
       comm::Topology topo(dist::world(), s.tp);
       Trainer t(options(s), dist::pool(), &topo);

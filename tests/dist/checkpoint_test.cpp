@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "src/checkpoint/checkpoint.h"
 #include "src/comm/topology.h"
-#include "src/train/checkpoint.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
 #include "tests/dist/train_testing.h"
@@ -67,7 +67,7 @@ TEST(Checkpoint, ResumeIsBitwiseTheUninterruptedRun) {
       {
         comm::Topology topo(dist::world(), tp);
         Trainer t(o, dist::pool(), &topo);
-        EXPECT_EQ(load_checkpoint(dir, t), 3);
+        EXPECT_EQ(t.load_checkpoint(dir), 3);
         const auto rest = losses(t.run(false));
         ASSERT_EQ(rest.size(), 3u);
         for (size_t i = 0; i < 3; ++i)
@@ -110,7 +110,7 @@ TEST(Checkpoint, ReshapesAcrossLayouts) {
     comm::Topology topo(dist::world(), o.tensor_model_parallel_size);
     Trainer t(o, dist::pool(), &topo);
     if (k > 0) {
-      EXPECT_EQ(load_checkpoint(dir, t), done);
+      EXPECT_EQ(t.load_checkpoint(dir), done);
     }
     const auto l = losses(t.run(false));
     for (size_t i = 0; i < l.size(); ++i)
@@ -130,7 +130,7 @@ std::string load_error(const TrainOptions& o, const std::string& dir) {
   Trainer t(o, dist::pool(), &topo);
   std::string error;
   try {
-    load_checkpoint(dir, t);
+    t.load_checkpoint(dir);
   } catch (const InputError& e) {
     error = e.what();
   }

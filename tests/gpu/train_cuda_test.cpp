@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "kernels/cuda/context.h"
+#include "src/checkpoint/checkpoint.h"
 #include "src/comm/runtime.h"
 #include "src/planner/memory_plan.h"
 #include "src/planner/train_plan.h"
-#include "src/train/checkpoint.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -189,7 +189,7 @@ TEST(TrainCuda, CheckpointResumesBitwise) {
   }
   TrainDevice device(o, &runtime());
   Trainer t(o, device.context(), device.topology());
-  ASSERT_EQ(load_checkpoint(dir, t), 4);
+  ASSERT_EQ(t.load_checkpoint(dir), 4);
   const auto rest = t.run(false);  // steps 5 to 10
   ASSERT_EQ(rest.size() + 4, whole.size());
   for (size_t i = 0; i < rest.size(); ++i)
