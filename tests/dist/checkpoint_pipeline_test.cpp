@@ -46,7 +46,7 @@ constexpr int kIters = 8;
 // global batch 8 of micro-batches of 1, the schedule fixed to kIters steps whatever a segment
 // runs.
 TrainOptions options(const Layout& l, int train_iters) {
-  TrainOptions o = dist::small_gpt(0.1, train_iters);
+  TrainOptions o = test::small_gpt(0.1, train_iters);
   o.num_layers = 4;
   o.hidden_size = 64;
   o.seq_length = 32;
@@ -56,7 +56,7 @@ TrainOptions options(const Layout& l, int train_iters) {
   o.zero_stage = l.stage;
   o.tensor_model_parallel_size = l.tp;
   o.sequence_parallel = l.sequence_parallel;
-  dist::set_pipeline(o, l.pp, l.chunks);
+  test::set_pipeline(o, l.pp, l.chunks);
   o.reduce_bucket_size = 3000;  // several partition units per block
   return o;
 }

@@ -20,7 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 TrainOptions small(int stage, bool bf16, int tp) {
-  TrainOptions o = dist::small_gpt(0.1, 6);  // Megatron's default dropout
+  TrainOptions o = test::small_gpt(0.1, 6);  // Megatron's default dropout
   o.global_batch_size = 2 * dist::world().size() / tp;
   o.lr_decay_iters = 6;
   o.lr_warmup_iters = 2;

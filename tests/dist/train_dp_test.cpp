@@ -11,13 +11,13 @@
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
 #include "tests/dist/train_testing.h"
-#include "tests/max_rel_error.h"
+#include "tests/support/max_rel_error.h"
 
 namespace zt {
 namespace {
 
 TrainOptions small() {
-  TrainOptions o = dist::small_gpt(0.1, 20);
+  TrainOptions o = test::small_gpt(0.1, 20);
   o.make_vocab_size_divisible_by = 64;
   o.reduce_bucket_size = 5000;  // several buckets for this model
   o.overlap_comm = true;

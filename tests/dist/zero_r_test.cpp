@@ -16,20 +16,11 @@ namespace zt {
 namespace {
 
 TrainOptions small(int stage, int tp) {
-  TrainOptions o;
+  TrainOptions o = test::small_gpt(0.1, 6);
   o.num_layers = 4;
-  o.hidden_size = 32;
-  o.num_attention_heads = 4;
-  o.seq_length = 16;
-  o.vocab_size = 50;
-  o.make_vocab_size_divisible_by = 16;
-  o.attention_dropout = 0.1;
-  o.hidden_dropout = 0.1;
   o.micro_batch_size = 2;
   o.global_batch_size = 4 * dist::world().size() / tp;
-  o.train_iters = 6;
-  o.lr = 3e-3;
-  o.mock_data = true;
+  o.log_interval = 100;
   o.zero_stage = stage;
   o.tensor_model_parallel_size = tp;
   o.reduce_bucket_size = 4000;

@@ -14,27 +14,15 @@
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
 #include "tests/dist/train_testing.h"
-#include "tests/max_rel_error.h"
+#include "tests/support/max_rel_error.h"
 
 namespace zt {
 namespace {
 
 TrainOptions small(int stage) {
-  TrainOptions o;
+  TrainOptions o = test::small_gpt(0.1, 20);
   o.num_layers = 3;
-  o.hidden_size = 32;
-  o.num_attention_heads = 4;
-  o.seq_length = 16;
-  o.vocab_size = 50;
   o.make_vocab_size_divisible_by = 64;
-  o.attention_dropout = 0.1;
-  o.hidden_dropout = 0.1;
-  o.micro_batch_size = 1;
-  o.global_batch_size = 8;
-  o.train_iters = 20;
-  o.lr = 3e-3;
-  o.mock_data = true;
-  o.log_interval = 1000;
   o.zero_stage = stage;
   o.reduce_bucket_size = 3000;  // several units per layer
   o.allgather_bucket_size = 6000;

@@ -28,8 +28,8 @@ namespace zt {
 namespace {
 
 using gpu_test::DeviceVector;
-using gpu_test::random_floats;
 using gpu_test::rel_err;
+using testing::random_floats;
 
 template <typename T>
 std::vector<T> values(size_t n, uint32_t seed, float scale = 1.0f) {

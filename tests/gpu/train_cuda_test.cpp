@@ -27,6 +27,7 @@
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/support/train_options.h"
 
 namespace zt {
 namespace {
@@ -39,25 +40,10 @@ comm::MpiRuntime& runtime() {
 }
 
 TrainOptions small(const std::string& device) {
-  TrainOptions o;
-  o.device = device;
-  o.tf32 = false;  // exact fp32 GEMMs: the fp32 comparisons with the CPU backend are at 1e-4
-  o.num_layers = 3;
-  o.hidden_size = 64;
-  o.num_attention_heads = 4;
-  o.seq_length = 32;
-  o.vocab_size = 100;
-  o.make_vocab_size_divisible_by = 64;
-  o.attention_dropout = 0.1;
-  o.hidden_dropout = 0.1;
+  // Exact fp32 GEMMs (device_gpt): the fp32 comparisons with the CPU backend are at 1e-4.
+  TrainOptions o = test::device_gpt(device);
   o.micro_batch_size = 2;
   o.global_batch_size = 4;  // two micro-batches: gradient accumulation on the device too
-  o.train_iters = 10;
-  o.lr = 3e-3;
-  o.mock_data = true;
-  o.log_interval = 1000;
-  o.reduce_bucket_size = 5000;
-  o.allgather_bucket_size = 10000;
   o.param_persistence_threshold = 300;
   return o;
 }

@@ -17,6 +17,7 @@
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/support/train_options.h"
 
 namespace zt {
 namespace {
@@ -29,24 +30,10 @@ namespace {
   } while (0)
 
 TrainOptions small(int stage, const std::string& device) {
-  TrainOptions o;
-  o.device = device;
-  o.tf32 = false;  // exact fp32 GEMMs, comparable with the CPU backend
-  o.num_layers = 3;
-  o.hidden_size = 64;
-  o.num_attention_heads = 4;
-  o.seq_length = 32;
-  o.vocab_size = 100;
-  o.make_vocab_size_divisible_by = 64;
+  TrainOptions o = test::device_gpt(device);
   o.micro_batch_size = 1;
   o.global_batch_size = 4 * dist::world().size();
-  o.train_iters = 10;
-  o.lr = 3e-3;
-  o.mock_data = true;
-  o.log_interval = 1000;
   o.zero_stage = stage;
-  o.reduce_bucket_size = 5000;  // several units per layer
-  o.allgather_bucket_size = 10000;
   o.overlap_comm = true;
   o.param_persistence_threshold = 300;
   return o;
