@@ -10,6 +10,7 @@
 #include "src/comm/topology.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/support/step_metrics.h"
 #include "tests/support/train_options.h"
 
 namespace zt::dist {

@@ -32,10 +32,6 @@ std::vector<StepMetrics> train(const TrainOptions& o) {
   return dist::train_run(o).steps;
 }
 
-size_t cat(const StepMetrics& m, MemCategory c) {
-  return m.memory_peak[static_cast<size_t>(c)];
-}
-
 TEST(ZeroR, CheckpointingPaAndCpuKeepTheLossesUnderEveryStage) {
   const int world = dist::world().size();
   for (int tp : {1, 2, 4}) {
@@ -67,11 +63,12 @@ TEST(ZeroR, CheckpointingPaAndCpuKeepTheLossesUnderEveryStage) {
             spans * static_cast<size_t>(o.micro_batch_size * o.seq_length * o.hidden_size) * 4 /
             static_cast<size_t>(v.pa ? tp : 1);
         const StepMetrics& m = got.back();
-        EXPECT_EQ(cat(m, MemCategory::Checkpoints), v.cpu ? 0u : expect) << v.name;
-        EXPECT_EQ(cat(m, MemCategory::HostCheckpoints), v.cpu ? expect : 0u) << v.name;
+        EXPECT_EQ(test::peak_bytes(m, MemCategory::Checkpoints), v.cpu ? 0u : expect) << v.name;
+        EXPECT_EQ(test::peak_bytes(m, MemCategory::HostCheckpoints), v.cpu ? expect : 0u) << v.name;
         // span + 1 workspaces replace num_layers of them.
         if (v.span + 1 < o.num_layers) {
-          EXPECT_LT(cat(m, MemCategory::Activations), cat(ref.back(), MemCategory::Activations))
+          EXPECT_LT(test::peak_bytes(m, MemCategory::Activations),
+                    test::peak_bytes(ref.back(), MemCategory::Activations))
               << v.name;
         }
         if (v.span == 1 && !v.pa) ckpt_tp_bytes = m.comm_bytes_tp;

@@ -17,6 +17,7 @@
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/support/step_metrics.h"
 #include "tests/support/train_options.h"
 
 namespace zt {
@@ -53,10 +54,6 @@ Result train(const TrainOptions& o) {
   return r;
 }
 
-size_t cat(const StepMetrics& m, MemCategory c) {
-  return m.memory_peak[static_cast<size_t>(c)];
-}
-
 TEST(TrainMultirankCuda, SameLossesAsStage0AndAsTheCpu) {
   ZT_REQUIRE_GPU_PER_RANK();
   const Result r0 = train(small(0, "cuda"));
@@ -89,8 +86,9 @@ TEST(TrainMultirankCuda, MemoryAndCommunicationAreThePapers) {
     const double expect[4] = {16 * psi, 4 * psi + 12 * psi / nd, 2 * psi + 14 * psi / nd,
                               16 * psi / nd};
     const StepMetrics& m = r.steps.back();
-    const double states = static_cast<double>(
-        cat(m, MemCategory::Params) + cat(m, MemCategory::Grads) + cat(m, MemCategory::Optimizer));
+    const double states = static_cast<double>(test::peak_bytes(m, MemCategory::Params) +
+                                              test::peak_bytes(m, MemCategory::Grads) +
+                                              test::peak_bytes(m, MemCategory::Optimizer));
     EXPECT_NEAR(states, expect[stage], 0.01 * expect[stage]) << "stage " << stage;
     const double comm = (stage == 3 ? 3 : 2) * psi * 2;
     for (const auto& s : r.steps)
