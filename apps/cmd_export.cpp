@@ -8,7 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "apps/cli_flags.h"
+#include "apps/commands.h"
+#include "src/config/command_flags.h"
 #include "src/core/half.h"
 #include "src/train/checkpoint.h"
 #include "src/train/checkpoint_file.h"

@@ -13,7 +13,8 @@
 #include <filesystem>
 #include <map>
 
-#include "apps/cli_flags.h"
+#include "apps/commands.h"
+#include "src/config/command_flags.h"
 #include "src/train/checkpoint_file.h"
 #include "src/train/checkpoint_writer.h"
 #include "src/train/hf_gpt2.h"

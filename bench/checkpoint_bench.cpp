@@ -21,9 +21,9 @@
 #include "bench/bench_main.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
+#include "src/config/derive.h"
 #include "src/core/error.h"
 #include "src/train/checkpoint.h"
-#include "src/train/options.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "src/config/options.h"
 #include "src/model/gpt_config.h"
-#include "src/train/options.h"
 
 namespace zt {
 
