@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdio>
+
 #include <fstream>
 #include <string>
 #include <vector>
@@ -81,7 +83,9 @@ TEST(TrainOptions, JsonConfigThenFlagsOverride) {
 }
 
 std::string config_error(const std::string& json) {
-  const std::string path = ::testing::TempDir() + "zt_options_hostile.json";
+  // Named per process: CTest runs each test of this file as its own process, in parallel.
+  const std::string path =
+      ::testing::TempDir() + "zt_options_hostile." + std::to_string(::getpid()) + ".json";
   {
     std::ofstream f(path);
     f << json;
