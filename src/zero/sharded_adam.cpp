@@ -117,7 +117,7 @@ StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr,
   p.grad_scale = static_cast<float>(coef / loss_scale);
   p.step = steps_;
   // Every segment in one launch, half gradients read as they are (widening is exact).
-  be_.adamw_multi(adam_table_.data(), static_cast<int>(adam_table_.size()), working, p);
+  be_.adamw_multi(adam_table_.data(), static_cast<int>(adam_table_.size()), p, working);
   return r;
 }
 
