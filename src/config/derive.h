@@ -10,7 +10,8 @@
 #include "src/model/gpt_config.h"
 #include "src/zero/activation_checkpointer.h"
 #include "src/zero/loss_scaler.h"
-#include "src/zero/model_states.h"
+#include "src/zero/sharded_adam.h"
+#include "src/zero/zero_optimizer.h"
 
 namespace zt {
 
