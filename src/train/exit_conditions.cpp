@@ -21,12 +21,16 @@ ExitConditions::ExitConditions(const TrainOptions& o, comm::ScalarReducer* reduc
   g_signal = 0;
   previous_term_ = std::signal(SIGTERM, remember_signal);
   previous_int_ = std::signal(SIGINT, remember_signal);
+  // launch/mpirun.sh turns the launcher's SIGTERM/SIGINT into SIGUSR2, which mpirun forwards to
+  // every rank on every node without ending the job itself.
+  previous_usr2_ = std::signal(SIGUSR2, remember_signal);
 }
 
 ExitConditions::~ExitConditions() {
   if (!o_.exit_signal_handler) return;
   std::signal(SIGTERM, previous_term_ == SIG_ERR ? SIG_DFL : previous_term_);
   std::signal(SIGINT, previous_int_ == SIG_ERR ? SIG_DFL : previous_int_);
+  std::signal(SIGUSR2, previous_usr2_ == SIG_ERR ? SIG_DFL : previous_usr2_);
 }
 
 std::string ExitConditions::reason_to_stop(int iteration) {
@@ -39,7 +43,9 @@ std::string ExitConditions::reason_to_stop(int iteration) {
     if (reducer_ != nullptr) reducer_->max(flags);
     if (flags[0] != 0)
       return fmt::format("{} received (--exit-signal-handler)",
-                         flags[0] == SIGINT ? "SIGINT" : "SIGTERM");
+                         flags[0] == SIGINT    ? "SIGINT"
+                         : flags[0] == SIGUSR2 ? "SIGUSR2 (the launcher's stop)"
+                                               : "SIGTERM");
     if (clocked && flags[1] >= o_.exit_duration_in_mins)
       return fmt::format("{:.2f} minutes elapsed (--exit-duration-in-mins {})", flags[1],
                          o_.exit_duration_in_mins);

@@ -29,7 +29,7 @@ class ExitConditions {
   comm::ScalarReducer* reducer_;
   std::chrono::steady_clock::time_point start_;
   using Handler = void (*)(int);
-  Handler previous_term_ = nullptr, previous_int_ = nullptr;
+  Handler previous_term_ = nullptr, previous_int_ = nullptr, previous_usr2_ = nullptr;
 };
 
 }  // namespace zt
