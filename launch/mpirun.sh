@@ -73,6 +73,13 @@ threads=$((cores / np))
 if [[ -n "$hostfile" ]]; then
   flags=(-np "$np" --hostfile "$hostfile" --map-by slot --oversubscribe --bind-to none
     --mca btl self,vader,tcp)
+  # The heartbeat: TCP keepalive on the daemons' control channel (idle while the job runs), so
+  # a node cut off ends the job ("ORTE has lost communication with a remote daemon") about
+  # ZT_NET_HEARTBEAT seconds after the cut, independently of --comm-timeout (which bounds one
+  # collective and may be minutes). Shorter cuts than about half of it are survived.
+  hb=${ZT_NET_HEARTBEAT:-20}
+  flags+=(--mca oob_tcp_keepalive_time $((hb / 2 > 0 ? hb / 2 : 1))
+    --mca oob_tcp_keepalive_intvl $((hb / 10 > 0 ? hb / 10 : 1)) --mca oob_tcp_keepalive_probes 5)
   [[ -n "$net_if" ]] && flags+=(--mca btl_tcp_if_include "$net_if" --mca oob_tcp_if_include "$net_if")
   grace=${grace:-300}
 else
@@ -116,6 +123,7 @@ fi
 # The clean-stop path (see the top): mpirun in its own session, the filter deaf to the signals.
 errpipe=$(mktemp -u)
 mkfifo "$errpipe"
+trap 'rm -f "$errpipe"' EXIT
 (trap '' INT TERM; drop_exit_banners < "$errpipe" >&2) &
 filter=$!
 # shellcheck disable=SC2086
@@ -123,7 +131,6 @@ setsid mpirun "${flags[@]}" \
   -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS -x GLIBC_TUNABLES \
   ${ZT_MPIRUN_ARGS:-} "$@" 2> "$errpipe" 3>&- &
 run=$!
-rm -f "$errpipe"  # both ends are open
 stops=0
 timer=
 stop() {
