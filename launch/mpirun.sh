@@ -78,6 +78,10 @@ if [[ -n "$hostfile" ]]; then
   # ZT_NET_HEARTBEAT seconds after the cut, independently of --comm-timeout (which bounds one
   # collective and may be minutes). Shorter cuts than about half of it are survived.
   hb=${ZT_NET_HEARTBEAT:-20}
+  if ! [[ "$hb" =~ ^[1-9][0-9]*$ ]]; then
+    echo "launch/mpirun.sh: ZT_NET_HEARTBEAT needs whole seconds, got '$hb'" >&2
+    exit 2
+  fi
   flags+=(--mca oob_tcp_keepalive_time $((hb / 2 > 0 ? hb / 2 : 1))
     --mca oob_tcp_keepalive_intvl $((hb / 10 > 0 ? hb / 10 : 1)) --mca oob_tcp_keepalive_probes 5)
   [[ -n "$net_if" ]] && flags+=(--mca btl_tcp_if_include "$net_if" --mca oob_tcp_if_include "$net_if")

@@ -147,6 +147,9 @@ const std::vector<Decl>& decls() {
        Check::Any, "ZeRO-R Pa+cpu: checkpoints live in host memory"},
       {"comm-timeout", "comm_timeout", &O::comm_timeout, Check::Positive,
        "seconds a collective may take before the job is aborted"},
+      {"tp-within-node", "tp_within_node", &O::tp_within_node, Check::Any,
+       "refuse a tensor-parallel group spread over hosts (false: warn only); map ranks with "
+       "mpirun --map-by slot or ppr:N:node, srun --distribution=block"},
       {"mock-data", "mock_data", &O::mock_data, Check::Any,
        "deterministic synthetic documents from --seed instead of a dataset"},
       {"data-path", "data_path", &O::data_path, Check::Any,

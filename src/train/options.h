@@ -60,6 +60,7 @@ struct TrainOptions {
   int64_t param_persistence_threshold = 100'000;
   int64_t max_live_parameters = 1'000'000'000;
   double comm_timeout = 600.0;  // seconds
+  bool tp_within_node = true;   // refuse a tensor-parallel group spread over hosts
   // backend
   std::string device = "auto";  // cuda | cpu | auto (cuda when built with it and a GPU is visible)
   // memory
