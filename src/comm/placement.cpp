@@ -66,7 +66,7 @@ std::string tp_spanning_message(const ParallelGrid& grid, const std::vector<int>
   return fmt::format(
       "tensor-parallel group {} spans hosts, so every layer's all-reduce crosses the network; "
       "place consecutive ranks on one host (mpirun --map-by slot or --map-by ppr:N:node with N a "
-      "multiple of {}, srun --distribution=block), or pass --tp-within-node false to run anyway",
+      "multiple of {}, srun --distribution=block), or pass --tp-within-node=false to run anyway",
       group_text(ranks, hosts), grid.tp());
 }
 

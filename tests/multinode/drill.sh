@@ -64,7 +64,7 @@ across_bg() {
 rc_of() { sed -n 's/^rc=//p' "$1" | tail -1; }
 wait_steps() { # FILE N SECONDS
   local t=0
-  while [ "$(wc -l < "$1" 2> /dev/null || echo 0)" -lt "$2" ]; do
+  while [ "$(cat "$1" 2> /dev/null | wc -l)" -lt "$2" ]; do
     sleep 0.2
     t=$((t + 1))
     ((t < $3 * 5)) || return 1
@@ -117,14 +117,14 @@ if want mapbynode; then
     fail "map-by node: exit $rc, expected 2 and one line"
     tail -5 "$work/mapnode.log"
   fi
-  across -np 4 "$zt" "${args[@]}" --tp-within-node false > "$work/mapnode_warn.log" 2>&1
+  across -np 4 "$zt" "${args[@]}" --tp-within-node=false > "$work/mapnode_warn.log" 2>&1
   rc=$?
   if [ "$rc" -eq 0 ] && grep -q "zerotron: warning: tensor-parallel group" "$work/mapnode_warn.log" &&
     grep -A1 "^layout:" "$work/mapnode_warn.log" | grep -q "@ztm-n2"; then
-    pass "map-by node with --tp-within-node false: exit 0, warning, layout with hosts:"
+    pass "map-by node with --tp-within-node=false: exit 0, warning, layout with hosts:"
     grep -A3 "^layout:" "$work/mapnode_warn.log"
   else
-    fail "map-by node --tp-within-node false: exit $rc, no warning or no hosts in the layout"
+    fail "map-by node --tp-within-node=false: exit $rc, no warning or no hosts in the layout"
     tail -5 "$work/mapnode_warn.log"
   fi
   margs=
@@ -154,8 +154,7 @@ if want kill9; then
       fail "kill9: processes left after 10 s: $(ztm_job_pids | xargs ps -o comm= -p | sort | uniq -c | xargs)"
     fi
   fi
-  ztm_down > /dev/null 2>&1
-  ztm_up "$nodes" "$work" > /dev/null || true
+  ztm_up "$nodes" "$work" > /dev/null || fail "the nodes did not come up again"
 fi
 
 # (5) the link down for good
@@ -177,8 +176,7 @@ if want partition; then
       fail "partition: processes left after 30 s: $(ztm_job_pids | xargs ps -o comm= -p | sort | uniq -c | xargs)"
     fi
   fi
-  ztm_down > /dev/null 2>&1
-  ztm_up "$nodes" "$work" > /dev/null || true
+  ztm_up "$nodes" "$work" > /dev/null || fail "the nodes did not come up again"
 fi
 
 if ((full)) && want resume; then

@@ -40,13 +40,14 @@ ztm_exec() {
 
 ztm_up() {
   local n=${1:-2} dir=${2:-}
-  ztm_down 2> /dev/null
+  ztm_down keep 2> /dev/null
   trap ztm_down EXIT
   trap 'ztm_down; exit 130' INT
   trap 'ztm_down; exit 143' TERM
   mkdir -p "$ZTM_STATE"
   ZTM_N=$n
   ZTM_DIR=${dir:-$(mktemp -d /tmp/ztm.XXXXXX)}
+  mkdir -p "$ZTM_DIR"
   ip netns add ztm-sw
   ip -n ztm-sw link add ztm-br0 type bridge
   ip -n ztm-sw link set ztm-br0 up
@@ -104,6 +105,7 @@ ztm_wait_gone() {
   done
 }
 
+# ztm_down [keep]: with "keep" the nodes go and their directory stays (to bring them up again).
 ztm_down() {
   local k p
   for ns in $(ip netns list 2> /dev/null | awk '/^ztm-/{print $1}'); do
@@ -111,6 +113,6 @@ ztm_down() {
     ip netns del "$ns" 2> /dev/null
   done
   rm -rf "$ZTM_STATE"
-  [ -n "$ZTM_DIR" ] && [[ "$ZTM_DIR" == /tmp/ztm.* ]] && rm -rf "$ZTM_DIR"
+  [ "${1:-}" != keep ] && [ -n "$ZTM_DIR" ] && [[ "$ZTM_DIR" == /tmp/ztm.* ]] && rm -rf "$ZTM_DIR"
   return 0
 }
