@@ -12,6 +12,7 @@
 #include "src/checkpoint/access_probe.h"
 #include "src/checkpoint/checkpoint.h"
 #include "src/checkpoint/directory.h"
+#include "src/comm/placement.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
 #include "src/config/derive.h"
@@ -24,6 +25,21 @@
 #include "src/train/trainer.h"
 
 namespace zt::app {
+namespace {
+
+// A tensor-parallel group over several nodes puts every layer's all-reduce on the network:
+// refused (--tp-within-node, the default) or one warning line.
+void check_tp_placement(const TrainOptions& o, const comm::MpiRuntime& rt) {
+  const comm::ParallelGrid grid(rt.world_size(), o.tensor_model_parallel_size,
+                                o.pipeline_model_parallel_size);
+  const std::vector<int> spanning = comm::tp_group_spanning_nodes(grid, rt.node_of());
+  if (spanning.empty()) return;
+  const std::string why = comm::tp_spanning_message(grid, spanning, rt.hosts());
+  if (o.tp_within_node) throw InputError(why);
+  log::line("zerotron: warning: " + why);
+}
+
+}  // namespace
 
 int train(Args args) {
   if (args.size() == 1 && args[0] == "--help-markdown") {  // docs/options.md, without MPI
@@ -44,7 +60,8 @@ int train(Args args) {
       // A rank stuck in a check below is bounded by the user's timeout from here on.
       rt.set_comm_timeout(o.comm_timeout);
       const int dp = derive(o, rt.world_size()).dp;  // every check of the options
-      data = open_train_data(o);                     // sets o.vocab_size from the tokenizer
+      check_tp_placement(o, rt);
+      data = open_train_data(o);  // sets o.vocab_size from the tokenizer
       validate_tensor_parallel(gpt_config_from(o), o.tensor_model_parallel_size);
       // --device cuda without the backend or a GPU: exit 2 here
       const bool cpu = resolve_device(o.device) == Device::Cpu;
@@ -67,6 +84,9 @@ int train(Args args) {
       if (rt.rank() == 0) std::fputs(train_options_help().c_str(), stdout);
       return 0;
     }
+    log::line(comm::layout_text(comm::ParallelGrid(rt.world_size(), o.tensor_model_parallel_size,
+                                                   o.pipeline_model_parallel_size),
+                                rt.hosts()));
     // The backend, its memory and the process groups (the GPU of this local rank with --device
     // cuda); destroyed after the trainer. The plan checked above is what the pool will hold, not
     // all the process maps (threads, MPI, libraries): an allocation that still fails here is one

@@ -16,11 +16,41 @@
 #     dropped from mpirun's stderr; the others (a rank killed by a signal, exiting without
 #     MPI_Finalize, MPI_ABORT) stay. mpirun's own -q would drop those too. ZT_MPIRUN_VERBOSE=1
 #     keeps everything.
-# Extra mpirun options can be passed in ZT_MPIRUN_ARGS. For several nodes use launch/srun.sh
-# (SLURM) or mpirun --hostfile (launch/hostfile.example).
+# Extra mpirun options can be passed in ZT_MPIRUN_ARGS.
+#
+# Several nodes: launch/mpirun.sh [--hostfile FILE] [--net-if IF] [--stop-grace S] -np N ...
+#   (or ZT_HOSTFILE, ZT_NET_IF, ZT_STOP_GRACE). With a hostfile:
+#   - --mca btl self,vader,tcp, and with --net-if (an interface name or a CIDR such as
+#     10.1.0.0/16) btl_tcp_if_include and oob_tcp_if_include, so neither MPI traffic nor the
+#     daemons' control channel wanders onto a management or container interface;
+#   - --map-by slot: consecutive ranks fill a host before the next, so each tensor-parallel
+#     group (consecutive ranks) stays on one host when the slots per host are a multiple of tp.
+#     ZT_MPIRUN_ARGS='--map-by node' overrides it (zerotron then refuses or warns, see
+#     --tp-within-node).
+# Clean stop (with a hostfile, or whenever ZT_STOP_GRACE / --stop-grace is given): mpirun runs in
+# its own session, so a Ctrl-C or SIGTERM to this script's process group reaches this script only.
+# Open MPI 4.1's mpirun answers SIGTERM/SIGINT by killing the job (SIGTERM to the ranks, SIGKILL
+# odls_base_sigkill_timeout = 1 s later, exit status 1), which kills a checkpoint being written.
+# It forwards SIGUSR2 to every rank on every node and otherwise leaves the job alone; zerotron's
+# --exit-signal-handler treats SIGUSR2 like SIGTERM (finish the step, save, exit 0). So the first
+# SIGTERM/SIGINT is sent on as SIGUSR2, and mpirun's own status (0 when every rank saved and
+# exited 0) is this script's. When the job is still running ZT_STOP_GRACE seconds later
+# (default 300: a step plus a save of a large shard to a slow disk), or at a second
+# SIGTERM/SIGINT, mpirun gets SIGTERM and the job ends at once.
 set -euo pipefail
+hostfile=${ZT_HOSTFILE:-}
+net_if=${ZT_NET_IF:-}
+grace=${ZT_STOP_GRACE:-}
+while [[ $# -gt 0 && "$1" != "-np" ]]; do
+  case $1 in
+    --hostfile) hostfile=${2:-}; shift 2 || break ;;
+    --net-if) net_if=${2:-}; shift 2 || break ;;
+    --stop-grace) grace=${2:-}; shift 2 || break ;;
+    *) break ;;
+  esac
+done
 if [[ $# -lt 3 || "$1" != "-np" ]]; then
-  echo "usage: launch/mpirun.sh -np N <program> [args...]" >&2
+  echo "usage: launch/mpirun.sh [--hostfile FILE] [--net-if IF] [--stop-grace S] -np N <program> [args...]" >&2
   exit 2
 fi
 np=$2
@@ -29,10 +59,36 @@ if ! [[ "$np" =~ ^[1-9][0-9]*$ ]]; then
   echo "launch/mpirun.sh: -np needs a positive integer, got '$np'" >&2
   exit 2
 fi
+if [[ -n "$hostfile" && ! -r "$hostfile" ]]; then
+  echo "launch/mpirun.sh: cannot read the hostfile '$hostfile'" >&2
+  exit 2
+fi
+if [[ -n "$grace" && ! "$grace" =~ ^[0-9]+$ ]]; then
+  echo "launch/mpirun.sh: the stop grace needs whole seconds, got '$grace'" >&2
+  exit 2
+fi
 cores=$(nproc 2>/dev/null || echo 1)
 threads=$((cores / np))
 ((threads < 1)) && threads=1
-flags=(-np "$np" --oversubscribe --bind-to none --mca btl self,vader)
+if [[ -n "$hostfile" ]]; then
+  flags=(-np "$np" --hostfile "$hostfile" --map-by slot --oversubscribe --bind-to none
+    --mca btl self,vader,tcp)
+  # The heartbeat: TCP keepalive on the daemons' control channel (idle while the job runs), so
+  # a node cut off ends the job ("ORTE has lost communication with a remote daemon") about
+  # ZT_NET_HEARTBEAT seconds after the cut, independently of --comm-timeout (which bounds one
+  # collective and may be minutes). Shorter cuts than about half of it are survived.
+  hb=${ZT_NET_HEARTBEAT:-20}
+  if ! [[ "$hb" =~ ^[1-9][0-9]*$ ]]; then
+    echo "launch/mpirun.sh: ZT_NET_HEARTBEAT needs whole seconds, got '$hb'" >&2
+    exit 2
+  fi
+  flags+=(--mca oob_tcp_keepalive_time $((hb / 2 > 0 ? hb / 2 : 1))
+    --mca oob_tcp_keepalive_intvl $((hb / 10 > 0 ? hb / 10 : 1)) --mca oob_tcp_keepalive_probes 5)
+  [[ -n "$net_if" ]] && flags+=(--mca btl_tcp_if_include "$net_if" --mca oob_tcp_if_include "$net_if")
+  grace=${grace:-300}
+else
+  flags=(-np "$np" --oversubscribe --bind-to none --mca btl self,vader)
+fi
 [[ $(id -u) -eq 0 ]] && flags+=(--allow-run-as-root)
 # Oversubscribed ranks must yield the core while they wait in MPI, or they spin against each other.
 ((np > cores)) && flags+=(--mca mpi_yield_when_idle 1)
@@ -61,8 +117,52 @@ drop_exit_banners() {
 # stdout goes straight through (fd 3); only stderr is filtered; the exit status is mpirun's.
 exec 3>&1
 set +e
+if [[ -z "$grace" ]]; then
+  # shellcheck disable=SC2086
+  mpirun "${flags[@]}" \
+    -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS -x GLIBC_TUNABLES \
+    ${ZT_MPIRUN_ARGS:-} "$@" 2>&1 1>&3 3>&- | drop_exit_banners >&2
+  exit "${PIPESTATUS[0]}"
+fi
+# The clean-stop path (see the top): mpirun in its own session, the filter deaf to the signals.
+errpipe=$(mktemp -u)
+mkfifo "$errpipe"
+trap 'rm -f "$errpipe"' EXIT
+(trap '' INT TERM; drop_exit_banners < "$errpipe" >&2) &
+filter=$!
 # shellcheck disable=SC2086
-mpirun "${flags[@]}" \
+setsid mpirun "${flags[@]}" \
   -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS -x GLIBC_TUNABLES \
-  ${ZT_MPIRUN_ARGS:-} "$@" 2>&1 1>&3 3>&- | drop_exit_banners >&2
-exit "${PIPESTATUS[0]}"
+  ${ZT_MPIRUN_ARGS:-} "$@" 2> "$errpipe" 3>&- &
+run=$!
+stops=0
+timer=
+stop() {
+  stops=$((stops + 1))
+  if ((stops == 1)); then
+    echo "launch/mpirun.sh: stopping: every rank finishes its step and saves (up to ${grace} s; again to abort)" >&2
+    kill -USR2 "$run" 2>/dev/null
+    # The timer takes its sleep with it when it is stopped early.
+    (
+      trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+      sleep "$grace" &
+      nap=$!
+      wait "$nap" && kill -TERM "$run" 2>/dev/null
+    ) > /dev/null 2>&1 3>&- &
+    timer=$!
+  else
+    echo "launch/mpirun.sh: aborting the job" >&2
+    kill -TERM "$run" 2>/dev/null
+  fi
+}
+trap stop INT TERM
+status=0
+# wait returns early (> 128) when a trapped signal arrives; wait again until mpirun is gone.
+while :; do
+  wait "$run"
+  status=$?
+  kill -0 "$run" 2>/dev/null || break
+done
+[[ -n "$timer" ]] && kill "$timer" 2>/dev/null
+wait "$filter"
+exit "$status"

@@ -1,11 +1,15 @@
 #include "src/comm/runtime.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
 #include <thread>
+
+#include <signal.h>
+#include <unistd.h>
 
 #include "src/comm/mpi_check.h"
 #include "src/core/log.h"
@@ -41,6 +45,44 @@ void terminate_handler() {
   abort_job(cause, 1);
 }
 
+// Open MPI's daemons (mpirun, orted) hear of an abort over their TCP control channel. When the
+// network between nodes is cut, the abort request and the kill orders sit unacknowledged in TCP
+// retransmission (about 15 min), so mpirun and the remote orted outlive the ranks indefinitely.
+// Before aborting, a rank forks a reaper that, kAbortGraceS later, SIGKILLs the rank's parent when
+// it is one of those daemons and still alive: on a healthy network the job is gone long before.
+// SLURM's slurmstepd (srun) and anything else is never touched.
+// Only for a job over several nodes: on one node the daemons never lose each other.
+constexpr unsigned kAbortGraceS = 5;
+std::atomic<bool> g_several_nodes{false};
+
+void arm_launcher_reaper() {
+  if (!g_several_nodes.load()) return;
+  const pid_t parent = getppid();
+  std::string comm;
+  if (FILE* f = std::fopen(fmt::format("/proc/{}/comm", parent).c_str(), "r")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof buf, f) != nullptr) comm = buf;
+    std::fclose(f);
+  }
+  while (!comm.empty() && (comm.back() == '\n' || comm.back() == ' ')) comm.pop_back();
+  if (comm != "orted" && comm != "mpirun" && comm != "orterun" && comm != "prted" &&
+      comm != "prterun")
+    return;
+  // Only async-signal-safe calls in the child of a threaded process.
+  const pid_t pid = fork();
+  if (pid != 0) return;  // the rank (or a failed fork: no reaper)
+  setsid();              // out of the job's process group, so the job's kill spares it
+  for (int fd = 0; fd < 1024; ++fd) close(fd);  // holds no pipe or socket of the job open
+  sleep(kAbortGraceS);
+  if (kill(parent, 0) == 0) kill(parent, SIGKILL);
+  _exit(0);
+}
+
+void abort_world(int code) {
+  arm_launcher_reaper();
+  MPI_Abort(MPI_COMM_WORLD, code);
+}
+
 }  // namespace
 
 LaunchInfo launch_info_from_env(const char* (*getenv_fn)(const char*)) {
@@ -64,7 +106,7 @@ void abort_job(std::string_view cause, int code) {
   int inited = 0, finalized = 0;
   MPI_Initialized(&inited);
   MPI_Finalized(&finalized);
-  if (inited && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
+  if (inited && !finalized) abort_world(code);
   std::_Exit(code);
 }
 
@@ -84,12 +126,10 @@ MpiRuntime::MpiRuntime(int& argc, char**& argv, RuntimeOptions opts) {
     log::line("zerotron: MPI lacks MPI_THREAD_MULTIPLE; async collectives progress manually");
     opts.progress = ProgressMode::Manual;
   }
-  // Local rank from MPI itself (ranks sharing memory), checked against the launcher.
-  MPI_Comm node = MPI_COMM_NULL;
-  ZT_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
-  ZT_MPI(MPI_Comm_rank(node, &local_rank_));
-  ZT_MPI(MPI_Comm_size(node, &local_size_));
-  ZT_MPI(MPI_Comm_free(&node));
+  // The watchdog is up before the first collective, so a start-up that hangs (a node that never
+  // answers) ends like any other hang.
+  watchdog_ = std::make_unique<Watchdog>(rank_, opts.comm_timeout_s, [] { abort_world(1); });
+  find_nodes();
   if (launch_.rank >= 0 &&
       (launch_.rank != rank_ || (launch_.world >= 0 && launch_.world != world_)))
     throw Error(fmt::format(
@@ -97,17 +137,42 @@ MpiRuntime::MpiRuntime(int& argc, char**& argv, RuntimeOptions opts) {
         "match the launcher (use the srun --mpi plugin or mpirun of the same Open MPI)",
         launch_.rank, launch_.world, launch_.slurm ? "SLURM_PROCID" : "OMPI_COMM_WORLD_RANK", rank_,
         world_));
-  watchdog_ =
-      std::make_unique<Watchdog>(rank_, opts.comm_timeout_s, [] { MPI_Abort(MPI_COMM_WORLD, 1); });
   progress_ = std::make_unique<MpiProgress>(opts.progress, opts.poll_interval_us);
+}
+
+void MpiRuntime::find_nodes() {
+  // The node is what MPI says shares memory with this rank (MPI_COMM_TYPE_SHARED), named by the
+  // host name; both gathered once, so every rank knows every rank's node.
+  auto guard = watchdog_->arm("start-up (node split, host names)", "world");
+  MPI_Comm node = MPI_COMM_NULL;
+  ZT_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+  ZT_MPI(MPI_Comm_rank(node, &local_rank_));
+  ZT_MPI(MPI_Comm_size(node, &local_size_));
+  int leader = rank_;  // the lowest world rank of the node names it
+  ZT_MPI(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node));
+  ZT_MPI(MPI_Comm_free(&node));
+  constexpr int kName = 64;
+  char mine[kName] = {};
+  gethostname(mine, kName - 1);
+  std::vector<char> names(static_cast<size_t>(kName) * static_cast<size_t>(world_));
+  ZT_MPI(MPI_Allgather(mine, kName, MPI_CHAR, names.data(), kName, MPI_CHAR, MPI_COMM_WORLD));
+  node_of_.assign(static_cast<size_t>(world_), 0);
+  ZT_MPI(MPI_Allgather(&leader, 1, MPI_INT, node_of_.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  hosts_.clear();
+  for (int r = 0; r < world_; ++r) hosts_.emplace_back(&names[static_cast<size_t>(r) * kName]);
+  for (int n : node_of_) g_several_nodes = g_several_nodes || n != node_of_[0];
 }
 
 MpiRuntime::~MpiRuntime() {
   progress_.reset();
+  // MPI_Finalize waits for every rank: bounded by the watchdog like any collective.
+  {
+    auto guard = watchdog_->arm("shutdown (MPI_Finalize)", "world");
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
   watchdog_.reset();
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
 }
 
 std::unique_ptr<MpiCommunicator> MpiRuntime::world(MemoryPool& pool) {

@@ -22,7 +22,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "src/comm/comm_stats.h"
 #include "src/comm/mpi_communicator.h"
@@ -59,6 +61,10 @@ class MpiRuntime {
   int local_size() const { return local_size_; }
   bool under_slurm() const { return launch_.slurm; }
   bool thread_multiple() const { return thread_multiple_; }
+  // Every rank's node: the lowest world rank sharing memory with it (MPI_COMM_TYPE_SHARED), and
+  // its host name; gathered once at start-up.
+  const std::vector<int>& node_of() const { return node_of_; }
+  const std::vector<std::string>& hosts() const { return hosts_; }
 
   // A communicator over all ranks (a duplicate of MPI_COMM_WORLD). Destroy it (and everything
   // split from it) before the runtime. Staging buffers come from `pool`, which must outlive it.
@@ -81,9 +87,13 @@ class MpiRuntime {
   [[noreturn]] void abort(std::string_view cause, int code = 1);
 
  private:
+  void find_nodes();
+
   int rank_ = 0, world_ = 1, local_rank_ = 0, local_size_ = 1;
   bool thread_multiple_ = false;
   LaunchInfo launch_;
+  std::vector<int> node_of_;
+  std::vector<std::string> hosts_;
   CommStats stats_;
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<MpiProgress> progress_;

@@ -24,6 +24,9 @@ ExitConditions::ExitConditions(const TrainOptions& o, comm::ScalarReducer* reduc
   // SLURM's warning before the time limit (sbatch --signal=USR1@<seconds>); SIGTERM comes only
   // with the kill itself, KillWait seconds before SIGKILL.
   previous_usr1_ = std::signal(SIGUSR1, remember_signal);
+  // launch/mpirun.sh turns the launcher's SIGTERM/SIGINT into SIGUSR2, which mpirun forwards to
+  // every rank on every node without ending the job itself.
+  previous_usr2_ = std::signal(SIGUSR2, remember_signal);
 }
 
 ExitConditions::~ExitConditions() {
@@ -31,6 +34,7 @@ ExitConditions::~ExitConditions() {
   std::signal(SIGTERM, previous_term_ == SIG_ERR ? SIG_DFL : previous_term_);
   std::signal(SIGINT, previous_int_ == SIG_ERR ? SIG_DFL : previous_int_);
   std::signal(SIGUSR1, previous_usr1_ == SIG_ERR ? SIG_DFL : previous_usr1_);
+  std::signal(SIGUSR2, previous_usr2_ == SIG_ERR ? SIG_DFL : previous_usr2_);
 }
 
 std::string ExitConditions::reason_to_stop(int iteration) {
@@ -42,9 +46,11 @@ std::string ExitConditions::reason_to_stop(int iteration) {
     double flags[2] = {static_cast<double>(g_signal), minutes};
     if (reducer_ != nullptr) reducer_->max(flags);
     if (flags[0] != 0)
-      return fmt::format("{} received (--exit-signal-handler)", flags[0] == SIGINT    ? "SIGINT"
-                                                                : flags[0] == SIGUSR1 ? "SIGUSR1"
-                                                                                      : "SIGTERM");
+      return fmt::format("{} received (--exit-signal-handler)",
+                         flags[0] == SIGINT    ? "SIGINT"
+                         : flags[0] == SIGUSR1 ? "SIGUSR1"
+                         : flags[0] == SIGUSR2 ? "SIGUSR2 (the launcher's stop)"
+                                               : "SIGTERM");
     if (clocked && flags[1] >= o_.exit_duration_in_mins)
       return fmt::format("{:.2f} minutes elapsed (--exit-duration-in-mins {})", flags[1],
                          o_.exit_duration_in_mins);
