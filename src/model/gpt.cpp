@@ -4,7 +4,6 @@
 #include <string_view>
 
 #include "src/tensor_parallel/mappings.h"
-#include "src/tensor_parallel/parallel_linear.h"
 #include "src/tensor_parallel/rng_tracker.h"
 #include "src/tensor_parallel/sequence_parallel.h"
 #include "src/tensor_parallel/vocab_parallel_cross_entropy.h"

@@ -1,7 +1,6 @@
 #include "src/model/transformer_layer.h"
 
 #include "src/tensor_parallel/mappings.h"
-#include "src/tensor_parallel/parallel_linear.h"
 #include "src/tensor_parallel/rng_tracker.h"
 #include "src/tensor_parallel/sequence_parallel.h"
 
@@ -106,16 +105,16 @@ void attention_backward(const LayerDims& d, Ref dqkv, float* delta, CRef dout, C
 }
 
 // This rank's rows of a full [N, C] buffer.
-Ref mine(const LayerDims& d, Ref full) {
+Ref own_rows(const LayerDims& d, Ref full) {
   return full + d.first_row * d.C;
 }
 
-// Into a tensor-parallel region: `full` [N, C] holds this rank's rows (at mine()) and receives
+// Into a tensor-parallel region: `full` [N, C] holds this rank's rows (at own_rows()) and receives
 // the others' (sequence parallelism: all-gather); without it every rank already holds all rows
 // (copy-to-TP forward is the identity).
 void gather_rows(const LayerDims& d, Ref full) {
   if (d.sequence_parallel)
-    tp::sequence_gather_forward(*d.be, d.tp, full, mine(d, full), d.N(), d.C);
+    tp::sequence_gather_forward(*d.be, d.tp, full, own_rows(d, full), d.N(), d.C);
 }
 
 // The input gradient of a column-parallel layer, [N, C] partial sums per rank, summed over tp:
@@ -182,7 +181,7 @@ void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRe
   const int64_t nc = int64_t{N} * C, nlc = int64_t{Nl} * C;
   {
     const Held w(src, p.ln1_w), b(src, p.ln1_b);
-    be.layernorm_forward(mine(d, s.ln), a.ln1_mean, a.ln1_rstd, x, w.get(), b.get(), Nl, C);
+    be.layernorm_forward(own_rows(d, s.ln), a.ln1_mean, a.ln1_rstd, x, w.get(), b.get(), Nl, C);
   }
   gather_rows(d, s.ln);
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
@@ -193,7 +192,7 @@ void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRe
   {
     // res2 = x + drop(proj) and ln2(res2) in one pass (bitwise the two ops on the CPU).
     const Held w(src, p.ln2_w), b(src, p.ln2_b);
-    be.dropout_add_layernorm_forward(a.res2, mine(d, s.ln), a.ln2_mean, a.ln2_rstd, x, proj,
+    be.dropout_add_layernorm_forward(a.res2, own_rows(d, s.ln), a.ln2_mean, a.ln2_rstd, x, proj,
                                      w.get(), b.get(), Nl, C, drop.attn_out);
   }
   gather_rows(d, s.ln);
@@ -211,7 +210,7 @@ void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CR
   const int64_t nlc = int64_t{Nl} * C, nf = int64_t{N} * d.F;
   // MLP branch: out = res2 + drop(fcproj(gelu(fc(ln2(res2))))). The row-parallel layer's output
   // gradient: this rank's rows, all-gathered under sequence parallelism.
-  be.dropout_backward(mine(d, s.d_a), dres, nlc, drop.mlp_out);
+  be.dropout_backward(own_rows(d, s.d_a), dres, nlc, drop.mlp_out);
   gather_rows(d, s.d_a);
   be.gelu_forward(s.ff, a.fch, nf);
   chunked_linear_backward_input_gelu(be, src, p.fcproj, s.d_ff, s.d_a, a.fch, N);
@@ -226,14 +225,15 @@ void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CR
     // held from here to its backward, so backward reaches the parameters from the last to the
     // first (bias before weight), each partition unit in one run.
     const Held b(src, p.ln2_b), w(src, p.ln2_w);
-    be.layernorm_forward(mine(d, s.ln), a.ln2_mean, a.ln2_rstd, a.res2, w.get(), b.get(), Nl, C);
+    be.layernorm_forward(own_rows(d, s.ln), a.ln2_mean, a.ln2_rstd, a.res2, w.get(), b.get(), Nl,
+                         C);
     gather_rows(d, s.ln);
     chunked_linear_backward_params(be, src, p.fc, s.d_ff, s.ln, s.ones, N);
     residual_layernorm_backward(d, src, p.ln2_w, p.ln2_b, w.get(), dres, dln2, a.res2, a.ln2_mean,
                                 a.ln2_rstd, s);
   }
   // Attention branch: res2 = x + drop(proj(attn(ln1(x))))
-  be.dropout_backward(mine(d, s.d_a), dres, nlc, drop.attn_out);
+  be.dropout_backward(own_rows(d, s.d_a), dres, nlc, drop.attn_out);
   gather_rows(d, s.d_a);
   chunked_linear_backward_input(be, src, p.proj, s.d_b, s.d_a, N);
   chunked_linear_backward_params(be, src, p.proj, s.d_a, a.atty, s.ones, N);
@@ -242,7 +242,7 @@ void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CR
   const Ref dln1 = sum_input_grad(d, s.d_a, s.d_b);
   {
     const Held b(src, p.ln1_b), w(src, p.ln1_w);
-    be.layernorm_forward(mine(d, s.ln), a.ln1_mean, a.ln1_rstd, x, w.get(), b.get(), Nl, C);
+    be.layernorm_forward(own_rows(d, s.ln), a.ln1_mean, a.ln1_rstd, x, w.get(), b.get(), Nl, C);
     gather_rows(d, s.ln);
     chunked_linear_backward_params(be, src, p.qkv, s.d_qkv, s.ln, s.ones, N);
     residual_layernorm_backward(d, src, p.ln1_w, p.ln1_b, w.get(), dres, dln1, x, a.ln1_mean,

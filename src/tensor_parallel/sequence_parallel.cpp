@@ -18,8 +18,8 @@ int64_t sequence_first_row(const comm::Communicator* tp, int64_t n) {
 void sequence_gather_forward(Backend& be, comm::Communicator* tp, Ref full, CRef local, int64_t n,
                              int64_t c) {
   const int64_t m = sequence_rows(tp, n) * c;
-  const Ref mine = full + sequence_first_row(tp, n) * c;
-  if (mine.p != local.p) be.copy(mine.p, local.p, local.bytes(m));
+  const Ref own_rows = full + sequence_first_row(tp, n) * c;
+  if (own_rows.p != local.p) be.copy(own_rows.p, local.p, local.bytes(m));
   if (active(tp)) tp->all_gather(Tensor(full.p, Shape{n * c}, full.t, be.device()));
 }
 
@@ -38,8 +38,8 @@ void sequence_gather_backward(Backend& be, comm::Communicator* tp, Ref dlocal, C
 void sequence_scatter_forward(Backend& be, comm::Communicator* tp, Ref local, CRef full, int64_t n,
                               int64_t c) {
   const int64_t m = sequence_rows(tp, n) * c;
-  const CRef mine = full + sequence_first_row(tp, n) * c;
-  if (mine.p != local.p) be.copy(local.p, mine.p, mine.bytes(m));
+  const CRef own_rows = full + sequence_first_row(tp, n) * c;
+  if (own_rows.p != local.p) be.copy(local.p, own_rows.p, own_rows.bytes(m));
 }
 
 }  // namespace zt::tp

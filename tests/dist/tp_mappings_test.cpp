@@ -9,7 +9,6 @@
 #include "kernels/cpu/ops.h"
 #include "src/comm/topology.h"
 #include "src/tensor_parallel/mappings.h"
-#include "src/tensor_parallel/parallel_linear.h"
 #include "src/tensor_parallel/sequence_parallel.h"
 #include "src/tensor_parallel/vocab_parallel_cross_entropy.h"
 #include "tests/dist/dist_util.h"
@@ -114,7 +113,9 @@ TEST(TpMappings, SequenceParallelGatherScatterReduceScatter) {
 
 // vocab 10 padded to 16: with tp = 4 the shards are [0,4) [4,8) [8,12) (two real columns)
 // [12,16) (padding only); with tp = 2 [0,8) [8,16).
-// ColumnParallelLinear with gather_output: every rank ends with the full output, and the
+// ColumnParallelLinear with gather_output, composed from the mappings as Megatron composes it
+// (the local linear layer, then gather along the last dim; backward: keep this rank's block,
+// the local backward, copy-to-TP backward): every rank ends with the full output, and the
 // backward from the full output gradient gives the full input gradient and this rank's rows of
 // the weight gradient — as the unsplit linear layer does.
 TEST(TpColumnParallel, GatheredOutputMatchesTheFullLinear) {
@@ -141,12 +142,15 @@ TEST(TpColumnParallel, GatheredOutputMatchesTheFullLinear) {
   const float* w_r = w.data() + me * ol * in;
   const float* b_r = b.data() + me * ol;
   std::vector<float> y(N * out), y_local(N * ol), scratch(N * out);
-  tp::column_parallel_forward_gathered(cpu_backend(), tp, y.data(), y_local.data(), scratch.data(),
-                                       x.data(), w_r, b_r, N, in, ol);
+  Backend& be = cpu_backend();
+  be.linear_forward(y_local.data(), x.data(), w_r, b_r, N, in, ol);
+  tp::gather_last_dim_forward(be, tp, y.data(), y_local.data(), N, ol, scratch.data());
   for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], y_ref[i], 1e-5f) << i;
   std::vector<float> dx(N * in), dw(ol * in, 0.0f), db(ol, 0.0f), dy_local(N * ol);
-  tp::column_parallel_backward_gathered(cpu_backend(), tp, dx.data(), dw.data(), db.data(),
-                                        dy_local.data(), dy.data(), x.data(), w_r, N, in, ol);
+  tp::gather_last_dim_backward(be, tp, dy_local.data(), dy.data(), N, ol);
+  be.linear_backward(dx.data(), dw.data(), db.data(), dy_local.data(), x.data(), w_r, N, in, ol,
+                     false);
+  tp::copy_to_tp_backward(be, tp, dx.data(), int64_t{N} * in);
   for (size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(dx[i], dx_ref[i], 1e-5f) << i;
   for (int o = 0; o < ol; ++o) {
     EXPECT_NEAR(db[static_cast<size_t>(o)], db_ref[static_cast<size_t>(me * ol + o)], 1e-5f);

@@ -14,9 +14,9 @@
 #include "src/comm/topology.h"
 #include "src/model/activation_store.h"
 #include "src/model/gpt.h"
-#include "src/tensor_parallel/grad_norm.h"
 #include "src/zero/zero_optimizer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/dist/tp_testing.h"
 #include "tests/reference/reference_file.h"
 
 namespace zt::dist {
@@ -104,7 +104,7 @@ TEST(TensorParallelReference, Fp32MatchesPyTorchAtTp2) {
     double split = 0, rep = 0;
     for (const auto& p : layout.params())
       (p.tp_replicated ? rep : split) += cpu::Kernels::sum_squares(g + p.offset, p.numel());
-    const double norm = std::sqrt(tp::grad_sum_squares(&topo.tp(), split, rep));
+    const double norm = std::sqrt(tp_grad_sum_squares(&topo.tp(), split, rep));
     if (step == 0) {
       EXPECT_NEAR(norm, ref.f32("out/grad_norm").data[0], 1e-4 * norm);
     }

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "src/comm/topology.h"
-#include "src/tensor_parallel/grad_norm.h"
 #include "tests/dist/dist_util.h"
 #include "tests/dist/tp_testing.h"
 
@@ -114,7 +113,7 @@ TEST(TensorParallelShards, GatherToTheTp1Tensors) {
     for (int64_t i = 0; i < ref1.layout().numel(); ++i)
       want += double{ref1.optimizer().working_grads().f32()[i]} *
               ref1.optimizer().working_grads().f32()[i];
-    EXPECT_NEAR(tp::grad_sum_squares(&topo.tp(), split, rep), want, 1e-5 * want);
+    EXPECT_NEAR(tp_grad_sum_squares(&topo.tp(), split, rep), want, 1e-5 * want);
     // Three optimizer steps later the parameters still gather to tp = 1's. Adam divides each
     // gradient by its own magnitude, so an element whose exact gradient is 0 — the key bias:
     // softmax is invariant to q·b_k — moves by lr · noise/(|noise| + eps) with noise the

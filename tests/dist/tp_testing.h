@@ -12,6 +12,7 @@
 #include "src/core/memory_pool.h"
 #include "src/model/activation_store.h"
 #include "src/model/gpt.h"
+#include "src/tensor_parallel/mappings.h"
 #include "src/zero/zero_optimizer.h"
 
 namespace zt::dist {
@@ -47,6 +48,17 @@ inline void test_sample(int64_t index, int T, int vocab, int32_t* tokens, int32_
     targets[t] =
         (start + t + 1 + static_cast<int32_t>(mix64(s, static_cast<uint64_t>(t)) % 4 == 0)) % vocab;
   }
+}
+
+// The squared global gradient norm of a tensor-parallel model from this rank's shares, without
+// double counting: the split parameters' part summed over `tp` (host memory), the replicated
+// part (the same on every rank) once. The reduction is fp32: one rounding of the sum.
+inline double tp_grad_sum_squares(comm::Communicator* tp, double split_local,
+                                  double replicated_local) {
+  if (!tp::active(tp)) return split_local + replicated_local;
+  float part = static_cast<float>(split_local);
+  tp::all_reduce(cpu_backend(), tp, &part, 1);
+  return static_cast<double>(part) + replicated_local;
 }
 
 class TpRun {
