@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "apps/cli_flags.h"
+#include "src/checkpoint/checkpoint.h"
+#include "src/checkpoint/file.h"
+#include "src/checkpoint/hf_gpt2.h"
+#include "src/checkpoint/reader.h"
 #include "src/core/half.h"
-#include "src/train/checkpoint.h"
-#include "src/train/checkpoint_file.h"
-#include "src/train/checkpoint_reader.h"
-#include "src/train/hf_gpt2.h"
 
 namespace zt::app {
 namespace {

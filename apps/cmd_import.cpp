@@ -14,9 +14,9 @@
 #include <map>
 
 #include "apps/cli_flags.h"
-#include "src/train/checkpoint_file.h"
-#include "src/train/checkpoint_writer.h"
-#include "src/train/hf_gpt2.h"
+#include "src/checkpoint/file.h"
+#include "src/checkpoint/hf_gpt2.h"
+#include "src/checkpoint/writer.h"
 
 namespace zt::app {
 namespace {
@@ -86,6 +86,7 @@ int import_model(Args args) {
       config.string());
   model.padded_vocab_size = padded_vocab_size(model.vocab_size, divisible, lay.tp);
   validate_tensor_parallel(model, lay.tp);
+  lay.model = model;
 
   const Mapped file(input.string());
   const std::map<std::string, SafetensorsTensor> tensors =
@@ -113,7 +114,7 @@ int import_model(Args args) {
     sources[m.ours] = {&t, m.transpose, rows, cols};
   }
   const std::string save = flags->str("--save");
-  write_checkpoint(save, model, lay, [&](const ParamSpec& p, int64_t f, int64_t n, float* dst) {
+  write_checkpoint(save, lay, [&](const ParamSpec& p, int64_t f, int64_t n, float* dst) {
     const Source& s = sources.at(p.name);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t at = f + i;

@@ -5,15 +5,18 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <new>
 #include <optional>
 
 #include "apps/commands.h"
+#include "src/checkpoint/access_probe.h"
+#include "src/checkpoint/checkpoint.h"
+#include "src/checkpoint/directory.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
+#include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/planner/train_plan.h"
-#include "src/train/checkpoint.h"
-#include "src/train/checkpoint_dir.h"
 #include "src/train/options.h"
 #include "src/train/train_data.h"
 #include "src/train/train_device.h"
@@ -44,6 +47,10 @@ int train(Args args) {
       // The plan is what the run will allocate: refuse a layout that cannot fit, before it
       // allocates for seconds and dies of std::bad_alloc.
       check_plan_fits(o, dp, memory_budget(o, cpu, rt.local_size()));
+      // Every rank reaches --save and --load itself: a node without the shared filesystem is
+      // named now, not found at the first save hours later.
+      if (!o.save.empty()) check_save_writable(o.save);
+      if (!o.load.empty()) check_load_readable(o.load);
       // --save is created, tested for writing and locked against a second job now, not found
       // unusable at the first save hours later. Rank 0 alone keeps the directory's bookkeeping.
       if (!o.save.empty() && rt.rank() == 0) {
@@ -57,13 +64,27 @@ int train(Args args) {
       return 0;
     }
     // The backend, its memory and the process groups (the GPU of this local rank with --device
-    // cuda); destroyed after the trainer.
-    TrainDevice device(o, &rt);
-    Trainer trainer(o, device.context(), device.topology(), std::move(data));
+    // cuda); destroyed after the trainer. The plan checked above is what the pool will hold, not
+    // all the process maps (threads, MPI, libraries): an allocation that still fails here is one
+    // line and exit 2 on every rank, not an abort.
+    std::optional<TrainDevice> device;
+    std::optional<Trainer> trainer;
+    const int built = rt.agree_on_input([&] {
+      try {
+        device.emplace(o, &rt);
+        trainer.emplace(o, device->context(), device->topology(), std::move(data));
+      } catch (const std::bad_alloc&) {
+        throw InputError(
+            "out of memory allocating the model, its optimizer states and activations "
+            "(std::bad_alloc); use a smaller model, --micro-batch-size or --seq-length, more "
+            "ranks, or raise the memory limit (ulimit -v, the container's)");
+      }
+    });
+    if (built != 0) return built;
     if (!o.load.empty()) {
       if (std::filesystem::exists(std::filesystem::path(o.load) / "latest")) {
         const auto t0 = std::chrono::steady_clock::now();
-        const int it = load_checkpoint(o.load, trainer);
+        const int it = trainer->load_checkpoint(o.load);
         const double s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         log::info(" loaded checkpoint {} at iteration {} ({:.2f} s)", o.load, it, s);
@@ -72,7 +93,7 @@ int train(Args args) {
       }
     }
     try {
-      trainer.run();
+      trainer->run();
     } catch (const RunStopped& e) {
       // Every rank stops at the same step (the overflow test is all-reduced): one line, and a
       // clean finalize instead of an abort.

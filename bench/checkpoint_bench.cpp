@@ -19,10 +19,10 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_main.h"
+#include "src/checkpoint/checkpoint.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
 #include "src/core/error.h"
-#include "src/train/checkpoint.h"
 #include "src/train/options.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
@@ -101,10 +101,10 @@ static int run(int argc, char** argv) {
     zt::LoadAccounting acct;
     int iteration = 0;
     if (save) {
-      zt::save_checkpoint(o.save, trainer);
+      trainer.save_checkpoint(o.save);
       iteration = trainer.loop_state().iteration;
     } else {
-      iteration = zt::load_checkpoint(o.load, trainer, &acct);
+      iteration = trainer.load_checkpoint(o.load, &acct);
     }
     device.topology()->host_world().barrier();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -21,12 +21,16 @@ ExitConditions::ExitConditions(const TrainOptions& o, comm::ScalarReducer* reduc
   g_signal = 0;
   previous_term_ = std::signal(SIGTERM, remember_signal);
   previous_int_ = std::signal(SIGINT, remember_signal);
+  // SLURM's warning before the time limit (sbatch --signal=USR1@<seconds>); SIGTERM comes only
+  // with the kill itself, KillWait seconds before SIGKILL.
+  previous_usr1_ = std::signal(SIGUSR1, remember_signal);
 }
 
 ExitConditions::~ExitConditions() {
   if (!o_.exit_signal_handler) return;
   std::signal(SIGTERM, previous_term_ == SIG_ERR ? SIG_DFL : previous_term_);
   std::signal(SIGINT, previous_int_ == SIG_ERR ? SIG_DFL : previous_int_);
+  std::signal(SIGUSR1, previous_usr1_ == SIG_ERR ? SIG_DFL : previous_usr1_);
 }
 
 std::string ExitConditions::reason_to_stop(int iteration) {
@@ -38,8 +42,9 @@ std::string ExitConditions::reason_to_stop(int iteration) {
     double flags[2] = {static_cast<double>(g_signal), minutes};
     if (reducer_ != nullptr) reducer_->max(flags);
     if (flags[0] != 0)
-      return fmt::format("{} received (--exit-signal-handler)",
-                         flags[0] == SIGINT ? "SIGINT" : "SIGTERM");
+      return fmt::format("{} received (--exit-signal-handler)", flags[0] == SIGINT    ? "SIGINT"
+                                                                : flags[0] == SIGUSR1 ? "SIGUSR1"
+                                                                                      : "SIGTERM");
     if (clocked && flags[1] >= o_.exit_duration_in_mins)
       return fmt::format("{:.2f} minutes elapsed (--exit-duration-in-mins {})", flags[1],
                          o_.exit_duration_in_mins);

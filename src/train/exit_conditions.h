@@ -14,8 +14,8 @@ namespace zt {
 
 class ExitConditions {
  public:
-  // `reducer` null: one process. With --exit-signal-handler, SIGTERM and SIGINT only set a flag
-  // from here until destruction (the previous handlers are then restored).
+  // `reducer` null: one process. With --exit-signal-handler, SIGTERM, SIGINT and SIGUSR1 only
+  // set a flag from here until destruction (the previous handlers are then restored).
   ExitConditions(const TrainOptions& o, comm::ScalarReducer* reducer);
   ~ExitConditions();
   ExitConditions(const ExitConditions&) = delete;
@@ -29,7 +29,7 @@ class ExitConditions {
   comm::ScalarReducer* reducer_;
   std::chrono::steady_clock::time_point start_;
   using Handler = void (*)(int);
-  Handler previous_term_ = nullptr, previous_int_ = nullptr;
+  Handler previous_term_ = nullptr, previous_int_ = nullptr, previous_usr1_ = nullptr;
 };
 
 }  // namespace zt

@@ -172,7 +172,7 @@ const std::vector<Decl>& decls() {
       {"keep-last", "keep_last", &O::keep_last, Check::NonNegative,
        "keep only the newest K checkpoints in --save (0: all)"},
       {"exit-signal-handler", "exit_signal_handler", &O::exit_signal_handler, Check::Any,
-       "on SIGTERM or SIGINT every rank finishes its step, saves to --save and exits 0"},
+       "on SIGTERM, SIGINT or SIGUSR1 every rank finishes its step, saves to --save and exits 0"},
       {"exit-interval", "exit_interval", &O::exit_interval, Check::NonNegative,
        "save and exit 0 after the first iteration divisible by this (0: off)"},
       {"exit-duration-in-mins", "exit_duration_in_mins", &O::exit_duration_in_mins,

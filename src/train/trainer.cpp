@@ -9,9 +9,10 @@
 #include <thread>
 #include <utility>
 
+#include "src/checkpoint/checkpoint.h"
 #include "src/core/log.h"
-#include "src/train/checkpoint.h"
 #include "src/train/exit_conditions.h"
+#include "src/train/training_settings.h"
 
 namespace zt {
 namespace {
@@ -145,7 +146,7 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
                             shape, ctx_, o_.micro_batch_size, static_cast<int32_t*>(batch_.data()));
   if (ctx_.needs_staging()) {
     batch_host_ = ctx_.host().allocate(batch_bytes, MemCategory::Buffers);
-    host_chunk_ = ctx_.host().allocate(size_t{4} << 20, MemCategory::Buffers);
+    checkpoint_staging_ = HostStaging(ctx_);
   }
 }
 
@@ -244,10 +245,34 @@ void Trainer::save(bool print) {
                       at = fault_.point](PublishPoint p) {
     if (kill && p == at) std::raise(SIGKILL);
   };
-  const std::string where = save_checkpoint(o_.save, *this, hooks);
+  const std::string where = save_checkpoint(o_.save, hooks);
   saved_iteration_ = iteration_;
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (print) log::info(" saved checkpoint at iteration {} to {} ({:.2f} s)", iteration_, where, s);
+}
+
+CheckpointState Trainer::checkpoint_state() {
+  return CheckpointState{.optimizer = *optimizer_,
+                         .topology = topo_,
+                         .model = config_,
+                         .backend = ctx_.backend(),
+                         .staging = checkpoint_staging_,
+                         .loop = loop_state(),
+                         .consumed_train_samples = consumed_train_samples(),
+                         .partition_unit = o_.reduce_bucket_size,
+                         .seed = o_.seed,
+                         .keep_last = o_.keep_last,
+                         .settings = training_settings(o_, global_batch_)};
+}
+
+std::string Trainer::save_checkpoint(const std::string& dir, const SaveHooks& hooks) {
+  return zt::save_checkpoint(dir, checkpoint_state(), hooks);
+}
+
+int Trainer::load_checkpoint(const std::string& dir, LoadAccounting* accounting) {
+  const LoopState loop = zt::load_checkpoint(dir, checkpoint_state(), accounting);
+  restore_loop_state(loop);
+  return loop.iteration;
 }
 
 void Trainer::restore_loop_state(const LoopState& s) {

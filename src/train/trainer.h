@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "src/checkpoint/checkpoint.h"
+#include "src/checkpoint/directory.h"
+#include "src/checkpoint/host_staging.h"
 #include "src/comm/comm_stats.h"
 #include "src/comm/scalar_reducer.h"
 #include "src/comm/topology.h"
@@ -13,7 +16,6 @@
 #include "src/model/activation_store.h"
 #include "src/model/gpt.h"
 #include "src/pipeline/micro_batch_runner.h"
-#include "src/train/checkpoint_dir.h"
 #include "src/train/lr_schedule.h"
 #include "src/train/metrics.h"
 #include "src/train/options.h"
@@ -59,19 +61,16 @@ class Trainer {
   const GptConfig& config() const { return config_; }
   comm::Topology* topology() const { return topo_; }
   const DeviceContext& context() const { return ctx_; }
-  // Host memory of Checkpoint's chunked device<->file copies: null when the host reaches the
-  // device's memory directly (CPU), else host_chunk_bytes() bytes, allocated once.
-  void* host_chunk() const { return host_chunk_.data(); }
-  size_t host_chunk_bytes() const { return host_chunk_.bytes(); }
-
   // The loop state a checkpoint carries besides the model states.
-  struct LoopState {
-    int iteration = 0;
-    int64_t consumed_valid = 0;
-    LossScaler::State scaler{};
-  };
+  using LoopState = zt::LoopState;
   LoopState loop_state() const { return {iteration_, consumed_valid_, scaler_.state()}; }
   void restore_loop_state(const LoopState& s);
+  // What a checkpoint of this run holds, as save_checkpoint and load_checkpoint take it.
+  CheckpointState checkpoint_state();
+  // Collective: a checkpoint of this step into `dir`; returns the iteration directory written.
+  std::string save_checkpoint(const std::string& dir, const SaveHooks& hooks = {});
+  // Collective: DIR/latest's states and loop state into this run; returns its iteration.
+  int load_checkpoint(const std::string& dir, LoadAccounting* accounting = nullptr);
   // Writes a checkpoint of this step to --save.
   void save(bool print);
 
@@ -96,8 +95,9 @@ class Trainer {
   Buffer batch_;  // tokens and targets of one micro-batch (int32), in the backend's memory
   std::unique_ptr<pipeline::MicroBatchRunner> runner_;
   // Host staging where the host cannot write the device (none on the CPU): the micro-batch as
-  // the data stream writes it, and the checkpoint chunk.
-  Buffer batch_host_, host_chunk_;
+  // the data stream writes it, and the checkpoint's.
+  Buffer batch_host_;
+  HostStaging checkpoint_staging_;
   // Fills `dst` (device memory, tokens then targets; through batch_host_ when staging) with
   // samples [first, first + micro batch).
   void load_batch_into(const BatchSource& source, int64_t first, int32_t* dst);

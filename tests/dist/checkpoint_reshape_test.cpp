@@ -9,10 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "src/checkpoint/checkpoint.h"
 #include "src/comm/topology.h"
-#include "src/train/checkpoint.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/support/train_options.h"
 
 namespace zt {
 namespace {
@@ -23,18 +24,10 @@ struct Layout {
 };
 
 TrainOptions options(const Layout& l) {
-  TrainOptions o;
-  o.num_layers = 2;
-  o.hidden_size = 32;
-  o.num_attention_heads = 4;
+  TrainOptions o = test::small_gpt(0.1, 2);
   o.seq_length = 8;
-  o.vocab_size = 50;
-  o.make_vocab_size_divisible_by = 16;
-  o.micro_batch_size = 1;
   o.global_batch_size = dist::world().size();
-  o.train_iters = 2;
-  o.lr = 3e-3;
-  o.mock_data = true;
+  o.log_interval = 100;
   o.zero_stage = l.stage;
   o.tensor_model_parallel_size = l.tp;
   o.reduce_bucket_size = 700;  // several partition units per block
@@ -62,7 +55,7 @@ constexpr uint64_t kBound = BlockCache::kSlots * ShardHeader::kBlockBytes + 64 *
 uint64_t load_into(Trainer& t, const std::string& dir) {
   const size_t before = dist::pool().total_current();
   LoadAccounting acct;
-  EXPECT_EQ(load_checkpoint(dir, t, &acct), 2);
+  EXPECT_EQ(t.load_checkpoint(dir, &acct), 2);
   EXPECT_EQ(dist::pool().total_current(), before) << "the load allocated from the pool";
   EXPECT_LE(acct.peak, kBound);
   return acct.peak;
@@ -82,7 +75,7 @@ TEST(CheckpointReshape, EveryLayoutPairRoundTripsBitwiseWithinTheBuffer) {
       comm::Topology topo(dist::world(), s.tp);
       Trainer t(options(s), dist::pool(), &topo);
       t.run(false);
-      save_checkpoint(src, t);
+      t.save_checkpoint(src);
       want = owned(t);
     }
     for (const Layout& d : layouts) {
@@ -91,7 +84,7 @@ TEST(CheckpointReshape, EveryLayoutPairRoundTripsBitwiseWithinTheBuffer) {
         comm::Topology topo(dist::world(), d.tp);
         Trainer t(options(d), dist::pool(), &topo);
         peak = std::max(peak, load_into(t, src));
-        save_checkpoint(mid, t);
+        t.save_checkpoint(mid);
       }
       comm::Topology topo(dist::world(), s.tp);
       Trainer t(options(s), dist::pool(), &topo);

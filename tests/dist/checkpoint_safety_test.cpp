@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/checkpoint/checkpoint.h"
 #include "src/comm/topology.h"
-#include "src/train/checkpoint.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
 
@@ -52,7 +52,7 @@ void save_at(const TrainOptions& o, const std::string& dir, int iteration) {
   Trainer::LoopState s = t.loop_state();
   s.iteration = iteration;
   t.restore_loop_state(s);
-  save_checkpoint(dir, t);
+  t.save_checkpoint(dir);
 }
 
 std::vector<std::string> iterations_in(const std::string& dir) {
@@ -98,7 +98,7 @@ TEST(CheckpointSafety, KeepLastAcrossADigitBoundaryKeepsTheNewest) {
   EXPECT_EQ(latest_of(dir), "iter_10000000");
   comm::Topology topo(dist::world(), 1);
   Trainer t(small(1), dist::pool(), &topo);
-  EXPECT_EQ(load_checkpoint(dir, t), 10'000'000);
+  EXPECT_EQ(t.load_checkpoint(dir), 10'000'000);
 }
 
 // A save killed half-way leaves iter_N.tmp/ (and perhaps latest.tmp): the next save removes
@@ -121,7 +121,7 @@ TEST(CheckpointSafety, StaleTmpIsRemovedAtTheNextSave) {
   EXPECT_TRUE(fs::exists(fs::path(dir) / "notes.tmp"));
   comm::Topology topo(dist::world(), 1);
   Trainer t(small(0), dist::pool(), &topo);
-  EXPECT_EQ(load_checkpoint(dir, t), 2);
+  EXPECT_EQ(t.load_checkpoint(dir), 2);
 }
 
 // Re-saving the iteration `latest` names (a run resumed with --load ck --save ck at its last
@@ -139,7 +139,7 @@ TEST(CheckpointSafety, ResavingLatestsIterationReplacesItInPlace) {
   {
     comm::Topology topo(dist::world(), 1);
     Trainer t(o, dist::pool(), &topo);
-    ASSERT_EQ(load_checkpoint(dir, t), 2);
+    ASSERT_EQ(t.load_checkpoint(dir), 2);
     trained.resize(static_cast<size_t>(t.optimizer().layout().numel()));
     t.optimizer().gather_master(trained.data());
   }
@@ -150,7 +150,7 @@ TEST(CheckpointSafety, ResavingLatestsIterationReplacesItInPlace) {
   Trainer t(small(0), dist::pool(), &topo);
   std::vector<float> initial(trained.size()), loaded(trained.size());
   t.optimizer().gather_master(initial.data());
-  ASSERT_EQ(load_checkpoint(dir, t), 2);
+  ASSERT_EQ(t.load_checkpoint(dir), 2);
   t.optimizer().gather_master(loaded.data());
   EXPECT_EQ(loaded, initial);
   EXPECT_NE(loaded, trained);
@@ -196,7 +196,7 @@ TEST(CheckpointSafety, HostileLatestIsRefused) {
     comm::Topology topo(dist::world(), 1);
     Trainer t(small(0), dist::pool(), &topo);
     try {
-      load_checkpoint(dir, t);
+      t.load_checkpoint(dir);
       ADD_FAILURE() << "latest = " << bad << " was accepted";
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("must name an iteration directory"), std::string::npos)
@@ -214,7 +214,7 @@ TEST(CheckpointSafety, HostileLatestIsRefused) {
   comm::Topology topo(dist::world(), 1);
   Trainer t(small(0), dist::pool(), &topo);
   try {
-    load_checkpoint(dir, t);
+    t.load_checkpoint(dir);
     ADD_FAILURE() << "a symbolic link as the iteration directory was accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("is a symbolic link"), std::string::npos) << e.what();
@@ -265,7 +265,7 @@ TEST(CheckpointSafety, HostileMetaJsonIsRefused) {
     comm::Topology topo(dist::world(), 1);
     Trainer t(small(0), dist::pool(), &topo);
     try {
-      load_checkpoint(dir, t);
+      t.load_checkpoint(dir);
       ADD_FAILURE() << "accepted; wanted: " << want;
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();

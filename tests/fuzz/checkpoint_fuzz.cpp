@@ -38,10 +38,10 @@
 #include <vector>
 
 #include "apps/commands.h"
+#include "src/checkpoint/checkpoint.h"
+#include "src/checkpoint/file.h"
+#include "src/checkpoint/reader.h"
 #include "src/core/error.h"
-#include "src/train/checkpoint.h"
-#include "src/train/checkpoint_file.h"
-#include "src/train/checkpoint_reader.h"
 #include "src/train/trainer.h"
 #include "src/zero/partition.h"
 
@@ -136,7 +136,7 @@ struct Fixture {
     s.iteration = kIteration;
     trainer.restore_loop_state(s);
     const fs::path saved = root / "saved";
-    const fs::path saved_iter = fs::path(zt::save_checkpoint(saved.string(), trainer));
+    const fs::path saved_iter = fs::path(trainer.save_checkpoint(saved.string()));
     const nlohmann::json meta = nlohmann::json::parse(slurp(saved_iter / "meta.json"));
     stage0.shard = slurp(saved_iter / shard_name);
     stage0.seed = seed_of('\0', meta, stage0.shard);
@@ -192,7 +192,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   put(f.iter / f.shard_name, file);
 
   try {
-    zt::load_checkpoint(f.dir.string(), f.trainer);
+    f.trainer.load_checkpoint(f.dir.string());
   } catch (const zt::InputError&) {
   }
   const std::string load = f.dir.string(), output = f.out.string();

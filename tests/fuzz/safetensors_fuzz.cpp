@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "src/checkpoint/hf_gpt2.h"
 #include "src/core/error.h"
-#include "src/train/hf_gpt2.h"
 
 // Where the elements' sum goes, so the reads are not optimised away.
 volatile float sink = 0;

@@ -10,9 +10,10 @@
 #include <tuple>
 #include <vector>
 
-#include "src/train/checkpoint_map.h"
-#include "src/train/checkpoint_meta.h"
-#include "src/train/checkpoint_shard.h"
+#include "src/checkpoint/layout_map.h"
+#include "src/checkpoint/meta.h"
+#include "src/checkpoint/shard.h"
+#include "src/train/training_settings.h"
 
 namespace zt {
 namespace {
@@ -83,7 +84,7 @@ TEST(CheckpointMap, SavedStageLeavesOutOnlyTheTiedHeadCopy) {
     for (int stage : {0, 1}) {
       for (int dp : {1, 2, 4}) {
         for (int64_t unit : {48, 1000, 1 << 20}) {
-          SavedLayout s;
+          CheckpointLayout s;
           s.model = tiny();
           s.tp = 2;
           s.dp = dp;
@@ -252,13 +253,13 @@ TEST(CheckpointMeta, FieldsOfTheWrongTypeOrRangeAreRefused) {
       {"model", model_to_json(tiny())},
       {"layout",
        {{"tensor_model_parallel_size", 2}, {"data_parallel_size", 2}, {"zero_stage", 3}}}};
-  EXPECT_EQ(saved_layout(meta, "m").tp, 2);
-  EXPECT_EQ(saved_layout(meta, "m").pp, 1);  // absent: written before pipelines
+  EXPECT_EQ(read_layout(meta, "m").tp, 2);
+  EXPECT_EQ(read_layout(meta, "m").pp, 1);  // absent: written before pipelines
   {
     nlohmann::json pp = meta;
     pp["layout"]["pipeline_model_parallel_size"] = 2;
     pp["layout"]["virtual_pipeline_model_parallel_size"] = 1;
-    EXPECT_EQ(saved_layout(pp, "m").pp, 2);
+    EXPECT_EQ(read_layout(pp, "m").pp, 2);
   }
   for (auto [path, value] : std::vector<std::pair<std::string, nlohmann::json>>{
            {"/layout/pipeline_model_parallel_size", 0},
@@ -278,7 +279,7 @@ TEST(CheckpointMeta, FieldsOfTheWrongTypeOrRangeAreRefused) {
            {"/format", "zerotron-checkpoint-1"}}) {
     nlohmann::json bad = meta;
     bad[nlohmann::json::json_pointer(path)] = value;
-    EXPECT_THROW(saved_layout(bad, "m"), InputError) << path << " = " << value.dump();
+    EXPECT_THROW(read_layout(bad, "m"), InputError) << path << " = " << value.dump();
   }
 }
 

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include "src/checkpoint/hf_gpt2.h"
 #include "src/core/error.h"
-#include "src/train/hf_gpt2.h"
 
 namespace zt {
 namespace {

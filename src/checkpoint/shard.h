@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "src/train/checkpoint_file.h"
+#include "src/checkpoint/file.h"
 
 namespace zt {
 

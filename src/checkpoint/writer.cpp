@@ -1,17 +1,17 @@
-#include "src/train/checkpoint_writer.h"
+#include "src/checkpoint/writer.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "src/checkpoint/directory.h"
+#include "src/checkpoint/file.h"
+#include "src/checkpoint/layout_map.h"
+#include "src/checkpoint/meta.h"
+#include "src/checkpoint/reader.h"
+#include "src/checkpoint/shard.h"
 #include "src/core/error.h"
-#include "src/train/checkpoint_dir.h"
-#include "src/train/checkpoint_file.h"
-#include "src/train/checkpoint_map.h"
-#include "src/train/checkpoint_meta.h"
-#include "src/train/checkpoint_reader.h"
-#include "src/train/checkpoint_shard.h"
 #include "src/zero/partition.h"
 
 namespace zt {
@@ -87,8 +87,11 @@ void write_zeros(ShardWriter& w, int64_t n) {
 
 }  // namespace
 
-void write_checkpoint(const std::string& dir, const GptConfig& model, const CheckpointLayout& lay,
+void write_checkpoint(const std::string& dir, const CheckpointLayout& lay,
                       const FullTensorSource& source) {
+  ZT_CHECK(lay.pp == 1 && lay.chunks == 1 && lay.iteration == 0,
+           "write_checkpoint writes iteration 0 of a layout without a pipeline");
+  const GptConfig& model = lay.model;
   prepare_save_dir(dir);
   const CheckpointLock lock(dir);
   remove_stale_tmp(dir);
@@ -96,19 +99,13 @@ void write_checkpoint(const std::string& dir, const GptConfig& model, const Chec
   fs::create_directories(tmp);
   nlohmann::json shards = nlohmann::json::object();
   const int files_dp = lay.stage == 0 ? 1 : lay.dp;
-  SavedLayout saved;
-  saved.model = model;
-  saved.tp = lay.tp;
-  saved.dp = lay.dp;
-  saved.stage = lay.stage;
-  saved.partition_unit = lay.partition_unit;
-  const SavedStage stage = saved_stage(saved, 0);
+  const SavedStage stage = saved_stage(lay, 0);
   for (int r = 0; r < lay.tp; ++r) {
     const ParamLayout L = ParamLayout::gpt(model, lay.tp, r);
     for (int d = 0; d < files_dp; ++d) {
       int64_t shard_numel = 0;
       const std::vector<Run> runs = shard_runs(L, lay, d, shard_numel);
-      const ShardHeader h = shard_header(saved, stage, r, d);
+      const ShardHeader h = shard_header(lay, stage, r, d);
       ZT_CHECK(h.shard_numel == shard_numel, "import: shard of {} elements, its header says {}",
                shard_numel, h.shard_numel);
       const std::string name = shard_file_name(r, d);
@@ -118,21 +115,10 @@ void write_checkpoint(const std::string& dir, const GptConfig& model, const Chec
       shards[name] = {{"bytes", h.file_bytes()}, {"header_crc32", w.finish()}};
     }
   }
-  nlohmann::json meta;
-  meta["format"] = "zerotron-checkpoint-3";
-  meta["zerotron_version"] = zerotron_version();
-  meta["iteration"] = 0;
-  meta["consumed_train_samples"] = 0;
-  meta["consumed_valid_samples"] = 0;
-  meta["model"] = model_to_json(model);
-  meta["layout"] = {{"tensor_model_parallel_size", lay.tp},
-                    {"data_parallel_size", lay.dp},
-                    {"zero_stage", lay.stage},
-                    {"precision", "fp32"}};
-  meta["adam_step"] = 0;
-  meta["partition_unit_elems"] = lay.partition_unit;
-  meta["shards"] = shards;
-  write_file_atomically(tmp, "meta.json", meta.dump(2));
+  MetaRecord meta;
+  meta.layout = lay;
+  meta.shards = shards;
+  write_file_atomically(tmp, "meta.json", meta_json(meta));
   sync_dir(tmp);
   publish_iteration(dir, 0, 0);
 }

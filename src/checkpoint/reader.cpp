@@ -1,13 +1,13 @@
-#include "src/train/checkpoint_reader.h"
+#include "src/checkpoint/reader.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <limits>
 
+#include "src/checkpoint/file.h"
+#include "src/checkpoint/layout_map.h"
+#include "src/checkpoint/meta.h"
 #include "src/core/error.h"
-#include "src/train/checkpoint_file.h"
-#include "src/train/checkpoint_map.h"
-#include "src/train/checkpoint_meta.h"
 
 namespace zt {
 namespace fs = std::filesystem;
@@ -20,7 +20,7 @@ std::string shard_file_name(int tp_rank, int dp_rank, int pp_rank, int pp) {
 SavedCheckpoint::SavedCheckpoint(const std::string& iter_dir, const nlohmann::json& meta)
     : dir_(iter_dir) {
   const std::string where = (fs::path(iter_dir) / "meta.json").string();
-  saved_ = saved_layout(meta, where);
+  saved_ = read_layout(meta, where);
   const int tp = saved_.tp, pp = saved_.pp;
   ZT_REQUIRE(meta.contains("shards"), "'{}' lists no shard files", where);
   shards_ = meta["shards"];

@@ -1,4 +1,4 @@
-#include "src/train/checkpoint_meta.h"
+#include "src/checkpoint/meta.h"
 
 #include "src/core/error.h"
 #include "src/core/json_input.h"
@@ -77,14 +77,14 @@ GptConfig model_from_json(const nlohmann::json& j, const std::string& where) {
   return c;
 }
 
-SavedLayout saved_layout(const nlohmann::json& meta, const std::string& where) {
+CheckpointLayout read_layout(const nlohmann::json& meta, const std::string& where) {
   const auto format = meta.is_object() ? meta.find("format") : meta.end();
   ZT_REQUIRE(
       format != meta.end() && *format == "zerotron-checkpoint-3",
       "'{}' is not a zerotron-checkpoint-3 meta.json (checkpoints of formats 1 and 2 are not read: "
       "their ZeRO partition cut units differently)",
       where);
-  SavedLayout s;
+  CheckpointLayout s;
   ZT_REQUIRE(meta.contains("model"), "'{}' has no model", where);
   s.model = model_from_json(meta["model"], where);
   ZT_REQUIRE(meta.contains("layout") && meta["layout"].is_object(), "'{}' has no layout", where);
@@ -105,18 +105,36 @@ SavedLayout saved_layout(const nlohmann::json& meta, const std::string& where) {
   return s;
 }
 
-nlohmann::json training_settings(const TrainOptions& o, int64_t global_batch) {
-  return {{"lr", o.lr},
-          {"min-lr", o.min_lr},
-          {"lr-warmup-iters", o.lr_warmup_iters},
-          {"lr-decay-iters", o.lr_decay_iters == 0 ? o.train_iters : o.lr_decay_iters},
-          {"lr-decay-style", o.lr_decay_style},
-          {"adam-beta1", o.adam_beta1},
-          {"adam-beta2", o.adam_beta2},
-          {"adam-eps", o.adam_eps},
-          {"weight-decay", o.weight_decay},
-          {"clip-grad", o.clip_grad},
-          {"global-batch-size", global_batch}};
+std::string meta_json(const MetaRecord& r) {
+  const CheckpointLayout& l = r.layout;
+  nlohmann::json meta;
+  meta["format"] = "zerotron-checkpoint-3";
+  meta["zerotron_version"] = zerotron_version();
+  meta["iteration"] = l.iteration;
+  meta["model"] = model_to_json(l.model);
+  meta["layout"] = {{"tensor_model_parallel_size", l.tp},
+                    {"pipeline_model_parallel_size", l.pp},
+                    {"virtual_pipeline_model_parallel_size", l.chunks},
+                    {"data_parallel_size", l.dp},
+                    {"zero_stage", l.stage},
+                    {"precision", std::string(dtype_name(r.precision))}};
+  meta["adam_step"] = r.adam_step;
+  meta["partition_unit_elems"] = l.partition_unit;
+  const TrainingRecord none;
+  const TrainingRecord& t = r.training ? *r.training : none;
+  meta["consumed_train_samples"] = t.consumed_train_samples;
+  meta["consumed_valid_samples"] = t.consumed_valid_samples;
+  if (r.training) {
+    meta["loss_scaler"] = {{"scale", t.scaler.scale},
+                           {"growth_tracker", t.scaler.growth_tracker},
+                           {"hysteresis_left", t.scaler.hysteresis_left},
+                           {"consecutive_skips", t.scaler.consecutive_skips}};
+    meta["seed"] = t.seed;
+    // What the numbers depend on besides the states: a resumed run is told what it changed.
+    meta["settings"] = t.settings;
+  }
+  meta["shards"] = r.shards;
+  return meta.dump(2);
 }
 
 std::vector<std::string> changed_settings(const nlohmann::json& saved, const nlohmann::json& now) {

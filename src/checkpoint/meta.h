@@ -4,12 +4,14 @@
 // file and the field) before any of it sizes an allocation or names a file.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "src/core/dtype.h"
 #include "src/model/gpt_config.h"
-#include "src/train/options.h"
+#include "src/zero/loss_scaler.h"
 
 namespace zt {
 
@@ -17,16 +19,42 @@ namespace zt {
 // own is 3 deep) and string lengths capped, errors quoting a short excerpt. InputError otherwise.
 nlohmann::json parse_meta_json(std::string_view text, const std::string& where);
 
-struct SavedLayout {
+// The layout a checkpoint is saved under, as its meta.json and shard headers record it: what a
+// save writes, an import produces and a load reads back.
+struct CheckpointLayout {
   GptConfig model;
   int tp = 1, dp = 1, stage = 0;
   // Pipeline stages and model chunks per stage (layout fields pipeline_model_parallel_size and
   // virtual_pipeline_model_parallel_size, Megatron's names; absent before pipelines: 1).
   int pp = 1, chunks = 1;
+  // The iteration its files record, and ZeRO's partition unit (--reduce-bucket-size of the run
+  // that saved it, or will load it): what a reshaping load needs to find every element in the
+  // stage 1-3 shards.
   int64_t iteration = 0, partition_unit = 1;
 };
 // The model and layout of `meta` (file `where`), checked.
-SavedLayout saved_layout(const nlohmann::json& meta, const std::string& where);
+CheckpointLayout read_layout(const nlohmann::json& meta, const std::string& where);
+
+// The training loop's part of meta.json: where the data streams stand, the loss scaler, the seed
+// (dropout and the data order are pure functions of the seed and the sample index, so these are
+// the whole random state) and the settings the numbers depend on (training_settings).
+struct TrainingRecord {
+  int64_t consumed_train_samples = 0, consumed_valid_samples = 0;
+  LossScaler::State scaler{};
+  int64_t seed = 0;
+  nlohmann::json settings;
+};
+// Everything meta.json holds. An import records no training (no loss scaler, seed or settings:
+// zero samples consumed). `shards`: file name -> {bytes, header_crc32}.
+struct MetaRecord {
+  CheckpointLayout layout;
+  DType precision = DType::F32;
+  int64_t adam_step = 0;
+  std::optional<TrainingRecord> training;
+  nlohmann::json shards;
+};
+// meta.json's text for `r`: the one place it is assembled.
+std::string meta_json(const MetaRecord& r);
 
 nlohmann::json model_to_json(const GptConfig& c);
 // Checked: positive sizes within bounds, dropouts in [0, 1).
@@ -36,9 +64,6 @@ GptConfig model_from_json(const nlohmann::json& j, const std::string& where);
 int64_t int_field(const nlohmann::json& j, const std::string& key, int64_t lo, int64_t hi,
                   const std::string& where);
 
-// The optimizer and schedule settings a run's numbers depend on, and the zerotron version: the
-// reproducibility record.
-nlohmann::json training_settings(const TrainOptions& o, int64_t global_batch);
 // One line per setting that differs between a checkpoint's record and this run's ("--lr was
 // 0.0003, now 0.0001"); empty when they agree or the checkpoint has no record.
 std::vector<std::string> changed_settings(const nlohmann::json& saved, const nlohmann::json& now);

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <optional>
 
+#include "src/checkpoint/meta.h"
+#include "src/checkpoint/shard.h"
 #include "src/model/param_layout.h"
-#include "src/train/checkpoint_meta.h"
-#include "src/train/checkpoint_shard.h"
 #include "src/zero/partition.h"
 
 namespace zt {
@@ -46,8 +46,8 @@ struct SavedStage {
                                   // the same on every rank)
   int64_t section = 0;            // elements of each state section of the stage's files
 };
-SavedStage saved_stage(const SavedLayout& s, int pp_rank);
+SavedStage saved_stage(const CheckpointLayout& s, int pp_rank);
 // The header of the shard file of (tp_rank, dp_rank) of stage `st` of `s`.
-ShardHeader shard_header(const SavedLayout& s, const SavedStage& st, int tp_rank, int dp_rank);
+ShardHeader shard_header(const CheckpointLayout& s, const SavedStage& st, int tp_rank, int dp_rank);
 
 }  // namespace zt

@@ -1,4 +1,4 @@
-#include "src/train/checkpoint_map.h"
+#include "src/checkpoint/layout_map.h"
 
 #include <algorithm>
 
@@ -45,7 +45,7 @@ ShardLocation locate_shard(const Partition& part, int64_t layout_offset) {
           std::min(u.part_len - within % u.part_len, u.real_len - within)};
 }
 
-SavedStage saved_stage(const SavedLayout& s, int pp_rank) {
+SavedStage saved_stage(const CheckpointLayout& s, int pp_rank) {
   SavedStage st;
   st.layout = ParamLayout::gpt(s.model, s.tp, 0, PipelinePart{s.pp, pp_rank, s.chunks});
   const int head = st.layout.head_block();
@@ -61,7 +61,8 @@ SavedStage saved_stage(const SavedLayout& s, int pp_rank) {
   return st;
 }
 
-ShardHeader shard_header(const SavedLayout& s, const SavedStage& st, int tp_rank, int dp_rank) {
+ShardHeader shard_header(const CheckpointLayout& s, const SavedStage& st, int tp_rank,
+                         int dp_rank) {
   ShardHeader h;
   h.tp_rank = tp_rank;
   h.dp_rank = dp_rank;

@@ -1,4 +1,4 @@
-#include "src/train/checkpoint_file.h"
+#include "src/checkpoint/file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

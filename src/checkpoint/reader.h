@@ -14,11 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include "src/checkpoint/layout_map.h"
+#include "src/checkpoint/meta.h"
+#include "src/checkpoint/shard.h"
 #include "src/model/gpt_config.h"
 #include "src/model/param_layout.h"
-#include "src/train/checkpoint_map.h"
-#include "src/train/checkpoint_meta.h"
-#include "src/train/checkpoint_shard.h"
 
 namespace zt {
 
@@ -60,7 +60,7 @@ class SavedCheckpoint {
   const ShardReader& reader(int tp_rank, int pp_rank, int dp_rank);
   std::string dir_;
   nlohmann::json shards_;
-  SavedLayout saved_;
+  CheckpointLayout saved_;
   std::vector<SavedStage> stages_;  // by pipeline rank
   std::map<std::string, SavedTensor> tensors_;
   LoadAccounting acct_;

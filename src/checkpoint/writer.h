@@ -7,23 +7,19 @@
 #include <functional>
 #include <string>
 
-#include "src/model/gpt_config.h"
+#include "src/checkpoint/meta.h"
 #include "src/model/param_layout.h"
 
 namespace zt {
-
-struct CheckpointLayout {
-  int tp = 1, dp = 1, stage = 0;
-  int64_t partition_unit = 500'000'000;  // --reduce-bucket-size of the run that will load it
-};
 
 // Elements [f, f + n) of the full tensor `p.name` (zerotron's shape and row-major order) into
 // `dst`. Rows of the vocabulary padding are never asked for: they are written as zeros.
 using FullTensorSource = std::function<void(const ParamSpec& p, int64_t f, int64_t n, float* dst)>;
 
 // Writes DIR/iter_0000000 (and `latest`) through the same atomic publish as a training save,
-// holding DIR's lock. `model.padded_vocab_size` must be the layout's.
-void write_checkpoint(const std::string& dir, const GptConfig& model, const CheckpointLayout& lay,
+// holding DIR's lock. `lay.model.padded_vocab_size` must be the layout's; `lay.pp` and
+// `lay.chunks` must be 1, `lay.iteration` 0.
+void write_checkpoint(const std::string& dir, const CheckpointLayout& lay,
                       const FullTensorSource& source);
 
 }  // namespace zt

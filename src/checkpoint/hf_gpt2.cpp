@@ -1,4 +1,4 @@
-#include "src/train/hf_gpt2.h"
+#include "src/checkpoint/hf_gpt2.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "src/train/checkpoint_dir.h"
+#include "src/checkpoint/directory.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "src/checkpoint/file.h"
+#include "src/checkpoint/meta.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
-#include "src/train/checkpoint_file.h"
-#include "src/train/checkpoint_meta.h"
 
 namespace zt {
 namespace fs = std::filesystem;

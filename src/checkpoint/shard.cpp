@@ -1,4 +1,4 @@
-#include "src/train/checkpoint_shard.h"
+#include "src/checkpoint/shard.h"
 
 #include <algorithm>
 #include <cstring>

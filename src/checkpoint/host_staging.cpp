@@ -1,0 +1,9 @@
+#include "src/checkpoint/host_staging.h"
+
+namespace zt {
+
+HostStaging::HostStaging(const DeviceContext& ctx) {
+  if (ctx.needs_staging()) buf_ = ctx.host().allocate(kBytes, MemCategory::Buffers);
+}
+
+}  // namespace zt

@@ -1,0 +1,217 @@
+// load_checkpoint: the same-layout path (each rank its own file, straight into place) and the
+// reshaping path (each owned run found by name and read from the byte ranges that hold it).
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "src/checkpoint/checkpoint.h"
+#include "src/checkpoint/directory.h"
+#include "src/checkpoint/file.h"
+#include "src/checkpoint/layout_map.h"
+#include "src/checkpoint/meta.h"
+#include "src/checkpoint/reader.h"
+#include "src/checkpoint/shard.h"
+#include "src/checkpoint/shard_role.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "src/zero/partition.h"
+
+namespace zt {
+namespace fs = std::filesystem;
+namespace {
+
+// Where a load writes one state tensor: straight into it where the host reaches the device's
+// memory (CPU), else into the host staging buffer, copied to the device when full.
+class StateSink {
+ public:
+  StateSink(const CheckpointState& s, const Tensor& state)
+      : be_(s.backend),
+        base_(state.f32()),
+        staging_(static_cast<float*>(s.staging.data())),
+        cap_(static_cast<int64_t>(s.staging.bytes() / 4)) {}
+  int64_t capacity() const {
+    return staging_ != nullptr ? cap_ : std::numeric_limits<int64_t>::max();
+  }
+  // Host memory for elements [at, at + n) of the state (n <= capacity()).
+  float* window(int64_t at, int64_t n) {
+    if (staging_ == nullptr) return base_ + at;
+    if (pending_ > 0 && (at != first_ + pending_ || pending_ + n > cap_)) flush();
+    if (pending_ == 0) first_ = at;
+    float* p = staging_ + pending_;
+    pending_ += n;
+    return p;
+  }
+  void flush() {
+    if (pending_ > 0)
+      be_.copy_to_device(base_ + first_, staging_, static_cast<size_t>(pending_) * 4);
+    pending_ = 0;
+  }
+
+ private:
+  Backend& be_;
+  float* base_;
+  float* staging_;
+  int64_t cap_, first_ = 0, pending_ = 0;
+};
+
+// One stretch of a rank's owned state: `len` elements of parameter `p` from its local element
+// `local`, kept at `dest` in the state tensors.
+struct OwnedRun {
+  const ParamSpec* p;
+  int64_t local, len, dest;
+};
+
+std::vector<OwnedRun> owned_runs(const CheckpointState& s) {
+  const ParamLayout& L = s.optimizer.layout();
+  std::vector<OwnedRun> runs;
+  for (const auto& seg : s.optimizer.shard().segments) {
+    const ParamSpec& p = L.params()[static_cast<size_t>(seg.param)];
+    runs.push_back({&p, seg.layout_offset - p.offset, seg.len, seg.shard_offset});
+  }
+  return runs;
+}
+
+// The universal path: every element of `runs` found by name in the saved layout (a tied head
+// copy under "embedding.word", the one saved) and read from the byte ranges that hold it, a run
+// at a time. Rows the checkpoint lacks (a larger vocabulary padding) keep their master values
+// and get zero moments.
+void load_runs(SavedCheckpoint& saved, const CheckpointState& state,
+               const std::vector<OwnedRun>& runs, const std::string& where) {
+  for (const auto& p : state.optimizer.layout().params()) {
+    const SavedTensor* st = saved.find(p.name);
+    ZT_REQUIRE(st != nullptr, "checkpoint '{}' has no tensor '{}'", where, p.name);
+    const ParamSpec* s = st->spec;
+    // Only the vocabulary padding (a multiple of 128·tp) may differ; its rows carry no signal.
+    ZT_REQUIRE(s->full_shape == p.full_shape ||
+                   (p.full_shape.rank() == 2 && s->full_shape.rank() == 2 &&
+                    s->full_shape[1] == p.full_shape[1] && p.name == "embedding.word"),
+               "checkpoint tensor '{}' has shape {}, this model {}", p.name, s->full_shape.str(),
+               p.full_shape.str());
+  }
+  const std::vector<Tensor> tensors = state.optimizer.owned_state();
+  for (int k = 0; k < ShardHeader::kTensors; ++k) {
+    StateSink sink(state, tensors[static_cast<size_t>(k)]);
+    for (const OwnedRun& r : runs) {
+      const SavedTensor& st = *saved.find(r.p->name);
+      const ParamSpec& s = *st.spec;
+      for (int64_t i = r.local; i < r.local + r.len;) {
+        const int64_t f = r.p->full_index(i);
+        const int64_t run = std::min({full_run(*r.p, i), r.local + r.len - i, sink.capacity()});
+        const int64_t have = std::clamp<int64_t>(s.full_numel() - f, 0, run);
+        const int64_t dest = r.dest + (i - r.local);
+        if (have > 0) saved.read_full(st, k, f, have, sink.window(dest, have));
+        if (have < run && k > 0) std::fill_n(sink.window(dest + have, run - have), run - have, 0.f);
+        i += run;
+      }
+    }
+    sink.flush();
+  }
+}
+
+// The saved layout is this run's: each state's saved prefix is one section of this rank's own
+// shard file; the rest, the last stage's tied head copy, loads from the saved embedding.word.
+void load_same_layout(SavedCheckpoint& saved, const CheckpointState& state, const ShardRole& role,
+                      const std::string& where) {
+  const std::vector<Tensor> tensors = state.optimizer.owned_state();
+  const int64_t section = saved.section_numel(role.pp_rank);
+  for (int k = 0; k < ShardHeader::kTensors; ++k) {
+    StateSink sink(state, tensors[static_cast<size_t>(k)]);
+    for (int64_t at = 0; at < section;) {
+      const int64_t n = std::min(section - at, sink.capacity());
+      saved.read_shard(role.tp_rank, role.pp_rank, role.file_dp, k, at, n, sink.window(at, n));
+      at += n;
+    }
+    sink.flush();
+  }
+  std::vector<OwnedRun> head;
+  for (const OwnedRun& r : owned_runs(state))
+    if (r.dest >= section) head.push_back(r);
+  if (!head.empty()) load_runs(saved, state, head, where);
+}
+
+}  // namespace
+
+std::string checkpoint_iteration_dir(const std::string& dir, std::optional<int64_t> iteration,
+                                     nlohmann::json& meta) {
+  std::string name;
+  if (iteration) {
+    name = iteration_name(*iteration);
+  } else {
+    const std::optional<std::string> latest = read_latest(dir);
+    ZT_REQUIRE(latest.has_value(), "--load '{}': no 'latest' file, so no complete checkpoint", dir);
+    name = *latest;
+  }
+  const fs::path iter_dir = fs::path(dir) / name;
+  // The iteration directory is the checkpoint's own: a symbolic link could lead anywhere.
+  std::error_code ec;
+  ZT_REQUIRE(!fs::is_symlink(iter_dir, ec), "checkpoint directory '{}' is a symbolic link",
+             iter_dir.string());
+  meta = parse_meta_json(read_small_file(iter_dir, "meta.json", kMaxMetaBytes),
+                         (iter_dir / "meta.json").string());
+  ZT_REQUIRE(meta.is_object() && meta.contains("iteration") &&
+                 meta["iteration"].is_number_integer() &&
+                 iteration_name(meta["iteration"].get<int64_t>()) == name,
+             "'{}' does not record iteration {}", (iter_dir / "meta.json").string(), name);
+  return iter_dir.string();
+}
+
+std::string latest_iteration_dir(const std::string& dir, nlohmann::json& meta) {
+  return checkpoint_iteration_dir(dir, std::nullopt, meta);
+}
+
+LoopState load_checkpoint(const std::string& dir, const CheckpointState& state,
+                          LoadAccounting* accounting) {
+  nlohmann::json meta;
+  const std::string iter_dir = latest_iteration_dir(dir, meta);
+  const std::string where = (fs::path(iter_dir) / "meta.json").string();
+  SavedCheckpoint saved(iter_dir, meta);  // every field checked before anything is read
+  const ShardRole role = shard_role(state);
+  nlohmann::json saved_model = model_to_json(saved.model()),
+                 want_model = model_to_json(state.model);
+  saved_model.erase("padded_vocab_size");  // follows tp (Megatron pads to 128·tp)
+  want_model.erase("padded_vocab_size");
+  ZT_REQUIRE(saved_model == want_model, "checkpoint '{}' holds model {} but this run is {}",
+             iter_dir, model_to_json(saved.model()).dump(), model_to_json(state.model).dump());
+  const int stage = state.optimizer.stage();
+  const bool same = saved.tp() == role.tp && saved.pp() == role.pp &&
+                    saved.chunks() == state.optimizer.layout().pipeline().chunks &&
+                    saved.dp() == role.dp && saved.stage() == stage &&
+                    (stage == 0 || saved.partition_unit() == state.partition_unit) &&
+                    saved.model().padded_vocab_size == state.model.padded_vocab_size;
+  if (same)
+    load_same_layout(saved, state, role, iter_dir);
+  else
+    load_runs(saved, state, owned_runs(state), iter_dir);
+  state.optimizer.after_load(int_field(meta, "adam_step", 0, int64_t{1} << 40, where));
+  LoopState loop;
+  loop.iteration = static_cast<int>(int_field(meta, "iteration", 0, (int64_t{1} << 31) - 1, where));
+  loop.consumed_valid = int_field(meta, "consumed_valid_samples", 0, int64_t{1} << 50, where);
+  loop.scaler = state.loop.scaler;  // an imported checkpoint has no scaler state
+  if (meta.contains("loss_scaler")) {
+    const auto& ls = meta["loss_scaler"];
+    ZT_REQUIRE(ls.is_object() && ls.contains("scale") && ls["scale"].is_number(),
+               "'{}': loss_scaler.scale must be a number", where);
+    loop.scaler.scale = ls["scale"].get<double>();
+    ZT_REQUIRE(loop.scaler.scale > 0 && loop.scaler.scale < 1e300, "'{}': loss_scaler.scale is {}",
+               where, loop.scaler.scale);
+    loop.scaler.growth_tracker =
+        static_cast<int>(int_field(ls, "growth_tracker", 0, 1 << 30, where));
+    loop.scaler.hysteresis_left =
+        static_cast<int>(int_field(ls, "hysteresis_left", 0, 1 << 30, where));
+    // Written since --max-consecutive-skips counts across a resume; absent in older checkpoints.
+    loop.scaler.consecutive_skips =
+        ls.contains("consecutive_skips")
+            ? static_cast<int>(int_field(ls, "consecutive_skips", 0, 1 << 30, where))
+            : 0;
+  }
+  for (const std::string& line :
+       changed_settings(meta.value("settings", nlohmann::json()), state.settings))
+    log::info("zerotron: warning: {}", line);
+  if (accounting != nullptr) *accounting = saved.accounting();
+  world_barrier(state);
+  return loop;
+}
+
+}  // namespace zt
