@@ -8,11 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "apps/cli_flags.h"
+#include "apps/commands.h"
 #include "src/checkpoint/checkpoint.h"
 #include "src/checkpoint/file.h"
 #include "src/checkpoint/hf_gpt2.h"
 #include "src/checkpoint/reader.h"
+#include "src/config/command_flags.h"
 #include "src/core/half.h"
 
 namespace zt::app {

@@ -13,10 +13,11 @@
 #include <filesystem>
 #include <map>
 
-#include "apps/cli_flags.h"
+#include "apps/commands.h"
 #include "src/checkpoint/file.h"
 #include "src/checkpoint/hf_gpt2.h"
 #include "src/checkpoint/writer.h"
+#include "src/config/command_flags.h"
 
 namespace zt::app {
 namespace {

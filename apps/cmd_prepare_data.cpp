@@ -5,8 +5,8 @@
 #include <chrono>
 #include <thread>
 
-#include "apps/cli_flags.h"
 #include "apps/commands.h"
+#include "src/config/command_flags.h"
 #include "src/core/input_file.h"
 #include "src/core/log.h"
 #include "src/data/bpe_tokenizer.h"

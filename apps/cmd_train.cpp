@@ -14,10 +14,11 @@
 #include "src/checkpoint/directory.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
+#include "src/config/derive.h"
+#include "src/config/options.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/planner/train_plan.h"
-#include "src/train/options.h"
 #include "src/train/train_data.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
@@ -25,6 +26,10 @@
 namespace zt::app {
 
 int train(Args args) {
+  if (args.size() == 1 && args[0] == "--help-markdown") {  // docs/options.md, without MPI
+    std::fputs(train_options_markdown().c_str(), stdout);
+    return 0;
+  }
   int argc = 0;
   char** argv = nullptr;
   comm::MpiRuntime rt(argc, argv);
@@ -38,9 +43,8 @@ int train(Args args) {
       if (help) return;
       // A rank stuck in a check below is bounded by the user's timeout from here on.
       rt.set_comm_timeout(o.comm_timeout);
-      const int dp = data_parallel_size(o, rt.world_size());
-      validate_train_options(o, dp);
-      data = open_train_data(o);  // sets o.vocab_size from the tokenizer
+      const int dp = derive(o, rt.world_size()).dp;  // every check of the options
+      data = open_train_data(o);                     // sets o.vocab_size from the tokenizer
       validate_tensor_parallel(gpt_config_from(o), o.tensor_model_parallel_size);
       // --device cuda without the backend or a GPU: exit 2 here
       const bool cpu = resolve_device(o.device) == Device::Cpu;

@@ -3,8 +3,8 @@
 // --merge-file. The whole input is pre-tokenized (JSON lines: the --json-keys fields).
 #include <chrono>
 
-#include "apps/cli_flags.h"
 #include "apps/commands.h"
+#include "src/config/command_flags.h"
 #include "src/core/log.h"
 #include "src/data/bpe_trainer.h"
 #include "src/data/document_reader.h"

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "src/config/derive.h"
 #include "src/core/input_file.h"
 
 #include "src/planner/shape_rule.h"
@@ -51,10 +52,8 @@ namespace {
 void check_pipeline(TrainOptions o, int dp, std::string_view command) {
   o.save.clear();
   o.load.clear();
-  const int64_t per_step = int64_t{o.micro_batch_size} * dp;
-  const int64_t micro_batches = o.global_batch_size == 0 ? 1 : o.global_batch_size / per_step;
   try {
-    validate_pipeline_options(o, static_cast<int>(micro_batches));
+    validate_pipeline_options(o, batch_config(o, dp).accumulation);
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", command, e.what()));
   }

@@ -1,7 +1,7 @@
 #pragma once
 // The flags of `zerotron estimate` and `zerotron simulate`. The model, layout, precision, batch,
 // checkpointing, bucket and memory options are the training options themselves (the one table
-// in src/train/options.cpp: same names, defaults and checks as `train`, --config included);
+// in src/config/options.inc: same names, defaults and checks as `train`, --config included);
 // only what planning adds is declared here: --num-parameters (a shape from a size), the world
 // (--data-parallel-size or --world-size, which `train` takes from mpirun) and each command's own
 // switches.
@@ -9,9 +9,10 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/cli_flags.h"
+#include "apps/commands.h"
+#include "src/config/command_flags.h"
+#include "src/config/options.h"
 #include "src/planner/memory_plan.h"
-#include "src/train/options.h"
 
 namespace zt::app {
 

@@ -22,9 +22,9 @@
 
 #include "bench/bench_main.h"
 #include "kernels/backend.h"
+#include "src/config/options.h"
 #include "src/core/error.h"
 #include "src/core/half.h"
-#include "src/train/options.h"
 #include "src/train/train_device.h"
 
 namespace {

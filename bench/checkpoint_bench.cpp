@@ -22,8 +22,9 @@
 #include "src/checkpoint/checkpoint.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
+#include "src/config/derive.h"
 #include "src/core/error.h"
-#include "src/train/options.h"
+#include "src/config/options.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
 

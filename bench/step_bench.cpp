@@ -19,8 +19,8 @@
 
 #include "bench/bench_main.h"
 #include "kernels/cpu/ops.h"
+#include "src/config/options.h"
 #include "src/core/memory_pool.h"
-#include "src/train/options.h"
 #include "src/train/trainer.h"
 
 namespace {

@@ -19,8 +19,8 @@
 #include "bench/bench_main.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
+#include "src/config/options.h"
 #include "src/pipeline/schedule.h"
-#include "src/train/options.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
 

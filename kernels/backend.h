@@ -1,11 +1,11 @@
 #pragma once
 // Backend: the one interface the training stack computes through. It carries the kernels of
-// kernels/ops.inc (same arguments on typed references, same conventions: read that file for each
-// contract) plus the memory moves the stack needs between host and device, so src/model,
-// src/tensor_parallel, src/zero and src/train never name a backend. kernels/kernel_backend.h
-// implements the kernels once over a backend's kernel class: CpuBackend over cpu::Kernels,
-// CudaBackend (kernels/cuda/cuda_backend.h, only with ZT_HAVE_CUDA) over cuda::Kernels on its
-// compute stream.
+// kernels/ops.inc, declared from that list (same arguments, a typed reference for each T*, same
+// conventions: read that file for each contract) plus the memory moves the stack needs between
+// host and device, so src/model, src/tensor_parallel, src/zero and src/train never name a
+// backend. kernels/kernel_backend.h implements the kernels once over a backend's kernel class:
+// CpuBackend over cpu::Kernels, CudaBackend (kernels/cuda/cuda_backend.h, only with
+// ZT_HAVE_CUDA) over cuda::Kernels on its compute stream.
 //
 // Every pointer a kernel takes is device memory of the backend (host memory on the CPU), except
 // where a function says "host". Work is ordered on the backend's compute stream: a function that
@@ -18,7 +18,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/common/adamw.h"
+#include "kernels/common/dropout.h"
+#include "kernels/common/multi_tensor.h"
+#include "kernels/op_signature.h"
 #include "src/core/dtype.h"
 #include "src/core/half.h"
 #include "src/core/memory_pool.h"
@@ -33,6 +36,12 @@ class Backend {
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
 
+ protected:
+  // The element types the op list's signatures name (T, Y): typed references here.
+  using T = ops::Working;
+  using Y = ops::Working;
+
+ public:
   virtual Device device() const = 0;
   // True when the host may read and write this backend's memory directly (the CPU backend):
   // then no host staging is needed and callers skip it, so the CPU path keeps its bits and its
@@ -41,76 +50,19 @@ class Backend {
   // The compute stream (a cudaStream_t) for code that enqueues its own work; null on the CPU.
   virtual void* stream() const = 0;
 
-  // ---- the kernels (kernels/ops.inc) ----
+  // ---- the kernels: one pure virtual per op of kernels/ops.inc (read it for each contract) ----
   // Activations and parameters are Refs in the run's working precision (every Ref argument of
-  // one call has the same type, except where a comment says otherwise); statistics, losses and
+  // one call has the same type, except where the list says otherwise); statistics, losses and
   // parameter gradients are fp32.
-  // C = alpha·op(A)·op(B) + beta·C; A and B of one type, C of that type or fp32; fp32 accumulation.
-  virtual void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, CRef A, int lda,
-                    CRef B, int ldb, float beta, Ref C, int ldc) = 0;
-  // y: x's type, or fp32 (the head's logits).
-  virtual void linear_forward(Ref y, CRef x, CRef w, CRef b, int N, int in, int out) = 0;
-  virtual void linear_backward(Ref dx, float* dw, float* db, CRef dy, CRef x, CRef w, int N, int in,
-                               int out, bool accumulate_dx) = 0;
-  virtual void linear_gelu_forward(Ref y, Ref pre, CRef x, CRef w, CRef b, int N, int in,
-                                   int out) = 0;
-  virtual void linear_backward_gelu(Ref dx, CRef dy, CRef w, CRef pre, int N, int in, int out) = 0;
-  virtual void embedding_forward(Ref out, const int32_t* tokens, CRef wte, CRef wpe, int B, int T,
-                                 int C, int v_begin, int v_local) = 0;
-  virtual void embedding_backward(float* dwte, float* dwpe, CRef dout, const int32_t* tokens, int B,
-                                  int T, int C, int v_begin, int v_local) = 0;
-  virtual void layernorm_forward(Ref out, float* mean, float* rstd, CRef x, CRef w, CRef b, int N,
-                                 int C) = 0;
-  virtual void layernorm_backward(Ref dx, float* dw, float* db, CRef dout, CRef x, CRef w,
-                                  const float* mean, const float* rstd, int N, int C) = 0;
-  virtual void dropout_add_layernorm_forward(Ref res, Ref out, float* mean, float* rstd, CRef a,
-                                             CRef x, CRef w, CRef b, int N, int C,
-                                             const DropoutParams& drop) = 0;
-  virtual void gelu_forward(Ref out, CRef x, int64_t n) = 0;
-  virtual void gelu_backward(Ref dx, CRef x, CRef dout, int64_t n) = 0;
-  // lse [B,NH,T] and the backward's workspace delta [B,NH,T] are fp32.
-  virtual void attention_forward(Ref out, float* lse, CRef qkv, int B, int T, int C, int NH,
-                                 const DropoutParams& drop) = 0;
-  virtual void attention_backward(Ref dqkv, float* delta, CRef dout, CRef qkv, CRef out,
-                                  const float* lse, int B, int T, int C, int NH,
-                                  const DropoutParams& drop) = 0;
-  virtual void dropout_add_forward(Ref out, CRef a, CRef x, int64_t n,
-                                   const DropoutParams& drop) = 0;
-  virtual void dropout_backward(Ref dx, CRef dout, int64_t n, const DropoutParams& drop) = 0;
-  virtual void add_inplace(Ref y, CRef x, int64_t n) = 0;
-  // y[r·n + i] += x[i] for r < rows: a bias added to every row, a position table to every
-  // sample. One rounding per element, as a plain add.
-  virtual void add_broadcast(Ref y, CRef x, int64_t rows, int64_t n) = 0;
-  // logits: fp32 or the working precision (the softmax, loss and gradient are fp32 either way).
-  virtual void softmax_cross_entropy(Ref logits, float* losses, const int32_t* targets, int N,
-                                     int V, int v_real, float dloss) = 0;
-  virtual void adamw(float* param, float* m, float* v, const float* g, int64_t n,
-                     const cpu::AdamWParams& p) = 0;
-  // The three passes of the vocab-parallel cross-entropy (logits fp32 or the working precision).
-  virtual void vocab_ce_max(CRef logits, float* mx, int N, int V, int v_begin, int v_real) = 0;
-  virtual void vocab_ce_sum_exp(Ref logits, float* sum_z, const float* mx, const int32_t* targets,
-                                int N, int V, int v_begin, int v_real) = 0;
-  virtual void vocab_ce_grad(Ref logits, float* losses, const float* mx, const float* sum_z,
-                             const int32_t* targets, int N, int V, int v_begin, int v_real,
-                             float dloss) = 0;
-  // Multi-tensor forms; the tables are host memory, x_type / grad_type their elements' dtype.
-  virtual void sum_squares_multi(double* out, double* partials, const NormSegment* segs, int count,
-                                 DType x_type) = 0;
-  virtual void adamw_multi(const AdamWSegment* segs, int count, DType grad_type,
-                           const cpu::AdamWParams& p) = 0;
-  virtual double sum_squares(const float* x, int64_t n) = 0;
-  virtual double sum_squares(const bf16* x, int64_t n) = 0;
-  virtual double sum_squares(const fp16* x, int64_t n) = 0;
-  virtual bool has_inf_or_nan(const float* x, int64_t n) = 0;
-  virtual bool has_inf_or_nan(const bf16* x, int64_t n) = 0;
-  virtual bool has_inf_or_nan(const fp16* x, int64_t n) = 0;
-  virtual void cast(bf16* dst, const float* src, int64_t n) = 0;
-  virtual void cast(fp16* dst, const float* src, int64_t n) = 0;
-  virtual void cast(float* dst, const bf16* src, int64_t n) = 0;
-  virtual void cast(float* dst, const fp16* src, int64_t n) = 0;
-  virtual void accumulate(bf16* dst, const float* src, int64_t n) = 0;
-  virtual void accumulate(fp16* dst, const float* src, int64_t n) = 0;
-  virtual void scale_inplace(float* x, float s, int64_t n) = 0;
+#define ZT_OP(R, name, ...) \
+  virtual R name(ZT_OP_MAP(ZT_OP_BACKEND_PARAM, ZT_OP_COMMA, __VA_ARGS__)) = 0;
+#define ZT_TYPED_OP(name, x, ...) \
+  virtual void name(ZT_OP_MAP(ZT_OP_BACKEND_PARAM, ZT_OP_COMMA, __VA_ARGS__)) = 0;
+#define ZT_TYPED_OUT_OP(name, x, y, ...) \
+  virtual void name(ZT_OP_MAP(ZT_OP_BACKEND_PARAM, ZT_OP_COMMA, __VA_ARGS__)) = 0;
+#define ZT_DTYPE_OP(name, t, ...) \
+  virtual void name(ZT_OP_MAP(ZT_OP_BACKEND_PARAM, ZT_OP_COMMA, __VA_ARGS__), DType t) = 0;
+#include "kernels/ops.inc"
 
   // ---- memory ----
   // host -> device; the host buffer may be reused as soon as this returns.

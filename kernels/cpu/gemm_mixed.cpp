@@ -225,11 +225,11 @@ void gemm_mixed(GemmPath path, bool ta, bool tb, int M, int N, int K, float alph
 
 }  // namespace detail
 
-void Kernels::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
-                   int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
-                   DType c_type, Exec) {
-  detail::gemm_mixed(detail::GemmPath::Auto, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta,
-                     C, ldc, ab_type, c_type);
+void Kernels::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, CRef A, int lda,
+                   CRef B, int ldb, float beta, Ref C, int ldc, Exec) {
+  ZT_CHECK(A.t == B.t, "gemm: operands in {} and {}", dtype_name(A.t), dtype_name(B.t));
+  detail::gemm_mixed(detail::GemmPath::Auto, trans_a, trans_b, M, N, K, alpha, A.p, lda, B.p, ldb,
+                     beta, C.p, ldc, A.t, C.t);
 }
 
 }  // namespace zt::cpu

@@ -1,16 +1,18 @@
 #pragma once
 // The CPU backend's kernels: OpenMP loops over host memory, GEMMs through OpenBLAS sgemm and
 // oneDNN. The operations both backends implement are the static members of cpu::Kernels,
-// declared once in kernels/ops.inc (read it for each contract); this header adds the CPU's own
-// GEMM entry points, which those kernels, the tests and the benchmarks use.
+// declared from the op list kernels/ops.inc (read it for each contract); this header adds the CPU's
+// own GEMM entry points, which those kernels, the tests and the benchmarks use.
 #include <cstdint>
 #include <type_traits>
 
 #include "kernels/common/adamw.h"
 #include "kernels/common/dropout.h"
 #include "kernels/common/multi_tensor.h"
+#include "kernels/op_list.h"
 #include "src/core/dtype.h"
 #include "src/core/half.h"
+#include "src/core/typed_ref.h"
 
 namespace zt::cpu {
 
@@ -19,7 +21,7 @@ using AdamWParams = zt::AdamWParams;  // kernels/common/adamw.h, shared with the
 struct Kernels {
   // The CPU kernels run on the calling thread and its OpenMP team: nothing to say where.
   struct Exec {};
-#include "kernels/ops.inc"
+#include "kernels/declare_kernels.inc"
 };
 
 // C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, through cblas_sgemm.
@@ -32,8 +34,7 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
 template <typename T, typename TC>
 void gemm_t(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const T* A, int lda,
             const T* B, int ldb, float beta, TC* C, int ldc) {
-  Kernels::gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, dtype_of<T>(),
-                dtype_of<TC>());
+  Kernels::gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 }  // namespace zt::cpu

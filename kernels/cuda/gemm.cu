@@ -213,17 +213,4 @@ void gemm_mixed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, co
                     stream);
 }
 
-// The Backend's GEMM: fp32 operands and result on the fp32 path (exact fp32, or TF32 after
-// set_tf32), everything else on tensor cores with fp32 accumulation.
-void Kernels::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
-                   int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
-                   DType c_type, cudaStream_t stream) {
-  if (ab_type == DType::F32 && c_type == DType::F32)
-    cuda::gemm(trans_a, trans_b, M, N, K, alpha, static_cast<const float*>(A), lda,
-               static_cast<const float*>(B), ldb, beta, static_cast<float*>(C), ldc, stream);
-  else
-    gemm_mixed(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ab_type, c_type,
-               stream);
-}
-
 }  // namespace zt::cuda

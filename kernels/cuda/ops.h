@@ -1,6 +1,7 @@
 #pragma once
 // The CUDA backend's kernels, on device pointers. The operations both backends implement are the
-// static members of cuda::Kernels, declared once in kernels/ops.inc (read it for each contract),
+// static members of cuda::Kernels, declared from the op list kernels/ops.inc (read it for each
+// contract),
 // each enqueued on the stream passed as its last argument (Exec = cudaStream_t). This header adds
 // what only CUDA has: the fp32 and mixed GEMM engines and fused epilogues.
 // Element-wise and reduction math comes from kernels/common, so the CPU tests cover it.
@@ -22,6 +23,7 @@
 #include "kernels/common/adamw.h"
 #include "kernels/common/dropout.h"
 #include "kernels/common/multi_tensor.h"
+#include "kernels/op_list.h"
 #include "src/core/dtype.h"
 #include "src/core/half.h"
 
@@ -32,7 +34,7 @@ using AdamWParams = zt::AdamWParams;  // kernels/common/adamw.h, shared with the
 struct Kernels {
   // The stream each kernel is enqueued on.
   using Exec = cudaStream_t;
-#include "kernels/ops.inc"
+#include "kernels/declare_kernels.inc"
 };
 
 // TF32 tensor cores for the GEMMs on fp32 operands (sm_80+; Megatron's default). Off, fp32

@@ -25,7 +25,7 @@ namespace {
 
 // The constant-size buffers the trainer's components allocate (their sources give the reason
 // for each size); tests/dist/planner_test.cpp checks the sum against MemoryPool.
-constexpr size_t kStagingChunk = size_t{1} << 20;          // fp32 elements: ZeroStates' workspace
+constexpr size_t kStagingChunk = size_t{1} << 20;          // fp32 elements: ZeroOptimizer's workspace
 constexpr size_t kTrainerScalars = kNumMemCategories + 2;  // Trainer's metrics reducer
 
 // ScalarReducer: every rank's values as two fp32 words each.
@@ -47,7 +47,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   const auto dp = static_cast<size_t>(in.dp);
   size_t b = scalar_reducer_bytes(world, kTrainerScalars);
   // The tied word embedding's gradient all-reduce between the first and last stage
-  // (ZeroStates::tie_grads: chunk by chunk of whole rows, the largest first) on a communicator
+  // (ZeroOptimizer::tie_grads: chunk by chunk of whole rows, the largest first) on a communicator
   // of its own, which stages a half chunk in fp32 as the tensor-parallel one does.
   if (staged && in.pp > 1 && layout.pipeline().size > 1 &&
       (layout.pipeline().first() || layout.pipeline().last())) {
@@ -86,7 +86,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   size_t max_part = 0;
   for (const auto& u : part.units()) max_part = std::max(max_part, static_cast<size_t>(u.part_len));
   const auto reductions = static_cast<size_t>(ReduceScatterUnits::kReductions);
-  b += std::max(kStagingChunk, max_part) * 4;  // ZeroStates' fp32 chunk
+  b += std::max(kStagingChunk, max_part) * 4;  // ZeroOptimizer's fp32 chunk
   if (in.zero_stage >= 2 || half) b += staging;
   if (staged) b += mpi_staging_bytes(max_unit, dp, reductions);
   if (in.zero_stage >= 2) b += reductions * (max_unit + max_part) * e;

@@ -6,26 +6,29 @@
 #include <cstdint>
 #include <vector>
 
+#include "src/config/options.h"
 #include "src/core/dtype.h"
 #include "src/model/gpt_config.h"
 
 namespace zt {
 
+// What a plan needs to know of a run; the defaults are the training options' (option_defaults).
 struct PlanInput {
-  GptConfig model;                    // padded_vocab_size already padded for tp
-  int make_vocab_divisible_by = 128;  // the padding rule, to re-pad when the model or tp changes
+  GptConfig model;  // padded_vocab_size already padded for tp
+  // The padding rule, to re-pad when the model or tp changes.
+  int make_vocab_divisible_by = option_defaults::make_vocab_size_divisible_by;
   int tp = 1, dp = 1, zero_stage = 0;
   // Pipeline parallelism: `pp` stages of `chunks` model chunks each (the interleaved schedule
   // when > 1); a plan is that of one stage, `stage` (plan_stages: every one).
   int pp = 1, chunks = 1, stage = 0;
   DType working = DType::F32;
-  int micro_batch = 1, accumulation = 1;  // accumulation: micro-batches per step (pipeline: m)
+  int micro_batch = option_defaults::micro_batch_size;
+  int accumulation = 1;  // micro-batches per step (pipeline: m)
   bool checkpoint_activations = false;
-  int checkpoint_num_layers = 1;
+  int checkpoint_num_layers = option_defaults::checkpoint_num_layers;
   bool partition_activations = false, cpu_checkpointing = false;
-  int64_t reduce_bucket_elems = 500'000'000;
-  int64_t param_persistence_threshold = 100'000;
-  int64_t max_live_parameters = 1'000'000'000;
+  int64_t reduce_bucket_elems = option_defaults::reduce_bucket_size;
+  int64_t param_persistence_threshold = option_defaults::param_persistence_threshold;
   // Whether half-precision reductions are widened into fp32 staging by the communicator
   // (MpiCommunicator, the CPU backend); NCCL reduces half tensors natively and stages nothing.
   bool staged_half_reductions = true;

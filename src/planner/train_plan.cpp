@@ -6,9 +6,9 @@
 #include <array>
 #include <utility>
 
+#include "src/config/derive.h"
 #include "src/core/error.h"
 #include "src/planner/host_memory.h"
-#include "src/train/trainer.h"
 
 namespace zt {
 namespace {
@@ -41,25 +41,24 @@ std::string_view advice(std::string_view category) {
 }  // namespace
 
 PlanInput plan_input_from(const TrainOptions& o, int dp) {
+  const DerivedConfig d = derive_validated(o, dp);
   PlanInput in;
-  in.model = gpt_config_from(o);
+  in.model = d.model;
   in.make_vocab_divisible_by = o.make_vocab_size_divisible_by;
-  in.tp = o.tensor_model_parallel_size;
-  in.dp = dp;
-  in.pp = o.pipeline_model_parallel_size;
-  in.chunks = model_chunks(o);
-  in.zero_stage = o.zero_stage;
-  in.working = o.bf16 ? DType::BF16 : o.fp16 ? DType::F16 : DType::F32;
-  in.micro_batch = o.micro_batch_size;
-  const int64_t per_step = int64_t{o.micro_batch_size} * dp;
-  in.accumulation = o.global_batch_size == 0 ? 1 : static_cast<int>(o.global_batch_size / per_step);
-  in.checkpoint_activations = o.checkpoint_activations;
-  in.checkpoint_num_layers = o.checkpoint_num_layers;
-  in.partition_activations = o.partition_activations;
-  in.cpu_checkpointing = o.cpu_checkpointing;
-  in.reduce_bucket_elems = o.reduce_bucket_size;
-  in.param_persistence_threshold = o.param_persistence_threshold;
-  in.max_live_parameters = o.max_live_parameters;
+  in.tp = d.tp;
+  in.dp = d.dp;
+  in.pp = d.pp;
+  in.chunks = d.chunks;
+  in.zero_stage = d.zero.stage;
+  in.working = d.working;
+  in.micro_batch = d.batch.micro;
+  in.accumulation = d.batch.accumulation;
+  in.checkpoint_activations = d.checkpoint_activations;
+  in.checkpoint_num_layers = d.checkpoint.span;
+  in.partition_activations = d.checkpoint.partition;
+  in.cpu_checkpointing = d.checkpoint.cpu;
+  in.reduce_bucket_elems = d.zero.reduce_bucket_elems;
+  in.param_persistence_threshold = d.zero.param_persistence_threshold;
   in.staged_half_reductions = o.device != "cuda";
   in.cuda = o.device == "cuda";
   return in;

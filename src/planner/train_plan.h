@@ -3,8 +3,8 @@
 // anything (and what `estimate` and `simulate` compute from the same options table).
 #include <string>
 
+#include "src/config/options.h"
 #include "src/planner/memory_plan.h"
-#include "src/train/options.h"
 
 namespace zt {
 

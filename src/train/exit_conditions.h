@@ -8,7 +8,7 @@
 #include <string>
 
 #include "src/comm/scalar_reducer.h"
-#include "src/train/options.h"
+#include "src/config/options.h"
 
 namespace zt {
 

@@ -5,8 +5,8 @@
 // it, on every rank alike, and never a failure halfway into building the model.
 #include <memory>
 
+#include "src/config/options.h"
 #include "src/train/batch_source.h"
-#include "src/train/options.h"
 
 namespace zt {
 

@@ -15,7 +15,7 @@
 #include "kernels/backend.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
-#include "src/train/options.h"
+#include "src/config/options.h"
 
 namespace zt {
 

@@ -15,60 +15,21 @@
 #include "src/train/training_settings.h"
 
 namespace zt {
-namespace {
-
-DType working_dtype(const TrainOptions& o) {
-  if (o.bf16) return DType::BF16;
-  if (o.fp16) return DType::F16;
-  return DType::F32;
-}
-
-LossScalerConfig scaler_config(const TrainOptions& o) {
-  LossScalerConfig c;
-  if (!o.fp16) return c;  // bf16 and fp32 need no scaling
-  c.dynamic = o.loss_scale == 0;
-  c.scale = c.dynamic ? o.initial_loss_scale : o.loss_scale;
-  c.window = o.loss_scale_window;
-  c.hysteresis = o.hysteresis;
-  c.min_scale = o.min_loss_scale;
-  c.max_scale = o.max_loss_scale;
-  c.max_consecutive_skips = o.max_consecutive_skips;
-  return c;
-}
-
-}  // namespace
-
-GptConfig gpt_config_from(const TrainOptions& o) {
-  GptConfig c;
-  c.num_layers = o.num_layers;
-  c.hidden = o.hidden_size;
-  c.heads = o.num_attention_heads;
-  c.seq_length = o.seq_length;
-  c.vocab_size = o.vocab_size;
-  c.padded_vocab_size =
-      padded_vocab_size(o.vocab_size, o.make_vocab_size_divisible_by, o.tensor_model_parallel_size);
-  c.attention_dropout = static_cast<float>(o.attention_dropout);
-  c.hidden_dropout = static_cast<float>(o.hidden_dropout);
-  c.dtype = working_dtype(o);
-  c.sequence_parallel = o.sequence_parallel;
-  return c;
-}
-
 Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::Topology* topology,
                  TrainData data)
     : o_(options),
       ctx_(ctx),
       pool_(ctx.pool()),
       topo_(topology),
-      config_(gpt_config_from(options)),
+      derived_(derive_validated(options, topology != nullptr ? topology->dp_size() : 1)),
+      config_(derived_.model),
       layout_(ParamLayout::gpt(
           config_, topology != nullptr ? topology->tp_size() : 1,
           topology != nullptr ? topology->tp_rank() : 0,
           PipelinePart{topology != nullptr ? topology->pp_size() : 1,
-                       topology != nullptr ? topology->pp_rank() : 0, model_chunks(options)})),
-      schedule_{o_.lr, o_.min_lr, o_.lr_warmup_iters,
-                o_.lr_decay_iters == 0 ? o_.train_iters : o_.lr_decay_iters, o_.lr_decay_style},
-      scaler_(scaler_config(options)),
+                       topology != nullptr ? topology->pp_rank() : 0, derived_.chunks})),
+      schedule_{o_.lr, o_.min_lr, o_.lr_warmup_iters, derived_.lr_decay_iters, o_.lr_decay_style},
+      scaler_(derived_.scaler),
       data_(std::move(data)),
       // Metrics are reduced over ranks; rank 0 alone writes them.
       metrics_(topology == nullptr || topology->rank() == 0 ? o_.metrics_file : std::string()) {
@@ -88,11 +49,9 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
     reducer_ = std::make_unique<comm::ScalarReducer>(topo_->host_world(), ctx_.host(),
                                                      kNumMemCategories + 2);
   }
-  global_batch_ = o_.global_batch_size == 0 ? int64_t{o_.micro_batch_size} * dp_
-                                            : int64_t{o_.global_batch_size};
-  accumulation_ = static_cast<int>(global_batch_ / (int64_t{o_.micro_batch_size} * dp_));
-  AdamConfig adam{o_.adam_beta1, o_.adam_beta2, o_.adam_eps, o_.weight_decay, o_.clip_grad};
-  optimizer_ = std::make_unique<ZeroOptimizer>(layout_, working_dtype(o_), adam, ctx_,
+  global_batch_ = derived_.batch.global;
+  accumulation_ = derived_.batch.accumulation;
+  optimizer_ = std::make_unique<ZeroOptimizer>(layout_, derived_.working, derived_.adam, ctx_,
                                                static_cast<uint64_t>(o_.seed), zero_config());
   if (const char* f = std::getenv("ZT_INJECT_FAULT")) {
     const std::string spec(f);
@@ -122,13 +81,10 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
     fault_.rank = std::stoi(spec.substr(a + 1, b - a - 1));
     fault_.step = std::stoi(spec.substr(b + 1));
   }
-  const pipeline::ScheduleShape shape{pp_, accumulation_, model_chunks(o_)};
+  const pipeline::ScheduleShape shape{pp_, accumulation_, derived_.chunks};
   const ActivationSlots slots = pipeline::runner_slots(config_, shape, pp_rank_);
-  if (o_.checkpoint_activations) {
-    CheckpointConfig cp;
-    cp.span = o_.checkpoint_num_layers;
-    cp.partition = o_.partition_activations;
-    cp.cpu = o_.cpu_checkpointing;
+  if (derived_.checkpoint_activations) {
+    CheckpointConfig cp = derived_.checkpoint;
     cp.tp = topo_ != nullptr ? &topo_->tp() : nullptr;
     // On the CPU backend host memory is the same pool; the category tells them apart.
     activations_ = std::make_unique<ActivationCheckpointer>(ctx_, config_, o_.micro_batch_size,
@@ -151,23 +107,13 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
 }
 
 ZeroConfig Trainer::zero_config() const {
-  ZeroConfig zero;
-  zero.stage = o_.zero_stage;
+  ZeroConfig zero = derived_.zero;
   if (topo_ != nullptr) {
     zero.dp = &topo_->dp();
     zero.world = &topo_->host_world();
     zero.tp_rank = topo_->tp_rank();
   }
-  zero.reduce_bucket_elems = o_.reduce_bucket_size;
-  zero.allgather_bucket_elems = o_.allgather_bucket_size;
-  zero.overlap_comm = o_.overlap_comm;
-  zero.prefetch_bucket_elems = o_.prefetch_bucket_size;
-  zero.param_persistence_threshold = o_.param_persistence_threshold;
-  zero.max_live_parameters = o_.max_live_parameters;
-  if (pp_ > 1) {
-    // The data-parallel reduction waits for the whole schedule and the tied embedding's sum
-    // (DeepSpeed's pipeline order: tied gradients, then data-parallel gradients).
-    zero.overlap_comm = false;
+  if (pp_ > 1) {  // derive() turned overlap_comm off: the tied embedding's sum comes first
     const PipelinePart& part = layout_.pipeline();
     if (part.first() || part.last()) {
       zero.tied = topo_->embedding();
@@ -411,13 +357,12 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
         "tensor-parallel {}{}, pipeline {}{}, ZeRO stage {}, activations: {}",
         config_.num_parameters(), config_.num_layers, config_.hidden, config_.heads,
         config_.seq_length, config_.vocab_size, config_.padded_vocab_size,
-        dtype_name(working_dtype(o_)), global_batch_, o_.micro_batch_size, dp_, accumulation_,
+        dtype_name(derived_.working), global_batch_, o_.micro_batch_size, dp_, accumulation_,
         layout_.tp_size(), config_.sequence_parallel && layout_.tp_size() > 1 ? " (sequence)" : "",
         pp_,
-        pp_ == 1 ? std::string()
-        : model_chunks(o_) > 1
-            ? fmt::format(" ({} chunks per stage, interleaved)", model_chunks(o_))
-            : std::string(" (1F1B)"),
+        pp_ == 1              ? std::string()
+        : derived_.chunks > 1 ? fmt::format(" ({} chunks per stage, interleaved)", derived_.chunks)
+                              : std::string(" (1F1B)"),
         o_.zero_stage,
         !o_.checkpoint_activations ? "all kept"
         : o_.cpu_checkpointing     ? "checkpointed, partitioned, in host memory"

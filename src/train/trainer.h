@@ -12,21 +12,20 @@
 #include "src/comm/comm_stats.h"
 #include "src/comm/scalar_reducer.h"
 #include "src/comm/topology.h"
+#include "src/config/derive.h"
+#include "src/config/options.h"
 #include "src/core/memory_pool.h"
 #include "src/model/activation_store.h"
 #include "src/model/gpt.h"
 #include "src/pipeline/micro_batch_runner.h"
 #include "src/train/lr_schedule.h"
 #include "src/train/metrics.h"
-#include "src/train/options.h"
 #include "src/train/train_data.h"
 #include "src/zero/activation_checkpointer.h"
 #include "src/zero/loss_scaler.h"
 #include "src/zero/zero_optimizer.h"
 
 namespace zt {
-
-GptConfig gpt_config_from(const TrainOptions& o);
 
 class Trainer {
  public:
@@ -80,6 +79,7 @@ class Trainer {
   MemoryPool& pool_;
   comm::Topology* topo_;
   int dp_ = 1, dp_rank_ = 0, world_ = 1, pp_ = 1, pp_rank_ = 0;
+  DerivedConfig derived_;  // what the options mean on this layout (derive_validated)
   GptConfig config_;
   ParamLayout layout_;
   int accumulation_ = 1;

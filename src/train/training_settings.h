@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
-#include "src/train/options.h"
+#include "src/config/options.h"
 
 namespace zt {
 

@@ -26,6 +26,7 @@ class AllReduceGrads final : public GradReducer {
   GradSyncTiming timing() const override;
   Tensor grads() const { return grads_.view({layout_.numel()}, working_); }
   Tensor local_grads(int64_t layout_offset, int64_t len) override;
+  Tensor layout_grads() const override { return grads(); }
 
  private:
   bool half() const { return working_ != DType::F32; }

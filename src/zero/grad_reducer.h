@@ -27,7 +27,7 @@ class GradReducer {
   virtual void finish() = 0;
   // The summed gradient of a segment of the rank's Shard, in the working precision.
   virtual const void* grad(const ShardSegment& s) const = 0;
-  // True when every data-parallel rank holds the same summed gradient (then one speaks for all
+  // True when every data-parallel rank holds the same summed gradient (then one rank's copy counts
   // in the global norm).
   virtual bool replicated() const = 0;
   virtual GradSyncTiming timing() const = 0;
@@ -39,6 +39,9 @@ class GradReducer {
     (void)len;
     return {};
   }
+  // The whole kept gradient in ParamLayout order, where this reducer keeps it so (stage 0);
+  // empty otherwise.
+  virtual Tensor layout_grads() const { return {}; }
 };
 
 }  // namespace zt

@@ -6,6 +6,7 @@
 //                   each rank's updated parts are all-gathered unit by unit.
 //   GatheredParams  stage 3: only the own shard; a unit is all-gathered when the model acquires
 //                   a span in it.
+#include "src/core/tensor.h"
 #include "src/model/param_source.h"
 
 namespace zt {
@@ -25,6 +26,9 @@ class ParamStore {
   // prefetches by it).
   virtual void begin_step() {}
   virtual void end_step() {}
+  // The working parameters in ParamLayout order, where this store keeps them so (stage 0);
+  // empty otherwise.
+  virtual Tensor layout_params() const { return {}; }
 };
 
 }  // namespace zt

@@ -19,6 +19,7 @@ class ResidentParams final : public ParamStore {
   void from_master(const float* master) override;
   void from_full(const float*, const float* master) override { from_master(master); }
   Tensor params() const { return params_.view({layout_.numel()}, working_); }
+  Tensor layout_params() const override { return params(); }
 
  private:
   const ParamLayout& layout_;

@@ -77,7 +77,7 @@ void ShardedAdam::set_from_layout_order(const float* master, const float* m, con
 }
 
 StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr, double loss_scale,
-                             bool speaks, int tp_rank, comm::ScalarReducer* norm,
+                             bool counts_in_norm, int tp_rank, comm::ScalarReducer* norm,
                              const std::vector<char>& norm_excluded) {
   const auto& params = layout_.params();
   norm_table_.clear();
@@ -86,7 +86,7 @@ StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr,
     adam_table_[k].grad = grads.grad(s);
     // A tp-replicated parameter's gradient counts once in the global norm: on tp rank 0.
     const ParamSpec& p = params[static_cast<size_t>(s.param)];
-    if (speaks && (!p.tp_replicated || tp_rank == 0) &&
+    if (counts_in_norm && (!p.tp_replicated || tp_rank == 0) &&
         norm_excluded[static_cast<size_t>(s.param)] == 0)
       norm_table_.push_back({grads.grad(s), s.len});
   }
@@ -109,7 +109,7 @@ StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr,
   // torch.nn.utils.clip_grad_norm_'s rule, so runs compare with PyTorch's.
   double coef = 1.0;
   if (adam_.clip_grad > 0) coef = std::min(1.0, adam_.clip_grad / (r.grad_norm + 1e-6));
-  cpu::AdamWParams p;
+  AdamWParams p;
   p.lr = static_cast<float>(lr);
   p.beta1 = static_cast<float>(adam_.beta1);
   p.beta2 = static_cast<float>(adam_.beta2);
@@ -117,7 +117,7 @@ StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr,
   p.grad_scale = static_cast<float>(coef / loss_scale);
   p.step = steps_;
   // Every segment in one launch, half gradients read as they are (widening is exact).
-  be_.adamw_multi(adam_table_.data(), static_cast<int>(adam_table_.size()), working, p);
+  be_.adamw_multi(adam_table_.data(), static_cast<int>(adam_table_.size()), p, working);
   return r;
 }
 

@@ -9,10 +9,22 @@
 #include "src/comm/scalar_reducer.h"
 #include "src/core/memory_pool.h"
 #include "src/zero/grad_reducer.h"
-#include "src/zero/model_states.h"
 #include "src/zero/shard.h"
 
 namespace zt {
+
+struct AdamConfig {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  double clip_grad = 0.0;  // global L2 norm bound; 0 disables clipping
+};
+
+struct StepResult {
+  double grad_norm = 0;  // before clipping, after unscaling
+  bool skipped = false;  // non-finite gradients somewhere: no parameter changed on any rank
+};
 
 class ShardedAdam {
  public:
@@ -22,13 +34,14 @@ class ShardedAdam {
               const DeviceContext& ctx, float* master);
   float* master() const { return master_; }
   const Shard& shard() const { return shard_; }
-  // Unscales by loss_scale, clips to the global norm (Σ over world of each rank's share: `speaks`
-  // says whether this rank's share counts, parameters replicated over tp on tp rank 0 only,
+  // Unscales by loss_scale, clips to the global norm (Σ over world of each rank's share:
+  // `counts_in_norm` says whether this rank's share counts, parameters replicated over tp on tp
+  // rank 0 only,
   // none of those flagged in `norm_excluded`, by parameter index) and
   // applies one AdamW step at lr. On the device: one multi-tensor norm, one read of it, one
   // multi-tensor AdamW over every segment (kernels/ops.inc sum_squares_multi, adamw_multi).
   StepResult step(const GradReducer& grads, DType working, double lr, double loss_scale,
-                  bool speaks, int tp_rank, comm::ScalarReducer* norm,
+                  bool counts_in_norm, int tp_rank, comm::ScalarReducer* norm,
                   const std::vector<char>& norm_excluded);
   int64_t steps() const { return steps_; }
   // Device bytes of the norm's partials and result (category Buffers, constant; the planner

@@ -1,17 +1,206 @@
 #include "src/zero/zero_optimizer.h"
 
+#include <algorithm>
+
+#include "src/zero/all_reduce_grads.h"
+#include "src/zero/gathered_params.h"
+#include "src/zero/reduce_scatter_grads.h"
+#include "src/zero/resident_params.h"
+
 namespace zt {
+namespace {
+
+constexpr int64_t kChunk = int64_t{1} << 20;  // fp32 workspace: 4 MiB
+
+enum class Store : uint8_t { Resident, Padded, Gathered };
+enum class Reducer : uint8_t { AllReduce, ReduceScatterAtStep, ReduceScatterUnits };
+struct Composition {
+  Store store;
+  Reducer grads;
+};
+// Stage k is kStages[k] (the table in zero_optimizer.h). ShardedAdam runs over the whole layout
+// where the store is resident, else over the rank's partition shard.
+constexpr Composition kStages[] = {
+    {Store::Resident, Reducer::AllReduce},
+    {Store::Padded, Reducer::ReduceScatterAtStep},
+    {Store::Padded, Reducer::ReduceScatterUnits},
+    {Store::Gathered, Reducer::ReduceScatterUnits},
+};
+
+}  // namespace
 
 ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const AdamConfig& adam,
                              const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero)
-    : layout_(layout), working_(working), zero_(zero) {
+    : layout_(layout), working_(working), zero_(zero), ctx_(ctx), be_(ctx.backend()) {
   ZT_REQUIRE(zero.stage >= 0 && zero.stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got {}",
              zero.stage);
   ZT_CHECK(zero.stage == 0 || zero.dp != nullptr, "ZeRO stage {} needs a data-parallel group",
            zero.stage);
-  states_ = std::make_unique<ZeroStates>(layout, working, adam, ctx, seed, zero);
+  norm_excluded_.assign(layout_.params().size(), 0);
+  if (zero.tied_copy)
+    for (int k : zero.tied_params) norm_excluded_.at(static_cast<size_t>(k)) = 1;
+  if (zero.world != nullptr && zero.world->size() > 1)
+    norm_ = std::make_unique<comm::ScalarReducer>(*zero.world, ctx.host(), 1);
+  if (kStages[zero.stage].store != Store::Resident) {
+    compose_partitioned(adam, seed);
+    return;
+  }
+  // In fp32 the resident working parameters are the master parameters themselves.
+  auto params = std::make_unique<ResidentParams>(layout_, working_, ctx);
+  float* alias = working_ != DType::F32 ? nullptr : params->params().f32();
+  store_ = std::move(params);
+  grads_ = std::make_unique<AllReduceGrads>(layout_, working_, ctx, zero.dp,
+                                            zero.reduce_bucket_elems, zero.overlap_comm);
+  adam_ = std::make_unique<ShardedAdam>(layout_, Shard::whole(layout_), adam, ctx, alias);
+  init_parameters_on(ctx, layout_, seed, adam_->master());
+  store_->from_master(adam_->master());
+}
+
+void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
+  const Composition& c = kStages[zero_.stage];
+  comm::Communicator& dp = *zero_.dp;
+  part_.emplace(layout_, dp.size(), dp.rank(), zero_.reduce_bucket_elems);
+  const Partition& part = *part_;
+  int64_t max_part = 0;
+  for (const auto& u : part.units()) max_part = std::max(max_part, u.part_len);
+  // Constant-size: the largest unit part (a reduced gradient part), at least 4 MiB.
+  chunk_ = ctx_.pool().allocate({std::max(kChunk, max_part)}, DType::F32, MemCategory::Buffers);
+  auto* chunk = static_cast<float*>(chunk_.data());
+  const int64_t chunk_elems = static_cast<int64_t>(chunk_.bytes() / 4);
+  adam_ = std::make_unique<ShardedAdam>(layout_, Shard::of(part), adam, ctx_, nullptr);
+  // The own shard of the master parameters, element by element from the seed: the full model is
+  // never materialised in fp32. Where the host cannot write the device, through a host chunk.
+  {
+    Buffer host_chunk;
+    float* make = nullptr;
+    int64_t room = chunk_elems;
+    if (ctx_.needs_staging()) {
+      room = std::min(kChunk, chunk_elems);
+      host_chunk = ctx_.host().allocate({room}, DType::F32, MemCategory::Buffers);
+      make = static_cast<float*>(host_chunk.data());
+    }
+    float* master = adam_->master();
+    for (const auto& s : part.segments()) {
+      const auto& p = layout_.params()[static_cast<size_t>(s.param)];
+      if (make == nullptr) {
+        init_parameter_range(p, seed, s.layout_offset - p.offset, s.len, master + s.shard_offset);
+        continue;
+      }
+      for (int64_t i = 0; i < s.len; i += room) {
+        const int64_t len = std::min(room, s.len - i);
+        init_parameter_range(p, seed, s.layout_offset - p.offset + i, len, make);
+        be_.copy_to_device(master + s.shard_offset + i, make, static_cast<size_t>(len) * 4);
+      }
+    }
+  }
+  if (c.store == Store::Gathered) {
+    store_ = std::make_unique<GatheredParams>(layout_, part, working_, ctx_, dp,
+                                              zero_.param_persistence_threshold);
+    store_->from_master(adam_->master());
+  } else {
+    store_ = std::make_unique<PaddedParams>(layout_, part, working_, ctx_, dp,
+                                            zero_.allgather_bucket_elems, seed, chunk, chunk_elems);
+  }
+  if (c.grads == Reducer::ReduceScatterAtStep)
+    grads_ = std::make_unique<ReduceScatterAtStep>(layout_, part, working_, ctx_, dp,
+                                                   zero_.reduce_bucket_elems, zero_.overlap_comm);
+  else
+    grads_ = std::make_unique<ReduceScatterUnits>(
+        layout_, part, working_, ctx_, dp, zero_.reduce_bucket_elems, zero_.overlap_comm, chunk);
+  if (working_ != DType::F32)
+    dp.reserve_staging(static_cast<size_t>(part.max_unit()), ReduceScatterUnits::kReductions);
 }
 
 ZeroOptimizer::~ZeroOptimizer() = default;
+
+void ZeroOptimizer::zero_grad() {
+  grads_->zero();
+  store_->begin_step();
+}
+
+void ZeroOptimizer::tie_grads() {
+  if (zero_.tied == nullptr) return;
+  for (int k : zero_.tied_params) {
+    const ParamSpec& p = layout_.params()[static_cast<size_t>(k)];
+    // Chunk by chunk of whole rows, the rule partition units follow: each chunk is contiguous in
+    // the kept gradient, and both stages cut their copy of the tensor the same way.
+    const int64_t step = p.chunk_rows(zero_.reduce_bucket_elems) * p.row_len();
+    for (int64_t i = 0; i < p.numel(); i += step) {
+      const Tensor g = grads_->local_grads(p.offset + i, std::min(step, p.numel() - i));
+      ZT_CHECK(g.data() != nullptr, "ZeRO stage {} keeps no whole gradient to tie", zero_.stage);
+      zero_.tied->all_reduce(g);
+    }
+  }
+}
+
+StepResult ZeroOptimizer::step(double lr, double loss_scale) {
+  grads_->finish();
+  store_->end_step();
+  // Every data-parallel replica of a replicated gradient holds the same sum: only dp rank 0's
+  // copy counts in the global norm.
+  const bool counts_in_norm = !grads_->replicated() || zero_.dp == nullptr || zero_.dp->rank() == 0;
+  const StepResult r = adam_->step(*grads_, working_, lr, loss_scale, counts_in_norm, zero_.tp_rank,
+                                   norm_.get(), norm_excluded_);
+  if (!r.skipped) store_->from_master(adam_->master());
+  return r;
+}
+
+void ZeroOptimizer::gather_master(float* full) {
+  if (!part_) {
+    be_.copy_to_host(full, adam_->master(), static_cast<size_t>(layout_.numel()) * 4);
+    return;
+  }
+  // The gather lands in the backend's memory: a host vector on the CPU, a device buffer for the
+  // duration of this call elsewhere (checkpoint reshaping and tests call it, never a step).
+  const int64_t max_unit = part_->max_unit();
+  std::vector<float> host_tmp;
+  Buffer device_tmp;
+  float* tmp = nullptr;
+  if (ctx_.needs_staging()) {
+    device_tmp = ctx_.pool().allocate({max_unit}, DType::F32, MemCategory::Buffers);
+    tmp = static_cast<float*>(device_tmp.data());
+  } else {
+    host_tmp.resize(static_cast<size_t>(max_unit));
+    tmp = host_tmp.data();
+  }
+  float* master = adam_->master();
+  for (const auto& u : part_->units()) {
+    Tensor out(tmp, {u.padded_len}, DType::F32, be_.device());
+    Tensor in(master + u.shard_offset, {u.part_len}, DType::F32, be_.device());
+    zero_.dp->all_gather(in, out);
+    be_.copy_to_host(full + u.layout_begin, tmp, static_cast<size_t>(u.real_len) * 4);
+  }
+}
+
+void ZeroOptimizer::set_master(const float* full) {
+  float* master = adam_->master();
+  for (const auto& s : shard().segments)
+    be_.copy_to_device(master + s.shard_offset, full + s.layout_offset,
+                       static_cast<size_t>(s.len) * 4);
+  store_->from_full(full, master);
+}
+
+void ZeroOptimizer::after_load(int64_t adam_step) {
+  adam_->set_steps(adam_step);
+  store_->from_master(adam_->master());
+}
+
+Tensor ZeroOptimizer::working_params() const {
+  const Tensor t = store_->layout_params();
+  ZT_CHECK(t.data() != nullptr, "stage {} keeps no full parameters; use gather_master()",
+           zero_.stage);
+  return t;
+}
+
+Tensor ZeroOptimizer::working_grads() const {
+  const Tensor t = grads_->layout_grads();
+  ZT_CHECK(t.data() != nullptr, "stage {} keeps no full gradient", zero_.stage);
+  return t;
+}
+
+Tensor ZeroOptimizer::master_params() const {
+  ZT_CHECK(!part_, "stage {} keeps only a shard of the master parameters", zero_.stage);
+  return Tensor(adam_->master(), {layout_.numel()}, DType::F32, be_.device());
+}
 
 }  // namespace zt

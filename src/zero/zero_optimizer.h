@@ -1,14 +1,58 @@
 #pragma once
-// ZeroOptimizer: the trainer's handle on the model states under a ZeRO stage (ZeroStates: a
-// parameter store, a gradient reducer and the sharded optimizer chosen by the stage). It is the
-// model's ParamSource: the model does not change per stage.
+// ZeroOptimizer: the model states under one ZeRO stage (working parameters, gradients, fp32
+// master parameters, Adam moments), composed of three parts; each stage is one composition (the
+// paper's Pos, Pos+g, Pos+g+p):
+//
+//   stage  ParamStore       GradReducer            ShardedAdam over
+//   0      ResidentParams   AllReduceGrads         the whole layout
+//   1      PaddedParams     ReduceScatterAtStep    the rank's partition shard
+//   2      PaddedParams     ReduceScatterUnits     the rank's partition shard
+//   3      GatheredParams   ReduceScatterUnits     the rank's partition shard
+//
+// It is the model's ParamSource: the model does not change per stage. The stage number only
+// picks the composition in the constructor; every method after that talks to the parts.
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 
+#include "kernels/backend.h"
+#include "src/comm/communicator.h"
+#include "src/comm/scalar_reducer.h"
 #include "src/core/memory_pool.h"
-#include "src/zero/model_states.h"
-#include "src/zero/zero_states.h"
+#include "src/model/param_layout.h"
+#include "src/model/param_source.h"
+#include "src/zero/dp_grad_sync.h"
+#include "src/zero/grad_reducer.h"
+#include "src/zero/param_store.h"
+#include "src/zero/partition.h"
+#include "src/zero/shard.h"
+#include "src/zero/sharded_adam.h"
 
 namespace zt {
+
+struct ZeroConfig {
+  int stage = 0;
+  comm::Communicator* dp = nullptr;     // the data-parallel group; null: one rank
+  comm::Communicator* world = nullptr;  // for the global gradient norm across dp and tp
+  int tp_rank = 0;  // parameters replicated over tp count in the norm on tp rank 0 only
+  // Parameters tied to another pipeline stage's copy (the word embedding of the first stage and
+  // the last stage's copy for the head): tie_grads() sums their gradients over `tied`. With
+  // `tied_copy` they are also left out of the global norm (the original's stage counts them).
+  comm::Communicator* tied = nullptr;
+  std::vector<int> tied_params;  // indices into the layout's params
+  bool tied_copy = false;
+  // Constant-size buckets (ZeRO-R's CB), in elements; DeepSpeed's defaults. The reduce bucket
+  // is also the longest span the model reaches (ParamSource::max_span) and the partition unit,
+  // in every stage, so the stages compute the same bits.
+  int64_t reduce_bucket_elems = 500'000'000;
+  int64_t allgather_bucket_elems = 500'000'000;
+  bool overlap_comm = true;
+  // Stage 3.
+  int64_t prefetch_bucket_elems = 50'000'000;
+  int64_t param_persistence_threshold = 100'000;
+  int64_t max_live_parameters = 1'000'000'000;
+};
 
 class ZeroOptimizer final : public ParamSource {
  public:
@@ -16,47 +60,76 @@ class ZeroOptimizer final : public ParamSource {
   ZeroOptimizer(const ParamLayout& layout, DType working, const AdamConfig& adam,
                 const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero = {});
   ~ZeroOptimizer() override;
+  // The parts hold references into this object.
+  ZeroOptimizer(const ZeroOptimizer&) = delete;
+  ZeroOptimizer& operator=(const ZeroOptimizer&) = delete;
 
-  int64_t max_span() const override { return states_->max_span(); }
-  CRef acquire(const Span& s) override { return states_->acquire(s); }
-  void release(const Span& s) override { states_->release(s); }
-  float* open_grads(const Span& s) override { return states_->open_grads(s); }
-  void close_grads(const Span& s) override { states_->close_grads(s); }
+  int64_t max_span() const override { return zero_.reduce_bucket_elems; }
+  CRef acquire(const Span& s) override { return store_->acquire(s); }
+  void release(const Span& s) override { store_->release(s); }
+  float* open_grads(const Span& s) override { return grads_->open(s); }
+  void close_grads(const Span& s) override { grads_->close(s); }
 
-  void zero_grad() { states_->zero_grad(); }
+  void zero_grad();
   // Before each micro-batch's forward/backward (stages 0–1 reduce only during the last).
-  void begin_microbatch(bool last) { states_->begin_microbatch(last); }
-  void tie_grads() { states_->tie_grads(); }
-  StepResult step(double lr, double loss_scale) { return states_->step(lr, loss_scale); }
-  GradSyncTiming grad_sync_timing() const { return states_->grad_sync_timing(); }
-  // `full`: host memory.
-  void gather_master(float* full) { states_->gather_master(full); }
-  void set_master(const float* full) { states_->set_master(full); }
-  int64_t adam_step() const { return states_->adam_step(); }
-  std::vector<Tensor> owned_state() { return states_->owned_state(); }
-  bool state_replicated_over_dp() const { return states_->state_replicated_over_dp(); }
-  void after_load(int64_t adam_step) { states_->after_load(adam_step); }
+  void begin_microbatch(bool last) { grads_->begin_microbatch(last); }
+  // Sums the tied parameters' gradients over ZeroConfig::tied (stages 0-1, which keep the whole
+  // gradient; before step(), with overlap_comm off so no data-parallel reduction has started).
+  void tie_grads();
+  // Unscales by loss_scale, clips to the global norm, applies one AdamW step at lr.
+  StepResult step(double lr, double loss_scale);
+  GradSyncTiming grad_sync_timing() const { return grads_->timing(); }
+  // The full fp32 master parameters in ParamLayout order into host memory, on every rank
+  // (collective over dp). Host pointers here and in set_master / set_state_from_layout_order.
+  void gather_master(float* full);
+  // Sets the master parameters from a full fp32 copy (every rank passes the same) and
+  // re-derives the working parameters.
+  void set_master(const float* full);
+  int64_t adam_step() const { return adam_->steps(); }
+
+  // What a checkpoint saves for this rank: fp32 master parameters, Adam m and v — the rank's
+  // shard (stages 1–3) or everything (stage 0) — in a fixed order. Working parameters are not
+  // saved: they are always the master rounded to the working precision.
+  std::vector<Tensor> owned_state() { return adam_->state(); }
+  // Stage 0 holds identical states on every data-parallel rank: only one needs writing.
+  bool state_replicated_over_dp() const { return !part_.has_value(); }
+  // After owned_state() was overwritten from a checkpoint: re-derive the working parameters
+  // (collective over dp in stages 1–2) and set the Adam step counter.
+  void after_load(int64_t adam_step);
+  // Sets master, m and v from full copies in ParamLayout order (this rank's tensor-parallel
+  // shard, the same on every dp rank) — the reshaping path, when the saved layout differs.
   void set_state_from_layout_order(const float* master, const float* m, const float* v) {
-    states_->set_state_from_layout_order(master, m, v);
+    adam_->set_from_layout_order(master, m, v);
   }
 
   int stage() const { return zero_.stage; }
   const ParamLayout& layout() const { return layout_; }
   DType working_dtype() const { return working_; }
-  ZeroStates& states() { return *states_; }
   // What this rank owns of the master parameters and moments (owned_state's order).
-  const Shard& shard() const { return states_->shard(); }
+  const Shard& shard() const { return adam_->shard(); }
   // Stage 0 only: the resident full tensors.
-  Tensor working_params() { return states_->working_params(); }
-  Tensor working_grads() { return states_->working_grads(); }
-  Tensor master_params() { return states_->master_params(); }
-  void sync_working_from_master() { states_->sync_working_from_master(); }
+  Tensor working_params() const;
+  Tensor working_grads() const;
+  Tensor master_params() const;
+  void sync_working_from_master() { store_->from_master(adam_->master()); }
 
  private:
+  // The stages 1-3 compositions: the partition, the own master shard from the seed, then the
+  // parameter store and gradient reducer the stage names.
+  void compose_partitioned(const AdamConfig& adam, uint64_t seed);
+
   ParamLayout layout_;
   DType working_;
   ZeroConfig zero_;
-  std::unique_ptr<ZeroStates> states_;
+  DeviceContext ctx_;
+  Backend& be_;
+  std::optional<Partition> part_;  // stages 1-3
+  Buffer chunk_;                   // fp32 workspace (stages 1-3): unit parts, initialisation
+  std::unique_ptr<ParamStore> store_;
+  std::unique_ptr<GradReducer> grads_;
+  std::unique_ptr<ShardedAdam> adam_;
+  std::unique_ptr<comm::ScalarReducer> norm_;
+  std::vector<char> norm_excluded_;  // by parameter: a tied copy, counted on another stage
 };
 
 }  // namespace zt

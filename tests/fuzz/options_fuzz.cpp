@@ -1,5 +1,5 @@
 // libFuzzer target for the training options: a --config JSON text and a command line, through
-// the real parser and validation (src/train/options.cpp). Any input must end in options or in
+// the real parser and validation (src/config/options.cpp). Any input must end in options or in
 // InputError (one line, exit 2 in `train`); anything else escaping (zt::Error from an internal
 // check, std::out_of_range, a crash, a sanitizer report) is a finding.
 // Input: JSON text, a 0 byte, then the flags one per line. Run by scripts/fuzz.sh.
@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "src/config/derive.h"
 #include "src/core/error.h"
-#include "src/train/options.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "src/train/options.h"
+#include "src/config/options.h"
 
 namespace zt::test {
 

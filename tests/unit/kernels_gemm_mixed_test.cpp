@@ -371,15 +371,15 @@ TEST(KernelsGemmMixed, InsideAnOpenMpLoop) {
     }
 }
 
-// The Backend's typed gemm is this kernel.
+// The Backend's typed gemm is this engine on the references' dtypes.
 TEST(KernelsGemmMixed, CpuBackendForwards) {
   Gemm g;
   g.M = 5, g.N = 6, g.K = 7, g.beta = 1.0f, g.ab = DType::F16, g.c = DType::F16;
   const Stored A(g.ab, g.a_size(), 1), B(g.ab, g.b_size(), 2);
   Stored C1(g.c, g.c_size(), 3);
   Stored C2 = C1;
-  cpu::Kernels::gemm(false, false, 5, 6, 7, 1.0f, A.data(), 7, B.data(), 6, 1.0f, C1.data(), 6,
-                     g.ab, g.c);
+  cpu::detail::gemm_mixed(cpu::detail::GemmPath::Auto, false, false, 5, 6, 7, 1.0f, A.data(), 7,
+                          B.data(), 6, 1.0f, C1.data(), 6, g.ab, g.c);
   cpu_backend().gemm(false, false, 5, 6, 7, 1.0f, CRef(A.data(), g.ab), 7, CRef(B.data(), g.ab), 6,
                      1.0f, Ref(C2.data(), g.c), 6);
   EXPECT_EQ(C1.bytes, C2.bytes);

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "src/config/derive.h"
 #include "src/core/error.h"
 #include "src/data/blended_dataset.h"
 #include "src/data/indexed_dataset_builder.h"

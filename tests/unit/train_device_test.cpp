@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "src/config/options.h"
 #include "src/core/error.h"
-#include "src/train/options.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
 #include "tests/support/train_options.h"

@@ -1,12 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdio>
+
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "src/config/derive.h"
 #include "src/core/error.h"
-#include "src/train/options.h"
 
 namespace zt {
 namespace {
@@ -81,7 +83,9 @@ TEST(TrainOptions, JsonConfigThenFlagsOverride) {
 }
 
 std::string config_error(const std::string& json) {
-  const std::string path = ::testing::TempDir() + "zt_options_hostile.json";
+  // Named per process: CTest runs each test of this file as its own process, in parallel.
+  const std::string path =
+      ::testing::TempDir() + "zt_options_hostile." + std::to_string(::getpid()) + ".json";
   {
     std::ofstream f(path);
     f << json;
@@ -139,6 +143,79 @@ TEST(TrainOptions, FlagValuesAreQuotedShortly) {
   const std::string e = error_of({"--lr-decay-style", huge});
   EXPECT_NE(e.find("one of constant|linear|cosine"), std::string::npos);
   EXPECT_LT(e.size(), 300u);
+}
+
+TEST(Derive, ComputesTheRunFromTheOptions) {
+  const DerivedConfig d = derive(parse({"--mock-data",
+                                        "--vocab-size",
+                                        "100",
+                                        "--tensor-model-parallel-size",
+                                        "2",
+                                        "--micro-batch-size",
+                                        "2",
+                                        "--global-batch-size",
+                                        "16",
+                                        "--fp16",
+                                        "--zero-stage",
+                                        "2",
+                                        "--overlap-comm",
+                                        "--lr-decay-iters",
+                                        "0",
+                                        "--train-iters",
+                                        "7",
+                                        "--checkpoint-activations",
+                                        "--checkpoint-num-layers",
+                                        "2"}),
+                                 8);
+  EXPECT_EQ(d.dp, 4);
+  EXPECT_EQ(d.world, 8);
+  EXPECT_EQ(d.batch.global, 16);
+  EXPECT_EQ(d.batch.accumulation, 2);
+  EXPECT_EQ(d.working, DType::F16);
+  EXPECT_EQ(d.model.dtype, DType::F16);
+  EXPECT_EQ(d.model.padded_vocab_size, 256);  // 100 padded to 128 x tp 2
+  EXPECT_TRUE(d.scaler.dynamic);
+  EXPECT_EQ(d.scaler.scale, 4294967296.0);
+  EXPECT_EQ(d.zero.stage, 2);
+  EXPECT_TRUE(d.zero.overlap_comm);
+  EXPECT_EQ(d.adam.clip_grad, 1.0);
+  EXPECT_EQ(d.lr_decay_iters, 7);
+  EXPECT_TRUE(d.checkpoint_activations);
+  EXPECT_EQ(d.checkpoint.span, 2);
+}
+
+TEST(Derive, GlobalBatchDefaultsToOneMicroBatchPerRank) {
+  const DerivedConfig d =
+      derive(parse({"--mock-data", "--vocab-size", "100", "--micro-batch-size", "3", "--bf16"}), 4);
+  EXPECT_EQ(d.batch.global, 12);
+  EXPECT_EQ(d.batch.accumulation, 1);
+  EXPECT_EQ(d.working, DType::BF16);
+  EXPECT_FALSE(d.scaler.dynamic);  // bf16 needs no scaling
+}
+
+TEST(Derive, PipelineTurnsOverlapOffAndChecksTheLayout) {
+  const DerivedConfig d = derive(
+      parse({"--mock-data", "--vocab-size", "100", "--num-layers", "8",
+             "--pipeline-model-parallel-size", "2", "--num-layers-per-virtual-pipeline-stage", "2",
+             "--global-batch-size", "4", "--overlap-comm", "--zero-stage", "1"}),
+      2);
+  EXPECT_EQ(d.pp, 2);
+  EXPECT_EQ(d.chunks, 2);
+  EXPECT_FALSE(d.zero.overlap_comm);
+  EXPECT_THROW(derive(parse({"--mock-data", "--vocab-size", "100", "--zero-stage", "4"}), 1),
+               InputError);
+  EXPECT_THROW(
+      derive(parse({"--mock-data", "--vocab-size", "100", "--tensor-model-parallel-size", "2"}),
+             3),  // world 3 over tp 2
+      InputError);
+}
+
+TEST(Derive, DefaultsAreTheOptionRows) {
+  const TrainOptions o;
+  EXPECT_EQ(o.reduce_bucket_size, option_defaults::reduce_bucket_size);
+  EXPECT_EQ(o.lr_decay_style, option_defaults::lr_decay_style);
+  EXPECT_EQ(o.initial_loss_scale, 4294967296.0);
+  EXPECT_EQ(o.split, "969,30,1");
 }
 
 }  // namespace

@@ -1,21 +1,23 @@
 #pragma once
-// Flag parsing for the small data subcommands (prepare-data, train-tokenizer), which are not
-// training options and so are not in src/train's Args. Each flag is declared once with its help;
-// unknown flags, missing values and bad numbers are InputError (exit 2) naming the flag.
+// The flags of a subcommand other than `train` (prepare-data, train-tokenizer, import, export, and
+// what estimate and simulate add to the training options): a table of FlagSpec per command,
+// each flag declared once with its help; unknown flags, missing values and bad numbers are
+// InputError (exit 2) naming the command and the flag. The training options have their own
+// table (options.inc), which estimate and simulate read too.
 #include <fmt/format.h>
 
 #include <charconv>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "apps/commands.h"
 #include "src/core/error.h"
 
-namespace zt::app {
+namespace zt {
 
 struct FlagSpec {
   std::string_view name;   // "--input"
@@ -29,7 +31,8 @@ class ParsedFlags {
  public:
   // Returns nullopt after printing usage when --help / -h is given.
   static std::optional<ParsedFlags> parse(std::string_view command,
-                                          const std::vector<FlagSpec>& specs, Args args) {
+                                          const std::vector<FlagSpec>& specs,
+                                          std::span<const std::string_view> args) {
     ParsedFlags p;
     p.command_ = command;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -87,4 +90,4 @@ class ParsedFlags {
   std::map<std::string, std::vector<std::string>> values_;
 };
 
-}  // namespace zt::app
+}  // namespace zt

@@ -1,0 +1,115 @@
+#include "src/config/derive.h"
+
+#include "src/core/error.h"
+
+namespace zt {
+
+int data_parallel_size(const TrainOptions& o, int world) {
+  const int mp = o.tensor_model_parallel_size * o.pipeline_model_parallel_size;
+  ZT_REQUIRE(world % mp == 0,
+             "world size {} is not divisible by --tensor-model-parallel-size {} x "
+             "--pipeline-model-parallel-size {}",
+             world, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
+  return world / mp;
+}
+
+int model_chunks(const TrainOptions& o) {
+  const int per_stage = o.num_layers / o.pipeline_model_parallel_size;
+  const int k = o.num_layers_per_virtual_pipeline_stage;
+  return k == 0 ? 1 : per_stage / k;
+}
+
+BatchConfig batch_config(const TrainOptions& o, int dp) {
+  BatchConfig b;
+  b.micro = o.micro_batch_size;
+  const int64_t per_step = int64_t{o.micro_batch_size} * dp;
+  b.global = o.global_batch_size == 0 ? per_step : int64_t{o.global_batch_size};
+  b.accumulation = static_cast<int>(b.global / per_step);
+  return b;
+}
+
+int lr_decay_iters(const TrainOptions& o) {
+  return o.lr_decay_iters == 0 ? o.train_iters : o.lr_decay_iters;
+}
+
+DType working_dtype(const TrainOptions& o) {
+  if (o.bf16) return DType::BF16;
+  if (o.fp16) return DType::F16;
+  return DType::F32;
+}
+
+GptConfig gpt_config_from(const TrainOptions& o) {
+  GptConfig c;
+  c.num_layers = o.num_layers;
+  c.hidden = o.hidden_size;
+  c.heads = o.num_attention_heads;
+  c.seq_length = o.seq_length;
+  c.vocab_size = o.vocab_size;
+  c.padded_vocab_size =
+      padded_vocab_size(o.vocab_size, o.make_vocab_size_divisible_by, o.tensor_model_parallel_size);
+  c.attention_dropout = static_cast<float>(o.attention_dropout);
+  c.hidden_dropout = static_cast<float>(o.hidden_dropout);
+  c.dtype = working_dtype(o);
+  c.sequence_parallel = o.sequence_parallel;
+  return c;
+}
+
+namespace {
+
+LossScalerConfig scaler_config(const TrainOptions& o) {
+  LossScalerConfig c;
+  if (!o.fp16) return c;  // bf16 and fp32 need no scaling
+  c.dynamic = o.loss_scale == 0;
+  c.scale = c.dynamic ? o.initial_loss_scale : o.loss_scale;
+  c.window = o.loss_scale_window;
+  c.hysteresis = o.hysteresis;
+  c.min_scale = o.min_loss_scale;
+  c.max_scale = o.max_loss_scale;
+  c.max_consecutive_skips = o.max_consecutive_skips;
+  return c;
+}
+
+// The options' part of ZeroConfig. --prefetch-bucket-size and --max-live-parameters are
+// accepted for DeepSpeed compatibility and not read: stage 3 prefetches one unit ahead.
+ZeroConfig zero_config(const TrainOptions& o) {
+  ZeroConfig z;
+  z.stage = o.zero_stage;
+  z.reduce_bucket_elems = o.reduce_bucket_size;
+  z.allgather_bucket_elems = o.allgather_bucket_size;
+  // The data-parallel reduction of a pipeline waits for the whole schedule and the tied
+  // embedding's sum (DeepSpeed's pipeline order: tied gradients, then data-parallel gradients).
+  z.overlap_comm = o.overlap_comm && o.pipeline_model_parallel_size == 1;
+  z.param_persistence_threshold = o.param_persistence_threshold;
+  return z;
+}
+
+}  // namespace
+
+DerivedConfig derive_validated(const TrainOptions& o, int dp) {
+  DerivedConfig d;
+  d.tp = o.tensor_model_parallel_size;
+  d.pp = o.pipeline_model_parallel_size;
+  d.dp = dp;
+  d.world = d.tp * d.pp * dp;
+  d.chunks = model_chunks(o);
+  d.batch = batch_config(o, dp);
+  d.lr_decay_iters = lr_decay_iters(o);
+  d.working = working_dtype(o);
+  d.model = gpt_config_from(o);
+  d.zero = zero_config(o);
+  d.adam = AdamConfig{o.adam_beta1, o.adam_beta2, o.adam_eps, o.weight_decay, o.clip_grad};
+  d.scaler = scaler_config(o);
+  d.checkpoint_activations = o.checkpoint_activations;
+  d.checkpoint.span = o.checkpoint_num_layers;
+  d.checkpoint.partition = o.partition_activations;
+  d.checkpoint.cpu = o.cpu_checkpointing;
+  return d;
+}
+
+DerivedConfig derive(const TrainOptions& o, int world) {
+  const int dp = data_parallel_size(o, world);
+  validate_train_options(o, dp);
+  return derive_validated(o, dp);
+}
+
+}  // namespace zt

@@ -1,0 +1,333 @@
+#include "src/config/options.h"
+
+#include <cctype>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include "src/core/error.h"
+#include "src/core/input_file.h"
+#include "src/core/json_input.h"
+
+namespace zt {
+namespace {
+
+using O = TrainOptions;
+using Field = std::variant<int O::*, int64_t O::*, double O::*, bool O::*, std::string O::*>;
+
+// Size: a non-negative byte count, plain or with a unit (parse_size).
+enum class Check : uint8_t { Any, Positive, NonNegative, Probability, Choice, Size };
+
+struct Decl {
+  std::string_view flag;  // without the leading "--"
+  std::string_view json;  // key in the JSON config (dots for nesting)
+  Field field;
+  Check check;
+  std::string_view help;
+  std::string_view choices = {};  // "a|b|c" for Check::Choice
+  // Takes every following word up to the next flag (Megatron's nargs='*'), joined by spaces.
+  bool words = false;
+};
+
+// The table of every training option, one entry per row of options.inc.
+const std::vector<Decl>& decls() {
+  static const std::vector<Decl> d = {
+#define ZT_OPTION(type, field, def, flag, json, check, help, choices, words) \
+  {flag, json, &O::field, Check::check, help, choices, words},
+#include "src/config/options.inc"
+#undef ZT_OPTION
+  };
+  return d;
+}
+
+const Decl* find_flag(std::string_view name) {
+  for (const auto& d : decls())
+    if (d.flag == name) return &d;
+  return nullptr;
+}
+
+bool is_bool(const Decl& d) {
+  return std::holds_alternative<bool O::*>(d.field);
+}
+
+double parse_number(const Decl& d, std::string_view text) {
+  const std::string s(text);
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  ZT_REQUIRE(used == s.size() && !s.empty() && std::isfinite(v), "--{} expects a number, got '{}'",
+             d.flag, excerpt(text));
+  return v;
+}
+
+void check_value(const Decl& d, double v) {
+  switch (d.check) {
+    case Check::Positive:
+      ZT_REQUIRE(v > 0, "--{} must be positive, got {}", d.flag, v);
+      break;
+    case Check::NonNegative:
+      ZT_REQUIRE(v >= 0, "--{} must not be negative, got {}", d.flag, v);
+      break;
+    case Check::Probability:
+      ZT_REQUIRE(v >= 0 && v < 1, "--{} must be in [0, 1), got {}", d.flag, v);
+      break;
+    default:
+      break;
+  }
+}
+
+void set_from_text(const Decl& d, std::string_view text, O& o) {
+  std::visit(
+      [&](auto member) {
+        using T = std::remove_reference_t<decltype(o.*member)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (d.check == Check::Choice) {
+            bool ok = false;
+            std::string_view rest = d.choices;
+            while (!rest.empty()) {
+              const size_t bar = rest.find('|');
+              ok |= rest.substr(0, bar) == text;
+              rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
+            }
+            ZT_REQUIRE(ok, "--{} must be one of {}, got '{}'", d.flag, d.choices, excerpt(text));
+          }
+          o.*member = std::string(text);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          ZT_REQUIRE(text == "true" || text == "false" || text == "1" || text == "0",
+                     "--{} expects true or false, got '{}'", d.flag, excerpt(text));
+          o.*member = text == "true" || text == "1";
+        } else {
+          const double v =
+              d.check == Check::Size ? parse_size(text, d.flag) : parse_number(d, text);
+          if constexpr (!std::is_same_v<T, double>)
+            ZT_REQUIRE(v == std::floor(v) && std::abs(v) < 9.2e18,
+                       "--{} expects an integer, got '{}'", d.flag, excerpt(text));
+          if constexpr (std::is_same_v<T, int>)
+            ZT_REQUIRE(std::abs(v) < 2147483648.0, "--{} is out of range: {}", d.flag,
+                       excerpt(text));
+          check_value(d, v);
+          o.*member = static_cast<T>(v);
+        }
+      },
+      d.field);
+}
+
+void flatten(const nlohmann::json& j, const std::string& prefix,
+             std::vector<std::pair<std::string, nlohmann::json>>& out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object())
+      flatten(*it, key, out);
+    else
+      out.emplace_back(key, *it);
+  }
+}
+
+// The JSON value of an option as the text its flag would take, refusing a value of the wrong
+// JSON type (a string for a number, 1 for a boolean, an array for a scalar): a config whose
+// types are off is more likely a mistake than a request.
+std::string json_option_text(const Decl& d, const nlohmann::json& v, std::string_view where) {
+  auto wrong = [&](std::string_view want) {
+    return InputError(fmt::format("{}: key '{}' must be {}, got {} {}", where, d.json, want,
+                                  json_type_name(v), json_excerpt(v)));
+  };
+  return std::visit(
+      [&](auto member) -> std::string {
+        using T = std::remove_reference_t<decltype(std::declval<O&>().*member)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          if (!v.is_boolean()) throw wrong("true or false");
+          return v.get<bool>() ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          if (v.is_string()) return v.get<std::string>();
+          if (!d.words || !v.is_array()) throw wrong("a string");
+          std::string text;  // "data_path": ["0.7", "a", "0.3", "b"]
+          for (const auto& w : v) {
+            if (!w.is_string() && !w.is_number()) throw wrong("an array of strings and numbers");
+            if (!text.empty()) text += ' ';
+            text += w.is_string() ? w.get<std::string>() : w.dump();
+          }
+          return text;
+        } else {
+          if (d.check == Check::Size && v.is_string()) return v.get<std::string>();  // "32GiB"
+          if (!v.is_number()) throw wrong(std::is_same_v<T, double> ? "a number" : "an integer");
+          return v.dump();
+        }
+      },
+      d.field);
+}
+
+void read_json_config(const std::string& path, O& o) {
+  // A DeepSpeed config is a few kilobytes; a megabyte leaves room and bounds what is read.
+  apply_json_config(read_input_file(path, 1 << 20, "--config file"),
+                    fmt::format("--config file '{}'", excerpt(path, 200)), o);
+}
+
+}  // namespace
+
+void apply_json_config(std::string_view text, std::string_view where, O& o) {
+  const nlohmann::json j =
+      parse_json_input(text, where, JsonLimits{.max_depth = 8, .max_string = 4096});
+  ZT_REQUIRE(j.is_object(), "{} must hold a JSON object, got {}", where, json_type_name(j));
+  std::vector<std::pair<std::string, nlohmann::json>> items;
+  flatten(j, "", items);
+  for (const auto& [key, value] : items) {
+    const Decl* d = nullptr;
+    for (const auto& cand : decls())
+      if (!cand.json.empty() && cand.json == key) d = &cand;
+    ZT_REQUIRE(d != nullptr, "unknown key '{}' in {}", excerpt(key, 80), where);
+    set_from_text(*d, json_option_text(*d, value, where), o);
+  }
+}
+
+double parse_size(std::string_view text, std::string_view flag) {
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
+      {"B", 1.0}};
+  std::string number(text);
+  double scale = 1;
+  for (const auto& [unit, mult] : kUnits)
+    if (text.size() > unit.size() && text.ends_with(unit)) {
+      number.resize(text.size() - unit.size());
+      scale = mult;
+      break;
+    }
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const double bytes = v * scale;
+  ZT_REQUIRE(used == number.size() && !number.empty() &&
+                 std::isdigit(static_cast<unsigned char>(number[0])) && std::isfinite(bytes) &&
+                 bytes >= 0 && bytes < 1e18,
+             "--{} expects a size in bytes, plain or with a unit (32GiB, 32GB, 512MiB), got '{}'",
+             flag, excerpt(text));
+  return bytes;
+}
+
+std::string train_options_help() {
+  std::string s = "usage: zerotron train [flags]\n\nflags (JSON key in brackets):\n";
+  for (const auto& d : decls()) {
+    std::string name = "--" + std::string(d.flag);
+    if (!is_bool(d)) name += d.words ? " X..." : " X";
+    s += fmt::format("  {:<34} {}", name, d.help);
+    if (!d.choices.empty()) s += fmt::format(" ({})", d.choices);
+    if (!d.json.empty()) s += fmt::format(" [{}]", d.json);
+    s += "\n";
+  }
+  return s;
+}
+
+std::string train_options_markdown() {
+  const O defaults{};
+  std::string s =
+      "# Training options\n\n"
+      "Generated from src/config/options.inc by `zerotron train --help-markdown`; do not edit.\n"
+      "Each option is a flag of `zerotron train` (also read by `estimate` and `simulate`) and,\n"
+      "where a key is given, a key of the JSON file `--config` reads (dots for nesting).\n\n"
+      "| flag | JSON key | default | meaning |\n|---|---|---|---|\n";
+  for (const auto& d : decls()) {
+    const std::string value = std::visit(
+        [&](auto member) -> std::string {
+          using T = std::remove_reference_t<decltype(defaults.*member)>;
+          if constexpr (std::is_same_v<T, bool>)
+            return defaults.*member ? "true" : "false";
+          else
+            return fmt::format("{}", defaults.*member);
+        },
+        d.field);
+    std::string name = "--" + std::string(d.flag);
+    if (!is_bool(d)) name += d.words ? " X..." : " X";
+    std::string help(d.help);
+    if (!d.choices.empty()) help += fmt::format(" ({})", d.choices);
+    for (size_t bar = help.find('|'); bar != std::string::npos; bar = help.find('|', bar + 2))
+      help.replace(bar, 1, "\\|");  // a table cell's bar is escaped
+    s += fmt::format("| `{}` | {} | {} | {} |\n", name,
+                     d.json.empty() ? std::string() : fmt::format("`{}`", d.json),
+                     value.empty() ? std::string() : fmt::format("`{}`", value), help);
+  }
+  return s;
+}
+
+namespace {
+
+// The parser behind parse_train_options and parse_train_flags. Without `flags`, a flag not in
+// the table is an error; with it, the flag and its values go to flags->rest.
+bool parse_into(std::span<const std::string_view> args, O& o, TrainFlags* flags) {
+  o = O{};
+  // The config file is read first so flags override it wherever it appears on the line.
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--help" || args[i] == "-h") return false;
+    if (args[i] == "--config" && i + 1 < args.size()) read_json_config(std::string(args[i + 1]), o);
+    if (args[i].starts_with("--config=")) read_json_config(std::string(args[i].substr(9)), o);
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view a = args[i];
+    ZT_REQUIRE(a.starts_with("--") && a.size() > 2, "unexpected argument '{}'", excerpt(a));
+    std::string_view name = a.substr(2), value;
+    bool has_value = false;
+    if (const size_t eq = name.find('='); eq != std::string_view::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    const Decl* d = find_flag(name);
+    if (d == nullptr && flags != nullptr) {  // the caller's flag, with its values
+      flags->rest.push_back(a);
+      while (i + 1 < args.size() && !args[i + 1].starts_with("--"))
+        flags->rest.push_back(args[++i]);
+      continue;
+    }
+    ZT_REQUIRE(d != nullptr, "unknown flag --{}, run 'zerotron train --help'", excerpt(name));
+    if (flags != nullptr) flags->given.emplace_back(name);
+    if (is_bool(*d) && !has_value) {
+      o.*std::get<bool O::*>(d->field) = true;
+      continue;
+    }
+    if (d->words && !has_value) {
+      std::string joined;
+      while (i + 1 < args.size() && !args[i + 1].starts_with("--")) {
+        if (!joined.empty()) joined += ' ';
+        joined += args[++i];
+      }
+      ZT_REQUIRE(!joined.empty(), "--{} needs a value", name);
+      set_from_text(*d, joined, o);
+      continue;
+    }
+    if (!has_value) {
+      ZT_REQUIRE(i + 1 < args.size(), "--{} needs a value", name);
+      value = args[++i];
+    }
+    set_from_text(*d, value, o);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parse_train_options(std::span<const std::string_view> args, O& o) {
+  return parse_into(args, o, nullptr);
+}
+
+TrainFlags parse_train_flags(std::span<const std::string_view> args) {
+  TrainFlags f;
+  f.help = !parse_into(args, f.options, &f);
+  return f;
+}
+
+bool TrainFlags::has(std::string_view flag) const {
+  for (const auto& g : given)
+    if (g == flag) return true;
+  return false;
+}
+
+}  // namespace zt

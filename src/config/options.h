@@ -1,0 +1,66 @@
+#pragma once
+// Training options. Each option is declared exactly once, as a row of options.inc: type, field,
+// default, flag name, JSON key, check and help text. The rows yield this struct, the
+// command-line parser, the JSON config reader, --help, docs/options.md and the checks, so no
+// option is declared or parsed in two places.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zt {
+
+// Each option's default as a constant, for a configuration that starts from the options'
+// defaults without a TrainOptions (text options as string_view).
+namespace option_defaults {
+template <class T>
+struct Constant {
+  using type = T;
+};
+template <>
+struct Constant<std::string> {
+  using type = std::string_view;
+};
+#define ZT_OPTION(T, field, def, ...) inline constexpr Constant<T>::type field = def;
+#include "src/config/options.inc"
+#undef ZT_OPTION
+}  // namespace option_defaults
+
+// One field per row of options.inc, with the row's default, in --help order.
+struct TrainOptions {
+#define ZT_OPTION(T, field, ...) T field = T(option_defaults::field);
+#include "src/config/options.inc"
+#undef ZT_OPTION
+};
+
+// Parses `args` (JSON config first when --config is given, flags override it) and validates
+// every option and their combinations. Throws InputError with one line naming the problem.
+// Returns false when --help was asked (the caller prints train_options_help() once).
+bool parse_train_options(std::span<const std::string_view> args, TrainOptions& out);
+
+// For commands that take the training options besides flags of their own (`zerotron estimate`,
+// `simulate`): the table's flags parsed exactly as `train` parses them (same names, defaults and
+// checks, --config included), every other flag left in `rest` with the words after it.
+struct TrainFlags {
+  TrainOptions options;
+  std::vector<std::string> given;         // the table's flags on the line, without "--"
+  std::vector<std::string_view> rest;     // the other flags and their values, in order
+  bool help = false;                      // --help or -h was asked
+  bool has(std::string_view flag) const;  // `flag` without "--" was on the line
+};
+TrainFlags parse_train_flags(std::span<const std::string_view> args);
+
+// Sets the options a JSON config text names (DeepSpeed-style keys; what --config reads from its
+// file). `where` names the source in errors. Throws InputError.
+void apply_json_config(std::string_view text, std::string_view where, TrainOptions& out);
+
+std::string train_options_help();
+// The options as a Markdown table (flag, JSON key, default, help): docs/options.md.
+std::string train_options_markdown();
+
+// A byte count as the flags take it: "34359738368", "32e9", "32GB" (10^9), "32GiB" (2^30),
+// also KB/KiB, MB/MiB, TB/TiB. Throws InputError naming --flag.
+double parse_size(std::string_view text, std::string_view flag);
+
+}  // namespace zt

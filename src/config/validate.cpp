@@ -1,0 +1,97 @@
+// The checks that need several options at once, for derive(); each option's own check (range,
+// type, choices) is the table's (options.cpp).
+#include "src/config/derive.h"
+
+#include "src/core/error.h"
+#include "src/data/gpt_dataset.h"
+#include "src/pipeline/schedule.h"
+
+namespace zt {
+
+void validate_pipeline_options(const TrainOptions& o, int micro_batches) {
+  const int P = o.pipeline_model_parallel_size, k = o.num_layers_per_virtual_pipeline_stage;
+  if (P == 1) {
+    ZT_REQUIRE(k == 0,
+               "--num-layers-per-virtual-pipeline-stage needs "
+               "--pipeline-model-parallel-size > 1");
+    return;
+  }
+  ZT_REQUIRE(o.num_layers % P == 0,
+             "--num-layers ({}) must be a multiple of --pipeline-model-parallel-size ({})",
+             o.num_layers, P);
+  ZT_REQUIRE(k == 0 || (o.num_layers / P) % k == 0,
+             "--num-layers-per-virtual-pipeline-stage ({}) must divide the {} layers of a stage", k,
+             o.num_layers / P);
+  // Stages 2 and 3 keep only a shard of the gradient and reduce-scatter every micro-batch's
+  // gradients as backward makes them: a pipeline runs at least P micro-batches per step, so
+  // their data-parallel traffic would be that many times stage 1's (README: ZeRO with pipeline
+  // parallelism), and the tied embedding's two copies could not be summed before it.
+  ZT_REQUIRE(o.zero_stage <= 1,
+             "--zero-stage {} with --pipeline-model-parallel-size {} is not supported: stages 2 "
+             "and 3 reduce gradients every micro-batch ({} per step here), use --zero-stage 1",
+             o.zero_stage, P, micro_batches);
+  pipeline::validate({P, micro_batches, model_chunks(o)});
+}
+
+void validate_train_options(const TrainOptions& o, int dp) {
+  ZT_REQUIRE(o.hidden_size % o.num_attention_heads == 0,
+             "--num-attention-heads ({}) must divide --hidden-size ({})", o.num_attention_heads,
+             o.hidden_size);
+  ZT_REQUIRE(!(o.fp16 && o.bf16), "--fp16 and --bf16 are exclusive");
+  ZT_REQUIRE(o.mock_data || !o.data_path.empty(), "no data: pass --data-path or --mock-data");
+  ZT_REQUIRE(!(o.mock_data && !o.data_path.empty()), "--mock-data and --data-path are exclusive");
+  if (o.mock_data) {
+    ZT_REQUIRE(o.vocab_size > 0, "--mock-data needs --vocab-size");
+    ZT_REQUIRE(o.vocab_size >= 2, "--vocab-size must be at least 2");
+  } else {
+    // The files themselves are opened and checked by open_train_data (src/train/train_data.h).
+    ZT_REQUIRE(!o.vocab_file.empty() && !o.merge_file.empty(),
+               "--data-path needs --vocab-file and --merge-file");
+    data::split_documents(o.split, 1);  // the form only; throws on a malformed --split
+  }
+  const BatchConfig batch = batch_config(o, dp);
+  const int64_t global = batch.global;
+  ZT_REQUIRE(global % (int64_t{batch.micro} * dp) == 0,
+             "--global-batch-size ({}) must be a multiple of --micro-batch-size ({}) x "
+             "data-parallel size ({})",
+             global, o.micro_batch_size, dp);
+  ZT_REQUIRE(!o.partition_activations || o.checkpoint_activations,
+             "--partition-activations needs --checkpoint-activations");
+  ZT_REQUIRE(!o.cpu_checkpointing || o.partition_activations,
+             "--cpu-checkpointing needs --partition-activations (DeepSpeed's rule)");
+  ZT_REQUIRE(o.zero_stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got {}", o.zero_stage);
+  validate_pipeline_options(o, batch.accumulation);
+  ZT_REQUIRE(o.contiguous_gradients,
+             "--contiguous-gradients false is not supported: zerotron always keeps gradients in "
+             "one contiguous pre-allocated buffer");
+  ZT_REQUIRE(o.min_lr <= o.lr, "--min-lr ({}) must not exceed --lr ({})", o.min_lr, o.lr);
+  const int decay = lr_decay_iters(o);
+  ZT_REQUIRE(o.lr_warmup_iters <= decay,
+             "--lr-warmup-iters ({}) must not exceed the decay iterations ({})", o.lr_warmup_iters,
+             decay);
+  ZT_REQUIRE(o.min_loss_scale <= o.initial_loss_scale,
+             "--min-loss-scale must not exceed --initial-loss-scale");
+  // A loss scale below fp16's smallest subnormal (2^-24) flushes every gradient to zero. 2^32 is
+  // Megatron's initial dynamic scale, the largest any run starts from; above it every gradient
+  // larger than 65504 / 2^32 = 1.5e-5 overflows fp16.
+  constexpr double kMinScale = 0x1p-24, kMaxScale = 0x1p32;
+  struct Scale {
+    const char* flag;
+    double value;
+    bool zero_is_dynamic;
+  };
+  for (const Scale& s : {Scale{"--loss-scale", o.loss_scale, true},
+                         Scale{"--initial-loss-scale", o.initial_loss_scale, false},
+                         Scale{"--min-loss-scale", o.min_loss_scale, false},
+                         Scale{"--max-loss-scale", o.max_loss_scale, false}})
+    ZT_REQUIRE(
+        (s.zero_is_dynamic && s.value == 0) || (s.value >= kMinScale && s.value <= kMaxScale),
+        "{} must be in [2^-24, 2^32] (fp16's smallest subnormal to Megatron's initial "
+        "scale){}, got {:g}",
+        s.flag, s.zero_is_dynamic ? ", or 0 for a dynamic scale" : "", s.value);
+  ZT_REQUIRE(o.initial_loss_scale <= o.max_loss_scale,
+             "--initial-loss-scale ({:g}) must not exceed --max-loss-scale ({:g})",
+             o.initial_loss_scale, o.max_loss_scale);
+}
+
+}  // namespace zt
