@@ -112,7 +112,7 @@ void StageRunner::join(const SendPlan* plan, int step, Result& r) {
 
 void StageRunner::run_step(const std::vector<Step>& steps, size_t i, const SendPlan& plan,
                            Result& r, ParamSource& params, const LoadBatch& load, float dloss,
-                           const std::function<DropoutSeeds(int)>* seeds) {
+                           const Seeds* seeds) {
   const Step& st = steps[i];
   const int m = st.micro_batch, c = st.chunk, P = shape_.stages;
   const int prev = (stage_ + P - 1) % P, next = (stage_ + 1) % P, vs = vstage(c);
@@ -168,7 +168,7 @@ void StageRunner::run_step(const std::vector<Step>& steps, size_t i, const SendP
 
 StageRunner::Result StageRunner::run(const std::vector<Step>& steps, const SendPlan& plan,
                                      ParamSource& params, const LoadBatch& load, float dloss,
-                                     const std::function<DropoutSeeds(int)>* seeds) {
+                                     const Seeds* seeds) {
   const auto start = Clock::now();
   Result r;
   free_.clear();
@@ -184,12 +184,15 @@ StageRunner::Result StageRunner::run(const std::vector<Step>& steps, const SendP
 }
 
 StageRunner::Result StageRunner::train(ParamSource& params, const LoadBatch& load, float dloss,
-                                       const std::function<DropoutSeeds(int)>& seeds) {
+                                       const Seeds& seeds, const BeginRun& begin) {
+  begin(true);
   return run(train_steps_, train_plan_, params, load, dloss, &seeds);
 }
 
-StageRunner::Result StageRunner::evaluate(ParamSource& params, const LoadBatch& load) {
-  return run(eval_steps_, eval_plan_, params, load, 0.0f, nullptr);
+void StageRunner::evaluate(ParamSource& params, const LoadBatch& load, const BeginRun& begin,
+                           double& loss_sum) {
+  begin(true);
+  loss_sum += run(eval_steps_, eval_plan_, params, load, 0.0f, nullptr).loss;
 }
 
 }  // namespace zt::pipeline

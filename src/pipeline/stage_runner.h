@@ -18,11 +18,12 @@
 
 #include "src/comm/communicator.h"
 #include "src/model/gpt.h"
+#include "src/pipeline/micro_batch_runner.h"
 #include "src/pipeline/schedule.h"
 
 namespace zt::pipeline {
 
-class StageRunner {
+class StageRunner final : public MicroBatchRunner {
  public:
   // `pp`: the pipeline group (group rank = stage). Buffers come from ctx.pool() (activations).
   StageRunner(Gpt& model, ActivationStore& acts, comm::Communicator& pp, const ScheduleShape& shape,
@@ -34,30 +35,14 @@ class StageRunner {
   // The activation slots a stage needs: one per micro-batch in flight.
   static ActivationSlots slots(const GptConfig& config, const ScheduleShape& shape, int stage);
 
-  // Writes micro-batch m's tokens then targets ([B, T] int32 each) into `dst`, device memory.
-  using LoadBatch = std::function<void(int m, int32_t* dst)>;
-  struct Result {
-    double loss = 0;     // Σ over micro-batches of their mean loss (last stage; 0 elsewhere)
-    double busy_ms = 0;  // in the model's forward and backward
-    double wait_ms = 0;  // blocked on the neighbours (receives, joining sends)
-    double total_ms = 0;
-  };
-  // One training step's forward and backward passes; gradients go to `params`, scaled by
-  // `dloss`. `seeds(m)`: micro-batch m's dropout seeds.
-  Result train(ParamSource& params, const LoadBatch& load, float dloss,
-               const std::function<DropoutSeeds(int)>& seeds);
-  // Forward passes only (dropout off), micro-batches in order.
-  Result evaluate(ParamSource& params, const LoadBatch& load);
+  // The whole schedule is one run: begin(true) once, before it (the data-parallel reduction
+  // waits for the step's end).
+  Result train(ParamSource& params, const LoadBatch& load, float dloss, const Seeds& seeds,
+               const BeginRun& begin) override;
+  void evaluate(ParamSource& params, const LoadBatch& load, const BeginRun& begin,
+                double& loss_sum) override;
 
-  // Adds this much time to every forward / backward step of a micro-batch through the whole
-  // stage (split over its chunks), as if it computed that long: the bubble tests give every
-  // stage the same, known step time, which the model's own compute on shared cores is not.
-  void set_step_delay_ms(double forward, double backward) {
-    delay_ms_[0] = forward;
-    delay_ms_[1] = backward;
-  }
-
-  const ScheduleShape& shape() const { return shape_; }
+  const ScheduleShape& shape() const override { return shape_; }
   int stage() const { return stage_; }
 
  private:
@@ -83,10 +68,9 @@ class StageRunner {
   void wait(comm::Handle& h, Result& r);
   // One step of `steps` (index i): receive, join, compute, send.
   void run_step(const std::vector<Step>& steps, size_t i, const SendPlan& plan, Result& r,
-                ParamSource& params, const LoadBatch& load, float dloss,
-                const std::function<DropoutSeeds(int)>* seeds);
+                ParamSource& params, const LoadBatch& load, float dloss, const Seeds* seeds);
   Result run(const std::vector<Step>& steps, const SendPlan& plan, ParamSource& params,
-             const LoadBatch& load, float dloss, const std::function<DropoutSeeds(int)>* seeds);
+             const LoadBatch& load, float dloss, const Seeds* seeds);
 
   Gpt& model_;
   ActivationStore& acts_;
@@ -106,7 +90,6 @@ class StageRunner {
   std::vector<Ref> send_buffers_;  // [Nl, C] each
   std::vector<int> free_buffers_;
   std::vector<Send> sends_;  // by step index of the running list
-  double delay_ms_[2] = {0, 0};
 };
 
 }  // namespace zt::pipeline

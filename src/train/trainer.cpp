@@ -82,8 +82,7 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
     fault_.step = std::stoi(spec.substr(b + 1));
   }
   const pipeline::ScheduleShape shape{pp_, accumulation_, derived_.chunks};
-  const ActivationSlots slots =
-      pp_ > 1 ? pipeline::StageRunner::slots(config_, shape, pp_rank_) : ActivationSlots{};
+  const ActivationSlots slots = pipeline::runner_slots(config_, shape, pp_rank_);
   if (derived_.checkpoint_activations) {
     CheckpointConfig cp = derived_.checkpoint;
     cp.tp = topo_ != nullptr ? &topo_->tp() : nullptr;
@@ -96,11 +95,11 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
   }
   model_ = std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, ctx_,
                                  topo_ != nullptr ? &topo_->tp() : nullptr);
-  if (pp_ > 1)
-    pipeline_ = std::make_unique<pipeline::StageRunner>(*model_, *activations_, topo_->pp(), shape,
-                                                        ctx_, o_.micro_batch_size);
   const size_t batch_bytes = static_cast<size_t>(2 * o_.micro_batch_size * o_.seq_length) * 4;
   batch_ = pool_.allocate(batch_bytes, MemCategory::Activations);
+  runner_ =
+      pipeline::make_runner(*model_, *activations_, topo_ != nullptr ? &topo_->pp() : nullptr,
+                            shape, ctx_, o_.micro_batch_size, static_cast<int32_t*>(batch_.data()));
   if (ctx_.needs_staging()) {
     batch_host_ = ctx_.host().allocate(batch_bytes, MemCategory::Buffers);
     checkpoint_staging_ = HostStaging(ctx_);
@@ -126,10 +125,6 @@ ZeroConfig Trainer::zero_config() const {
   return zero;
 }
 
-void Trainer::load_batch(const BatchSource& source, int64_t first) {
-  load_batch_into(source, first, static_cast<int32_t*>(batch_.data()));
-}
-
 void Trainer::load_batch_into(const BatchSource& source, int64_t first, int32_t* dst) {
   const int mb = o_.micro_batch_size, T = o_.seq_length;
   auto* tokens = batch_host_.data() ? static_cast<int32_t*>(batch_host_.data()) : dst;
@@ -149,8 +144,7 @@ int64_t Trainer::first_sample(int64_t base, int m) const {
 
 double Trainer::pipeline_loss(double loss) const {
   // Averaged over every rank below, where only the last stage's ranks hold a loss: they count
-  // pp times.
-  if (pp_ == 1) return loss;
+  // pp times (one stage: every rank, once).
   return layout_.pipeline().last() ? loss * pp_ : 0.0;
 }
 
@@ -239,44 +233,29 @@ StepMetrics Trainer::train_step() {
   if (&ctx_.host() != &pool_) ctx_.host().reset_peaks();
   if (meter_) meter_->begin_step();
   const auto t0 = Clock::now();
-  const int mb = o_.micro_batch_size, T = o_.seq_length;
+  const int T = o_.seq_length;
   const double scale = scaler_.scale();
   // d(loss)/d(token loss): the loss is the mean over every token of the global batch.
   const float dloss = inject_inf()
                           ? INFINITY
                           : static_cast<float>(scale / (static_cast<double>(global_batch_) * T));
-  auto* tokens = static_cast<int32_t*>(batch_.data());
-  int32_t* targets = tokens + mb * T;
   optimizer_->zero_grad();
-  double loss = 0, busy_ms = 0, schedule_ms = 0;
   const int64_t base = int64_t{iteration_} * global_batch_;
-  if (pipeline_) {
-    optimizer_->begin_microbatch(true);  // reduced at the step (overlap is off with a pipeline)
-    const auto r = pipeline_->train(
-        *optimizer_,
-        [&](int m, int32_t* dst) {
-          load_batch_into(*data_.train, first_sample(base, m), dst);
-          if (m == accumulation_ / 2) maybe_inject_fault();  // in the middle of the schedule
-        },
-        dloss,
-        [&](int m) {
-          return DropoutSeeds{static_cast<uint64_t>(o_.seed), first_sample(base, m)};
-        });
-    maybe_inject_fault();
-    optimizer_->tie_grads();
-    loss = r.loss;
-    busy_ms = r.busy_ms;
-    schedule_ms = r.total_ms;
-  }
-  for (int m = 0; !pipeline_ && m < accumulation_; ++m) {
-    const int64_t first = first_sample(base, m);
-    load_batch(*data_.train, first);
-    optimizer_->begin_microbatch(m == accumulation_ - 1);
-    loss += model_->forward_backward(tokens, targets, dloss, *optimizer_, *activations_,
-                                     DropoutSeeds{static_cast<uint64_t>(o_.seed), first});
-    maybe_inject_fault();
-  }
-  loss = pipeline_loss(loss / accumulation_);
+  const auto passes = runner_->train(
+      *optimizer_,
+      [&](int m, int32_t* dst) {
+        load_batch_into(*data_.train, first_sample(base, m), dst);
+        if (m == accumulation_ / 2) maybe_inject_fault();  // in the middle of the step
+      },
+      dloss,
+      [&](int m) {
+        return DropoutSeeds{static_cast<uint64_t>(o_.seed), first_sample(base, m)};
+      },
+      [&](bool last) { optimizer_->begin_microbatch(last); });
+  maybe_inject_fault();
+  optimizer_->tie_grads();  // the tied embedding's copies (first and last pipeline stage) summed
+  double loss = pipeline_loss(passes.loss / accumulation_);
+  double busy_ms = passes.busy_ms, schedule_ms = passes.total_ms;
   ++iteration_;
   StepMetrics m;
   m.iteration = iteration_;
@@ -298,16 +277,18 @@ StepMetrics Trainer::train_step() {
     m.comm_bytes_pp = c.group(comm::GroupKind::Pp).bytes;
   }
   // Every data-parallel rank saw different samples: the step's loss is their mean.
+  const bool pipelined = runner_->shape().stages > 1;
   if (reducer_) {
     double l[2] = {loss, busy_ms};
     reducer_->mean(l);
     loss = l[0];
     busy_ms = l[1];
-    if (pipeline_) reducer_->max(std::span<double>(&schedule_ms, 1));
+    if (pipelined) reducer_->max(std::span<double>(&schedule_ms, 1));
   }
   // The pipeline's idle share as pipeline::simulate defines it: 1 - Σ stage compute / (P ·
   // the schedule's span), the span the longest stage's (every stage starts the step together).
-  m.pipeline_bubble = schedule_ms > 0 ? 1.0 - busy_ms / schedule_ms : 0;
+  // One stage waits on no neighbour: no bubble.
+  m.pipeline_bubble = pipelined && schedule_ms > 0 ? 1.0 - busy_ms / schedule_ms : 0;
   m.lm_loss = loss;
   m.grad_norm = r.grad_norm;
   m.loss_scale = scale;
@@ -338,31 +319,17 @@ StepMetrics Trainer::train_step() {
 
 double Trainer::evaluate() {
   ZT_CHECK(data_.valid != nullptr, "evaluate() without validation data");
-  const int mb = o_.micro_batch_size, T = o_.seq_length;
-  auto* tokens = static_cast<int32_t*>(batch_.data());
-  int32_t* targets = tokens + mb * T;
   double loss = 0;
   for (int it = 0; it < o_.eval_iters; ++it) {
-    if (pipeline_) {
-      optimizer_->zero_grad();
-      loss += pipeline_
-                  ->evaluate(*optimizer_,
-                             [&](int m, int32_t* dst) {
-                               load_batch_into(*data_.valid, first_sample(consumed_valid_, m), dst);
-                             })
-                  .loss;
-      consumed_valid_ += global_batch_;
-      continue;
-    }
-    // The training step's sample order, on the validation stream.
-    for (int m = 0; m < accumulation_; ++m) {
-      const int64_t first = first_sample(consumed_valid_, m);
-      load_batch(*data_.valid, first);
-      // No gradient is made here; zero_grad restarts ZeRO stage 3's recorded acquire order at
-      // the step's beginning, so each forward-only pass follows it and prefetching stays valid.
-      optimizer_->zero_grad();
-      loss += model_->forward_loss(tokens, targets, *optimizer_, *activations_);
-    }
+    // The training step's sample order, on the validation stream. No gradient is made here;
+    // zero_grad restarts ZeRO stage 3's recorded acquire order at the step's beginning, so each
+    // forward-only run follows it and prefetching stays valid.
+    runner_->evaluate(
+        *optimizer_,
+        [&](int m, int32_t* dst) {
+          load_batch_into(*data_.valid, first_sample(consumed_valid_, m), dst);
+        },
+        [&](bool) { optimizer_->zero_grad(); }, loss);
     consumed_valid_ += global_batch_;
   }
   // Every micro-batch has the same token count: the mean of their means is the token mean.

@@ -17,7 +17,7 @@
 #include "src/core/memory_pool.h"
 #include "src/model/activation_store.h"
 #include "src/model/gpt.h"
-#include "src/pipeline/stage_runner.h"
+#include "src/pipeline/micro_batch_runner.h"
 #include "src/train/lr_schedule.h"
 #include "src/train/metrics.h"
 #include "src/train/train_data.h"
@@ -53,8 +53,9 @@ class Trainer {
 
   ZeroOptimizer& optimizer() { return *optimizer_; }
   Gpt& model() { return *model_; }
-  // The pipeline stage's runner; null without a pipeline.
-  pipeline::StageRunner* pipeline_runner() { return pipeline_.get(); }
+  // What runs the step's micro-batches: the pipeline stage's schedule, or with one stage each
+  // micro-batch's whole forward and backward.
+  pipeline::MicroBatchRunner* pipeline_runner() { return runner_.get(); }
   const TrainOptions& options() const { return o_; }
   const GptConfig& config() const { return config_; }
   comm::Topology* topology() const { return topo_; }
@@ -91,15 +92,14 @@ class Trainer {
   std::unique_ptr<ZeroOptimizer> optimizer_;
   std::unique_ptr<ActivationStore> activations_;
   std::unique_ptr<Gpt> model_;
-  std::unique_ptr<pipeline::StageRunner> pipeline_;  // pp > 1
   Buffer batch_;  // tokens and targets of one micro-batch (int32), in the backend's memory
+  std::unique_ptr<pipeline::MicroBatchRunner> runner_;
   // Host staging where the host cannot write the device (none on the CPU): the micro-batch as
   // the data stream writes it, and the checkpoint's.
   Buffer batch_host_;
   HostStaging checkpoint_staging_;
-  // Fills batch_ (through batch_host_ when staging) with samples [first, first + micro batch).
-  void load_batch(const BatchSource& source, int64_t first);
-  // The same into `dst` (device memory, tokens then targets).
+  // Fills `dst` (device memory, tokens then targets; through batch_host_ when staging) with
+  // samples [first, first + micro batch).
   void load_batch_into(const BatchSource& source, int64_t first, int32_t* dst);
   // The first sample of micro-step m of the batch starting at sample `base` on this rank.
   int64_t first_sample(int64_t base, int m) const;
