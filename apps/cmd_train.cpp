@@ -15,6 +15,7 @@
 #include "src/comm/topology.h"
 #include "src/core/log.h"
 #include "src/planner/train_plan.h"
+#include "src/train/fault_injection.h"
 #include "src/train/options.h"
 #include "src/train/train_data.h"
 #include "src/train/train_device.h"
@@ -65,6 +66,8 @@ int train(Args args) {
     // cuda); destroyed after the trainer.
     TrainDevice device(o, &rt);
     Trainer trainer(o, device.context(), device.topology(), std::move(data));
+    // The failure tests' faults (ZT_INJECT_FAULT); nothing when it is unset.
+    trainer.set_hooks(fault_hooks_from_env(device.topology().rank()));
     if (!o.load.empty()) {
       if (std::filesystem::exists(std::filesystem::path(o.load) / "latest")) {
         const auto t0 = std::chrono::steady_clock::now();
