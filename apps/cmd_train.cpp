@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <new>
 #include <optional>
 
 #include "apps/commands.h"
@@ -13,6 +14,7 @@
 #include "src/checkpoint/directory.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
+#include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/planner/train_plan.h"
 #include "src/train/fault_injection.h"
@@ -63,15 +65,29 @@ int train(Args args) {
       return 0;
     }
     // The backend, its memory and the process groups (the GPU of this local rank with --device
-    // cuda); destroyed after the trainer.
-    TrainDevice device(o, &rt);
-    Trainer trainer(o, device.context(), device.topology(), std::move(data));
-    // The failure tests' faults (ZT_INJECT_FAULT); nothing when it is unset.
-    trainer.set_hooks(fault_hooks_from_env(device.topology().rank()));
+    // cuda); destroyed after the trainer. The plan checked above is what the pool will hold, not
+    // all the process maps (threads, MPI, libraries): an allocation that still fails here is one
+    // line and exit 2 on every rank, not an abort.
+    std::optional<TrainDevice> device;
+    std::optional<Trainer> trainer;
+    const int built = rt.agree_on_input([&] {
+      try {
+        device.emplace(o, &rt);
+        trainer.emplace(o, device->context(), device->topology(), std::move(data));
+        // The failure tests' faults (ZT_INJECT_FAULT); nothing when it is unset.
+        trainer->set_hooks(fault_hooks_from_env(device->topology().rank()));
+      } catch (const std::bad_alloc&) {
+        throw InputError(
+            "out of memory allocating the model, its optimizer states and activations "
+            "(std::bad_alloc); use a smaller model, --micro-batch-size or --seq-length, more "
+            "ranks, or raise the memory limit (ulimit -v, the container's)");
+      }
+    });
+    if (built != 0) return built;
     if (!o.load.empty()) {
       if (std::filesystem::exists(std::filesystem::path(o.load) / "latest")) {
         const auto t0 = std::chrono::steady_clock::now();
-        const int it = trainer.load_checkpoint(o.load);
+        const int it = trainer->load_checkpoint(o.load);
         const double s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         log::info(" loaded checkpoint {} at iteration {} ({:.2f} s)", o.load, it, s);
@@ -80,7 +96,7 @@ int train(Args args) {
       }
     }
     try {
-      trainer.run();
+      trainer->run();
     } catch (const RunStopped& e) {
       // Every rank stops at the same step (the overflow test is all-reduced): one line, and a
       // clean finalize instead of an abort.

@@ -1,5 +1,7 @@
 #include "src/model/gpt_config.h"
 
+#include <limits>
+
 #include "src/core/error.h"
 
 namespace zt {
@@ -16,12 +18,35 @@ double GptConfig::flops_per_token() const {
          12.0 * num_layers * static_cast<double>(hidden) * seq_length;
 }
 
-int pad_vocab(int vocab_size, int divisible_by) {
+namespace {
+
+// In 64 bits: neither the multiple (divisible_by · tp) nor the rounding up may wrap an int.
+int64_t pad_vocab64(int64_t vocab_size, int64_t divisible_by) {
   return (vocab_size + divisible_by - 1) / divisible_by * divisible_by;
 }
 
+}  // namespace
+
+int pad_vocab(int vocab_size, int divisible_by) {
+  const int64_t padded = pad_vocab64(vocab_size, divisible_by);
+  ZT_REQUIRE(padded <= std::numeric_limits<int>::max(),
+             "padding the vocabulary of {} to a multiple of {} gives {} rows, more than {}",
+             vocab_size, divisible_by, padded, std::numeric_limits<int>::max());
+  return static_cast<int>(padded);
+}
+
 int padded_vocab_size(int vocab_size, int divisible_by, int tp) {
-  return pad_vocab(vocab_size, divisible_by * tp);
+  ZT_REQUIRE(divisible_by > 0 && tp > 0,
+             "--make-vocab-size-divisible-by {} and --tensor-model-parallel-size {} must be "
+             "positive",
+             divisible_by, tp);
+  const int64_t padded = pad_vocab64(vocab_size, int64_t{divisible_by} * tp);
+  ZT_REQUIRE(padded <= std::numeric_limits<int>::max(),
+             "--make-vocab-size-divisible-by {} x --tensor-model-parallel-size {} pads the "
+             "vocabulary of {} to {} rows, more than {}; use a smaller "
+             "--make-vocab-size-divisible-by (Megatron's default is 128)",
+             divisible_by, tp, vocab_size, padded, std::numeric_limits<int>::max());
+  return static_cast<int>(padded);
 }
 
 void validate_tensor_parallel(const GptConfig& c, int tp) {

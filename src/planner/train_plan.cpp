@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "src/core/error.h"
+#include "src/planner/host_memory.h"
 #include "src/train/trainer.h"
 
 namespace zt {
@@ -67,19 +68,25 @@ PlanInput plan_input_from(const TrainOptions& o, int dp) {
 MemoryBudget memory_budget(const TrainOptions& o, bool cpu, int local_ranks) {
   MemoryBudget b;
   b.host = cpu;
-  double share = 0;
   if (cpu) {
     const double machine = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
                            static_cast<double>(::sysconf(_SC_PAGE_SIZE));
-    share = machine / std::max(local_ranks, 1);
-    b.bytes = share;
+    b.bytes = machine / std::max(local_ranks, 1);
     b.source = fmt::format("this machine's {} of memory shared by {} local rank(s)", gb(machine),
                            std::max(local_ranks, 1));
+    // What the process can still get (a ulimit, a cgroup, what others use) is often less; no
+    // margin is taken off: the plan is what the pool will hold, and an allocation beyond it
+    // still ends in one line (apps/cmd_train.cpp).
+    if (const HostMemory left = available_host_memory(local_ranks);
+        left.bytes >= 0 && left.bytes < b.bytes) {
+      b.bytes = std::max(left.bytes, 1.0);  // 0 would read as "no bound"
+      b.source = left.source;
+    }
   }
   if (o.device_memory > 0) {
-    ZT_REQUIRE(!cpu || o.device_memory <= share,
-               "--device-memory {} is more than this machine's memory per local rank ({})",
-               gb(o.device_memory), gb(share));
+    // On the CPU, --device-memory is one allocation made up front.
+    ZT_REQUIRE(!cpu || o.device_memory <= b.bytes, "--device-memory {} is more than {} ({})",
+               gb(o.device_memory), gb(b.bytes), b.source);
     b.bytes = o.device_memory;
     b.source = fmt::format("--device-memory {}", gb(o.device_memory));
   }

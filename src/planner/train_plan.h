@@ -18,8 +18,9 @@ struct MemoryBudget {
   bool host = true;    // the CPU backend: host-memory checkpoints share the budget
 };
 // --device-memory when given, else on the CPU the machine's physical memory divided among the
-// `local_ranks` ranks of this node. Throws InputError when --device-memory on the CPU exceeds
-// that share (it is one host allocation there).
+// `local_ranks` ranks of this node, or less where less is available to the process
+// (available_host_memory: ulimits, the cgroup, MemAvailable). Throws InputError when
+// --device-memory on the CPU exceeds that (it is one host allocation there).
 MemoryBudget memory_budget(const TrainOptions& o, bool cpu, int local_ranks);
 
 // Throws InputError with one line naming the largest category when the plan of `o` does not

@@ -47,7 +47,7 @@ constexpr int kIters = 8;
 // global batch 8 of micro-batches of 1, the schedule fixed to kIters steps whatever a segment
 // runs.
 TrainOptions options(const Layout& l, int train_iters) {
-  TrainOptions o = dist::small_gpt(0.1, train_iters);
+  TrainOptions o = test::small_gpt(0.1, train_iters);
   o.num_layers = 4;
   o.hidden_size = 64;
   o.seq_length = 32;
@@ -57,15 +57,9 @@ TrainOptions options(const Layout& l, int train_iters) {
   o.zero_stage = l.stage;
   o.tensor_model_parallel_size = l.tp;
   o.sequence_parallel = l.sequence_parallel;
-  dist::set_pipeline(o, l.pp, l.chunks);
+  test::set_pipeline(o, l.pp, l.chunks);
   o.reduce_bucket_size = 3000;  // several partition units per block
   return o;
-}
-
-std::vector<double> losses(const std::vector<StepMetrics>& m) {
-  std::vector<double> l;
-  for (const auto& s : m) l.push_back(s.lm_loss);
-  return l;
 }
 
 std::string dir_for(const std::string& what) {
@@ -111,7 +105,7 @@ TEST(CheckpointPipeline, SameLayoutResumeIsBitwise) {
     {
       comm::Topology topo(dist::world(), l.tp, l.pp);
       Trainer t(options(l, 6), dist::pool(), topo);
-      full = losses(t.run(false));
+      full = test::lm_losses(t.run(false));
       if (l.stage == 0) expect_tied_copies_agree(t, topo);
     }
     const std::string dir = dir_for("resume");
@@ -125,7 +119,7 @@ TEST(CheckpointPipeline, SameLayoutResumeIsBitwise) {
     comm::Topology topo(dist::world(), l.tp, l.pp);
     Trainer t(options(l, 6), dist::pool(), topo);
     EXPECT_EQ(t.load_checkpoint(dir), 3);
-    const auto rest = losses(t.run(false));
+    const auto rest = test::lm_losses(t.run(false));
     ASSERT_EQ(rest.size(), 3u);
     for (size_t i = 0; i < 3; ++i) EXPECT_EQ(rest[i], full[3 + i]) << name(l) << " step " << 4 + i;
   }
@@ -144,7 +138,7 @@ TEST(CheckpointPipeline, ReshapesAcrossPipelineSizes) {
     MemoryPool local(make_host_allocator());
     comm::SelfWorld alone;
     Trainer t(options({1, 1, 1, 0}, kIters), local, alone.topology());
-    ref = losses(t.run(false));
+    ref = test::lm_losses(t.run(false));
   }
   const std::string dir = dir_for("reshape");
   const int per = kIters / static_cast<int>(chain.size());
@@ -166,7 +160,7 @@ TEST(CheckpointPipeline, ReshapesAcrossPipelineSizes) {
       EXPECT_LE(acct.peak, BlockCache::kSlots * ShardHeader::kBlockBytes + 64 * 1024);
       peak = std::max(peak, acct.peak);
     }
-    const auto l = losses(t.run(false));
+    const auto l = test::lm_losses(t.run(false));
     EXPECT_EQ(static_cast<int>(l.size()), o.train_iters - done);
     for (size_t i = 0; i < l.size(); ++i) {
       const double want = ref[static_cast<size_t>(done) + i];

@@ -13,6 +13,7 @@
 #include "src/comm/topology.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/support/train_options.h"
 
 namespace zt {
 namespace {
@@ -23,18 +24,10 @@ struct Layout {
 };
 
 TrainOptions options(const Layout& l) {
-  TrainOptions o;
-  o.num_layers = 2;
-  o.hidden_size = 32;
-  o.num_attention_heads = 4;
+  TrainOptions o = test::small_gpt(0.1, 2);
   o.seq_length = 8;
-  o.vocab_size = 50;
-  o.make_vocab_size_divisible_by = 16;
-  o.micro_batch_size = 1;
   o.global_batch_size = dist::world().size();
-  o.train_iters = 2;
-  o.lr = 3e-3;
-  o.mock_data = true;
+  o.log_interval = 100;
   o.zero_stage = l.stage;
   o.tensor_model_parallel_size = l.tp;
   o.reduce_bucket_size = 700;  // several partition units per block

@@ -20,7 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 TrainOptions small(int stage, bool bf16, int tp) {
-  TrainOptions o = dist::small_gpt(0.1, 6);  // Megatron's default dropout
+  TrainOptions o = test::small_gpt(0.1, 6);  // Megatron's default dropout
   o.global_batch_size = 2 * dist::world().size() / tp;
   o.lr_decay_iters = 6;
   o.lr_warmup_iters = 2;
@@ -37,12 +37,6 @@ std::string dir_for(const std::string& what) {
   return dist::scratch_dir() + "zt_ckpt_" + std::to_string(dist::world().size()) + "_" + what;
 }
 
-std::vector<double> losses(const std::vector<StepMetrics>& m) {
-  std::vector<double> l;
-  for (const auto& s : m) l.push_back(s.lm_loss);
-  return l;
-}
-
 TEST(Checkpoint, ResumeIsBitwiseTheUninterruptedRun) {
   const int tp = dist::world().size() % 2 == 0 ? 2 : 1;
   for (int stage = 0; stage <= 3; ++stage) {
@@ -54,7 +48,7 @@ TEST(Checkpoint, ResumeIsBitwiseTheUninterruptedRun) {
       {
         comm::Topology topo(dist::world(), tp);
         Trainer t(o, dist::pool(), topo);
-        full = losses(t.run(false));
+        full = test::lm_losses(t.run(false));
       }
       {
         TrainOptions first = o;
@@ -68,7 +62,7 @@ TEST(Checkpoint, ResumeIsBitwiseTheUninterruptedRun) {
         comm::Topology topo(dist::world(), tp);
         Trainer t(o, dist::pool(), topo);
         EXPECT_EQ(t.load_checkpoint(dir), 3);
-        const auto rest = losses(t.run(false));
+        const auto rest = test::lm_losses(t.run(false));
         ASSERT_EQ(rest.size(), 3u);
         for (size_t i = 0; i < 3; ++i)
           EXPECT_EQ(rest[i], full[3 + i])
@@ -98,7 +92,7 @@ TEST(Checkpoint, ReshapesAcrossLayouts) {
     const TrainOptions o = options(chain[0]);
     comm::Topology topo(dist::world(), o.tensor_model_parallel_size);
     Trainer t(o, dist::pool(), topo);
-    ref = losses(t.run(false));
+    ref = test::lm_losses(t.run(false));
   }
   const std::string dir = dir_for("reshape");
   if (dist::world().rank() == 0) fs::remove_all(dir);
@@ -112,7 +106,7 @@ TEST(Checkpoint, ReshapesAcrossLayouts) {
     if (k > 0) {
       EXPECT_EQ(t.load_checkpoint(dir), done);
     }
-    const auto l = losses(t.run(false));
+    const auto l = test::lm_losses(t.run(false));
     for (size_t i = 0; i < l.size(); ++i)
       EXPECT_NEAR(l[i], ref[static_cast<size_t>(done) + i],
                   1e-5 * ref[static_cast<size_t>(done) + i])

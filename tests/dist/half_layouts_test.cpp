@@ -29,13 +29,13 @@
 #include <vector>
 
 #include "tests/dist/train_testing.h"
-#include "tests/max_rel_error.h"
+#include "tests/support/max_rel_error.h"
 
 namespace zt {
 namespace {
 
 TrainOptions small(DType working) {
-  TrainOptions o = dist::small_gpt(0.1, 14);
+  TrainOptions o = test::small_gpt(0.1, 14);
   o.reduce_bucket_size = 3000;  // several buckets / units per layer
   o.allgather_bucket_size = 6000;
   o.param_persistence_threshold = 200;  // the final layernorm stays gathered in stage 3

@@ -14,6 +14,7 @@
 #include "src/planner/train_plan.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/support/train_options.h"
 
 namespace zt {
 namespace {
@@ -71,17 +72,12 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     const Case& k = cases[i];
     if (world % (k.tp * k.pp) != 0) continue;
     const int dp = world / (k.tp * k.pp);
-    TrainOptions o;
+    TrainOptions o = test::small_gpt(0.1, 2);
     o.num_layers = k.pp > 1 ? 4 : 3;
-    o.hidden_size = 32;
-    o.num_attention_heads = 4;
-    o.seq_length = 16;
-    o.vocab_size = 50;
-    o.make_vocab_size_divisible_by = 16;
     o.micro_batch_size = 2;
     o.global_batch_size = 2 * dp * k.accumulation;
-    o.train_iters = 2;
-    o.mock_data = true;
+    o.lr = 1e-4;
+    o.log_interval = 100;
     o.zero_stage = k.stage;
     o.bf16 = k.working == BF16;
     o.fp16 = k.working == F16;
@@ -158,17 +154,14 @@ TEST(Planner, BuffersDoNotGrowWithTheModel) {
     for (int stage = 0; stage <= 3; ++stage) {
       size_t first = 0;
       for (const Size& z : sizes) {
-        TrainOptions o;
+        TrainOptions o = test::small_gpt(0.1, 1);
         o.num_layers = z.layers;
         o.hidden_size = z.hidden;
-        o.num_attention_heads = 4;
-        o.seq_length = 16;
         o.vocab_size = z.vocab;
-        o.make_vocab_size_divisible_by = 16;
         o.micro_batch_size = 2;
         o.global_batch_size = 2 * dp;
-        o.train_iters = 1;
-        o.mock_data = true;
+        o.lr = 1e-4;
+        o.log_interval = 100;
         o.zero_stage = stage;
         o.bf16 = working == BF16;
         o.fp16 = working == F16;

@@ -14,25 +14,17 @@
 #include "src/comm/topology.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
-#include "tests/unit/train_data_testing.h"
+#include "tests/support/train_data_testing.h"
+#include "tests/support/train_options.h"
 
 namespace zt {
 namespace {
 
 TrainOptions small(const std::string& prefix, int zero_stage) {
-  TrainOptions o;
-  o.num_layers = 2;
-  o.hidden_size = 32;
-  o.num_attention_heads = 4;
-  o.seq_length = 16;
+  TrainOptions o = test::small_gpt(0.1, 7);
+  o.mock_data = false;  // the fixture dataset, its vocabulary from the tokenizer
+  o.vocab_size = 0;
   o.make_vocab_size_divisible_by = 64;
-  o.attention_dropout = 0.1;
-  o.hidden_dropout = 0.1;
-  o.micro_batch_size = 1;
-  o.global_batch_size = 8;
-  o.train_iters = 7;
-  o.lr = 3e-3;
-  o.log_interval = 1000;
   o.zero_stage = zero_stage;
   o.data_path = prefix;
   o.vocab_file = data::testing::fixture_vocab();

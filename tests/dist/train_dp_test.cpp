@@ -12,13 +12,13 @@
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
 #include "tests/dist/train_testing.h"
-#include "tests/max_rel_error.h"
+#include "tests/support/max_rel_error.h"
 
 namespace zt {
 namespace {
 
 TrainOptions small() {
-  TrainOptions o = dist::small_gpt(0.1, 20);
+  TrainOptions o = test::small_gpt(0.1, 20);
   o.make_vocab_size_divisible_by = 64;
   o.reduce_bucket_size = 5000;  // several buckets for this model
   o.overlap_comm = true;
@@ -42,10 +42,6 @@ TrainRun run(const TrainOptions& o, bool distributed) {
   return r;
 }
 
-double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
-  return test::max_rel_error(a.data(), b.data(), b.size());
-}
-
 TEST(DataParallel, MatchesOneRankWithTheSameGlobalBatch) {
   const TrainOptions o = small();
   const TrainRun alone = run(o, false), dp = run(o, true);
@@ -53,7 +49,7 @@ TEST(DataParallel, MatchesOneRankWithTheSameGlobalBatch) {
   for (size_t i = 0; i < dp.steps.size(); ++i)
     EXPECT_NEAR(dp.steps[i].lm_loss, alone.steps[i].lm_loss, 1e-5 * alone.steps[i].lm_loss)
         << "step " << i + 1;
-  EXPECT_LE(max_rel(dp.params, alone.params), 1e-5);
+  EXPECT_LE(test::max_rel_error(dp.params, alone.params), 1e-5);
   EXPECT_LT(dp.steps.back().lm_loss, dp.steps.front().lm_loss);
 }
 

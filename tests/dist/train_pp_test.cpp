@@ -25,7 +25,7 @@ namespace zt {
 namespace {
 
 TrainOptions small(int layers) {
-  TrainOptions o = dist::small_gpt(0.1, 20);
+  TrainOptions o = test::small_gpt(0.1, 20);
   o.num_layers = layers;
   o.clip_grad = 0.5;  // binding for these gradients
   return o;
@@ -44,7 +44,7 @@ std::string name(const Layout& l, int world) {
 // Runs `o` under `l` on the world; the metrics every rank reports.
 std::vector<StepMetrics> run(TrainOptions o, const Layout& l) {
   o.tensor_model_parallel_size = l.tp;
-  dist::set_pipeline(o, l.pp, l.chunks);
+  test::set_pipeline(o, l.pp, l.chunks);
   o.zero_stage = l.stage;
   o.sequence_parallel = l.sp;
   o.checkpoint_activations = l.ckpt;
@@ -111,7 +111,7 @@ TEST(TrainPp, InterleavedOverFourStagesMatchesOneRank) {
 // a millisecond here) and the shared cores do not set the stage times. 1F1B must come within 0.05
 // of (P-1)/(m+P-1) and interleaving (2 chunks) within 0.05 of its simulation, and lower.
 double measured_bubble(TrainOptions o, int P, int chunks) {
-  dist::set_pipeline(o, P, chunks);
+  test::set_pipeline(o, P, chunks);
   o.train_iters = 4;
   o.zero_stage = 1;
   comm::Topology topo(dist::world(), 1, P);

@@ -1,6 +1,7 @@
 #pragma once
 // Shared fixture of the trainer-level multi-rank tests: a run of zerotron train's code path
-// (Trainer) under a layout, its per-step metrics and its final fp32 master parameters.
+// (Trainer) under a layout, its per-step metrics and its final fp32 master parameters. The
+// models they train are tests/support/train_options.h's.
 #include <memory>
 #include <string>
 #include <utility>
@@ -12,6 +13,8 @@
 #include "src/comm/topology.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/support/step_metrics.h"
+#include "tests/support/train_options.h"
 
 namespace zt::dist {
 
@@ -19,35 +22,6 @@ struct TrainResult {
   std::vector<StepMetrics> steps;
   std::vector<float> master;  // the rank's tensor-parallel shard, gathered over dp, layout order
 };
-
-// The small GPT the trainer-level layout tests train: 2 layers, hidden 32, 4 heads, sequence 16,
-// vocabulary 50 padded to 64 at tp 1, 2 and 4 (the padded tables line up), micro-batch 1 and
-// global batch 8 (8 micro-batches per rank at dp 1, 2 at dp 4), lr 3e-3 on mock data, `dropout`
-// on attention and hidden states, `train_iters` steps.
-inline TrainOptions small_gpt(double dropout, int train_iters) {
-  TrainOptions o;
-  o.num_layers = 2;
-  o.hidden_size = 32;
-  o.num_attention_heads = 4;
-  o.seq_length = 16;
-  o.vocab_size = 50;
-  o.make_vocab_size_divisible_by = 16;
-  o.attention_dropout = dropout;
-  o.hidden_dropout = dropout;
-  o.micro_batch_size = 1;
-  o.global_batch_size = 8;
-  o.train_iters = train_iters;
-  o.lr = 3e-3;
-  o.mock_data = true;
-  o.log_interval = 1000;
-  return o;
-}
-
-// `pp` pipeline stages of `chunks` model chunks each (the interleaved schedule when > 1).
-inline void set_pipeline(TrainOptions& o, int pp, int chunks) {
-  o.pipeline_model_parallel_size = pp;
-  o.num_layers_per_virtual_pipeline_stage = chunks > 1 ? o.num_layers / (pp * chunks) : 0;
-}
 
 // `distributed`: on the world (tp = o.tensor_model_parallel_size, dp = world / tp); otherwise
 // this rank alone (tp = dp = 1) in its own pool — the reference a layout must reproduce. `hooks`:

@@ -21,7 +21,7 @@ namespace zt {
 namespace {
 
 TrainOptions small(double dropout) {
-  TrainOptions o = dist::small_gpt(dropout, 20);
+  TrainOptions o = test::small_gpt(dropout, 20);
   o.clip_grad = 0.5;  // binding for these gradients: the TP-aware norm matters
   return o;
 }

@@ -16,20 +16,11 @@ namespace zt {
 namespace {
 
 TrainOptions small(int stage, int tp) {
-  TrainOptions o;
+  TrainOptions o = test::small_gpt(0.1, 6);
   o.num_layers = 4;
-  o.hidden_size = 32;
-  o.num_attention_heads = 4;
-  o.seq_length = 16;
-  o.vocab_size = 50;
-  o.make_vocab_size_divisible_by = 16;
-  o.attention_dropout = 0.1;
-  o.hidden_dropout = 0.1;
   o.micro_batch_size = 2;
   o.global_batch_size = 4 * dist::world().size() / tp;
-  o.train_iters = 6;
-  o.lr = 3e-3;
-  o.mock_data = true;
+  o.log_interval = 100;
   o.zero_stage = stage;
   o.tensor_model_parallel_size = tp;
   o.reduce_bucket_size = 4000;
@@ -39,10 +30,6 @@ TrainOptions small(int stage, int tp) {
 
 std::vector<StepMetrics> train(const TrainOptions& o) {
   return dist::train_run(o).steps;
-}
-
-size_t cat(const StepMetrics& m, MemCategory c) {
-  return m.memory_peak[static_cast<size_t>(c)];
 }
 
 TEST(ZeroR, CheckpointingPaAndCpuKeepTheLossesUnderEveryStage) {
@@ -76,11 +63,12 @@ TEST(ZeroR, CheckpointingPaAndCpuKeepTheLossesUnderEveryStage) {
             spans * static_cast<size_t>(o.micro_batch_size * o.seq_length * o.hidden_size) * 4 /
             static_cast<size_t>(v.pa ? tp : 1);
         const StepMetrics& m = got.back();
-        EXPECT_EQ(cat(m, MemCategory::Checkpoints), v.cpu ? 0u : expect) << v.name;
-        EXPECT_EQ(cat(m, MemCategory::HostCheckpoints), v.cpu ? expect : 0u) << v.name;
+        EXPECT_EQ(test::peak_bytes(m, MemCategory::Checkpoints), v.cpu ? 0u : expect) << v.name;
+        EXPECT_EQ(test::peak_bytes(m, MemCategory::HostCheckpoints), v.cpu ? expect : 0u) << v.name;
         // span + 1 workspaces replace num_layers of them.
         if (v.span + 1 < o.num_layers) {
-          EXPECT_LT(cat(m, MemCategory::Activations), cat(ref.back(), MemCategory::Activations))
+          EXPECT_LT(test::peak_bytes(m, MemCategory::Activations),
+                    test::peak_bytes(ref.back(), MemCategory::Activations))
               << v.name;
         }
         if (v.span == 1 && !v.pa) ckpt_tp_bytes = m.comm_bytes_tp;

@@ -14,27 +14,15 @@
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
 #include "tests/dist/train_testing.h"
-#include "tests/max_rel_error.h"
+#include "tests/support/max_rel_error.h"
 
 namespace zt {
 namespace {
 
 TrainOptions small(int stage) {
-  TrainOptions o;
+  TrainOptions o = test::small_gpt(0.1, 20);
   o.num_layers = 3;
-  o.hidden_size = 32;
-  o.num_attention_heads = 4;
-  o.seq_length = 16;
-  o.vocab_size = 50;
   o.make_vocab_size_divisible_by = 64;
-  o.attention_dropout = 0.1;
-  o.hidden_dropout = 0.1;
-  o.micro_batch_size = 1;
-  o.global_batch_size = 8;
-  o.train_iters = 20;
-  o.lr = 3e-3;
-  o.mock_data = true;
-  o.log_interval = 1000;
   o.zero_stage = stage;
   o.reduce_bucket_size = 3000;  // several units per layer
   o.allgather_bucket_size = 6000;
@@ -47,14 +35,6 @@ using Result = dist::TrainResult;
 
 Result train(const TrainOptions& o) {
   return dist::train_run(o);
-}
-
-double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
-  return test::max_rel_error(a.data(), b.data(), b.size());
-}
-
-size_t cat(const StepMetrics& m, MemCategory c) {
-  return m.memory_peak[static_cast<size_t>(c)];
 }
 
 TEST(ZeroStages, SameLossesAndParametersAsStage0) {
@@ -73,7 +53,7 @@ TEST(ZeroStages, SameLossesAndParametersAsStage0) {
       for (size_t i = 0; i < r.steps.size(); ++i)
         EXPECT_NEAR(r.steps[i].lm_loss, r0.steps[i].lm_loss, tol * r0.steps[i].lm_loss)
             << "stage " << stage << (bf16 ? " bf16" : " fp32") << " step " << i + 1;
-      EXPECT_LE(max_rel(r.master, r0.master), bf16 ? 5e-2 : 1e-5)
+      EXPECT_LE(test::max_rel_error(r.master, r0.master), bf16 ? 5e-2 : 1e-5)
           << "final parameters, stage " << stage << (bf16 ? " bf16" : " fp32");
     }
   }
@@ -112,8 +92,9 @@ TEST(ZeroStages, MemoryAndCommunicationAreThePapers) {
     const double expect[4] = {16 * psi, 4 * psi + 12 * psi / nd, 2 * psi + 14 * psi / nd,
                               16 * psi / nd};
     const StepMetrics& m = r.steps.back();
-    const double states = static_cast<double>(
-        cat(m, MemCategory::Params) + cat(m, MemCategory::Grads) + cat(m, MemCategory::Optimizer));
+    const double states = static_cast<double>(test::peak_bytes(m, MemCategory::Params) +
+                                              test::peak_bytes(m, MemCategory::Grads) +
+                                              test::peak_bytes(m, MemCategory::Optimizer));
     // Padding: each partition unit is padded to a multiple of Nd·16 elements, and this
     // 17.8k-parameter model has 17 units (reduce bucket 3000): 1.2% measured at Nd = 4, so 2%.
     // A model of realistic size pads by well under 0.1%.
@@ -124,8 +105,8 @@ TEST(ZeroStages, MemoryAndCommunicationAreThePapers) {
           << "stage " << stage;
     if (print)
       std::printf("%5d %12zu %12zu %12zu %12.0f [%.0f] %12llu [%.0f]\n", stage,
-                  cat(m, MemCategory::Params), cat(m, MemCategory::Grads),
-                  cat(m, MemCategory::Optimizer), states, expect[stage],
+                  test::peak_bytes(m, MemCategory::Params), test::peak_bytes(m, MemCategory::Grads),
+                  test::peak_bytes(m, MemCategory::Optimizer), states, expect[stage],
                   static_cast<unsigned long long>(m.comm_bytes_dp), comm_expect);
   }
 }
@@ -137,7 +118,7 @@ TEST(ZeroStages, BuffersDoNotGrowWithTheModel) {
       TrainOptions o = small(stage);
       o.num_layers = deep ? 8 : 2;
       o.train_iters = 1;
-      buffers[deep] = cat(train(o).steps.back(), MemCategory::Buffers);
+      buffers[deep] = test::peak_bytes(train(o).steps.back(), MemCategory::Buffers);
     }
     EXPECT_EQ(buffers[0], buffers[1]) << "stage " << stage << ": buffers depend on depth";
   }

@@ -1,7 +1,7 @@
 // The CUDA flash attention against the CPU flash attention (the same algorithm and
 // kernels/common/attention.h math; the CPU one is checked against the naive algorithm in
 // tests/unit/kernels_attention_test.cpp) on the same inputs, representable in the working
-// precision. Tolerances are max |gpu - cpu| / max |cpu| (tests/max_rel_error.h):
+// precision. Tolerances are max |gpu - cpu| / max |cpu| (tests/support/max_rel_error.h):
 //   fp32: 1e-5 forward and lse, 1e-4 backward (fp32 both, only the summation order differs);
 //   bf16 / fp16: both round the dropped probabilities and dS to T once, as operands of products
 //   with fp32 accumulation, but a value near a rounding boundary can land on either side, so a
@@ -21,7 +21,7 @@
 #include "src/core/half.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/gpu/kernels_cuda_testing.h"
-#include "tests/half_vectors.h"
+#include "tests/support/half_vectors.h"
 
 namespace zt {
 namespace {
@@ -30,9 +30,9 @@ using test::narrow;
 using test::widen;
 
 using gpu_test::DeviceVector;
-using gpu_test::random_floats;
 using gpu_test::rel_err;
-using gpu_test::same_bits;
+using testing::random_floats;
+using testing::same_bits;
 
 struct AttnCase {
   int B, T, C, NH;

@@ -24,9 +24,9 @@ namespace zt {
 namespace {
 
 using gpu_test::DeviceVector;
-using gpu_test::random_floats;
 using gpu_test::rel_err;
-using gpu_test::same_bits;
+using testing::random_floats;
+using testing::same_bits;
 
 TEST(CudaElementwise, GeluForwardBackward) {
   ZT_REQUIRE_GPU();

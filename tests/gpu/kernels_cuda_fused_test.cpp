@@ -23,13 +23,15 @@
 #include "src/core/half.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/gpu/kernels_cuda_testing.h"
+#include "tests/support/half_vectors.h"
 
 namespace zt {
 namespace {
 
 using gpu_test::DeviceVector;
-using gpu_test::random_floats;
 using gpu_test::rel_err;
+using test::widen;
+using testing::random_floats;
 
 template <typename T>
 std::vector<T> values(size_t n, uint32_t seed, float scale = 1.0f) {
@@ -37,13 +39,6 @@ std::vector<T> values(size_t n, uint32_t seed, float scale = 1.0f) {
   std::vector<T> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = from_float<T>(f[i]);
   return v;
-}
-
-template <typename T>
-std::vector<float> widen(const std::vector<T>& h) {
-  std::vector<float> f(h.size());
-  for (size_t i = 0; i < h.size(); ++i) f[i] = to_float(h[i]);
-  return f;
 }
 
 // One rounding of T relative to the largest value (fp32: the GEMM tests' 1e-5).

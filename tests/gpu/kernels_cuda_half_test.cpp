@@ -17,14 +17,14 @@
 #include "src/core/half.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/gpu/kernels_cuda_testing.h"
-#include "tests/half_vectors.h"
+#include "tests/support/half_vectors.h"
 
 namespace zt {
 namespace {
 
 using gpu_test::DeviceVector;
-using gpu_test::random_floats;
 using gpu_test::rel_err;
+using testing::random_floats;
 
 using test::widen;
 

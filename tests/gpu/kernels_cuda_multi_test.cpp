@@ -15,17 +15,17 @@
 #include "src/core/half.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/gpu/kernels_cuda_testing.h"
-#include "tests/half_vectors.h"
-#include "tests/unit/kernels_testing.h"
+#include "tests/support/half_vectors.h"
+#include "tests/support/kernels_testing.h"
 
 namespace zt {
 namespace {
 
 using gpu_test::DeviceVector;
-using gpu_test::random_floats;
 using gpu_test::rel_err;
-using gpu_test::same_bits;
 using test::widen;
+using testing::random_floats;
+using testing::same_bits;
 
 // One shard [v_begin, v_begin + V) of a vocabulary of v_real real columns, pass by pass: each
 // pass on the GPU gets the CPU's input, so each is compared on its own.

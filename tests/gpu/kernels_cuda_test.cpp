@@ -1,6 +1,6 @@
 // The CUDA GEMM and linear kernels against the CPU backend on random inputs (attention:
 // kernels_cuda_attention_test.cpp).
-// Tolerances are max |gpu - cpu| / max |cpu| (tests/max_rel_error.h):
+// Tolerances are max |gpu - cpu| / max |cpu| (tests/support/max_rel_error.h):
 //   fp32 GEMM and linear: 1e-5 (both exact fp32, only the summation order differs);
 //   gemm_mixed: 1e-4 with an fp32 result (products of 16-bit operands are exact in fp32; tensor
 //   cores accumulate in fp32 in their own order), 8e-3 / 1e-3 with a bf16 / fp16 result (one
@@ -21,9 +21,9 @@ namespace zt {
 namespace {
 
 using gpu_test::DeviceVector;
-using gpu_test::random_floats;
 using gpu_test::rel_err;
-using gpu_test::same_bits;
+using testing::random_floats;
+using testing::same_bits;
 
 TEST(CudaGemm, Fp32AllTransposesMatchCpu) {
   ZT_REQUIRE_GPU();

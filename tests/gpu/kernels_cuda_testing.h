@@ -1,17 +1,17 @@
 #pragma once
-// Helpers for the CUDA-kernel tests: RAII device buffers, host<->device copies, random data and
-// the comparisons (max_rel_error from tests/max_rel_error.h, bit equality).
+// Helpers for the CUDA-kernel tests: RAII device buffers, host<->device copies and the relative
+// error (max_rel_error from tests/support/max_rel_error.h). Random data and bit equality are
+// tests/support/kernels_testing.h's, shared with the CPU kernel tests.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "src/core/cuda_check.h"
-#include "tests/max_rel_error.h"
+#include "tests/support/kernels_testing.h"
+#include "tests/support/max_rel_error.h"
 
 namespace zt::gpu_test {
 
@@ -46,29 +46,9 @@ class DeviceVector {
   std::unique_ptr<void, CudaFree> ptr_;
 };
 
-inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,
-                                        float hi = 1.0f) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
-
 inline double rel_err(const std::vector<float>& got, const std::vector<float>& want) {
   EXPECT_EQ(got.size(), want.size());
   return test::max_rel_error(got.data(), want.data(), want.size());
-}
-
-// Bitwise equality; on failure names the first differing element.
-template <typename T>
-::testing::AssertionResult same_bits(const std::vector<T>& got, const std::vector<T>& want) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
-  for (size_t i = 0; i < got.size(); ++i)
-    if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0)
-      return ::testing::AssertionFailure() << "first difference at element " << i;
-  return ::testing::AssertionSuccess();
 }
 
 }  // namespace zt::gpu_test

@@ -16,10 +16,13 @@
 #include "src/core/cuda_check.h"
 #include "src/core/cuda_device.h"
 #include "src/core/half.h"
+#include "tests/gpu/device_vec.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace zt::comm {
 namespace {
+
+using gpu_test::DeviceVec;
 
 struct World {
   World() {
@@ -61,26 +64,6 @@ class WorldTeardown : public testing::Environment {
 [[maybe_unused]] testing::Environment* const g_env =
     testing::AddGlobalTestEnvironment(new WorldTeardown);
 
-// A device tensor holding `v`, and a way to read one back.
-template <typename T>
-struct DeviceVec {
-  DeviceVec(const std::vector<T>& v, DType dtype)
-      : buf(world().dev->allocate(v.size() * sizeof(T), MemCategory::Buffers)),
-        t(buf.view(Shape{static_cast<int64_t>(v.size())}, dtype)) {
-    ZT_CUDA_CHECK(cudaMemcpy(buf.data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    // A pageable copy may still be in DMA when cudaMemcpy returns, and the legacy stream it ran
-    // on does not order non-blocking streams: finish it before a test uses its own streams.
-    ZT_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  std::vector<T> host() const {
-    std::vector<T> h(static_cast<size_t>(t.numel()));
-    ZT_CUDA_CHECK(cudaMemcpy(h.data(), buf.data(), h.size() * sizeof(T), cudaMemcpyDeviceToHost));
-    return h;
-  }
-  Buffer buf;
-  Tensor t;
-};
-
 std::vector<float> iota(size_t n, float start) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = start + static_cast<float>(i);
@@ -103,16 +86,17 @@ TEST(NcclWorldOfOne, SizeRankAndGroups) {
 TEST(NcclWorldOfOne, CollectivesHaveTheirSemantics) {
   ZT_REQUIRE_GPU();
   NcclCommunicator& c = *world().nccl;
-  DeviceVec<float> x(iota(1000, 1.0f), DType::F32);
+  DeviceVec<float> x(iota(1000, 1.0f), DType::F32, *world().dev);
   c.all_reduce(x.t);
   EXPECT_EQ(x.host(), iota(1000, 1.0f));
   c.all_reduce(x.t, ReduceOp::Max);
   EXPECT_EQ(x.host(), iota(1000, 1.0f));
 
-  DeviceVec<float> in(iota(64, 5.0f), DType::F32), out(std::vector<float>(64, 0.0f), DType::F32);
+  DeviceVec<float> in(iota(64, 5.0f), DType::F32, *world().dev),
+      out(std::vector<float>(64, 0.0f), DType::F32, *world().dev);
   c.reduce_scatter(in.t, out.t);
   EXPECT_EQ(out.host(), iota(64, 5.0f));
-  DeviceVec<float> gathered(std::vector<float>(64, 0.0f), DType::F32);
+  DeviceVec<float> gathered(std::vector<float>(64, 0.0f), DType::F32, *world().dev);
   c.all_gather(in.t, gathered.t);
   EXPECT_EQ(gathered.host(), iota(64, 5.0f));
   c.all_gather(gathered.t);  // in place
@@ -133,8 +117,8 @@ TEST(NcclWorldOfOne, HalfPrecisionMovesBitExactly) {
     b[i] = to_bf16(0.1f * static_cast<float>(i) - 3.0f);
     h[i] = to_fp16(0.01f * static_cast<float>(i) - 0.3f);
   }
-  DeviceVec<bf16> db(b, DType::BF16);
-  DeviceVec<fp16> dh(h, DType::F16);
+  DeviceVec<bf16> db(b, DType::BF16, *world().dev);
+  DeviceVec<fp16> dh(h, DType::F16, *world().dev);
   c.all_reduce(db.t);
   c.all_reduce(dh.t);
   const auto rb = db.host();
@@ -167,7 +151,7 @@ TEST(NcclWorldOfOne, AsyncHandlesCompleteAndOrderTheComputeStream) {
   NcclCommunicator& c = *world().nccl;
   cuda::Stream compute;
   c.set_compute_stream(compute.get());
-  DeviceVec<float> x(std::vector<float>(1 << 20, 0.0f), DType::F32);
+  DeviceVec<float> x(std::vector<float>(1 << 20, 0.0f), DType::F32, *world().dev);
   // Written on the compute stream just before the collective: the comm stream must see it.
   ZT_CUDA_CHECK(cudaMemsetAsync(x.buf.data(), 0, x.t.bytes(), compute.get()));
   ZT_CUDA_CHECK(cudaMemsetAsync(x.buf.data(), 0x3f, 4, compute.get()));  // first float: ~0.747
@@ -191,7 +175,7 @@ TEST(NcclWorldOfOne, WaitOrdersTheComputeStreamWithoutBlockingTheHost) {
   NcclCommunicator& c = *world().nccl;
   cuda::Stream compute;
   c.set_compute_stream(compute.get());
-  DeviceVec<float> x(std::vector<float>(1024, 0.0f), DType::F32);
+  DeviceVec<float> x(std::vector<float>(1024, 0.0f), DType::F32, *world().dev);
   ZT_CUDA_CHECK(cudaLaunchHostFunc(
       compute.get(), [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); },
       nullptr));
@@ -247,8 +231,9 @@ TEST(NcclWorldOfOne, CommStatsCountExactlyAsMpiCommunicator) {
   const CommSnapshot m = delta(
       *w.mpi, Tensor(ha.data(), Shape{300}, DType::F32), Tensor(hh.data(), Shape{77}, DType::BF16),
       Tensor(hin.data(), Shape{128}, DType::F32), Tensor(hout.data(), Shape{128}, DType::F32));
-  DeviceVec<float> da(ha, DType::F32), din(hin, DType::F32), dout(hout, DType::F32);
-  DeviceVec<bf16> dh(hh, DType::BF16);
+  DeviceVec<float> da(ha, DType::F32, *world().dev), din(hin, DType::F32, *world().dev),
+      dout(hout, DType::F32, *world().dev);
+  DeviceVec<bf16> dh(hh, DType::BF16, *world().dev);
   const CommSnapshot n = delta(*w.nccl, da.t, dh.t, din.t, dout.t);
   for (size_t g = 0; g < kNumGroupKinds; ++g)
     for (size_t op = 0; op < kNumCommOps; ++op)

@@ -16,9 +16,12 @@
 #include "src/core/cuda_device.h"
 #include "src/core/half.h"
 #include "tests/dist/dist_env.h"
+#include "tests/gpu/device_vec.h"
 
 namespace zt::comm {
 namespace {
+
+using gpu_test::DeviceVec;
 
 struct Gpu {
   Gpu() {
@@ -50,25 +53,6 @@ Gpu& gpu() {
                    << dist::runtime().local_size() << " ranks on this node: NCCL test skipped"; \
   } while (0)
 
-template <typename T>
-struct DeviceVec {
-  DeviceVec(const std::vector<T>& v, DType dtype)
-      : buf(gpu().dev->allocate(v.size() * sizeof(T), MemCategory::Buffers)),
-        t(buf.view(Shape{static_cast<int64_t>(v.size())}, dtype)) {
-    ZT_CUDA_CHECK(cudaMemcpy(buf.data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    // A pageable copy may still be in DMA when cudaMemcpy returns, and the legacy stream it ran
-    // on does not order non-blocking streams: finish it before a test uses its own streams.
-    ZT_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  std::vector<T> host() const {
-    std::vector<T> h(static_cast<size_t>(t.numel()));
-    ZT_CUDA_CHECK(cudaMemcpy(h.data(), buf.data(), h.size() * sizeof(T), cudaMemcpyDeviceToHost));
-    return h;
-  }
-  Buffer buf;
-  Tensor t;
-};
-
 std::vector<float> values(size_t n, int rank) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i)
@@ -88,25 +72,25 @@ TEST(NcclMultiRank, Fp32CollectivesMatchMpi) {
   constexpr size_t kM = 1000;
 
   std::vector<float> h = values(kM * static_cast<size_t>(p), r);
-  DeviceVec<float> d(h, DType::F32);
+  DeviceVec<float> d(h, DType::F32, *gpu().dev);
   n.all_reduce(d.t);
   m.all_reduce(host_tensor(h));
   EXPECT_EQ(d.host(), h);  // sums of small integers and halves: exact in any order
 
   std::vector<float> hin = values(kM * static_cast<size_t>(p), r), hout(kM);
-  DeviceVec<float> din(hin, DType::F32), dout(hout, DType::F32);
+  DeviceVec<float> din(hin, DType::F32, *gpu().dev), dout(hout, DType::F32, *gpu().dev);
   n.reduce_scatter(din.t, dout.t, ReduceOp::Max);
   m.reduce_scatter(host_tensor(hin), host_tensor(hout), ReduceOp::Max);
   EXPECT_EQ(dout.host(), hout);
 
   std::vector<float> mine = values(kM, r), all(kM * static_cast<size_t>(p));
-  DeviceVec<float> dmine(mine, DType::F32), dall(all, DType::F32);
+  DeviceVec<float> dmine(mine, DType::F32, *gpu().dev), dall(all, DType::F32, *gpu().dev);
   n.all_gather(dmine.t, dall.t);
   m.all_gather(host_tensor(mine), host_tensor(all));
   EXPECT_EQ(dall.host(), all);
 
   std::vector<float> b = values(kM, r);
-  DeviceVec<float> db(b, DType::F32);
+  DeviceVec<float> db(b, DType::F32, *gpu().dev);
   n.broadcast(db.t, p - 1);
   m.broadcast(host_tensor(b), p - 1);
   EXPECT_EQ(db.host(), b);
@@ -121,7 +105,7 @@ TEST(NcclMultiRank, Bf16AllReduceIsCloseToMpisFp32Rounding) {
   for (size_t i = 0; i < h.size(); ++i)
     h[i] = to_bf16(std::sin(0.37f * static_cast<float>(i) + static_cast<float>(r)));
   std::vector<bf16> via_mpi = h;
-  DeviceVec<bf16> d(h, DType::BF16);
+  DeviceVec<bf16> d(h, DType::BF16, *gpu().dev);
   n.all_reduce(d.t);
   dist::world().all_reduce(
       Tensor(via_mpi.data(), Shape{static_cast<int64_t>(h.size())}, DType::BF16));
@@ -136,7 +120,8 @@ TEST(NcclMultiRank, SendRecvRing) {
   ZT_REQUIRE_GPU_PER_RANK();
   NcclCommunicator& n = *gpu().world;
   const int r = n.rank(), p = n.size();
-  DeviceVec<float> out(values(256, r), DType::F32), in(std::vector<float>(256, 0.0f), DType::F32);
+  DeviceVec<float> out(values(256, r), DType::F32, *gpu().dev),
+      in(std::vector<float>(256, 0.0f), DType::F32, *gpu().dev);
   // Even ranks send first, odd ranks receive first: an NCCL send holds its stream until the
   // matching recv runs, so all-send-first would deadlock (any world size >= 2 works).
   if (r % 2 == 0) {
@@ -156,7 +141,7 @@ TEST(NcclMultiRank, AsyncOpsOverlapAndComplete) {
   n.set_compute_stream(compute.get());
   std::vector<float> h = values(1 << 20, n.rank()), expect = h;
   dist::world().all_reduce(host_tensor(expect));
-  DeviceVec<float> a(h, DType::F32), b(h, DType::F32);
+  DeviceVec<float> a(h, DType::F32, *gpu().dev), b(h, DType::F32, *gpu().dev);
   Handle ha = n.all_reduce_async(a.t);
   Handle hb = n.all_reduce_async(b.t);
   hb.wait();
@@ -187,8 +172,8 @@ TEST(NcclMultiRank, CommStatsCountExactlyAsMpi) {
   run(m, host_tensor(hb), host_tensor(hs),
       Tensor(hh.data(), Shape{static_cast<int64_t>(hh.size())}, DType::BF16));
   const CommSnapshot s1 = m.stats().snapshot();
-  DeviceVec<float> db(hb, DType::F32), ds(hs, DType::F32);
-  DeviceVec<bf16> dh(hh, DType::BF16);
+  DeviceVec<float> db(hb, DType::F32, *gpu().dev), ds(hs, DType::F32, *gpu().dev);
+  DeviceVec<bf16> dh(hh, DType::BF16, *gpu().dev);
   run(n, db.t, ds.t, dh.t);
   const CommSnapshot s2 = m.stats().snapshot();
   const CommSnapshot via_mpi = s1 - s0, via_nccl = s2 - s1;
@@ -212,7 +197,7 @@ TEST(NcclMultiRank, TopologyGroupsMatchMpi) {
   }
   std::vector<float> h = values(128, n.rank()), expect = h;
   tm.tp().all_reduce(host_tensor(expect));
-  DeviceVec<float> d(h, DType::F32);
+  DeviceVec<float> d(h, DType::F32, *gpu().dev);
   tn.tp().all_reduce(d.t);
   EXPECT_EQ(d.host(), expect);
 }
@@ -224,7 +209,7 @@ TEST(NcclMultiRank, AbortedCommunicatorRefusesOpsOthersWork) {
   ZT_REQUIRE_GPU_PER_RANK();
   NcclCommunicator& n = *gpu().world;
   auto victim = n.split(0, n.rank(), GroupKind::Dp);
-  DeviceVec<float> d(std::vector<float>(16, 1.0f), DType::F32);
+  DeviceVec<float> d(std::vector<float>(16, 1.0f), DType::F32, *gpu().dev);
   victim->all_reduce(d.t);
   n.barrier();
   auto& v = dynamic_cast<NcclCommunicator&>(*victim);

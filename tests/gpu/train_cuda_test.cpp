@@ -27,6 +27,8 @@
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/support/step_metrics.h"
+#include "tests/support/train_options.h"
 
 namespace zt {
 namespace {
@@ -39,25 +41,10 @@ comm::MpiRuntime& runtime() {
 }
 
 TrainOptions small(const std::string& device) {
-  TrainOptions o;
-  o.device = device;
-  o.tf32 = false;  // exact fp32 GEMMs: the fp32 comparisons with the CPU backend are at 1e-4
-  o.num_layers = 3;
-  o.hidden_size = 64;
-  o.num_attention_heads = 4;
-  o.seq_length = 32;
-  o.vocab_size = 100;
-  o.make_vocab_size_divisible_by = 64;
-  o.attention_dropout = 0.1;
-  o.hidden_dropout = 0.1;
+  // Exact fp32 GEMMs (device_gpt): the fp32 comparisons with the CPU backend are at 1e-4.
+  TrainOptions o = test::device_gpt(device);
   o.micro_batch_size = 2;
   o.global_batch_size = 4;  // two micro-batches: gradient accumulation on the device too
-  o.train_iters = 10;
-  o.lr = 3e-3;
-  o.mock_data = true;
-  o.log_interval = 1000;
-  o.reduce_bucket_size = 5000;
-  o.allgather_bucket_size = 10000;
   o.param_persistence_threshold = 300;
   return o;
 }
@@ -66,10 +53,6 @@ std::vector<StepMetrics> train(const TrainOptions& o) {
   TrainDevice device(o, &runtime());
   Trainer t(o, device.context(), device.topology());
   return t.run(false);
-}
-
-size_t cat(const StepMetrics& m, MemCategory c) {
-  return m.memory_peak[static_cast<size_t>(c)];
 }
 
 void expect_same_losses(const std::vector<StepMetrics>& got, const std::vector<StepMetrics>& want,
@@ -116,17 +99,20 @@ TEST(TrainCuda, StageMemoryIsThePapersAndTheCpuBackends) {
     const auto gm = train(c), hm = train(h);
     const StepMetrics &g = gm.back(), &k = hm.back();
     const double psi = static_cast<double>(g.num_parameters);
-    const double states = static_cast<double>(
-        cat(g, MemCategory::Params) + cat(g, MemCategory::Grads) + cat(g, MemCategory::Optimizer));
+    const double states = static_cast<double>(test::peak_bytes(g, MemCategory::Params) +
+                                              test::peak_bytes(g, MemCategory::Grads) +
+                                              test::peak_bytes(g, MemCategory::Optimizer));
     // The vocabulary padding is in the layout but not in num_parameters: a few percent.
     EXPECT_NEAR(states, 16 * psi, 0.05 * 16 * psi) << "stage " << stage;
     for (MemCategory m : {MemCategory::Params, MemCategory::Grads, MemCategory::Optimizer,
                           MemCategory::Activations, MemCategory::Checkpoints})
-      EXPECT_EQ(cat(g, m), cat(k, m)) << "stage " << stage << " " << mem_category_name(m);
+      EXPECT_EQ(test::peak_bytes(g, m), test::peak_bytes(k, m))
+          << "stage " << stage << " " << mem_category_name(m);
     for (const auto& s : gm) EXPECT_EQ(s.comm_bytes_dp, 0u) << "stage " << stage;
     std::printf("stage %d: params %zu grads %zu optimizer %zu = %.0f [%.0f] buffers %zu\n", stage,
-                cat(g, MemCategory::Params), cat(g, MemCategory::Grads),
-                cat(g, MemCategory::Optimizer), states, 16 * psi, cat(g, MemCategory::Buffers));
+                test::peak_bytes(g, MemCategory::Params), test::peak_bytes(g, MemCategory::Grads),
+                test::peak_bytes(g, MemCategory::Optimizer), states, 16 * psi,
+                test::peak_bytes(g, MemCategory::Buffers));
   }
 }
 
@@ -147,15 +133,16 @@ TEST(TrainCuda, MemoryIsThePlanPlusTheGrownScratch) {
     const StepMetrics m = train(c).back();
     const MemoryPlan p = plan_memory(plan_input_from(c, 1));
     const std::string what = "variant " + std::to_string(variant);
-    EXPECT_EQ(cat(m, MemCategory::Params), p.params) << what;
-    EXPECT_EQ(cat(m, MemCategory::Grads), p.grads) << what;
-    EXPECT_EQ(cat(m, MemCategory::Optimizer), p.optimizer) << what;
-    EXPECT_EQ(cat(m, MemCategory::Activations), p.activations) << what;
-    EXPECT_EQ(cat(m, MemCategory::Checkpoints), p.checkpoints) << what;
+    EXPECT_EQ(test::peak_bytes(m, MemCategory::Params), p.params) << what;
+    EXPECT_EQ(test::peak_bytes(m, MemCategory::Grads), p.grads) << what;
+    EXPECT_EQ(test::peak_bytes(m, MemCategory::Optimizer), p.optimizer) << what;
+    EXPECT_EQ(test::peak_bytes(m, MemCategory::Activations), p.activations) << what;
+    EXPECT_EQ(test::peak_bytes(m, MemCategory::Checkpoints), p.checkpoints) << what;
     const size_t scratch = cuda::grown_scratch_bytes();
-    EXPECT_EQ(cat(m, MemCategory::Buffers), p.buffers + scratch) << what << ", scratch " << scratch;
+    EXPECT_EQ(test::peak_bytes(m, MemCategory::Buffers), p.buffers + scratch)
+        << what << ", scratch " << scratch;
     std::printf("%s: buffers %zu = plan %zu + grown scratch %zu\n", what.c_str(),
-                cat(m, MemCategory::Buffers), p.buffers, scratch);
+                test::peak_bytes(m, MemCategory::Buffers), p.buffers, scratch);
   }
 }
 
@@ -168,8 +155,8 @@ TEST(TrainCuda, CpuCheckpointingReproducesTheKeptRun) {
   kept.zero_stage = 2;
   const auto a = train(kept), b = train(off);
   expect_same_losses(b, a, 1e-6, "Pa+cpu");
-  EXPECT_GT(cat(b.back(), MemCategory::HostCheckpoints), 0u);
-  EXPECT_EQ(cat(b.back(), MemCategory::Checkpoints), 0u);
+  EXPECT_GT(test::peak_bytes(b.back(), MemCategory::HostCheckpoints), 0u);
+  EXPECT_EQ(test::peak_bytes(b.back(), MemCategory::Checkpoints), 0u);
 }
 
 TEST(TrainCuda, CheckpointResumesBitwise) {

@@ -17,6 +17,8 @@
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
+#include "tests/support/step_metrics.h"
+#include "tests/support/train_options.h"
 
 namespace zt {
 namespace {
@@ -29,24 +31,10 @@ namespace {
   } while (0)
 
 TrainOptions small(int stage, const std::string& device) {
-  TrainOptions o;
-  o.device = device;
-  o.tf32 = false;  // exact fp32 GEMMs, comparable with the CPU backend
-  o.num_layers = 3;
-  o.hidden_size = 64;
-  o.num_attention_heads = 4;
-  o.seq_length = 32;
-  o.vocab_size = 100;
-  o.make_vocab_size_divisible_by = 64;
+  TrainOptions o = test::device_gpt(device);
   o.micro_batch_size = 1;
   o.global_batch_size = 4 * dist::world().size();
-  o.train_iters = 10;
-  o.lr = 3e-3;
-  o.mock_data = true;
-  o.log_interval = 1000;
   o.zero_stage = stage;
-  o.reduce_bucket_size = 5000;  // several units per layer
-  o.allgather_bucket_size = 10000;
   o.overlap_comm = true;
   o.param_persistence_threshold = 300;
   return o;
@@ -64,10 +52,6 @@ Result train(const TrainOptions& o) {
   r.steps = t.run(false);
   r.psi = t.optimizer().layout().numel();
   return r;
-}
-
-size_t cat(const StepMetrics& m, MemCategory c) {
-  return m.memory_peak[static_cast<size_t>(c)];
 }
 
 TEST(TrainMultirankCuda, SameLossesAsStage0AndAsTheCpu) {
@@ -102,8 +86,9 @@ TEST(TrainMultirankCuda, MemoryAndCommunicationAreThePapers) {
     const double expect[4] = {16 * psi, 4 * psi + 12 * psi / nd, 2 * psi + 14 * psi / nd,
                               16 * psi / nd};
     const StepMetrics& m = r.steps.back();
-    const double states = static_cast<double>(
-        cat(m, MemCategory::Params) + cat(m, MemCategory::Grads) + cat(m, MemCategory::Optimizer));
+    const double states = static_cast<double>(test::peak_bytes(m, MemCategory::Params) +
+                                              test::peak_bytes(m, MemCategory::Grads) +
+                                              test::peak_bytes(m, MemCategory::Optimizer));
     EXPECT_NEAR(states, expect[stage], 0.01 * expect[stage]) << "stage " << stage;
     const double comm = (stage == 3 ? 3 : 2) * psi * 2;
     for (const auto& s : r.steps)

@@ -14,8 +14,8 @@
 #include "src/model/activation_store.h"
 #include "src/model/gpt.h"
 #include "src/zero/zero_optimizer.h"
-#include "tests/max_rel_error.h"
 #include "tests/reference/reference_file.h"
+#include "tests/support/max_rel_error.h"
 
 namespace zt {
 namespace {

@@ -6,7 +6,7 @@
 #include "src/core/error.h"
 #include "src/data/blended_dataset.h"
 #include "src/data/indexed_dataset_builder.h"
-#include "tests/unit/data_testing.h"
+#include "tests/support/data_testing.h"
 
 namespace zt::data {
 namespace {

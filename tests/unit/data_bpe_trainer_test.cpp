@@ -6,7 +6,7 @@
 #include "src/data/bpe_tokenizer.h"
 #include "src/data/bpe_trainer.h"
 #include "src/data/document_reader.h"
-#include "tests/unit/data_testing.h"
+#include "tests/support/data_testing.h"
 
 namespace zt::data {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "src/core/error.h"
 #include "src/data/document_reader.h"
-#include "tests/unit/data_testing.h"
+#include "tests/support/data_testing.h"
 
 namespace zt::data {
 namespace {

@@ -11,7 +11,7 @@
 #include "src/data/index_format.h"
 #include "src/data/indexed_dataset.h"
 #include "src/data/indexed_dataset_builder.h"
-#include "tests/unit/data_testing.h"
+#include "tests/support/data_testing.h"
 
 namespace zt::data {
 namespace {

@@ -5,7 +5,7 @@
 #include "src/data/bpe_tokenizer.h"
 #include "src/data/file_util.h"
 #include "src/data/parallel_encode.h"
-#include "tests/unit/data_testing.h"
+#include "tests/support/data_testing.h"
 
 namespace zt::data {
 namespace {

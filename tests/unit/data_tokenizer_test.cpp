@@ -11,7 +11,7 @@
 #include "src/data/bpe_tokenizer.h"
 #include "src/data/byte_unicode.h"
 #include "src/data/pretokenize.h"
-#include "tests/unit/data_testing.h"
+#include "tests/support/data_testing.h"
 
 namespace zt::data {
 namespace {

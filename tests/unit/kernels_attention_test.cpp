@@ -12,9 +12,9 @@
 #include "kernels/common/dropout.h"
 #include "kernels/cpu/ops.h"
 #include "src/core/half.h"
-#include "tests/half_vectors.h"
-#include "tests/max_rel_error.h"
-#include "tests/unit/kernels_testing.h"
+#include "tests/support/half_vectors.h"
+#include "tests/support/kernels_testing.h"
+#include "tests/support/max_rel_error.h"
 
 namespace zt {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "kernels/cpu/ops.h"
 #include "src/core/half.h"
-#include "tests/unit/kernels_testing.h"
+#include "tests/support/kernels_testing.h"
 
 namespace zt {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/ops.h"
-#include "tests/unit/kernels_testing.h"
+#include "tests/support/kernels_testing.h"
 
 namespace zt {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "kernels/common/dropout.h"
 #include "kernels/cpu/ops.h"
-#include "tests/unit/kernels_testing.h"
+#include "tests/support/kernels_testing.h"
 
 namespace zt {
 namespace {

@@ -15,11 +15,13 @@
 
 #include "kernels/cpu/ops.h"
 #include "src/core/half.h"
+#include "tests/support/kernels_testing.h"
 
 namespace zt {
 namespace {
 
 using K = cpu::Kernels;
+using testing::same_bits;
 
 template <typename T>
 std::vector<T> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
@@ -28,17 +30,6 @@ std::vector<T> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
   std::vector<T> v(n);
   for (auto& x : v) x = from_float<T>(dist(gen));
   return v;
-}
-
-template <typename T>
-::testing::AssertionResult same_bits(const std::vector<T>& got, const std::vector<T>& want) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
-  for (size_t i = 0; i < got.size(); ++i)
-    if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0)
-      return ::testing::AssertionFailure()
-             << "element " << i << ": " << to_float(got[i]) << " vs " << to_float(want[i]);
-  return ::testing::AssertionSuccess();
 }
 
 template <typename T>

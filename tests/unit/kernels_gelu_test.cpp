@@ -9,7 +9,7 @@
 #include "kernels/common/gelu.h"
 #include "kernels/common/math.h"
 #include "kernels/cpu/ops.h"
-#include "tests/unit/kernels_testing.h"
+#include "tests/support/kernels_testing.h"
 
 namespace zt {
 namespace {

@@ -18,8 +18,8 @@
 
 #include "kernels/cpu/ops.h"
 #include "src/core/half.h"
-#include "tests/half_vectors.h"
-#include "tests/max_rel_error.h"
+#include "tests/support/half_vectors.h"
+#include "tests/support/max_rel_error.h"
 
 namespace zt {
 namespace {

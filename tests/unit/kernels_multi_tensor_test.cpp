@@ -9,8 +9,8 @@
 
 #include "kernels/cpu/ops.h"
 #include "src/core/half.h"
-#include "tests/half_vectors.h"
-#include "tests/unit/kernels_testing.h"
+#include "tests/support/half_vectors.h"
+#include "tests/support/kernels_testing.h"
 
 namespace zt {
 namespace {

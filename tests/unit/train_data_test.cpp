@@ -9,7 +9,8 @@
 #include "src/data/indexed_dataset_builder.h"
 #include "src/train/mock_data.h"
 #include "src/train/train_data.h"
-#include "tests/unit/train_data_testing.h"
+#include "tests/support/train_data_testing.h"
+#include "tests/support/train_options.h"
 
 namespace zt {
 namespace {
@@ -17,27 +18,24 @@ namespace {
 using data::testing::fixture_merges;
 using data::testing::fixture_vocab;
 
-TrainOptions parse(std::vector<std::string_view> args) {
-  TrainOptions o;
-  parse_train_options(args, o);
-  return o;
-}
-
 TEST(TrainDataOptions, DataPathTakesEveryWordUpToTheNextFlag) {
-  const TrainOptions one = parse({"--data-path", "x_text_document", "--seq-length", "8"});
+  const TrainOptions one =
+      test::parse_options({"--data-path", "x_text_document", "--seq-length", "8"});
   EXPECT_EQ(one.data_path, "x_text_document");
   EXPECT_EQ(one.seq_length, 8);
-  const TrainOptions blend = parse({"--data-path", "0.7", "a", "0.3", "b", "--eval-iters", "3"});
+  const TrainOptions blend =
+      test::parse_options({"--data-path", "0.7", "a", "0.3", "b", "--eval-iters", "3"});
   EXPECT_EQ(blend.data_path, "0.7 a 0.3 b");
   EXPECT_EQ(blend.eval_iters, 3);
-  const TrainOptions last = parse({"--eval-interval", "5", "--data-path", "0.5", "a", "0.5", "b"});
+  const TrainOptions last =
+      test::parse_options({"--eval-interval", "5", "--data-path", "0.5", "a", "0.5", "b"});
   EXPECT_EQ(last.data_path, "0.5 a 0.5 b");
   EXPECT_EQ(last.eval_interval, 5);
-  EXPECT_EQ(parse({"--data-path=p"}).data_path, "p");
+  EXPECT_EQ(test::parse_options({"--data-path=p"}).data_path, "p");
 }
 
 TEST(TrainDataOptions, MegatronDefaults) {
-  const TrainOptions o = parse({});
+  const TrainOptions o = test::parse_options({});
   EXPECT_EQ(o.split, "969,30,1");
   EXPECT_EQ(o.tokenizer_type, "GPT2BPETokenizer");
   EXPECT_EQ(o.eval_interval, 1000);
@@ -48,7 +46,7 @@ TEST(TrainDataOptions, JsonConfigTakesAListOrAString) {
   const std::string path = ::testing::TempDir() + "/zt_data_config.json";
   std::ofstream(path) << R"({"data_path": ["0.6", "a", "0.4", "b"], "split": "8,2,0",
                              "vocab_file": "v.json", "merge_file": "m.txt", "eval_iters": 2})";
-  const TrainOptions o = parse({"--config", path});
+  const TrainOptions o = test::parse_options({"--config", path});
   EXPECT_EQ(o.data_path, "0.6 a 0.4 b");
   EXPECT_EQ(o.split, "8,2,0");
   EXPECT_EQ(o.vocab_file, "v.json");
@@ -58,7 +56,7 @@ TEST(TrainDataOptions, JsonConfigTakesAListOrAString) {
 
 std::string error_of(std::vector<std::string_view> args) {
   try {
-    TrainOptions o = parse(args);
+    TrainOptions o = test::parse_options(args);
     validate_train_options(o, 1);
     open_train_data(o);
   } catch (const InputError& e) {

@@ -10,22 +10,17 @@
 #include "src/train/options.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
+#include "tests/support/train_options.h"
 
 namespace zt {
 namespace {
 
-TrainOptions parse(std::vector<std::string_view> args) {
-  TrainOptions o;
-  parse_train_options(args, o);
-  return o;
-}
-
 TEST(TrainDevice, DeviceFlagTakesCudaCpuOrAuto) {
-  EXPECT_EQ(parse({}).device, "auto");
-  EXPECT_EQ(parse({"--device", "cuda"}).device, "cuda");
-  EXPECT_EQ(parse({"--device=cpu"}).device, "cpu");
+  EXPECT_EQ(test::parse_options({}).device, "auto");
+  EXPECT_EQ(test::parse_options({"--device", "cuda"}).device, "cuda");
+  EXPECT_EQ(test::parse_options({"--device=cpu"}).device, "cpu");
   try {
-    parse({"--device", "gpu"});
+    test::parse_options({"--device", "gpu"});
     ADD_FAILURE() << "--device gpu accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("--device must be one of auto|cuda|cpu"),
@@ -53,16 +48,12 @@ TEST(TrainDevice, CudaNeedsTheBackendAndAGpu) {
 }
 
 TEST(TrainDevice, CpuDeviceTrainsLikeAPlainHostPool) {
-  TrainOptions o;
+  TrainOptions o = test::small_gpt(0.1, 3);
   o.device = "cpu";
-  o.num_layers = 2;
-  o.hidden_size = 32;
-  o.num_attention_heads = 4;
-  o.seq_length = 16;
-  o.vocab_size = 50;
   o.make_vocab_size_divisible_by = 64;
-  o.train_iters = 3;
-  o.mock_data = true;
+  o.global_batch_size = 0;  // one micro-batch
+  o.lr = 1e-4;
+  o.log_interval = 100;
   std::vector<double> a, b;
   {
     TrainDevice device(o, nullptr);

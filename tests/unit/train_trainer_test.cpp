@@ -13,26 +13,16 @@
 #include "src/train/batch_source.h"
 #include "src/train/train_data.h"
 #include "src/train/trainer.h"
+#include "tests/support/train_options.h"
 
 namespace zt {
 namespace {
 
 TrainOptions small() {
-  TrainOptions o;
-  o.num_layers = 2;
-  o.hidden_size = 32;
-  o.num_attention_heads = 4;
-  o.seq_length = 16;
-  o.vocab_size = 50;
+  TrainOptions o = test::small_gpt(0, 20);
   o.make_vocab_size_divisible_by = 64;
-  o.attention_dropout = 0;
-  o.hidden_dropout = 0;
   o.micro_batch_size = 4;
   o.global_batch_size = 4;
-  o.train_iters = 20;
-  o.lr = 3e-3;
-  o.mock_data = true;
-  o.log_interval = 1000;
   return o;
 }
 

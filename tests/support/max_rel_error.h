@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <vector>
 
 namespace zt::test {
 
@@ -13,6 +14,11 @@ inline double max_rel_error(const float* a, const float* b, size_t n) {
     ref = std::max(ref, std::abs(static_cast<double>(b[i])));
   }
   return diff / std::max(ref, 1e-30);
+}
+
+// The same over two vectors, `b` the reference (sizes must match).
+inline double max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+  return max_rel_error(a.data(), b.data(), b.size());
 }
 
 }  // namespace zt::test

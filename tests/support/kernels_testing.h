@@ -1,6 +1,7 @@
 #pragma once
-// Shared helpers for the kernels_*_test programs: random data, a double-precision central
-// finite difference, and an element-wise closeness check that reports the worst element.
+// Shared helpers of the kernel tests (unit kernels_*_test and the CUDA kernel tests): random
+// data, a double-precision central finite difference, an element-wise closeness check that
+// reports the worst element, and bit equality.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "src/core/half.h"
@@ -71,6 +73,21 @@ inline double max_abs(const std::vector<double>& v) {
   double m = 0;
   for (double x : v) m = std::fmax(m, std::fabs(x));
   return m;
+}
+
+// Bitwise equality; on failure names the first differing element (and its value, for floats).
+template <typename T>
+::testing::AssertionResult same_bits(const std::vector<T>& got, const std::vector<T>& want) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
+      auto failure = ::testing::AssertionFailure() << "first difference at element " << i;
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, bf16> || std::is_same_v<T, fp16>)
+        failure << ": " << to_float(got[i]) << " vs " << to_float(want[i]);
+      return failure;
+    }
+  return ::testing::AssertionSuccess();
 }
 
 template <typename T>

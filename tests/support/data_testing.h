@@ -1,5 +1,6 @@
 #pragma once
-// Helpers shared by the data_*_test programs: fixture paths and a scratch directory.
+// Helpers of the data tests (unit data_*_test, the training-data tests): fixture paths and a
+// scratch directory.
 #include <unistd.h>
 
 #include <filesystem>

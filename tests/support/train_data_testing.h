@@ -7,7 +7,7 @@
 
 #include "src/data/bpe_tokenizer.h"
 #include "src/data/indexed_dataset_builder.h"
-#include "tests/unit/data_testing.h"
+#include "tests/support/data_testing.h"
 
 namespace zt::data::testing {
 

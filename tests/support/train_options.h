@@ -1,0 +1,72 @@
+#pragma once
+// The small models the trainer-level tests train, as TrainOptions. A test that needs something
+// else states its difference by overriding fields of one of these.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/train/options.h"
+
+namespace zt::test {
+
+// The small GPT the trainer-level layout tests train: 2 layers, hidden 32, 4 heads, sequence 16,
+// vocabulary 50 padded to 64 at tp 1, 2 and 4 (the padded tables line up), micro-batch 1 and
+// global batch 8 (8 micro-batches per rank at dp 1, 2 at dp 4), lr 3e-3 on mock data, `dropout`
+// on attention and hidden states, `train_iters` steps.
+inline TrainOptions small_gpt(double dropout, int train_iters) {
+  TrainOptions o;
+  o.num_layers = 2;
+  o.hidden_size = 32;
+  o.num_attention_heads = 4;
+  o.seq_length = 16;
+  o.vocab_size = 50;
+  o.make_vocab_size_divisible_by = 16;
+  o.attention_dropout = dropout;
+  o.hidden_dropout = dropout;
+  o.micro_batch_size = 1;
+  o.global_batch_size = 8;
+  o.train_iters = train_iters;
+  o.lr = 3e-3;
+  o.mock_data = true;
+  o.log_interval = 1000;
+  return o;
+}
+
+// The defaults with `args` applied as `zerotron train` applies its flags.
+inline TrainOptions parse_options(std::vector<std::string_view> args) {
+  TrainOptions o;
+  parse_train_options(args, o);
+  return o;
+}
+
+// `pp` pipeline stages of `chunks` model chunks each (the interleaved schedule when > 1).
+inline void set_pipeline(TrainOptions& o, int pp, int chunks) {
+  o.pipeline_model_parallel_size = pp;
+  o.num_layers_per_virtual_pipeline_stage = chunks > 1 ? o.num_layers / (pp * chunks) : 0;
+}
+
+// The GPT the GPU tests train on `device` and compare with the CPU backend: 3 layers, hidden 64,
+// 4 heads, sequence 32, vocabulary 100 padded to 128, dropout 0.1, lr 3e-3 on mock data for 10
+// steps, exact fp32 GEMMs (no TF32), buckets of a few units per layer. The batch is the caller's.
+inline TrainOptions device_gpt(const std::string& device) {
+  TrainOptions o;
+  o.device = device;
+  o.tf32 = false;  // exact fp32 GEMMs, comparable with the CPU backend
+  o.num_layers = 3;
+  o.hidden_size = 64;
+  o.num_attention_heads = 4;
+  o.seq_length = 32;
+  o.vocab_size = 100;
+  o.make_vocab_size_divisible_by = 64;
+  o.attention_dropout = 0.1;
+  o.hidden_dropout = 0.1;
+  o.train_iters = 10;
+  o.lr = 3e-3;
+  o.mock_data = true;
+  o.log_interval = 1000;
+  o.reduce_bucket_size = 5000;  // several units per layer
+  o.allgather_bucket_size = 10000;
+  return o;
+}
+
+}  // namespace zt::test
