@@ -20,6 +20,7 @@
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/planner/train_plan.h"
+#include "src/train/fault_injection.h"
 #include "src/train/train_data.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
@@ -97,6 +98,8 @@ int train(Args args) {
       try {
         device.emplace(o, &rt);
         trainer.emplace(o, device->context(), device->topology(), std::move(data));
+        // The failure tests' faults (ZT_INJECT_FAULT); nothing when it is unset.
+        trainer->set_hooks(fault_hooks_from_env(device->topology().rank()));
       } catch (const std::bad_alloc&) {
         throw InputError(
             "out of memory allocating the model, its optimizer states and activations "

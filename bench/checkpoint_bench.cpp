@@ -95,7 +95,7 @@ static int run(int argc, char** argv) {
     if (save) train();
     const long long rss_before = proc_status_bytes("VmRSS:");
     const long long peak_before = proc_status_bytes("VmHWM:");
-    device.topology()->host_world().barrier();
+    device.topology().host_world().barrier();
     const std::vector<double> la = load_average();
     const bool peak_reset = reset_peak_rss();
     const auto t0 = std::chrono::steady_clock::now();
@@ -107,7 +107,7 @@ static int run(int argc, char** argv) {
     } else {
       iteration = trainer.load_checkpoint(o.load, &acct);
     }
-    device.topology()->host_world().barrier();
+    device.topology().host_world().barrier();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const long long peak_during = proc_status_bytes("VmHWM:");
     if (!save) train();
@@ -122,8 +122,8 @@ static int run(int argc, char** argv) {
         {"bench", save ? "checkpoint_save" : "checkpoint_load"},
         {"rank", rt.rank()},
         {"world", rt.world_size()},
-        {"tp", device.topology()->tp_size()},
-        {"dp", device.topology()->dp_size()},
+        {"tp", device.topology().tp_size()},
+        {"dp", device.topology().dp_size()},
         {"zero_stage", o.zero_stage},
         {"num_parameters", trainer.config().num_parameters()},
         {"iteration", iteration},

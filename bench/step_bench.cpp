@@ -19,6 +19,7 @@
 
 #include "bench/bench_main.h"
 #include "kernels/cpu/ops.h"
+#include "src/comm/self_communicator.h"
 #include "src/config/options.h"
 #include "src/core/memory_pool.h"
 #include "src/train/trainer.h"
@@ -118,7 +119,8 @@ static int run(int argc, char** argv) {
   zt::parse_train_options(args, o);
   zt::validate_train_options(o, 1);
   zt::MemoryPool pool(zt::make_host_allocator());
-  zt::Trainer trainer(o, pool);
+  zt::comm::SelfWorld alone;
+  zt::Trainer trainer(o, pool, alone.topology());
   std::vector<double> ms;
   for (int s = 0; s < steps + warmup; ++s) {
     const zt::StepMetrics m = trainer.train_step();

@@ -60,7 +60,7 @@ static int run(int argc, char** argv) {
       o.zero_stage = stage;
       // The backend, its pools and the groups --device asks for (outlives the trainer).
       zt::TrainDevice device(o, &rt);
-      const zt::comm::Topology& topo = *device.topology();
+      const zt::comm::Topology& topo = device.topology();
       zt::Trainer trainer(o, device.context(), device.topology());
       std::vector<double> ms, hidden, bubble;
       zt::StepMetrics last;

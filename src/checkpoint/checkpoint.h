@@ -42,7 +42,7 @@ struct LoopState {
 // writes the model states through `optimizer` and returns the loop state to resume from.
 struct CheckpointState {
   ZeroOptimizer& optimizer;
-  const comm::Topology* topology;  // null: one process, no communication
+  const comm::Topology& topology;
   const GptConfig& model;
   Backend& backend;
   const HostStaging& staging;

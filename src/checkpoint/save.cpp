@@ -55,8 +55,8 @@ std::string save_checkpoint(const std::string& dir, const CheckpointState& s,
                             const SaveHooks& hooks) {
   const ShardRole role = shard_role(s);
   const int iteration = s.loop.iteration;
-  const int ranks = s.topology != nullptr ? s.topology->world_size() : 1;
-  const int rank = s.topology != nullptr ? s.topology->rank() : 0;
+  const int ranks = s.topology.world_size();
+  const int rank = s.topology.rank();
   const bool root = rank == 0;
   const fs::path final_dir = fs::path(dir) / iteration_name(iteration);
   const fs::path tmp_dir = final_dir.string() + ".tmp";
@@ -91,8 +91,7 @@ std::string save_checkpoint(const std::string& dir, const CheckpointState& s,
                               static_cast<float>(role.pp_rank), static_cast<float>(role.file_dp),
                               static_cast<float>(crc >> 16),    static_cast<float>(crc & 0xffffu)};
   std::copy(own, own + kFields, written.begin() + rank * kFields);
-  if (s.topology != nullptr)
-    s.topology->host_world().all_gather(Tensor(written.data(), {ranks * kFields}, DType::F32));
+  s.topology.host_world().all_gather(Tensor(written.data(), {ranks * kFields}, DType::F32));
   if (root) {
     std::vector<uint64_t> file_bytes;  // by pipeline stage: every file of a stage is as long
     for (int p = 0; p < role.pp; ++p)

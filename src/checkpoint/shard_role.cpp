@@ -3,15 +3,14 @@
 namespace zt {
 
 ShardRole shard_role(const CheckpointState& s) {
+  const comm::Topology& topo = s.topology;
   ShardRole r;
-  if (const comm::Topology* topo = s.topology) {
-    r.tp_rank = topo->tp_rank();
-    r.dp_rank = topo->dp_rank();
-    r.pp_rank = topo->pp_rank();
-    r.tp = topo->tp_size();
-    r.dp = topo->dp_size();
-    r.pp = topo->pp_size();
-  }
+  r.tp_rank = topo.tp_rank();
+  r.dp_rank = topo.dp_rank();
+  r.pp_rank = topo.pp_rank();
+  r.tp = topo.tp_size();
+  r.dp = topo.dp_size();
+  r.pp = topo.pp_size();
   const bool replicated = s.optimizer.state_replicated_over_dp();
   r.file_dp = replicated ? 0 : r.dp_rank;
   r.writes = !replicated || r.dp_rank == 0;
@@ -19,7 +18,7 @@ ShardRole shard_role(const CheckpointState& s) {
 }
 
 void world_barrier(const CheckpointState& s) {
-  if (s.topology != nullptr) s.topology->host_world().barrier();
+  s.topology.host_world().barrier();
 }
 
 }  // namespace zt

@@ -14,7 +14,7 @@ struct ShardRole {
 };
 ShardRole shard_role(const CheckpointState& s);
 
-// A barrier over the world (nothing with one process).
+// A barrier over the host world.
 void world_barrier(const CheckpointState& s);
 
 }  // namespace zt

@@ -5,13 +5,15 @@
 namespace zt::comm {
 
 ScalarReducer::ScalarReducer(Communicator& world, MemoryPool& pool, size_t max_values)
-    : world_(world),
-      buffer_(pool.allocate(static_cast<size_t>(world.size()) * max_values * 2 * sizeof(float),
-                            MemCategory::Buffers)),
-      max_values_(max_values) {}
+    : world_(world), max_values_(max_values) {
+  if (world.size() > 1)
+    buffer_ = pool.allocate(static_cast<size_t>(world.size()) * max_values * 2 * sizeof(float),
+                            MemCategory::Buffers);
+}
 
-void ScalarReducer::gather(std::span<const double> values) {
+bool ScalarReducer::gather(std::span<const double> values) {
   ZT_CHECK(values.size() <= max_values_, "{} values, room for {}", values.size(), max_values_);
+  if (world_.size() == 1) return false;
   const auto n = static_cast<int64_t>(max_values_ * 2);
   Tensor all = buffer_.view({n * world_.size()}, DType::F32);
   float* mine = all.f32() + n * world_.rank();
@@ -21,6 +23,7 @@ void ScalarReducer::gather(std::span<const double> values) {
     mine[2 * i + 1] = static_cast<float>(values[i] - static_cast<double>(hi));
   }
   world_.all_gather(all);
+  return true;
 }
 
 void ScalarReducer::mean(std::span<double> values) {
@@ -29,7 +32,7 @@ void ScalarReducer::mean(std::span<double> values) {
 }
 
 void ScalarReducer::sum(std::span<double> values) {
-  gather(values);
+  if (!gather(values)) return;
   const float* all = static_cast<const float*>(buffer_.data());
   const auto n = max_values_ * 2;
   for (size_t i = 0; i < values.size(); ++i) {
@@ -41,7 +44,7 @@ void ScalarReducer::sum(std::span<double> values) {
 }
 
 void ScalarReducer::max(std::span<double> values) {
-  gather(values);
+  if (!gather(values)) return;
   const float* all = static_cast<const float*>(buffer_.data());
   const auto n = max_values_ * 2;
   for (size_t i = 0; i < values.size(); ++i) {

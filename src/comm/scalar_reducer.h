@@ -2,7 +2,8 @@
 // Exact reductions of a few doubles over a group (metrics, gradient norms), summed in rank order
 // so every rank gets the same bits. Values travel as pairs of floats (hi + lo) through an
 // all-gather: exact for integers below 2^47 and to ~48 bits for doubles. Use the world group for
-// bookkeeping, so the dp/tp byte counters hold only training traffic.
+// bookkeeping, so the dp/tp byte counters hold only training traffic. Over a group of one rank
+// every value is already its own reduction: nothing is allocated, gathered or rounded.
 #include <cstddef>
 #include <span>
 
@@ -21,9 +22,10 @@ class ScalarReducer {
   void sum(std::span<double> values);
 
  private:
-  void gather(std::span<const double> values);
+  // Every rank's values into buffer_; false over a group of one (nothing to gather).
+  bool gather(std::span<const double> values);
   Communicator& world_;
-  Buffer buffer_;  // [world][max_values][2] floats
+  Buffer buffer_;  // [world][max_values][2] floats; none for a group of one
   size_t max_values_;
 };
 

@@ -28,9 +28,9 @@ namespace {
 constexpr size_t kStagingChunk = size_t{1} << 20;          // fp32 elements: ZeroOptimizer's workspace
 constexpr size_t kTrainerScalars = kNumMemCategories + 2;  // Trainer's metrics reducer
 
-// ScalarReducer: every rank's values as two fp32 words each.
+// ScalarReducer: every rank's values as two fp32 words each (nothing for a world of one).
 size_t scalar_reducer_bytes(int world, size_t values) {
-  return static_cast<size_t>(world) * values * 2 * 4;
+  return world > 1 ? static_cast<size_t>(world) * values * 2 * 4 : 0;
 }
 
 // The communicator's fp32 staging for `count` half reductions of up to `elems` elements

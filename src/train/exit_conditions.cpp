@@ -15,7 +15,7 @@ extern "C" void remember_signal(int sig) {
 
 }  // namespace
 
-ExitConditions::ExitConditions(const TrainOptions& o, comm::ScalarReducer* reducer)
+ExitConditions::ExitConditions(const TrainOptions& o, comm::ScalarReducer& reducer)
     : o_(o), reducer_(reducer), start_(std::chrono::steady_clock::now()) {
   if (!o_.exit_signal_handler) return;
   g_signal = 0;
@@ -44,7 +44,7 @@ std::string ExitConditions::reason_to_stop(int iteration) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() / 60.0;
     // [signal number, minutes elapsed]: the largest over ranks decides, identically everywhere.
     double flags[2] = {static_cast<double>(g_signal), minutes};
-    if (reducer_ != nullptr) reducer_->max(flags);
+    reducer_.max(flags);
     if (flags[0] != 0)
       return fmt::format("{} received (--exit-signal-handler)",
                          flags[0] == SIGINT    ? "SIGINT"

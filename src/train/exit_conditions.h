@@ -14,9 +14,9 @@ namespace zt {
 
 class ExitConditions {
  public:
-  // `reducer` null: one process. With --exit-signal-handler, SIGTERM, SIGINT, SIGUSR1 and SIGUSR2
+  // `reducer`: over the world. With --exit-signal-handler, SIGTERM, SIGINT, SIGUSR1 and SIGUSR2
   // only set a flag from here until destruction (the previous handlers are then restored).
-  ExitConditions(const TrainOptions& o, comm::ScalarReducer* reducer);
+  ExitConditions(const TrainOptions& o, comm::ScalarReducer& reducer);
   ~ExitConditions();
   ExitConditions(const ExitConditions&) = delete;
   ExitConditions& operator=(const ExitConditions&) = delete;
@@ -26,7 +26,7 @@ class ExitConditions {
 
  private:
   const TrainOptions& o_;
-  comm::ScalarReducer* reducer_;
+  comm::ScalarReducer& reducer_;
   std::chrono::steady_clock::time_point start_;
   using Handler = void (*)(int);
   Handler previous_term_ = nullptr, previous_int_ = nullptr, previous_usr1_ = nullptr,

@@ -1,5 +1,6 @@
 #include "src/train/train_device.h"
 
+#include "src/comm/self_communicator.h"
 #include "src/core/slab_allocator.h"
 
 #if ZT_HAVE_CUDA
@@ -62,11 +63,14 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
   if (device_ == Device::Cpu) {
     pool_ = std::make_unique<MemoryPool>(fixed > 0 ? std::make_unique<SlabAllocator>(fixed)
                                                    : make_host_allocator());
-    if (rt != nullptr) {
-      world_ = rt->world(*pool_);
-      topo_ = std::make_unique<comm::Topology>(*world_, o.tensor_model_parallel_size,
-                                               o.pipeline_model_parallel_size);
+    if (rt == nullptr) {
+      world_ = std::make_unique<comm::SelfCommunicator>(cpu_backend());
+      topo_ = std::make_unique<comm::Topology>(*world_, 1);
+      return;
     }
+    world_ = rt->world(*pool_);
+    topo_ = std::make_unique<comm::Topology>(*world_, o.tensor_model_parallel_size,
+                                             o.pipeline_model_parallel_size);
     return;
   }
   // NCCL matches point-to-point messages by issue order, without tags, and a send holds its
@@ -88,7 +92,10 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
   pool_ = std::make_unique<MemoryPool>(make_cuda_allocator(a));
   cuda_->scratch = std::make_unique<cuda::ScratchPoolScope>(*pool_, a.stream);
   host_pool_ = std::make_unique<MemoryPool>(make_pinned_allocator());
-  if (rt != nullptr) {
+  if (rt == nullptr) {
+    world_ = std::make_unique<comm::SelfCommunicator>(cuda_->backend);
+    topo_ = std::make_unique<comm::Topology>(*world_, 1);
+  } else {
     host_world_ = rt->world(*host_pool_);
     cuda_->nccl = comm::NcclContext{&rt->stats(), &rt->watchdog(), pool_.get(),
                                     cuda_->backend.compute_stream()};

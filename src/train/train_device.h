@@ -30,7 +30,8 @@ Device resolve_device(const std::string& device);
 
 class TrainDevice {
  public:
-  // `rt` null: one process without MPI and no Topology (the Trainer's single-process form).
+  // `rt` null: one process without MPI, its Topology a world of one (comm::SelfCommunicator);
+  // the options' parallel sizes are then not used.
   TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt);
   ~TrainDevice();
   TrainDevice(const TrainDevice&) = delete;
@@ -40,7 +41,7 @@ class TrainDevice {
   DeviceContext context() const;
   MemoryPool& pool() const { return *pool_; }
   MemoryPool& host_pool() const { return host_pool_ ? *host_pool_ : *pool_; }
-  comm::Topology* topology() const { return topo_.get(); }
+  comm::Topology& topology() const { return *topo_; }
   // The CUDA device's name ("cpu" on the CPU backend).
   std::string device_name() const;
 
@@ -50,7 +51,7 @@ class TrainDevice {
   std::unique_ptr<Cuda> cuda_;  // destroyed last: pools and communicators use its stream
   std::unique_ptr<MemoryPool> host_pool_, pool_;    // host_pool_ only when it differs from pool_
   std::unique_ptr<comm::Communicator> host_world_;  // MPI over host memory (CUDA only)
-  std::unique_ptr<comm::Communicator> world_;       // MPI (cpu) or NCCL (cuda)
+  std::unique_ptr<comm::Communicator> world_;       // MPI (cpu), NCCL (cuda) or one rank alone
   std::unique_ptr<comm::Topology> topo_;
 };
 

@@ -1,12 +1,7 @@
 #include "src/train/trainer.h"
 
 #include <chrono>
-#include <cmath>
-#include <csignal>
-#include <cstdlib>
 #include <string>
-#include <string_view>
-#include <thread>
 #include <utility>
 
 #include "src/checkpoint/checkpoint.h"
@@ -15,77 +10,43 @@
 #include "src/train/training_settings.h"
 
 namespace zt {
-Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::Topology* topology,
+Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::Topology& topology,
                  TrainData data)
     : o_(options),
       ctx_(ctx),
       pool_(ctx.pool()),
       topo_(topology),
-      derived_(derive_validated(options, topology != nullptr ? topology->dp_size() : 1)),
+      meter_(topology.world().stats()),
+      reducer_(topology.host_world(), ctx.host(), kNumMemCategories + 2),
+      derived_(derive_validated(options, topology.dp_size())),
       config_(derived_.model),
-      layout_(ParamLayout::gpt(
-          config_, topology != nullptr ? topology->tp_size() : 1,
-          topology != nullptr ? topology->tp_rank() : 0,
-          PipelinePart{topology != nullptr ? topology->pp_size() : 1,
-                       topology != nullptr ? topology->pp_rank() : 0, derived_.chunks})),
+      layout_(
+          ParamLayout::gpt(config_, topology.tp_size(), topology.tp_rank(),
+                           PipelinePart{topology.pp_size(), topology.pp_rank(), derived_.chunks})),
       schedule_{o_.lr, o_.min_lr, o_.lr_warmup_iters, derived_.lr_decay_iters, o_.lr_decay_style},
       scaler_(derived_.scaler),
       data_(std::move(data)),
       // Metrics are reduced over ranks; rank 0 alone writes them.
-      metrics_(topology == nullptr || topology->rank() == 0 ? o_.metrics_file : std::string()) {
+      metrics_(topology.rank() == 0 ? o_.metrics_file : std::string()) {
   if (data_.train == nullptr) {
     ZT_CHECK(o_.data_path.empty(), "a --data-path run must pass open_train_data()'s streams");
     data_ = open_train_data(o_);
   }
   ZT_CHECK(config_.vocab_size > 0, "the options' vocab_size must be set (open_train_data sets it)");
-  if (topo_ != nullptr) {
-    dp_ = topo_->dp_size();
-    dp_rank_ = topo_->dp_rank();
-    world_ = topo_->world_size();
-    pp_ = topo_->pp_size();
-    pp_rank_ = topo_->pp_rank();
-    meter_ = std::make_unique<comm::StepCommMeter>(topo_->world().stats());
-    // Bookkeeping scalars live on the host: the host world and host memory.
-    reducer_ = std::make_unique<comm::ScalarReducer>(topo_->host_world(), ctx_.host(),
-                                                     kNumMemCategories + 2);
-  }
+  dp_ = topo_.dp_size();
+  dp_rank_ = topo_.dp_rank();
+  world_ = topo_.world_size();
+  pp_ = topo_.pp_size();
+  pp_rank_ = topo_.pp_rank();
   global_batch_ = derived_.batch.global;
   accumulation_ = derived_.batch.accumulation;
   optimizer_ = std::make_unique<ZeroOptimizer>(layout_, derived_.working, derived_.adam, ctx_,
                                                static_cast<uint64_t>(o_.seed), zero_config());
-  if (const char* f = std::getenv("ZT_INJECT_FAULT")) {
-    const std::string spec(f);
-    const size_t a = spec.find(':'), b = spec.rfind(':');
-    ZT_REQUIRE(a != std::string::npos && b > a, "ZT_INJECT_FAULT must be KIND:RANK:STEP");
-    const std::string kind = spec.substr(0, a);
-    fault_.kind = kind == "throw"          ? Fault::Throw
-                  : kind == "hang"         ? Fault::Hang
-                  : kind == "inf"          ? Fault::Inf
-                  : kind == "kill-in-save" ? Fault::KillInSave
-                                           : Fault::None;
-    // kill-before-rename, kill-after-exchange, kill-before-latest, kill-before-prune: rank 0
-    // dies between those steps of publishing a checkpoint.
-    constexpr std::pair<std::string_view, PublishPoint> kPoints[] = {
-        {"kill-before-rename", PublishPoint::BeforeRename},
-        {"kill-after-exchange", PublishPoint::AfterExchange},
-        {"kill-before-latest", PublishPoint::BeforeLatest},
-        {"kill-before-prune", PublishPoint::BeforePrune}};
-    for (const auto& [name, point] : kPoints)
-      if (kind == name) {
-        fault_.kind = Fault::KillInPublish;
-        fault_.point = point;
-      }
-    ZT_REQUIRE(fault_.kind != Fault::None,
-               "ZT_INJECT_FAULT kind must be throw, hang, inf, kill-in-save, kill-before-rename, "
-               "kill-after-exchange, kill-before-latest or kill-before-prune");
-    fault_.rank = std::stoi(spec.substr(a + 1, b - a - 1));
-    fault_.step = std::stoi(spec.substr(b + 1));
-  }
   const pipeline::ScheduleShape shape{pp_, accumulation_, derived_.chunks};
   const ActivationSlots slots = pipeline::runner_slots(config_, shape, pp_rank_);
   if (derived_.checkpoint_activations) {
     CheckpointConfig cp = derived_.checkpoint;
-    cp.tp = topo_ != nullptr ? &topo_->tp() : nullptr;
+    cp.tp = &topo_.tp();
     // On the CPU backend host memory is the same pool; the category tells them apart.
     activations_ = std::make_unique<ActivationCheckpointer>(ctx_, config_, o_.micro_batch_size,
                                                             layout_.tp_size(), cp, slots);
@@ -93,13 +54,11 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
     activations_ = std::make_unique<KeepAllActivations>(pool_, config_, o_.micro_batch_size,
                                                         layout_.tp_size(), slots);
   }
-  model_ = std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, ctx_,
-                                 topo_ != nullptr ? &topo_->tp() : nullptr);
+  model_ = std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, ctx_, &topo_.tp());
   const size_t batch_bytes = static_cast<size_t>(2 * o_.micro_batch_size * o_.seq_length) * 4;
   batch_ = pool_.allocate(batch_bytes, MemCategory::Activations);
-  runner_ =
-      pipeline::make_runner(*model_, *activations_, topo_ != nullptr ? &topo_->pp() : nullptr,
-                            shape, ctx_, o_.micro_batch_size, static_cast<int32_t*>(batch_.data()));
+  runner_ = pipeline::make_runner(*model_, *activations_, &topo_.pp(), shape, ctx_,
+                                  o_.micro_batch_size, static_cast<int32_t*>(batch_.data()));
   if (ctx_.needs_staging()) {
     batch_host_ = ctx_.host().allocate(batch_bytes, MemCategory::Buffers);
     checkpoint_staging_ = HostStaging(ctx_);
@@ -108,15 +67,13 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
 
 ZeroConfig Trainer::zero_config() const {
   ZeroConfig zero = derived_.zero;
-  if (topo_ != nullptr) {
-    zero.dp = &topo_->dp();
-    zero.world = &topo_->host_world();
-    zero.tp_rank = topo_->tp_rank();
-  }
+  zero.dp = &topo_.dp();
+  zero.world = &topo_.host_world();
+  zero.tp_rank = topo_.tp_rank();
   if (pp_ > 1) {  // derive() turned overlap_comm off: the tied embedding's sum comes first
     const PipelinePart& part = layout_.pipeline();
     if (part.first() || part.last()) {
-      zero.tied = topo_->embedding();
+      zero.tied = topo_.embedding();
       const ParamSpec& word = layout_.find("embedding.word");
       zero.tied_params = {static_cast<int>(&word - layout_.params().data())};
       zero.tied_copy = part.last();  // the first stage's original counts in the norm
@@ -163,35 +120,14 @@ void Trainer::check_sample(int64_t index, const int32_t* tokens, const int32_t* 
   }
 }
 
-bool Trainer::inject_inf() const {
-  const int rank = topo_ != nullptr ? topo_->rank() : 0;
-  return fault_.kind == Fault::Inf && rank == fault_.rank && iteration_ + 1 == fault_.step;
-}
-
-void Trainer::maybe_inject_fault() {
-  const int rank = topo_ != nullptr ? topo_->rank() : 0;
-  if (fault_.kind == Fault::None || fault_.kind == Fault::Inf || fault_.kind == Fault::KillInSave ||
-      rank != fault_.rank || iteration_ + 1 != fault_.step)
-    return;
-  if (fault_.kind == Fault::Throw)
-    throw Error("injected fault (ZT_INJECT_FAULT) in the middle of step " +
-                std::to_string(fault_.step));
-  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // never joins a collective again
+void Trainer::mid_step() {
+  if (hooks_.mid_step) hooks_.mid_step(iteration_ + 1);
 }
 
 void Trainer::save(bool print) {
   const auto t0 = std::chrono::steady_clock::now();
-  const int rank = topo_ != nullptr ? topo_->rank() : 0;
-  const bool here = rank == fault_.rank && iteration_ == fault_.step;
-  SaveHooks hooks;
-  hooks.after_shard = [kill = here && fault_.kind == Fault::KillInSave] {
-    if (kill) std::raise(SIGKILL);  // after this rank's shard is on disk, before the rename
-  };
-  hooks.at_publish = [kill = here && fault_.kind == Fault::KillInPublish,
-                      at = fault_.point](PublishPoint p) {
-    if (kill && p == at) std::raise(SIGKILL);
-  };
-  const std::string where = save_checkpoint(o_.save, hooks);
+  const std::string where =
+      save_checkpoint(o_.save, hooks_.save ? hooks_.save(iteration_) : SaveHooks{});
   saved_iteration_ = iteration_;
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (print) log::info(" saved checkpoint at iteration {} to {} ({:.2f} s)", iteration_, where, s);
@@ -231,28 +167,27 @@ StepMetrics Trainer::train_step() {
   using Clock = std::chrono::steady_clock;
   pool_.reset_peaks();
   if (&ctx_.host() != &pool_) ctx_.host().reset_peaks();
-  if (meter_) meter_->begin_step();
+  meter_.begin_step();
   const auto t0 = Clock::now();
   const int T = o_.seq_length;
   const double scale = scaler_.scale();
   // d(loss)/d(token loss): the loss is the mean over every token of the global batch.
-  const float dloss = inject_inf()
-                          ? INFINITY
-                          : static_cast<float>(scale / (static_cast<double>(global_batch_) * T));
+  float dloss = static_cast<float>(scale / (static_cast<double>(global_batch_) * T));
+  if (hooks_.loss_gradient) dloss = hooks_.loss_gradient(iteration_ + 1, dloss);
   optimizer_->zero_grad();
   const int64_t base = int64_t{iteration_} * global_batch_;
   const auto passes = runner_->train(
       *optimizer_,
       [&](int m, int32_t* dst) {
         load_batch_into(*data_.train, first_sample(base, m), dst);
-        if (m == accumulation_ / 2) maybe_inject_fault();  // in the middle of the step
+        if (m == accumulation_ / 2) mid_step();  // in the middle of the step
       },
       dloss,
       [&](int m) {
         return DropoutSeeds{static_cast<uint64_t>(o_.seed), first_sample(base, m)};
       },
       [&](bool last) { optimizer_->begin_microbatch(last); });
-  maybe_inject_fault();
+  mid_step();
   optimizer_->tie_grads();  // the tied embedding's copies (first and last pipeline stage) summed
   double loss = pipeline_loss(passes.loss / accumulation_);
   double busy_ms = passes.busy_ms, schedule_ms = passes.total_ms;
@@ -270,21 +205,17 @@ StepMetrics Trainer::train_step() {
   const GradSyncTiming sync = optimizer_->grad_sync_timing();
   m.comm_hidden_fraction = sync.hidden_fraction;
   m.comm_exposed_ms = sync.exposed_ms;
-  if (meter_) {
-    const comm::CommSnapshot c = meter_->end_step();
-    m.comm_bytes_dp = c.group(comm::GroupKind::Dp).bytes;
-    m.comm_bytes_tp = c.group(comm::GroupKind::Tp).bytes;
-    m.comm_bytes_pp = c.group(comm::GroupKind::Pp).bytes;
-  }
+  const comm::CommSnapshot c = meter_.end_step();
+  m.comm_bytes_dp = c.group(comm::GroupKind::Dp).bytes;
+  m.comm_bytes_tp = c.group(comm::GroupKind::Tp).bytes;
+  m.comm_bytes_pp = c.group(comm::GroupKind::Pp).bytes;
   // Every data-parallel rank saw different samples: the step's loss is their mean.
   const bool pipelined = runner_->shape().stages > 1;
-  if (reducer_) {
-    double l[2] = {loss, busy_ms};
-    reducer_->mean(l);
-    loss = l[0];
-    busy_ms = l[1];
-    if (pipelined) reducer_->max(std::span<double>(&schedule_ms, 1));
-  }
+  double l[2] = {loss, busy_ms};
+  reducer_.mean(l);
+  loss = l[0];
+  busy_ms = l[1];
+  if (pipelined) reducer_.max(std::span<double>(&schedule_ms, 1));
   // The pipeline's idle share as pipeline::simulate defines it: 1 - Σ stage compute / (P ·
   // the schedule's span), the span the longest stage's (every stage starts the step together).
   // One stage waits on no neighbour: no bubble.
@@ -310,7 +241,7 @@ StepMetrics Trainer::train_step() {
     mem[kHost] += static_cast<double>(ctx_.host().counters().peak[kHost]);
   }
   mem[kNumMemCategories + 1] = 1.0 - pool_.fragmentation();  // max of this = worst rank
-  if (reducer_) reducer_->max(mem);
+  reducer_.max(mem);
   m.memory_fragmentation = 1.0 - mem[kNumMemCategories + 1];
   for (size_t c = 0; c < kNumMemCategories; ++c) m.memory_peak[c] = static_cast<size_t>(mem[c]);
   m.memory_total_peak = static_cast<size_t>(mem[kNumMemCategories]);
@@ -334,11 +265,9 @@ double Trainer::evaluate() {
   }
   // Every micro-batch has the same token count: the mean of their means is the token mean.
   loss = pipeline_loss(loss / (static_cast<double>(o_.eval_iters) * accumulation_));
-  if (reducer_) {
-    double l[1] = {loss};
-    reducer_->mean(l);
-    loss = l[0];
-  }
+  double l[1] = {loss};
+  reducer_.mean(l);
+  loss = l[0];
   return loss;
 }
 
@@ -368,7 +297,7 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
         : o_.cpu_checkpointing     ? "checkpointed, partitioned, in host memory"
         : o_.partition_activations ? "checkpointed, partitioned (Pa)"
                                    : "checkpointed");
-  ExitConditions exits(o_, reducer_.get());
+  ExitConditions exits(o_, reducer_);
   std::string stop;
   while (iteration_ < o_.train_iters && stop.empty()) {
     const StepMetrics m = train_step();

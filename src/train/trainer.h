@@ -3,6 +3,7 @@
 // runs the step loop (micro-batches with gradient accumulation, optimizer step, loss scaling,
 // logging).
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -21,6 +22,7 @@
 #include "src/train/lr_schedule.h"
 #include "src/train/metrics.h"
 #include "src/train/train_data.h"
+#include "src/train/trainer_hooks.h"
 #include "src/zero/activation_checkpointer.h"
 #include "src/zero/loss_scaler.h"
 #include "src/zero/zero_optimizer.h"
@@ -29,12 +31,15 @@ namespace zt {
 
 class Trainer {
  public:
-  // `topology` may be null: one process, no communication. `data`: the streams from
-  // open_train_data(options); left empty, --mock-data's stream is made here (a --data-path run
-  // must pass its opened data). Everything is allocated from ctx's pools and computed on its
-  // backend (a plain host MemoryPool: the CPU backend).
-  Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::Topology* topology = nullptr,
+  // `topology`: the process groups (comm::SelfWorld's for one process without MPI); it must
+  // outlive the Trainer. `data`: the streams from open_train_data(options); left empty,
+  // --mock-data's stream is made here (a --data-path run must pass its opened data). Everything
+  // is allocated from ctx's pools and computed on its backend (a plain host MemoryPool: the CPU
+  // backend).
+  Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::Topology& topology,
           TrainData data = {});
+  // Replaces the hooks the run calls (none at construction).
+  void set_hooks(TrainerHooks hooks) { hooks_ = std::move(hooks); }
   // Runs --train-iters steps (printing the console log when `print`), evaluating every
   // --eval-interval steps and at the end when there is validation data. Returns every step's
   // metrics.
@@ -58,7 +63,7 @@ class Trainer {
   pipeline::MicroBatchRunner* pipeline_runner() { return runner_.get(); }
   const TrainOptions& options() const { return o_; }
   const GptConfig& config() const { return config_; }
-  comm::Topology* topology() const { return topo_; }
+  comm::Topology& topology() const { return topo_; }
   const DeviceContext& context() const { return ctx_; }
   // The loop state a checkpoint carries besides the model states.
   using LoopState = zt::LoopState;
@@ -77,7 +82,10 @@ class Trainer {
   TrainOptions o_;
   DeviceContext ctx_;
   MemoryPool& pool_;
-  comm::Topology* topo_;
+  comm::Topology& topo_;
+  comm::StepCommMeter meter_;
+  // Bookkeeping scalars live on the host: the host world and host memory.
+  comm::ScalarReducer reducer_;
   int dp_ = 1, dp_rank_ = 0, world_ = 1, pp_ = 1, pp_rank_ = 0;
   DerivedConfig derived_;  // what the options mean on this layout (derive_validated)
   GptConfig config_;
@@ -109,23 +117,12 @@ class Trainer {
   // InputError unless every token and target id of the sample is in [0, vocab_size).
   void check_sample(int64_t index, const int32_t* tokens, const int32_t* targets) const;
   MetricsWriter metrics_;
-  std::unique_ptr<comm::StepCommMeter> meter_;
-  std::unique_ptr<comm::ScalarReducer> reducer_;
   std::vector<StepMetrics> history_;
   int iteration_ = 0;
   int saved_iteration_ = -1;
-  // Fault injection for the failure tests: ZT_INJECT_FAULT="throw:RANK:STEP" makes rank RANK
-  // throw in the middle of step STEP; "hang:RANK:STEP" makes it stop participating there;
-  // "inf:RANK:STEP" makes its gradients of that step infinite (an fp16 overflow on one rank);
-  // "kill-in-save:RANK:STEP" kills it (SIGKILL) in the middle of saving step STEP's checkpoint;
-  // "kill-before-latest:0:STEP" (and the other PublishPoints) kills rank 0 while publishing it.
-  struct Fault {
-    enum Kind : uint8_t { None, Throw, Hang, Inf, KillInSave, KillInPublish } kind = None;
-    int rank = -1, step = -1;
-    PublishPoint point = PublishPoint::BeforeRename;
-  } fault_;
-  void maybe_inject_fault();
-  bool inject_inf() const;
+  TrainerHooks hooks_;
+  // Calls hooks_.mid_step for the step under way.
+  void mid_step();
   void report_validation(bool print);
 };
 

@@ -20,6 +20,7 @@
 #include "src/checkpoint/checkpoint.h"
 #include "src/checkpoint/file.h"
 #include "src/checkpoint/reader.h"
+#include "src/comm/self_communicator.h"
 #include "src/comm/topology.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
@@ -103,7 +104,7 @@ TEST(CheckpointPipeline, SameLayoutResumeIsBitwise) {
     std::vector<double> full;
     {
       comm::Topology topo(dist::world(), l.tp, l.pp);
-      Trainer t(options(l, 6), dist::pool(), &topo);
+      Trainer t(options(l, 6), dist::pool(), topo);
       full = test::lm_losses(t.run(false));
       if (l.stage == 0) expect_tied_copies_agree(t, topo);
     }
@@ -112,11 +113,11 @@ TEST(CheckpointPipeline, SameLayoutResumeIsBitwise) {
       TrainOptions o = options(l, 3);
       o.save = dir;
       comm::Topology topo(dist::world(), l.tp, l.pp);
-      Trainer t(o, dist::pool(), &topo);
+      Trainer t(o, dist::pool(), topo);
       t.run(false);
     }
     comm::Topology topo(dist::world(), l.tp, l.pp);
-    Trainer t(options(l, 6), dist::pool(), &topo);
+    Trainer t(options(l, 6), dist::pool(), topo);
     EXPECT_EQ(t.load_checkpoint(dir), 3);
     const auto rest = test::lm_losses(t.run(false));
     ASSERT_EQ(rest.size(), 3u);
@@ -135,7 +136,8 @@ TEST(CheckpointPipeline, ReshapesAcrossPipelineSizes) {
   std::vector<double> ref;
   {
     MemoryPool local(make_host_allocator());
-    Trainer t(options({1, 1, 1, 0}, kIters), local, nullptr);
+    comm::SelfWorld alone;
+    Trainer t(options({1, 1, 1, 0}, kIters), local, alone.topology());
     ref = test::lm_losses(t.run(false));
   }
   const std::string dir = dir_for("reshape");
@@ -147,7 +149,7 @@ TEST(CheckpointPipeline, ReshapesAcrossPipelineSizes) {
     TrainOptions o = options(chain[k], k + 1 == chain.size() ? kIters : done + per);
     o.save = dir;
     comm::Topology topo(dist::world(), chain[k].tp, chain[k].pp);
-    Trainer t(o, dist::pool(), &topo);
+    Trainer t(o, dist::pool(), topo);
     if (k > 0) {
       // The loader's bound (checkpoint_reshape_test.cpp): the block cache and the checksum tables
       // of the files it opened, nothing from the pool.
@@ -182,7 +184,8 @@ TEST(CheckpointPipeline, ReshapesAcrossPipelineSizes) {
 // the error, or nothing.
 std::string solo_load_error(const std::string& dir) {
   MemoryPool local(make_host_allocator());
-  Trainer t(options({1, 1, 1, 0}, kIters), local, nullptr);
+  comm::SelfWorld alone;
+  Trainer t(options({1, 1, 1, 0}, kIters), local, alone.topology());
   try {
     t.load_checkpoint(dir);
   } catch (const InputError& e) {
@@ -215,7 +218,7 @@ TEST(CheckpointPipeline, DamagedStageFilesAreRefused) {
     TrainOptions o = options(l, 2);
     o.save = dir;
     comm::Topology topo(dist::world(), l.tp, l.pp);
-    Trainer t(o, dist::pool(), &topo);
+    Trainer t(o, dist::pool(), topo);
     t.run(false);
   }
   EXPECT_EQ(solo_load_error(dir), "");  // undamaged, it loads into one process

@@ -73,7 +73,7 @@ TEST(CheckpointReshape, EveryLayoutPairRoundTripsBitwiseWithinTheBuffer) {
     std::vector<std::vector<float>> want;
     {
       comm::Topology topo(dist::world(), s.tp);
-      Trainer t(options(s), dist::pool(), &topo);
+      Trainer t(options(s), dist::pool(), topo);
       t.run(false);
       t.save_checkpoint(src);
       want = owned(t);
@@ -82,12 +82,12 @@ TEST(CheckpointReshape, EveryLayoutPairRoundTripsBitwiseWithinTheBuffer) {
       if (d.tp == s.tp && d.stage == s.stage) continue;
       {
         comm::Topology topo(dist::world(), d.tp);
-        Trainer t(options(d), dist::pool(), &topo);
+        Trainer t(options(d), dist::pool(), topo);
         peak = std::max(peak, load_into(t, src));
         t.save_checkpoint(mid);
       }
       comm::Topology topo(dist::world(), s.tp);
-      Trainer t(options(s), dist::pool(), &topo);
+      Trainer t(options(s), dist::pool(), topo);
       peak = std::max(peak, load_into(t, mid));
       const auto got = owned(t);
       for (size_t k = 0; k < 3; ++k)

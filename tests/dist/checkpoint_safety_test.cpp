@@ -48,7 +48,7 @@ std::string fresh_dir(const std::string& what) {
 // A trainer standing at `iteration` (its states are those of step 0; only the record matters).
 void save_at(const TrainOptions& o, const std::string& dir, int iteration) {
   comm::Topology topo(dist::world(), 1);
-  Trainer t(o, dist::pool(), &topo);
+  Trainer t(o, dist::pool(), topo);
   Trainer::LoopState s = t.loop_state();
   s.iteration = iteration;
   t.restore_loop_state(s);
@@ -97,7 +97,7 @@ TEST(CheckpointSafety, KeepLastAcrossADigitBoundaryKeepsTheNewest) {
   EXPECT_EQ(iterations_in(dir), (std::vector<std::string>{"iter_10000000"}));
   EXPECT_EQ(latest_of(dir), "iter_10000000");
   comm::Topology topo(dist::world(), 1);
-  Trainer t(small(1), dist::pool(), &topo);
+  Trainer t(small(1), dist::pool(), topo);
   EXPECT_EQ(t.load_checkpoint(dir), 10'000'000);
 }
 
@@ -120,7 +120,7 @@ TEST(CheckpointSafety, StaleTmpIsRemovedAtTheNextSave) {
   EXPECT_FALSE(fs::exists(fs::path(dir) / "latest.tmp"));
   EXPECT_TRUE(fs::exists(fs::path(dir) / "notes.tmp"));
   comm::Topology topo(dist::world(), 1);
-  Trainer t(small(0), dist::pool(), &topo);
+  Trainer t(small(0), dist::pool(), topo);
   EXPECT_EQ(t.load_checkpoint(dir), 2);
 }
 
@@ -133,12 +133,12 @@ TEST(CheckpointSafety, ResavingLatestsIterationReplacesItInPlace) {
   std::vector<float> trained;
   {
     comm::Topology topo(dist::world(), 1);
-    Trainer t(o, dist::pool(), &topo);
+    Trainer t(o, dist::pool(), topo);
     t.run(false);  // saves iteration 2
   }
   {
     comm::Topology topo(dist::world(), 1);
-    Trainer t(o, dist::pool(), &topo);
+    Trainer t(o, dist::pool(), topo);
     ASSERT_EQ(t.load_checkpoint(dir), 2);
     trained.resize(static_cast<size_t>(t.optimizer().layout().numel()));
     t.optimizer().gather_master(trained.data());
@@ -147,7 +147,7 @@ TEST(CheckpointSafety, ResavingLatestsIterationReplacesItInPlace) {
   dist::world().barrier();
   EXPECT_EQ(iterations_in(dir), (std::vector<std::string>{"iter_0000002"}));
   comm::Topology topo(dist::world(), 1);
-  Trainer t(small(0), dist::pool(), &topo);
+  Trainer t(small(0), dist::pool(), topo);
   std::vector<float> initial(trained.size()), loaded(trained.size());
   t.optimizer().gather_master(initial.data());
   ASSERT_EQ(t.load_checkpoint(dir), 2);
@@ -194,7 +194,7 @@ TEST(CheckpointSafety, HostileLatestIsRefused) {
     if (dist::world().rank() == 0) std::ofstream(fs::path(dir) / "latest") << bad << "\n";
     dist::world().barrier();
     comm::Topology topo(dist::world(), 1);
-    Trainer t(small(0), dist::pool(), &topo);
+    Trainer t(small(0), dist::pool(), topo);
     try {
       t.load_checkpoint(dir);
       ADD_FAILURE() << "latest = " << bad << " was accepted";
@@ -212,7 +212,7 @@ TEST(CheckpointSafety, HostileLatestIsRefused) {
   }
   dist::world().barrier();
   comm::Topology topo(dist::world(), 1);
-  Trainer t(small(0), dist::pool(), &topo);
+  Trainer t(small(0), dist::pool(), topo);
   try {
     t.load_checkpoint(dir);
     ADD_FAILURE() << "a symbolic link as the iteration directory was accepted";
@@ -263,7 +263,7 @@ TEST(CheckpointSafety, HostileMetaJsonIsRefused) {
     if (dist::world().rank() == 0) std::ofstream(meta_path, std::ios::trunc) << text;
     dist::world().barrier();
     comm::Topology topo(dist::world(), 1);
-    Trainer t(small(0), dist::pool(), &topo);
+    Trainer t(small(0), dist::pool(), topo);
     try {
       t.load_checkpoint(dir);
       ADD_FAILURE() << "accepted; wanted: " << want;

@@ -47,7 +47,7 @@ TEST(Checkpoint, ResumeIsBitwiseTheUninterruptedRun) {
       std::vector<double> full, resumed;
       {
         comm::Topology topo(dist::world(), tp);
-        Trainer t(o, dist::pool(), &topo);
+        Trainer t(o, dist::pool(), topo);
         full = test::lm_losses(t.run(false));
       }
       {
@@ -55,12 +55,12 @@ TEST(Checkpoint, ResumeIsBitwiseTheUninterruptedRun) {
         first.train_iters = 3;
         first.save = dir;
         comm::Topology topo(dist::world(), tp);
-        Trainer t(first, dist::pool(), &topo);
+        Trainer t(first, dist::pool(), topo);
         t.run(false);
       }
       {
         comm::Topology topo(dist::world(), tp);
-        Trainer t(o, dist::pool(), &topo);
+        Trainer t(o, dist::pool(), topo);
         EXPECT_EQ(t.load_checkpoint(dir), 3);
         const auto rest = test::lm_losses(t.run(false));
         ASSERT_EQ(rest.size(), 3u);
@@ -91,7 +91,7 @@ TEST(Checkpoint, ReshapesAcrossLayouts) {
   {
     const TrainOptions o = options(chain[0]);
     comm::Topology topo(dist::world(), o.tensor_model_parallel_size);
-    Trainer t(o, dist::pool(), &topo);
+    Trainer t(o, dist::pool(), topo);
     ref = test::lm_losses(t.run(false));
   }
   const std::string dir = dir_for("reshape");
@@ -102,7 +102,7 @@ TEST(Checkpoint, ReshapesAcrossLayouts) {
     o.train_iters = k + 1 == chain.size() ? 6 : 2 * static_cast<int>(k + 1);
     o.save = dir;
     comm::Topology topo(dist::world(), o.tensor_model_parallel_size);
-    Trainer t(o, dist::pool(), &topo);
+    Trainer t(o, dist::pool(), topo);
     if (k > 0) {
       EXPECT_EQ(t.load_checkpoint(dir), done);
     }
@@ -121,7 +121,7 @@ TEST(Checkpoint, ReshapesAcrossLayouts) {
 std::string load_error(const TrainOptions& o, const std::string& dir) {
   dist::world().barrier();
   comm::Topology topo(dist::world(), o.tensor_model_parallel_size);
-  Trainer t(o, dist::pool(), &topo);
+  Trainer t(o, dist::pool(), topo);
   std::string error;
   try {
     t.load_checkpoint(dir);
@@ -141,7 +141,7 @@ TEST(Checkpoint, DamagedOrMismatchedCheckpointsAreRefused) {
     first.train_iters = 2;
     first.save = dir;
     comm::Topology topo(dist::world(), 1);
-    Trainer t(first, dist::pool(), &topo);
+    Trainer t(first, dist::pool(), topo);
     t.run(false);
   }
   dist::world().barrier();

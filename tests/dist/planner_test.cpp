@@ -95,7 +95,7 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     o.param_persistence_threshold = 200;
     validate_train_options(o, dp);
     comm::Topology topo(dist::world(), k.tp, k.pp);
-    Trainer t(o, dist::pool(), &topo);
+    Trainer t(o, dist::pool(), topo);
     const StepMetrics m = t.run(false).back();
     // This rank's own peaks (the metrics hold the maximum over ranks, i.e. over stages).
     const MemCounters measured = dist::pool().counters();
@@ -169,7 +169,7 @@ TEST(Planner, BuffersDoNotGrowWithTheModel) {
         o.reduce_bucket_size = 1500;
         o.param_persistence_threshold = 0;
         comm::Topology topo(dist::world(), 1);
-        Trainer t(o, dist::pool(), &topo);
+        Trainer t(o, dist::pool(), topo);
         const StepMetrics m = t.run(false).back();
         const size_t measured = m.memory_peak[static_cast<size_t>(MemCategory::Buffers)];
         PlanInput in;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "src/comm/self_communicator.h"
 #include "src/comm/topology.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
@@ -45,7 +46,9 @@ Outcome run(TrainOptions o, bool distributed, const std::string& metrics = "") {
   TrainData data = open_train_data(o);
   MemoryPool local(make_host_allocator());
   comm::Topology topo(dist::world(), o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
-  Trainer t(o, distributed ? dist::pool() : local, distributed ? &topo : nullptr, std::move(data));
+  comm::SelfWorld alone;
+  Trainer t(o, distributed ? dist::pool() : local, distributed ? topo : alone.topology(),
+            std::move(data));
   Outcome r;
   for (const auto& m : t.run(false)) r.train.push_back(m.lm_loss);
   for (const auto& [it, loss] : t.validation_history()) {

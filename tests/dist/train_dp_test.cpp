@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "src/comm/self_communicator.h"
 #include "src/comm/topology.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
@@ -32,7 +33,8 @@ struct TrainRun {
 TrainRun run(const TrainOptions& o, bool distributed) {
   MemoryPool local(make_host_allocator());
   comm::Topology topo(dist::world(), 1);
-  Trainer t(o, distributed ? dist::pool() : local, distributed ? &topo : nullptr);
+  comm::SelfWorld alone;
+  Trainer t(o, distributed ? dist::pool() : local, distributed ? topo : alone.topology());
   TrainRun r;
   r.steps = t.run(false);
   const float* p = t.optimizer().master_params().f32();

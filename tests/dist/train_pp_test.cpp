@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "src/comm/self_communicator.h"
 #include "src/comm/topology.h"
 #include "src/pipeline/schedule.h"
 #include "src/train/trainer.h"
@@ -50,13 +51,14 @@ std::vector<StepMetrics> run(TrainOptions o, const Layout& l) {
   o.partition_activations = l.ckpt;
   comm::Topology topo(dist::world(), l.tp, l.pp);
   MemoryPool pool(make_host_allocator());
-  Trainer t(o, pool, &topo);
+  Trainer t(o, pool, topo);
   return t.run(false);
 }
 
 std::vector<StepMetrics> alone(const TrainOptions& o) {
   MemoryPool local(make_host_allocator());
-  Trainer t(o, local, nullptr);
+  comm::SelfWorld alone;
+  Trainer t(o, local, alone.topology());
   return t.run(false);
 }
 
@@ -114,7 +116,7 @@ double measured_bubble(TrainOptions o, int P, int chunks) {
   o.zero_stage = 1;
   comm::Topology topo(dist::world(), 1, P);
   MemoryPool pool(make_host_allocator());
-  Trainer t(o, pool, &topo);
+  Trainer t(o, pool, topo);
   t.pipeline_runner()->set_step_delay_ms(40, 80);
   std::vector<double> b;
   for (const StepMetrics& m : t.run(false)) b.push_back(m.pipeline_bubble);

@@ -2,11 +2,14 @@
 // Shared fixture of the trainer-level multi-rank tests: a run of zerotron train's code path
 // (Trainer) under a layout, its per-step metrics and its final fp32 master parameters. The
 // models they train are tests/support/train_options.h's.
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "src/comm/self_communicator.h"
 #include "src/comm/topology.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
@@ -21,12 +24,16 @@ struct TrainResult {
 };
 
 // `distributed`: on the world (tp = o.tensor_model_parallel_size, dp = world / tp); otherwise
-// this rank alone (tp = dp = 1) in its own pool — the reference a layout must reproduce.
-inline TrainResult train_run(const TrainOptions& o, bool distributed = true) {
+// this rank alone (tp = dp = 1) in its own pool — the reference a layout must reproduce. `hooks`:
+// what the run calls at its hook points (a test's injected fault).
+inline TrainResult train_run(const TrainOptions& o, bool distributed = true,
+                             TrainerHooks hooks = {}) {
   MemoryPool local(make_host_allocator());
+  comm::SelfWorld alone;
   std::unique_ptr<comm::Topology> topo;
   if (distributed) topo = std::make_unique<comm::Topology>(world(), o.tensor_model_parallel_size);
-  Trainer t(o, distributed ? pool() : local, topo.get());
+  Trainer t(o, distributed ? pool() : local, distributed ? *topo : alone.topology());
+  t.set_hooks(std::move(hooks));
   TrainResult r;
   r.steps = t.run(false);
   r.master.resize(static_cast<size_t>(t.optimizer().layout().numel()));

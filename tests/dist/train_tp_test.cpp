@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "src/comm/self_communicator.h"
 #include "src/comm/topology.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
@@ -30,7 +31,8 @@ class TrainTp : public ::testing::TestWithParam<double> {};
 TEST_P(TrainTp, TensorTimesDataParallelMatchesOneRank) {
   TrainOptions o = small(GetParam());
   MemoryPool local(make_host_allocator());
-  Trainer alone(o, local, nullptr);
+  comm::SelfWorld self;
+  Trainer alone(o, local, self.topology());
   const std::vector<StepMetrics> want = alone.run(false);
   const float* want_params = alone.optimizer().master_params().f32();
   for (int tp = 2; tp <= std::min(4, dist::world().size()); tp *= 2) {
@@ -38,7 +40,7 @@ TEST_P(TrainTp, TensorTimesDataParallelMatchesOneRank) {
     o.tensor_model_parallel_size = tp;
     comm::Topology topo(dist::world(), tp);
     MemoryPool pool(make_host_allocator());
-    Trainer t(o, pool, &topo);
+    Trainer t(o, pool, topo);
     const std::vector<StepMetrics> got = t.run(false);
     ASSERT_EQ(got.size(), want.size());
     const std::string where = "tp=" + std::to_string(tp) + " dp=" + std::to_string(topo.dp_size());
@@ -76,7 +78,8 @@ TEST_P(TrainTp, TensorTimesDataParallelMatchesOneRank) {
 TEST_P(TrainTp, SequenceParallelMatchesOneRank) {
   TrainOptions o = small(GetParam());
   MemoryPool local(make_host_allocator());
-  Trainer alone(o, local, nullptr);
+  comm::SelfWorld self;
+  Trainer alone(o, local, self.topology());
   const std::vector<StepMetrics> want = alone.run(false);
   struct Policy {
     bool ckpt, pa;
@@ -92,7 +95,7 @@ TEST_P(TrainTp, SequenceParallelMatchesOneRank) {
       for (const bool sp : {false, true}) {
         o.sequence_parallel = sp;
         MemoryPool pool(make_host_allocator());
-        Trainer t(o, pool, &topo);
+        Trainer t(o, pool, topo);
         const std::vector<StepMetrics> got = t.run(false);
         activations[sp] = got.back().memory_peak[static_cast<size_t>(MemCategory::Activations)];
         if (!sp) continue;
@@ -130,7 +133,8 @@ TEST_P(TrainTp, SequenceParallelAcrossSamplesAndChunks) {
   o.reduce_bucket_size = 100;
   o.train_iters = 8;
   MemoryPool local(make_host_allocator());
-  Trainer alone(o, local, nullptr);
+  comm::SelfWorld self;
+  Trainer alone(o, local, self.topology());
   const std::vector<StepMetrics> want = alone.run(false);
   for (int tp = 2; tp <= std::min(4, dist::world().size()); tp *= 2) {
     if (dist::world().size() % tp != 0 || o.global_batch_size % (3 * dist::world().size() / tp))
@@ -139,7 +143,7 @@ TEST_P(TrainTp, SequenceParallelAcrossSamplesAndChunks) {
     o.sequence_parallel = true;
     comm::Topology topo(dist::world(), tp);
     MemoryPool pool(make_host_allocator());
-    Trainer t(o, pool, &topo);
+    Trainer t(o, pool, topo);
     const std::vector<StepMetrics> got = t.run(false);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i)

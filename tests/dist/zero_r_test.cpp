@@ -104,7 +104,7 @@ TEST(ZeroR, DeviceMemoryStaysUnfragmentedThroughTraining) {
       auto comm_world = dist::runtime().world(device);  // staging from the same memory
       {
         comm::Topology topo(*comm_world, tp);
-        Trainer t(o, device, &topo);
+        Trainer t(o, device, topo);
         for (const auto& m : t.run(false))
           EXPECT_EQ(m.memory_fragmentation, 1.0)
               << "stage " << stage << (ckpt ? " checkpointed" : "") << " step " << m.iteration;

@@ -7,10 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <vector>
 
 #include "src/comm/topology.h"
+#include "src/train/fault_injection.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
 #include "tests/dist/train_testing.h"
@@ -133,9 +133,7 @@ TEST(ZeroStages, Fp16OverflowOnOneRankSkipsTheStepEverywhere) {
     o.train_iters = 4;
     const int victim = dist::world().size() - 1;
     const std::string spec = "inf:" + std::to_string(victim) + ":3";
-    setenv("ZT_INJECT_FAULT", spec.c_str(), 1);
-    const Result r = train(o);
-    unsetenv("ZT_INJECT_FAULT");
+    const Result r = dist::train_run(o, true, fault_hooks(parse_fault(spec), dist::world().rank()));
     EXPECT_FALSE(r.steps[1].skipped);
     EXPECT_TRUE(r.steps[2].skipped) << "stage " << stage;
     EXPECT_EQ(r.steps[2].loss_scale, 1024.0);

@@ -41,6 +41,7 @@
 #include "src/checkpoint/checkpoint.h"
 #include "src/checkpoint/file.h"
 #include "src/checkpoint/reader.h"
+#include "src/comm/self_communicator.h"
 #include "src/core/error.h"
 #include "src/train/trainer.h"
 #include "src/zero/partition.h"
@@ -107,7 +108,8 @@ struct Fixture {
   fs::path root, dir, iter, out;
   std::string shard_name = zt::shard_file_name(0, 0);
   zt::MemoryPool pool{zt::make_host_allocator()};
-  zt::Trainer trainer{tiny(), pool};  // ZeRO stage 0: needs no communicator
+  zt::comm::SelfWorld alone;  // one process, no MPI
+  zt::Trainer trainer{tiny(), pool, alone.topology()};
   Template stage0, stage1;
 
   Fixture() {

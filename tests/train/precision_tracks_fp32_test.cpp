@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "src/comm/self_communicator.h"
 #include "src/core/memory_pool.h"
 #include "src/train/train_data.h"
 #include "src/train/trainer.h"
@@ -72,7 +73,8 @@ Curve train(DType working) {
   TrainOptions o = kjv(working);
   TrainData data = open_train_data(o);
   MemoryPool pool(make_host_allocator());
-  Trainer t(o, pool, nullptr, data);
+  comm::SelfWorld alone;
+  Trainer t(o, pool, alone.topology(), data);
   Curve c;
   double sum = 0;
   for (const StepMetrics& m : t.run(false)) {

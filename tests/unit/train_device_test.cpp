@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "src/comm/self_communicator.h"
 #include "src/config/options.h"
 #include "src/core/error.h"
 #include "src/train/train_device.h"
@@ -58,12 +59,13 @@ TEST(TrainDevice, CpuDeviceTrainsLikeAPlainHostPool) {
     TrainDevice device(o, nullptr);
     EXPECT_EQ(device.device(), Device::Cpu);
     EXPECT_EQ(&device.host_pool(), &device.pool()) << "the CPU stages nothing";
-    EXPECT_EQ(device.topology(), nullptr);
+    EXPECT_EQ(device.topology().world_size(), 1) << "a world of one rank";
     Trainer t(o, device.context(), device.topology());
     for (const auto& m : t.run(false)) a.push_back(m.lm_loss);
   }
   MemoryPool pool(make_host_allocator());
-  Trainer t(o, pool);
+  comm::SelfWorld alone;
+  Trainer t(o, pool, alone.topology());
   for (const auto& m : t.run(false)) b.push_back(m.lm_loss);
   EXPECT_EQ(a, b);
 }

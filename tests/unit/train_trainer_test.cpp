@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "src/comm/self_communicator.h"
 #include "src/core/error.h"
 #include "src/train/batch_source.h"
 #include "src/train/train_data.h"
@@ -27,7 +28,8 @@ TrainOptions small() {
 
 std::vector<double> losses(const TrainOptions& o) {
   MemoryPool pool(make_host_allocator());
-  Trainer t(o, pool);
+  comm::SelfWorld alone;
+  Trainer t(o, pool, alone.topology());
   std::vector<double> out;
   for (const auto& m : t.run(false)) out.push_back(m.lm_loss);
   return out;
@@ -67,7 +69,8 @@ TEST(Trainer, Fp16OverflowSkipsAndLowersTheLossScale) {
   o.initial_loss_scale = 1e12;  // guarantees fp16 gradient overflow at first
   o.train_iters = 30;
   MemoryPool pool(make_host_allocator());
-  Trainer t(o, pool);
+  comm::SelfWorld alone;
+  Trainer t(o, pool, alone.topology());
   const auto& h = t.run(false);
   EXPECT_TRUE(h.front().skipped);
   EXPECT_LT(h.back().loss_scale, 1e12);
@@ -89,7 +92,8 @@ TEST(Trainer, MemoryCategoriesAreReported) {
   o.bf16 = true;
   o.train_iters = 1;
   MemoryPool pool(make_host_allocator());
-  Trainer t(o, pool);
+  comm::SelfWorld alone;
+  Trainer t(o, pool, alone.topology());
   const StepMetrics m = t.run(false).front();
   const size_t psi = static_cast<size_t>(t.optimizer().layout().numel());
   EXPECT_EQ(m.memory_peak[static_cast<size_t>(MemCategory::Params)], 2 * psi);
@@ -117,7 +121,8 @@ TEST(Trainer, RefusesABatchWithATokenIdOutsideTheVocabulary) {
     MemoryPool pool(make_host_allocator());
     TrainData data;
     data.train = std::make_shared<BadIdSource>(bad);
-    Trainer t(small(), pool, nullptr, data);
+    comm::SelfWorld alone;
+    Trainer t(small(), pool, alone.topology(), data);
     t.train_step();  // samples 0-3
     try {
       t.train_step();  // samples 4-7

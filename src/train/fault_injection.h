@@ -1,0 +1,33 @@
+#pragma once
+// Fault injection for the failure tests, through the Trainer's hooks. ZT_INJECT_FAULT (read by
+// zerotron train) or a test names one fault as KIND:RANK:STEP:
+//   throw                world rank RANK throws in the middle of step STEP
+//   hang                 it stops participating there (never joins a collective again)
+//   inf                  its gradients of step STEP are infinite (an fp16 overflow on one rank)
+//   kill-in-save         it is killed (SIGKILL) while saving step STEP's checkpoint, once its
+//                        shard is on disk and before the checkpoint is published
+//   kill-before-rename, kill-after-exchange, kill-before-latest, kill-before-prune
+//                        it (rank 0, the one that publishes) is killed at that point of
+//                        publishing step STEP's checkpoint
+#include <cstdint>
+#include <string>
+
+#include "src/checkpoint/directory.h"
+#include "src/train/trainer_hooks.h"
+
+namespace zt {
+
+struct Fault {
+  enum Kind : uint8_t { Throw, Hang, Inf, KillInSave, KillInPublish } kind = Throw;
+  int rank = -1, step = -1;
+  PublishPoint point = PublishPoint::BeforeRename;  // KillInPublish
+};
+
+// KIND:RANK:STEP; InputError for anything else.
+Fault parse_fault(const std::string& spec);
+// The hooks that make world rank `rank` fail as `fault` says (none on the other ranks).
+TrainerHooks fault_hooks(const Fault& fault, int rank);
+// ZT_INJECT_FAULT's hooks for world rank `rank`; none when it is unset.
+TrainerHooks fault_hooks_from_env(int rank);
+
+}  // namespace zt

@@ -1,0 +1,23 @@
+#pragma once
+// TrainerHooks: the points where a caller steps into a run without the Trainer knowing why (the
+// failure tests inject their faults here: src/train/fault_injection.h). Each is optional; an empty
+// one changes nothing.
+#include <functional>
+
+#include "src/checkpoint/checkpoint.h"
+
+namespace zt {
+
+struct TrainerHooks {
+  // Step `step` (counted from 1) is under way: after each micro-batch's forward and backward; in
+  // a pipeline, as its middle micro-batch is loaded and after its schedule.
+  std::function<void(int step)> mid_step;
+  // The gradient every token's backward starts from in step `step` (the loss scale over the
+  // global batch's token count): returns the one backward uses.
+  std::function<float(int step, float dloss)> loss_gradient;
+  // The hooks of the save of iteration `iteration`'s checkpoint (after a rank's shard is on
+  // disk, at each point of publishing it).
+  std::function<SaveHooks(int iteration)> save;
+};
+
+}  // namespace zt

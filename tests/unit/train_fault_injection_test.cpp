@@ -1,0 +1,62 @@
+// ZT_INJECT_FAULT's syntax and the hooks it makes: only the named rank, only the named step.
+// (The faults themselves — a throw, a hang, an overflow, a killed save — are the failure tests'
+// subject: tests/dist.)
+#include "src/train/fault_injection.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "src/core/error.h"
+
+namespace zt {
+namespace {
+
+TEST(FaultInjection, ParsesKindRankStep) {
+  const Fault t = parse_fault("throw:3:5");
+  EXPECT_EQ(t.kind, Fault::Throw);
+  EXPECT_EQ(t.rank, 3);
+  EXPECT_EQ(t.step, 5);
+  EXPECT_EQ(parse_fault("hang:1:3").kind, Fault::Hang);
+  EXPECT_EQ(parse_fault("inf:0:2").kind, Fault::Inf);
+  EXPECT_EQ(parse_fault("kill-in-save:1:4").kind, Fault::KillInSave);
+  const Fault p = parse_fault("kill-before-latest:0:4");
+  EXPECT_EQ(p.kind, Fault::KillInPublish);
+  EXPECT_EQ(p.point, PublishPoint::BeforeLatest);
+  EXPECT_EQ(parse_fault("kill-after-exchange:0:4").point, PublishPoint::AfterExchange);
+  EXPECT_EQ(parse_fault("kill-before-rename:0:4").point, PublishPoint::BeforeRename);
+  EXPECT_EQ(parse_fault("kill-before-prune:0:4").point, PublishPoint::BeforePrune);
+  EXPECT_THROW(parse_fault("throw"), InputError);
+  EXPECT_THROW(parse_fault("explode:1:3"), InputError);
+}
+
+TEST(FaultInjection, HooksActOnlyOnTheRankAndStep) {
+  const Fault f = parse_fault("throw:2:3");
+  const TrainerHooks other = fault_hooks(f, 1);
+  EXPECT_FALSE(other.mid_step || other.loss_gradient || other.save);
+  const TrainerHooks h = fault_hooks(f, 2);
+  ASSERT_TRUE(h.mid_step);
+  EXPECT_NO_THROW(h.mid_step(2));
+  try {
+    h.mid_step(3);
+    ADD_FAILURE() << "no throw in step 3";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "injected fault (ZT_INJECT_FAULT) in the middle of step 3");
+  }
+  const TrainerHooks inf = fault_hooks(parse_fault("inf:0:2"), 0);
+  ASSERT_TRUE(inf.loss_gradient);
+  EXPECT_EQ(inf.loss_gradient(1, 0.5f), 0.5f);
+  EXPECT_TRUE(std::isinf(inf.loss_gradient(2, 0.5f)));
+  const TrainerHooks save = fault_hooks(parse_fault("kill-in-save:0:4"), 0);
+  ASSERT_TRUE(save.save);
+  EXPECT_FALSE(save.save(3).after_shard) << "another iteration's save is left alone";
+  EXPECT_TRUE(save.save(4).after_shard);
+  const TrainerHooks publish = fault_hooks(parse_fault("kill-before-prune:0:4"), 0);
+  EXPECT_FALSE(publish.mid_step) << "a publishing fault does nothing during the step";
+  EXPECT_TRUE(publish.save(4).at_publish);
+  EXPECT_FALSE(publish.save(4).after_shard);
+}
+
+}  // namespace
+}  // namespace zt
