@@ -77,7 +77,9 @@ slots() { for ((k = 1; k <= nodes; k++)); do echo "ztm-n$k slots=$1"; done > "$w
 if want identical; then
   slots 2
   layouts=("1 1 1" "1 1 3")
-  ((full)) && layouts=("1 1 0" "1 1 1" "1 1 2" "1 1 3" "2 1 1" "2 1 3")
+  # Under a pipeline, ZeRO 2 and 3 are refused (they reduce every micro-batch): pp2 x dp2 runs
+  # stages 0 and 1 here and the refusal is checked below.
+  ((full)) && layouts=("1 1 0" "1 1 1" "1 1 2" "1 1 3" "2 1 0" "2 1 1")
   for l in "${layouts[@]}"; do
     read -r pp _ stage <<< "$l"
     tp=2
@@ -102,6 +104,17 @@ if want identical; then
     fi
     grep -A3 "^layout:" "$work/two_$name.log" | head -4
   done
+  if ((full)); then
+    across -np 4 "$zt" "${tiny[@]}" --pipeline-model-parallel-size 2 --zero-stage 3 --train-iters 2 \
+      > "$work/two_pp_z3.log" 2>&1
+    rc=$?
+    if [ "$rc" -eq 2 ] && grep -q "zerotron: error: .*--zero-stage 3 with --pipeline-model-parallel-size" "$work/two_pp_z3.log"; then
+      pass "pp2 x dp2 with ZeRO 3 across nodes refused: exit 2, $(grep -c 'zerotron: error' "$work/two_pp_z3.log") error line(s)"
+    else
+      fail "pp2 x dp2 with ZeRO 3: exit $rc, expected 2 and the refusal"
+      tail -3 "$work/two_pp_z3.log"
+    fi
+  fi
 fi
 
 # (2) --map-by node spreads each tp group over the nodes
@@ -182,39 +195,63 @@ fi
 if ((full)) && want resume; then
   slots 2
   args=("${tiny[@]}" --tensor-model-parallel-size 2 --zero-stage 3)
+  rm -rf "$work/n1/rck" "$work/n1/r_full.jsonl" "$work/n1/r_b.jsonl"
+  t0=$(now)
   across -np 4 "$zt" "${args[@]}" --train-iters 10 --metrics-file "$work/n1/r_full.jsonl" > "$work/r_full.log" 2>&1
+  rc_full=$?
   across -np 4 "$zt" "${args[@]}" --train-iters 5 --save "$work/n1/rck" > "$work/r_a.log" 2>&1
+  rc_a=$?
   across -np 4 "$zt" "${args[@]}" --train-iters 10 --load "$work/n1/rck" --metrics-file "$work/n1/r_b.jsonl" > "$work/r_b.log" 2>&1
-  if cmp -s <(fields "$work/n1/r_full.jsonl" | tail -5) <(fields "$work/n1/r_b.jsonl" | tail -5); then
-    pass "resume: save at 5, resume to 10 across nodes: steps 6-10 bit-identical"
+  rc_b=$?
+  s=$(since "$t0")
+  # Empty metrics would compare equal: the runs must have exited 0 and logged their steps.
+  if [ "$rc_full$rc_a$rc_b" = 000 ] && [ "$(fields "$work/n1/r_b.jsonl" | tail -5 | wc -l)" -eq 5 ] &&
+    [ "$(fields "$work/n1/r_b.jsonl" | tail -1 | sed 's/.*"iteration": \([0-9]*\).*/\1/')" = 10 ] &&
+    cmp -s <(fields "$work/n1/r_full.jsonl" | tail -5) <(fields "$work/n1/r_b.jsonl" | tail -5); then
+    pass "resume: save at 5, resume to 10 across nodes: steps 6-10 bit-identical (3 runs, ${s} s)"
   else
-    fail "resume: steps 6-10 differ"
+    fail "resume: exits $rc_full/$rc_a/$rc_b or steps 6-10 differ"
+    diff <(fields "$work/n1/r_full.jsonl" | tail -5) <(fields "$work/n1/r_b.jsonl" | tail -5) | head -6
   fi
 fi
 
 if ((full)) && want flap; then
   slots 2
   args=("${tiny[@]}" --tensor-model-parallel-size 2 --zero-stage 1 --train-iters 30)
-  across -np 4 "$zt" "${args[@]}" --metrics-file "$work/n1/f_ref.jsonl" > "$work/f_ref.log" 2>&1
+  across -np 4 "$zt" "${args[@]}" --metrics-file "$work/n1/f_ref.jsonl" > "$work/f_ref.log" 2>&1 ||
+    fail "flap: the reference run exited $?"
+  [ "$(wc -l < "$work/n1/f_ref.jsonl")" -eq 30 ] || fail "flap: the reference run logged no 30 steps"
+  t0=$(now)
   across_bg "$work/flap.log" -np 4 "$zt" "${args[@]}" --metrics-file "$work/n1/flap.jsonl"
   wait_steps "$work/n1/flap.jsonl" 3 180
+  k=$(wc -l < "$work/n1/flap.jsonl")
   ztm_link 2 down
   sleep 10
   ztm_link 2 up
   wait "$job"
-  if [ "$(rc_of "$work/flap.log")" = 0 ] && cmp -s <(fields "$work/n1/f_ref.jsonl") <(fields "$work/n1/flap.jsonl"); then
-    pass "flap: a 10 s link outage survived, 30 steps identical"
+  if [ "$k" -ge 30 ]; then
+    fail "flap: the job had finished before the link went down"
+  elif [ "$(rc_of "$work/flap.log")" = 0 ] && cmp -s <(fields "$work/n1/f_ref.jsonl") <(fields "$work/n1/flap.jsonl"); then
+    pass "flap: a 10 s link outage after step $k survived, 30 steps identical ($(since "$t0") s in all)"
   else
     fail "flap: exit $(rc_of "$work/flap.log") or losses differ"
+    tail -3 "$work/flap.log"
   fi
   if command -v iptables > /dev/null && command -v tc > /dev/null; then
     ztm_exec 2 iptables -A INPUT -m statistic --mode random --probability 0.01 -j DROP
     ztm_exec 2 tc qdisc add dev eth0 root tbf rate 20mbit burst 32kbit latency 400ms
+    t0=$(now)
     across -np 4 "$zt" "${args[@]}" --metrics-file "$work/n1/lossy.jsonl" > "$work/lossy.log" 2>&1
-    if cmp -s <(fields "$work/n1/f_ref.jsonl") <(fields "$work/n1/lossy.jsonl"); then
-      pass "lossy: 1% drops + 20 Mbit/s: 30 steps identical"
+    rc=$?
+    s=$(since "$t0")
+    drops=$(ztm_exec 2 iptables -L INPUT -v -n -x | awk '/statistic/ {print $1}')
+    ztm_exec 2 iptables -D INPUT -m statistic --mode random --probability 0.01 -j DROP
+    ztm_exec 2 tc qdisc del dev eth0 root
+    if [ "$rc" = 0 ] && cmp -s <(fields "$work/n1/f_ref.jsonl") <(fields "$work/n1/lossy.jsonl"); then
+      pass "lossy: 1% drops ($drops packets dropped) + 20 Mbit/s: 30 steps identical (${s} s)"
     else
-      fail "lossy: losses differ or the job failed"
+      fail "lossy: exit $rc or losses differ"
+      tail -3 "$work/lossy.log"
     fi
   else
     echo "SKIP: lossy link: iptables or tc missing"
