@@ -58,7 +58,8 @@ across_bg() {
   shift
   export -f across ztm_exec ztm_holder
   export root work ZTM_AGENT margs
-  setsid bash -c 'log=$1; shift; across "$@" > "$log" 2>&1; echo "rc=$?" >> "$log"' _ "$log" "$@" &
+  # The wrapper outlives a signal to the group (trapped, so its child still gets the default).
+  setsid bash -c 'trap : INT TERM; log=$1; shift; across "$@" > "$log" 2>&1; echo "rc=$?" >> "$log"' _ "$log" "$@" &
   job=$!
 }
 rc_of() { sed -n 's/^rc=//p' "$1" | tail -1; }
@@ -260,14 +261,16 @@ fi
 
 if ((full)) && want stop; then
   slots 2
-  # About 300 M parameters: each rank's save takes seconds on this machine.
-  big=(train --device cpu --mock-data --vocab-size 50304 --num-layers 24 --hidden-size 1024
+  # About 450 M parameters (a 5 GB checkpoint): the save takes over 10 s on a 2-core machine.
+  # The LR schedule is fixed (--lr-decay-iters) so that runs of different lengths agree.
+  big=(train --device cpu --mock-data --vocab-size 50304 --num-layers 32 --hidden-size 1024
     --num-attention-heads 16 --seq-length 32 --micro-batch-size 1 --global-batch-size 2 --lr 1e-4
-    --tensor-model-parallel-size 2 --zero-stage 1 --log-interval 1 --exit-signal-handler
-    --train-iters 100000)
+    --lr-decay-iters 100000 --tensor-model-parallel-size 2 --zero-stage 1 --log-interval 1
+    --exit-signal-handler)
+  saved_s() { sed -n 's/.*saved checkpoint at iteration .* (\([0-9.]*\) s).*/\1/p' "$1" | tail -1; }
   for sig in TERM INT; do
     rm -rf "$work/n1/sck"
-    across_bg "$work/stop_$sig.log" -np 4 "$zt" "${big[@]}" --save "$work/n1/sck" --metrics-file "$work/n1/stop_$sig.jsonl"
+    across_bg "$work/stop_$sig.log" -np 4 "$zt" "${big[@]}" --train-iters 100000 --save "$work/n1/sck" --metrics-file "$work/n1/stop_$sig.jsonl"
     wait_steps "$work/n1/stop_$sig.jsonl" 2 600
     t0=$(now)
     kill -"$sig" -- "-$job"
@@ -276,11 +279,41 @@ if ((full)) && want stop; then
     rc=$(rc_of "$work/stop_$sig.log")
     k=$(wc -l < "$work/n1/stop_$sig.jsonl")
     if [ "$rc" = 0 ] && [ "$(cat "$work/n1/sck/latest" 2> /dev/null)" = "$(printf 'iter_%07d' "$k")" ]; then
-      pass "stop SIG$sig: exit 0 after ${s} s, checkpoint at step $k complete"
+      pass "stop SIG$sig: exit 0 ${s} s after the signal, checkpoint at step $k complete ($(du -sh "$work/n1/sck" | cut -f1), save $(saved_s "$work/stop_$sig.log") s)"
     else
       fail "stop SIG$sig: exit $rc, latest $(cat "$work/n1/sck/latest" 2> /dev/null) after $k steps"
+      tail -5 "$work/stop_$sig.log"
+      continue
+    fi
+    [ "$sig" = TERM ] || continue
+    # Resume bitwise: step k+1 from the checkpoint against an uninterrupted run of k+1 steps.
+    across -np 4 "$zt" "${big[@]}" --train-iters $((k + 1)) --load "$work/n1/sck" --metrics-file "$work/n1/stop_res.jsonl" \
+      > "$work/stop_res.log" 2>&1
+    rm -rf "$work/n1/sck"
+    across -np 4 "$zt" "${big[@]}" --train-iters $((k + 1)) --metrics-file "$work/n1/stop_ref.jsonl" > "$work/stop_ref.log" 2>&1
+    if [ "$(fields "$work/n1/stop_res.jsonl" | wc -l)" -ge 1 ] &&
+      cmp -s <(fields "$work/n1/stop_ref.jsonl" | tail -1) <(fields "$work/n1/stop_res.jsonl" | tail -1); then
+      pass "stop SIG$sig resume: step $((k + 1)) from the checkpoint bit-identical to an uninterrupted run"
+    else
+      fail "stop SIG$sig resume: step $((k + 1)) differs or a run failed"
+      tail -n3 "$work/stop_res.log" "$work/stop_ref.log"
     fi
   done
+  # A second Ctrl-C aborts at once, while the first one's save is under way.
+  rm -rf "$work/n1/sck"
+  across_bg "$work/stop_twice.log" -np 4 "$zt" "${big[@]}" --train-iters 100000 --save "$work/n1/sck" --metrics-file "$work/n1/stop_twice.jsonl"
+  wait_steps "$work/n1/stop_twice.jsonl" 2 600
+  kill -INT -- "-$job"
+  sleep 2
+  t0=$(now)
+  kill -INT -- "-$job"
+  if s=$(ztm_wait_gone 30); then
+    wait "$job"
+    pass "stop twice: every process gone ${s} s after the second SIGINT, exit $(rc_of "$work/stop_twice.log"), latest '$(cat "$work/n1/sck/latest" 2> /dev/null)'"
+  else
+    fail "stop twice: processes left 30 s after the second SIGINT"
+  fi
+  rm -rf "$work/n1/sck"
 fi
 
 ((failures == 0)) && echo "PASS: multinode drill ($nodes nodes$( ((full)) && echo ', full'))" && exit 0
