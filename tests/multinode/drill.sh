@@ -61,7 +61,9 @@ across_bg() {
   export -f across ztm_exec ztm_holder
   export root work ZTM_AGENT margs
   # The wrapper outlives a signal to the group (trapped, so its child still gets the default).
-  setsid bash -c 'trap : INT TERM; log=$1; shift; across "$@" > "$log" 2>&1; echo "rc=$?" >> "$log"' _ "$log" "$@" &
+  # A background job of a non-interactive shell starts with SIGINT ignored, which no child could
+  # undo (a Ctrl-C would never reach the launcher): env restores the default first.
+  setsid env --default-signal=INT,QUIT bash -c 'trap : INT TERM; log=$1; shift; across "$@" > "$log" 2>&1; echo "rc=$?" >> "$log"' _ "$log" "$@" &
   job=$!
 }
 rc_of() { sed -n 's/^rc=//p' "$1" | tail -1; }
@@ -270,7 +272,7 @@ if ((full)) && want stop; then
     --lr-decay-iters 100000 --tensor-model-parallel-size 2 --zero-stage 1 --log-interval 1
     --exit-signal-handler)
   saved_s() { sed -n 's/.*saved checkpoint at iteration .* (\([0-9.]*\) s).*/\1/p' "$1" | tail -1; }
-  for sig in TERM INT; do
+  for sig in ${ZTM_STOP_SIGS:-TERM INT}; do
     rm -rf "$work/n1/sck"
     across_bg "$work/stop_$sig.log" -np 4 "$zt" "${big[@]}" --train-iters 100000 --save "$work/n1/sck" --metrics-file "$work/n1/stop_$sig.jsonl"
     wait_steps "$work/n1/stop_$sig.jsonl" 2 600
