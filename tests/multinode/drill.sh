@@ -2,10 +2,12 @@
 # Multi-node drill on namespace nodes (netns_lib.sh): zerotron under launch/mpirun.sh with a
 # hostfile across ztm-n1..ztm-nN, each check printing what it measured.
 #   drill.sh ZEROTRON [--full] [--nodes N] [--only CHECK]
-# CI subset (a few minutes on 2 cores): identical metrics tp2 x dp2 (ZeRO 1 and 3) across two
-# nodes vs one node; --map-by node refused / warned with the layout; kill -9 of one node's
-# processes; the link down for good. --full adds ZeRO 0-3 and pp2 x dp2, save at 5 / resume to
-# 10, a 10 s link outage, 1% loss + a rate limit, and SIGTERM / SIGINT during a long save.
+# CI subset (a few minutes on 2 cores): identical metrics across two nodes vs one node for
+# tp2 x dp2 at ZeRO 0-3 and pp2 x dp2 at ZeRO 1; save at 5 / resume to 10 across nodes;
+# --map-by node refused / warned with the layout; kill -9 of one node's processes; the link
+# down for good. --full adds pp2 x dp2 at ZeRO 0 and the refusal of ZeRO 3 under a pipeline, a
+# 10 s link outage, 1% loss + a rate limit (timing-dependent), and SIGTERM / SIGINT during a
+# 10 s save of a 5 GB checkpoint, its bitwise resume and a second Ctrl-C (minutes, ~10 GB).
 # Exit 0 with "PASS: ..." lines, 1 on a failed check, 77 (SKIP) without root / namespaces.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -58,7 +60,10 @@ across_bg() {
   shift
   export -f across ztm_exec ztm_holder
   export root work ZTM_AGENT margs
-  setsid bash -c 'log=$1; shift; across "$@" > "$log" 2>&1; echo "rc=$?" >> "$log"' _ "$log" "$@" &
+  # The wrapper outlives a signal to the group (trapped, so its child still gets the default).
+  # A background job of a non-interactive shell starts with SIGINT ignored, which no child could
+  # undo (a Ctrl-C would never reach the launcher): env restores the default first.
+  setsid env --default-signal=INT,QUIT bash -c 'trap : INT TERM; log=$1; shift; across "$@" > "$log" 2>&1; echo "rc=$?" >> "$log"' _ "$log" "$@" &
   job=$!
 }
 rc_of() { sed -n 's/^rc=//p' "$1" | tail -1; }
@@ -76,8 +81,10 @@ slots() { for ((k = 1; k <= nodes; k++)); do echo "ztm-n$k slots=$1"; done > "$w
 # (1) identical metrics across nodes
 if want identical; then
   slots 2
-  layouts=("1 1 1" "1 1 3")
-  ((full)) && layouts=("1 1 0" "1 1 1" "1 1 2" "1 1 3" "2 1 1" "2 1 3")
+  # Under a pipeline, ZeRO 2 and 3 are refused (they reduce every micro-batch): pp2 x dp2 runs
+  # stage 1 (--full: also 0, and the refusal of 3 is checked below).
+  layouts=("1 1 0" "1 1 1" "1 1 2" "1 1 3" "2 1 1")
+  ((full)) && layouts+=("2 1 0")
   for l in "${layouts[@]}"; do
     read -r pp _ stage <<< "$l"
     tp=2
@@ -102,6 +109,17 @@ if want identical; then
     fi
     grep -A3 "^layout:" "$work/two_$name.log" | head -4
   done
+  if ((full)); then
+    across -np 4 "$zt" "${tiny[@]}" --pipeline-model-parallel-size 2 --zero-stage 3 --train-iters 2 \
+      > "$work/two_pp_z3.log" 2>&1
+    rc=$?
+    if [ "$rc" -eq 2 ] && grep -q "zerotron: error: .*--zero-stage 3 with --pipeline-model-parallel-size" "$work/two_pp_z3.log"; then
+      pass "pp2 x dp2 with ZeRO 3 across nodes refused: exit 2, $(grep -c 'zerotron: error' "$work/two_pp_z3.log") error line(s)"
+    else
+      fail "pp2 x dp2 with ZeRO 3: exit $rc, expected 2 and the refusal"
+      tail -3 "$work/two_pp_z3.log"
+    fi
+  fi
 fi
 
 # (2) --map-by node spreads each tp group over the nodes
@@ -179,42 +197,66 @@ if want partition; then
   ztm_up "$nodes" "$work" > /dev/null || fail "the nodes did not come up again"
 fi
 
-if ((full)) && want resume; then
+if want resume; then
   slots 2
   args=("${tiny[@]}" --tensor-model-parallel-size 2 --zero-stage 3)
+  rm -rf "$work/n1/rck" "$work/n1/r_full.jsonl" "$work/n1/r_b.jsonl"
+  t0=$(now)
   across -np 4 "$zt" "${args[@]}" --train-iters 10 --metrics-file "$work/n1/r_full.jsonl" > "$work/r_full.log" 2>&1
+  rc_full=$?
   across -np 4 "$zt" "${args[@]}" --train-iters 5 --save "$work/n1/rck" > "$work/r_a.log" 2>&1
+  rc_a=$?
   across -np 4 "$zt" "${args[@]}" --train-iters 10 --load "$work/n1/rck" --metrics-file "$work/n1/r_b.jsonl" > "$work/r_b.log" 2>&1
-  if cmp -s <(fields "$work/n1/r_full.jsonl" | tail -5) <(fields "$work/n1/r_b.jsonl" | tail -5); then
-    pass "resume: save at 5, resume to 10 across nodes: steps 6-10 bit-identical"
+  rc_b=$?
+  s=$(since "$t0")
+  # Empty metrics would compare equal: the runs must have exited 0 and logged their steps.
+  if [ "$rc_full$rc_a$rc_b" = 000 ] && [ "$(fields "$work/n1/r_b.jsonl" | tail -5 | wc -l)" -eq 5 ] &&
+    [ "$(fields "$work/n1/r_b.jsonl" | tail -1 | sed 's/.*"iteration": \([0-9]*\).*/\1/')" = 10 ] &&
+    cmp -s <(fields "$work/n1/r_full.jsonl" | tail -5) <(fields "$work/n1/r_b.jsonl" | tail -5); then
+    pass "resume: save at 5, resume to 10 across nodes: steps 6-10 bit-identical (3 runs, ${s} s)"
   else
-    fail "resume: steps 6-10 differ"
+    fail "resume: exits $rc_full/$rc_a/$rc_b or steps 6-10 differ"
+    diff <(fields "$work/n1/r_full.jsonl" | tail -5) <(fields "$work/n1/r_b.jsonl" | tail -5) | head -6
   fi
 fi
 
 if ((full)) && want flap; then
   slots 2
   args=("${tiny[@]}" --tensor-model-parallel-size 2 --zero-stage 1 --train-iters 30)
-  across -np 4 "$zt" "${args[@]}" --metrics-file "$work/n1/f_ref.jsonl" > "$work/f_ref.log" 2>&1
+  across -np 4 "$zt" "${args[@]}" --metrics-file "$work/n1/f_ref.jsonl" > "$work/f_ref.log" 2>&1 ||
+    fail "flap: the reference run exited $?"
+  [ "$(wc -l < "$work/n1/f_ref.jsonl")" -eq 30 ] || fail "flap: the reference run logged no 30 steps"
+  t0=$(now)
   across_bg "$work/flap.log" -np 4 "$zt" "${args[@]}" --metrics-file "$work/n1/flap.jsonl"
   wait_steps "$work/n1/flap.jsonl" 3 180
+  k=$(wc -l < "$work/n1/flap.jsonl")
   ztm_link 2 down
   sleep 10
   ztm_link 2 up
   wait "$job"
-  if [ "$(rc_of "$work/flap.log")" = 0 ] && cmp -s <(fields "$work/n1/f_ref.jsonl") <(fields "$work/n1/flap.jsonl"); then
-    pass "flap: a 10 s link outage survived, 30 steps identical"
+  if [ "$k" -ge 30 ]; then
+    fail "flap: the job had finished before the link went down"
+  elif [ "$(rc_of "$work/flap.log")" = 0 ] && cmp -s <(fields "$work/n1/f_ref.jsonl") <(fields "$work/n1/flap.jsonl"); then
+    pass "flap: a 10 s link outage after step $k survived, 30 steps identical ($(since "$t0") s in all)"
   else
     fail "flap: exit $(rc_of "$work/flap.log") or losses differ"
+    tail -3 "$work/flap.log"
   fi
   if command -v iptables > /dev/null && command -v tc > /dev/null; then
     ztm_exec 2 iptables -A INPUT -m statistic --mode random --probability 0.01 -j DROP
     ztm_exec 2 tc qdisc add dev eth0 root tbf rate 20mbit burst 32kbit latency 400ms
+    t0=$(now)
     across -np 4 "$zt" "${args[@]}" --metrics-file "$work/n1/lossy.jsonl" > "$work/lossy.log" 2>&1
-    if cmp -s <(fields "$work/n1/f_ref.jsonl") <(fields "$work/n1/lossy.jsonl"); then
-      pass "lossy: 1% drops + 20 Mbit/s: 30 steps identical"
+    rc=$?
+    s=$(since "$t0")
+    drops=$(ztm_exec 2 iptables -L INPUT -v -n -x | awk '/statistic/ {print $1}')
+    ztm_exec 2 iptables -D INPUT -m statistic --mode random --probability 0.01 -j DROP
+    ztm_exec 2 tc qdisc del dev eth0 root
+    if [ "$rc" = 0 ] && cmp -s <(fields "$work/n1/f_ref.jsonl") <(fields "$work/n1/lossy.jsonl"); then
+      pass "lossy: 1% drops ($drops packets dropped) + 20 Mbit/s: 30 steps identical (${s} s)"
     else
-      fail "lossy: losses differ or the job failed"
+      fail "lossy: exit $rc or losses differ"
+      tail -3 "$work/lossy.log"
     fi
   else
     echo "SKIP: lossy link: iptables or tc missing"
@@ -223,14 +265,16 @@ fi
 
 if ((full)) && want stop; then
   slots 2
-  # About 300 M parameters: each rank's save takes seconds on this machine.
-  big=(train --device cpu --mock-data --vocab-size 50304 --num-layers 24 --hidden-size 1024
+  # About 450 M parameters (a 5 GB checkpoint): the save takes over 10 s on a 2-core machine.
+  # The LR schedule is fixed (--lr-decay-iters) so that runs of different lengths agree.
+  big=(train --device cpu --mock-data --vocab-size 50304 --num-layers 32 --hidden-size 1024
     --num-attention-heads 16 --seq-length 32 --micro-batch-size 1 --global-batch-size 2 --lr 1e-4
-    --tensor-model-parallel-size 2 --zero-stage 1 --log-interval 1 --exit-signal-handler
-    --train-iters 100000)
-  for sig in TERM INT; do
+    --lr-decay-iters 100000 --tensor-model-parallel-size 2 --zero-stage 1 --log-interval 1
+    --exit-signal-handler)
+  saved_s() { sed -n 's/.*saved checkpoint at iteration .* (\([0-9.]*\) s).*/\1/p' "$1" | tail -1; }
+  for sig in ${ZTM_STOP_SIGS:-TERM INT}; do
     rm -rf "$work/n1/sck"
-    across_bg "$work/stop_$sig.log" -np 4 "$zt" "${big[@]}" --save "$work/n1/sck" --metrics-file "$work/n1/stop_$sig.jsonl"
+    across_bg "$work/stop_$sig.log" -np 4 "$zt" "${big[@]}" --train-iters 100000 --save "$work/n1/sck" --metrics-file "$work/n1/stop_$sig.jsonl"
     wait_steps "$work/n1/stop_$sig.jsonl" 2 600
     t0=$(now)
     kill -"$sig" -- "-$job"
@@ -239,11 +283,41 @@ if ((full)) && want stop; then
     rc=$(rc_of "$work/stop_$sig.log")
     k=$(wc -l < "$work/n1/stop_$sig.jsonl")
     if [ "$rc" = 0 ] && [ "$(cat "$work/n1/sck/latest" 2> /dev/null)" = "$(printf 'iter_%07d' "$k")" ]; then
-      pass "stop SIG$sig: exit 0 after ${s} s, checkpoint at step $k complete"
+      pass "stop SIG$sig: exit 0 ${s} s after the signal, checkpoint at step $k complete ($(du -sh "$work/n1/sck" | cut -f1), save $(saved_s "$work/stop_$sig.log") s)"
     else
       fail "stop SIG$sig: exit $rc, latest $(cat "$work/n1/sck/latest" 2> /dev/null) after $k steps"
+      tail -5 "$work/stop_$sig.log"
+      continue
+    fi
+    [ "$sig" = TERM ] || continue
+    # Resume bitwise: step k+1 from the checkpoint against an uninterrupted run of k+1 steps.
+    across -np 4 "$zt" "${big[@]}" --train-iters $((k + 1)) --load "$work/n1/sck" --metrics-file "$work/n1/stop_res.jsonl" \
+      > "$work/stop_res.log" 2>&1
+    rm -rf "$work/n1/sck"
+    across -np 4 "$zt" "${big[@]}" --train-iters $((k + 1)) --metrics-file "$work/n1/stop_ref.jsonl" > "$work/stop_ref.log" 2>&1
+    if [ "$(fields "$work/n1/stop_res.jsonl" | wc -l)" -ge 1 ] &&
+      cmp -s <(fields "$work/n1/stop_ref.jsonl" | tail -1) <(fields "$work/n1/stop_res.jsonl" | tail -1); then
+      pass "stop SIG$sig resume: step $((k + 1)) from the checkpoint bit-identical to an uninterrupted run"
+    else
+      fail "stop SIG$sig resume: step $((k + 1)) differs or a run failed"
+      tail -n3 "$work/stop_res.log" "$work/stop_ref.log"
     fi
   done
+  # A second Ctrl-C aborts at once, while the first one's save is under way.
+  rm -rf "$work/n1/sck"
+  across_bg "$work/stop_twice.log" -np 4 "$zt" "${big[@]}" --train-iters 100000 --save "$work/n1/sck" --metrics-file "$work/n1/stop_twice.jsonl"
+  wait_steps "$work/n1/stop_twice.jsonl" 2 600
+  kill -INT -- "-$job"
+  sleep 2
+  t0=$(now)
+  kill -INT -- "-$job"
+  if s=$(ztm_wait_gone 30); then
+    wait "$job"
+    pass "stop twice: every process gone ${s} s after the second SIGINT, exit $(rc_of "$work/stop_twice.log"), latest '$(cat "$work/n1/sck/latest" 2> /dev/null)'"
+  else
+    fail "stop twice: processes left 30 s after the second SIGINT"
+  fi
+  rm -rf "$work/n1/sck"
 fi
 
 ((failures == 0)) && echo "PASS: multinode drill ($nodes nodes$( ((full)) && echo ', full'))" && exit 0

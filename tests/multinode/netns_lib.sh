@@ -35,11 +35,25 @@ ztm_holder() { cat "$ZTM_STATE/ztm-n$1.pid"; }
 ztm_exec() {
   local k=$1
   shift
-  nsenter -t "$(ztm_holder "$k")" -u -n -- "$@"
+  nsenter -t "$(ztm_holder "$k")" -u -n -- "$@" 9>&-
+}
+
+# The node names are fixed and ztm_down removes every ztm-* namespace with its processes, so two
+# drills on one machine would tear down each other's nodes: the first ztm_up waits for the
+# machine-wide lock (fd 9, held until the drill exits; ZTM_LOCK_WAIT seconds, default 1200).
+ztm_lock() {
+  [ -n "${ZTM_LOCKED:-}" ] && return 0
+  exec 9> /run/ztm.lock
+  if ! flock -n 9; then
+    echo "multinode drill: waiting for another drill on this machine (/run/ztm.lock)" >&2
+    flock -w "${ZTM_LOCK_WAIT:-1200}" 9 || { echo "FAIL: /run/ztm.lock still held"; exit 1; }
+  fi
+  ZTM_LOCKED=1
 }
 
 ztm_up() {
   local n=${1:-2} dir=${2:-}
+  ztm_lock
   ztm_down keep 2> /dev/null
   trap ztm_down EXIT
   trap 'ztm_down; exit 130' INT
