@@ -17,7 +17,9 @@ args=(train --device cpu --mock-data --vocab-size 64 --num-layers 2 --hidden-siz
 rank_pid() {
   local p kids
   for p in $(pgrep -P "$1"); do
-    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+    # grep -z reads the NUL-separated environment itself: a `tr | grep -q` pipe fails under
+    # pipefail whenever grep exits on its match before tr has written the rest (SIGPIPE).
+    if grep -qxz "OMPI_COMM_WORLD_RANK=$2" "/proc/$p/environ" 2>/dev/null; then
       echo "$p"
       return
     fi
