@@ -85,6 +85,21 @@ int train(Args args) {
       if (rt.rank() == 0) std::fputs(train_options_help().c_str(), stdout);
       return 0;
     }
+    if (!o.save.empty() && rt.world_size() > 1) {
+      // Rank 0's probe first, then every other rank looks for it (two agreements: the first
+      // is the barrier between writing and looking).
+      const std::string probe = shared_probe_path(o.save, launch_job_id());
+      const int written = rt.agree_on_input([&] {
+        if (rt.rank() == 0) write_shared_probe(probe, o.save);
+      });
+      if (written != 0) return written;
+      const int seen = rt.agree_on_input([&] {
+        if (rt.rank() != 0) check_sees_shared_probe(probe, o.save, rt.hosts().at(0));
+      });
+      std::error_code ec;
+      if (rt.rank() == 0) std::filesystem::remove(probe, ec);
+      if (seen != 0) return seen;
+    }
     log::line(comm::layout_text(comm::ParallelGrid(rt.world_size(), o.tensor_model_parallel_size,
                                                    o.pipeline_model_parallel_size),
                                 rt.hosts()));

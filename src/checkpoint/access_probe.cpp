@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -60,6 +61,39 @@ void check_load_readable(const std::string& dir) {
   const int fd = ::open(latest.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) refuse_load(dir, "opening 'latest'", errno);
   ::close(fd);
+}
+
+std::string shared_probe_path(const std::string& dir, const std::string& job) {
+  std::string name = job.empty() ? "job" : job;
+  for (char& c : name)
+    if (c == '/') c = '_';
+  return (fs::path(dir) / fmt::format(".zerotron_shared_probe.{}", name)).string();
+}
+
+void write_shared_probe(const std::string& probe, const std::string& dir) {
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) refuse_save(dir, errno);
+  // Visible to the other nodes' clients before they look (NFS closes flush, fsync makes sure).
+  ::fsync(fd);
+  ::close(fd);
+}
+
+void check_sees_shared_probe(const std::string& probe, const std::string& dir,
+                             const std::string& rank0_host) {
+  std::error_code ec;
+  if (fs::exists(probe, ec)) return;
+  throw InputError(fmt::format(
+      "--save '{}' on host {} is not the directory rank 0 writes on host {} (its probe file is "
+      "not here: a node-local directory?); --save must be on a filesystem every node shares",
+      dir, host_name(), rank0_host));
+}
+
+std::string launch_job_id() {
+  if (const char* ns = std::getenv("PMIX_NAMESPACE"); ns != nullptr && *ns != '\0') return ns;
+  const char* job = std::getenv("SLURM_JOB_ID");
+  const char* step = std::getenv("SLURM_STEP_ID");
+  if (job != nullptr && step != nullptr) return fmt::format("{}.{}", job, step);
+  return "";
 }
 
 }  // namespace zt

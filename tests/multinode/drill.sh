@@ -3,7 +3,8 @@
 # hostfile across ztm-n1..ztm-nN, each check printing what it measured.
 #   drill.sh ZEROTRON [--full] [--nodes N] [--only CHECK]
 # CI subset (a few minutes on 2 cores): identical metrics across two nodes vs one node for
-# tp2 x dp2 at ZeRO 0-3 and pp2 x dp2 at ZeRO 1; save at 5 / resume to 10 across nodes;
+# tp2 x dp2 at ZeRO 0-3 and pp2 x dp2 at ZeRO 1; save at 5 / resume to 10 across nodes; a
+# node-local --save refused at start-up;
 # --map-by node refused / warned with the layout; kill -9 of one node's processes; the link
 # down for good. --full adds pp2 x dp2 at ZeRO 0 and the refusal of ZeRO 3 under a pipeline, a
 # 10 s link outage, 1% loss + a rate limit (timing-dependent), and SIGTERM / SIGINT during a
@@ -217,6 +218,23 @@ if want resume; then
   else
     fail "resume: exits $rc_full/$rc_a/$rc_b or steps 6-10 differ"
     diff <(fields "$work/n1/r_full.jsonl" | tail -5) <(fields "$work/n1/r_b.jsonl" | tail -5) | head -6
+  fi
+fi
+
+# (3b) a node-local --save: the same path on every node, a different disk on each
+if want nodelocal; then
+  slots 2
+  rm -rf "$work"/n*/lck
+  across -np 4 "$zt" "${tiny[@]}" --tensor-model-parallel-size 2 --train-iters 2 \
+    --save "$ZTM_LOCAL/lck" > "$work/nodelocal.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 2 ] && [ "$(grep -c 'zerotron: error' "$work/nodelocal.log")" -eq 1 ] &&
+    grep -q "not the directory rank 0 writes on host ztm-n1" "$work/nodelocal.log" &&
+    [ ! -e "$work/n1/lck/latest" ]; then
+    pass "node-local --save refused at start-up: exit 2, one line: $(grep -m1 'zerotron: error' "$work/nodelocal.log" | cut -c1-120)..."
+  else
+    fail "node-local --save: exit $rc, expected 2 and one line naming ztm-n1"
+    tail -5 "$work/nodelocal.log"
   fi
 fi
 

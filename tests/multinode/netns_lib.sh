@@ -1,10 +1,12 @@
 # tests/multinode/netns_lib.sh: "nodes" made of Linux namespaces, for multi-node drills on one
 # machine.  source it, then:
 #   ztm_require            root, iproute2, nsenter/unshare and mpirun present, else exit 77 (SKIP)
-#   ztm_up N [DIR]         N nodes ztm-n1..ztm-nN: each its own network namespace and UTS namespace
+#   ztm_up N [DIR]         N nodes ztm-n1..ztm-nN: each its own network, UTS and mount namespace
 #                          (hostname ztm-nK), eth0 = 10.77.0.K/24 on a bridge in namespace ztm-sw;
-#                          DIR/nK/ is each node's local directory; DIR/hostfile lists the nodes
-#   ztm_exec K CMD...      runs CMD on node K (its network + UTS namespaces)
+#                          DIR/nK/ is each node's local directory, also mounted at $ZTM_LOCAL on
+#                          node K only (the same path, a different disk per node);
+#                          DIR/hostfile lists the nodes
+#   ztm_exec K CMD...      runs CMD on node K (its network, UTS and mount namespaces)
 #   ztm_link K down|up     cuts / restores node K's link (the bridge port)
 #   ztm_job_pids           processes of all nodes other than the namespace holders
 #   ztm_down               removes everything (also on exit, failure and Ctrl-C: trap installed)
@@ -17,6 +19,7 @@ ZTM_DIR=${ZTM_DIR:-}
 ZTM_N=0
 ZTM_AGENT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/rsh_agent.sh"
 export ZTM_STATE=${ZTM_STATE:-/run/ztm}
+ZTM_LOCAL=${ZTM_LOCAL:-/var/tmp/ztm-local}
 
 ztm_skip() { echo "SKIP: multinode drill: $*"; exit 77; }
 
@@ -35,7 +38,7 @@ ztm_holder() { cat "$ZTM_STATE/ztm-n$1.pid"; }
 ztm_exec() {
   local k=$1
   shift
-  nsenter -t "$(ztm_holder "$k")" -u -n -- "$@" 9>&-
+  nsenter -t "$(ztm_holder "$k")" -u -n -m --wd="$PWD" -- "$@" 9>&-
 }
 
 # The node names are fixed and ztm_down removes every ztm-* namespace with its processes, so two
@@ -77,11 +80,13 @@ ztm_up() {
     ip -n "ztm-n$k" addr add "10.77.0.$k/24" dev eth0
     ip -n "ztm-n$k" link set eth0 up
     ip -n "ztm-n$k" link set lo up
-    # The UTS namespace lives as long as this holder process: hostname ztm-nK.
-    ip netns exec "ztm-n$k" unshare --uts sh -c \
-      "hostname ztm-n$k; echo \$\$ > '$ZTM_STATE/ztm-n$k.pid'; exec sleep infinity" &
+    # The UTS and mount namespaces live as long as this holder process: hostname ztm-nK, and
+    # $ZTM_LOCAL is this node's own disk (DIR/nK), as a node-local scratch directory would be.
+    mkdir -p "$ZTM_DIR/n$k" "$ZTM_LOCAL"
+    ip netns exec "ztm-n$k" unshare --uts --mount --propagation private sh -c \
+      "hostname ztm-n$k; mount --bind '$ZTM_DIR/n$k' '$ZTM_LOCAL' &&
+       echo \$\$ > '$ZTM_STATE/ztm-n$k.pid'; exec sleep infinity" &
     disown
-    mkdir -p "$ZTM_DIR/n$k"
     echo "ztm-n$k" >> "$ZTM_DIR/hostfile"
   done
   for ((k = 1; k <= n; k++)); do
