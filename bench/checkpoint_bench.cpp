@@ -23,8 +23,8 @@
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
 #include "src/config/derive.h"
-#include "src/core/error.h"
 #include "src/config/options.h"
+#include "src/core/error.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
 

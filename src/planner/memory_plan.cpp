@@ -25,7 +25,7 @@ namespace {
 
 // The constant-size buffers the trainer's components allocate (their sources give the reason
 // for each size); tests/dist/planner_test.cpp checks the sum against MemoryPool.
-constexpr size_t kStagingChunk = size_t{1} << 20;          // fp32 elements: ZeroOptimizer's workspace
+constexpr size_t kStagingChunk = size_t{1} << 20;  // fp32 elements: ZeroOptimizer's workspace
 constexpr size_t kTrainerScalars = kNumMemCategories + 2;  // Trainer's metrics reducer
 
 // ScalarReducer: every rank's values as two fp32 words each (nothing for a world of one).
