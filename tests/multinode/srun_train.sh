@@ -11,6 +11,14 @@
 #     bitwise the losses of an uninterrupted run.
 # Exit status 77 (skip) when the cluster cannot be built here.
 set -euo pipefail
+# Each node has its own /tmp and /dev/shm (slurm_cluster.sh), so a build there is invisible to
+# the nodes' slurmstepd: skip visibly rather than fail on the checkout's location.
+case "$(realpath "$1")" in
+  /tmp/* | /dev/shm/*)
+    echo "SKIP: multinode.slurm: $1 is under /tmp or /dev/shm, which each SLURM node has its own of; build outside them"
+    exit 77
+    ;;
+esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 if [ -z "${ZTS_STATE:-}" ]; then
   exec "$root/tests/multinode/slurm_cluster.sh" "$0" "$@"
