@@ -11,6 +11,7 @@
 #include "src/pipeline/micro_batch_runner.h"
 #include "src/train/mock_data.h"
 #include "src/zero/zero_optimizer.h"
+#include "tests/support/tiny_gpt.h"
 
 namespace zt {
 namespace {
@@ -18,22 +19,9 @@ namespace {
 constexpr int kBatch = 2, kMicro = 3;
 constexpr uint64_t kSeed = 7;
 
-GptConfig tiny() {
-  GptConfig c;
-  c.num_layers = 2;
-  c.hidden = 16;
-  c.heads = 2;
-  c.seq_length = 8;
-  c.vocab_size = 20;
-  c.padded_vocab_size = 32;
-  c.attention_dropout = 0.1f;  // dropout on: each micro-batch's seeds matter
-  c.hidden_dropout = 0.1f;
-  return c;
-}
-
 struct Stage {
   Stage()
-      : config(tiny()),
+      : config(test::tiny_gpt(0.1f)),  // dropout on: each micro-batch's seeds matter
         layout(ParamLayout::gpt(config)),
         pool(make_host_allocator()),
         opt(layout, DType::F32, AdamConfig{}, pool, 42),

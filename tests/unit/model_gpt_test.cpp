@@ -11,22 +11,12 @@
 #include "src/model/gpt.h"
 #include "src/train/mock_data.h"
 #include "src/zero/zero_optimizer.h"
+#include "tests/support/tiny_gpt.h"
 
 namespace zt {
 namespace {
 
-GptConfig tiny(float dropout = 0) {
-  GptConfig c;
-  c.num_layers = 2;
-  c.hidden = 16;
-  c.heads = 2;
-  c.seq_length = 8;
-  c.vocab_size = 20;
-  c.padded_vocab_size = 32;
-  c.attention_dropout = dropout;
-  c.hidden_dropout = dropout;
-  return c;
-}
+using test::tiny_gpt;
 
 struct Fixture {
   explicit Fixture(const GptConfig& c, int batch = 2)
@@ -64,7 +54,7 @@ struct Fixture {
 };
 
 TEST(Gpt, GradientsMatchFiniteDifferences) {
-  Fixture f(tiny());
+  Fixture f(tiny_gpt());
   f.backward();
   std::vector<float> grad(f.opt.working_grads().f32(),
                           f.opt.working_grads().f32() + f.layout.numel());
@@ -90,7 +80,7 @@ TEST(Gpt, GradientsMatchFiniteDifferences) {
 }
 
 TEST(Gpt, ForwardBackwardIsBitwiseDeterministic) {
-  Fixture a(tiny(0.1f)), b(tiny(0.1f));
+  Fixture a(tiny_gpt(0.1f)), b(tiny_gpt(0.1f));
   const double la = a.backward(DropoutSeeds{9, 4}), lb = b.backward(DropoutSeeds{9, 4});
   EXPECT_EQ(la, lb);
   const float* ga = a.opt.working_grads().f32();
@@ -99,7 +89,7 @@ TEST(Gpt, ForwardBackwardIsBitwiseDeterministic) {
 }
 
 TEST(Gpt, DropoutChangesTheLossAndBackwardReplaysTheSameMask) {
-  Fixture f(tiny(0.2f));
+  Fixture f(tiny_gpt(0.2f));
   const double clean = f.loss();
   const double dropped = f.backward(DropoutSeeds{1, 0});
   EXPECT_NE(clean, dropped);
@@ -124,7 +114,7 @@ TEST(Gpt, DropoutChangesTheLossAndBackwardReplaysTheSameMask) {
 }
 
 TEST(ZeroOptimizer, OverflowSkipsTheStepAndLeavesParametersAlone) {
-  Fixture f(tiny());
+  Fixture f(tiny_gpt());
   f.backward();
   std::vector<float> before(f.opt.master_params().f32(),
                             f.opt.master_params().f32() + f.layout.numel());
