@@ -2,9 +2,11 @@
 // layout, from the same layout, partition and byte-count code a training run allocates with
 // (src/planner). Sizes in bytes; the human-readable form in GB = 10^9 bytes, as the ZeRO paper
 // counts. With --max-parameters: the largest model (shape rule) that fits --device-memory.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/plan_flags.h"
+#include "src/core/error.h"
 #include "src/planner/max_model.h"
 
 namespace zt::app {

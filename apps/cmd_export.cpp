@@ -4,6 +4,7 @@
 // layout, plus a config.json beside it, so transformers.GPT2LMHeadModel.from_pretrained(<that
 // directory>) loads it. One process, no MPI. Streaming: tensor by tensor, each in chunks of at
 // most kChunkElems, so host memory is bounded whatever the model size.
+#include <fmt/format.h>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "src/checkpoint/hf_gpt2.h"
 #include "src/checkpoint/reader.h"
 #include "src/config/command_flags.h"
+#include "src/core/error.h"
 #include "src/core/half.h"
 
 namespace zt::app {

@@ -4,6 +4,7 @@
 // One process, no MPI: every shard file of the layout is written in turn, streaming (the input
 // is mapped, never copied whole; each shard goes out through a constant chunk).
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "src/checkpoint/hf_gpt2.h"
 #include "src/checkpoint/writer.h"
 #include "src/config/command_flags.h"
+#include "src/core/error.h"
 
 namespace zt::app {
 namespace {

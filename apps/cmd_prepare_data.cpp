@@ -7,6 +7,7 @@
 
 #include "apps/commands.h"
 #include "src/config/command_flags.h"
+#include "src/core/error.h"
 #include "src/core/input_file.h"
 #include "src/core/log.h"
 #include "src/data/bpe_tokenizer.h"

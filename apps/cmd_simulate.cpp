@@ -3,10 +3,12 @@
 // planner's memory plan and communication volumes (src/planner/step_model.h). --bf16/--fp16 set
 // the working precision of everything the trainer keeps in it (GEMM operands, activations,
 // checkpoints, tensor-parallel traffic), as in a training run.
+#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "apps/plan_flags.h"
+#include "src/core/error.h"
 #include "src/planner/step_model.h"
 
 namespace zt::app {

@@ -5,6 +5,7 @@
 
 #include "apps/commands.h"
 #include "src/config/command_flags.h"
+#include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/data/bpe_trainer.h"
 #include "src/data/document_reader.h"

@@ -1,11 +1,12 @@
 #include "apps/plan_flags.h"
 
+#include <fmt/format.h>
 #include <cstdio>
 #include <string>
 
 #include "src/config/derive.h"
+#include "src/core/error.h"
 #include "src/core/input_file.h"
-
 #include "src/planner/shape_rule.h"
 #include "src/planner/train_plan.h"
 
@@ -22,44 +23,23 @@ std::vector<FlagSpec> plan_flag_specs() {
 
 std::optional<PlanArgs> parse_plan_args(std::string_view command,
                                         const std::vector<FlagSpec>& specs, Args args) {
-  PlanArgs a{parse_train_flags(args), {}};
+  PlanArgs a{parse_train_flags(command, args,
+                               [&](std::string_view name) {
+                                 const FlagSpec* s = find_spec(specs, name);
+                                 return s == nullptr ? std::nullopt
+                                                     : std::optional<FlagArity>(arity_of(*s));
+                               }),
+             {}};
   if (a.train.help) {
-    ParsedFlags::parse(command, specs, std::vector<std::string_view>{"--help"});
+    print_usage(command, specs);
     std::printf(
         "\nand the model, layout, precision, batch, activation and memory flags of 'zerotron "
         "train' (see 'zerotron train --help'), with the same defaults; --vocab-size is needed\n");
     return std::nullopt;
   }
-  auto plan = ParsedFlags::parse(command, specs, a.train.rest);
-  if (!plan) return std::nullopt;
-  a.plan = std::move(*plan);
+  a.plan = ParsedFlags::from_scanned(command, specs, a.train.rest);
   return a;
 }
-
-void finish_plan_input(PlanInput& in, std::string_view command) {
-  in.model.padded_vocab_size =
-      padded_vocab_size(in.model.vocab_size, in.make_vocab_divisible_by, in.tp);
-  validate_tensor_parallel(in.model, in.tp);
-  ZT_REQUIRE(in.model.hidden % in.model.heads == 0,
-             "{}: --num-attention-heads ({}) must divide --hidden-size ({})", command,
-             in.model.heads, in.model.hidden);
-}
-
-namespace {
-
-// train's pipeline checks (layers over stages and chunks, ZeRO stage <= 1, the interleaved
-// schedule's micro-batches), on the planned model; --save/--load do not concern a plan.
-void check_pipeline(TrainOptions o, int dp, std::string_view command) {
-  o.save.clear();
-  o.load.clear();
-  try {
-    validate_pipeline_options(o, batch_config(o, dp).accumulation);
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: {}", command, e.what()));
-  }
-}
-
-}  // namespace
 
 PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command) {
   const ParsedFlags& f = a.plan;
@@ -78,18 +58,6 @@ PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command) {
   } else {
     dp = static_cast<int>(f.integer("--data-parallel-size", 1, 1, 1 << 24));
   }
-  if (o.global_batch_size != 0) {
-    const int64_t per = int64_t{o.micro_batch_size} * dp;
-    ZT_REQUIRE(o.global_batch_size % per == 0,
-               "{}: --global-batch-size {} is not a multiple of micro batch x dp = {}", command,
-               o.global_batch_size, per);
-  }
-  ZT_REQUIRE(!o.partition_activations || o.checkpoint_activations,
-             "{}: --partition-activations needs --checkpoint-activations", command);
-  ZT_REQUIRE(!o.cpu_checkpointing || o.partition_activations,
-             "{}: --cpu-checkpointing needs --partition-activations (DeepSpeed's rule)", command);
-  ZT_REQUIRE(!(o.fp16 && o.bf16), "{}: --fp16 and --bf16 are exclusive", command);
-  ZT_REQUIRE(o.zero_stage <= 3, "{}: --zero-stage must be 0, 1, 2 or 3", command);
   // Planning is for the GPU clusters: auto means cuda here.
   if (o.device == "auto") o.device = "cuda";
   if (f.has("--num-parameters")) {
@@ -106,22 +74,26 @@ PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command) {
     ZT_REQUIRE(used == text.size() && target >= 1e6 && target <= 1e15,
                "{}: --num-parameters expects a count in [1e6, 1e15], got '{}'", command,
                excerpt(text));
-    PlanInput in = plan_input_from(o, dp);
-    shape_for_parameters(target, in.model, tp);
-    o.num_layers = in.model.num_layers;  // the pipeline's chunks and checks follow the shape
-    in.chunks = model_chunks(o);
-    check_pipeline(o, dp, command);
-    finish_plan_input(in, command);
-    return in;
+    GptConfig shape = gpt_config_from(o);
+    shape_for_parameters(target, shape, tp);
+    o.num_layers = shape.num_layers;
+    o.hidden_size = shape.hidden;
+    o.num_attention_heads = shape.heads;
+  } else {
+    ZT_REQUIRE(
+        a.train.has("num-layers") && a.train.has("hidden-size") &&
+            a.train.has("num-attention-heads"),
+        "{}: give --num-layers, --hidden-size and --num-attention-heads, or --num-parameters",
+        command);
   }
-  ZT_REQUIRE(
-      a.train.has("num-layers") && a.train.has("hidden-size") && a.train.has("num-attention-heads"),
-      "{}: give --num-layers, --hidden-size and --num-attention-heads, or --num-parameters",
-      command);
-  check_pipeline(o, dp, command);
-  PlanInput in = plan_input_from(o, dp);
-  finish_plan_input(in, command);
-  return in;
+  // train's own checks of the shape and the layout; --save, --load and the data do not concern
+  // a plan.
+  try {
+    validate_layout_options(o, dp);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", command, e.what()));
+  }
+  return plan_input_from(o, dp);
 }
 
 }  // namespace zt::app

@@ -26,11 +26,9 @@ std::vector<FlagSpec> plan_flag_specs();
 // nullopt after printing usage for --help.
 std::optional<PlanArgs> parse_plan_args(std::string_view command,
                                         const std::vector<FlagSpec>& specs, Args args);
-// The plan's input: the training options on dp = --data-parallel-size or --world-size / tp.
-// --device cpu plans MPI's fp32 staging of half reductions; cuda and auto plan NCCL's.
+// The plan's input: the training options on dp = --data-parallel-size or --world-size / tp,
+// checked as train checks them. --device cpu plans MPI's fp32 staging of half reductions; cuda
+// and auto plan NCCL's.
 PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command);
-// Pads the vocabulary for tp and checks the shape, as the trainer does; call after any change of
-// model or tp.
-void finish_plan_input(PlanInput& in, std::string_view command);
 
 }  // namespace zt::app

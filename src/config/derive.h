@@ -52,8 +52,12 @@ int model_chunks(const TrainOptions& o);
 // The pipeline checks (layers dividing over stages and chunks, ZeRO stage <= 1, the
 // interleaved schedule's micro-batch rule) for `micro_batches` per step and data-parallel rank.
 void validate_pipeline_options(const TrainOptions& o, int micro_batches);
-// Checks that need the whole set (heads dividing hidden, batch divisibility, …); derive() runs
-// them.
+// The checks of the model's shape and the layout on `data_parallel_size` ranks (heads dividing
+// hidden and tp, precision, batch divisibility, activation checkpointing, ZeRO stage, the
+// pipeline): what a plan of the options must pass too.
+void validate_layout_options(const TrainOptions& o, int data_parallel_size);
+// The layout's checks and the rest of training's (data, learning rate, loss scale); derive()
+// runs them.
 void validate_train_options(const TrainOptions& o, int data_parallel_size);
 
 // The pieces, for what needs one before the whole (no checks):

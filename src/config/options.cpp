@@ -1,5 +1,6 @@
 #include "src/config/options.h"
 
+#include <fmt/format.h>
 #include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -260,67 +261,55 @@ std::string train_options_markdown() {
 
 namespace {
 
-// The parser behind parse_train_options and parse_train_flags. Without `flags`, a flag not in
-// the table is an error; with it, the flag and its values go to flags->rest.
-bool parse_into(std::span<const std::string_view> args, O& o, TrainFlags* flags) {
+std::optional<FlagArity> train_arity(std::string_view name) {
+  const Decl* d = find_flag(name);
+  if (d == nullptr) return std::nullopt;
+  if (is_bool(*d)) return FlagArity::Switch;
+  return d->words ? FlagArity::Words : FlagArity::Value;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string s;
+  for (const auto& w : words) s += (s.empty() ? "" : " ") + w;
+  return s;
+}
+
+// The training options among `scan`'s flags into `o`, over the JSON config when --config is
+// given (read first, so flags override it wherever it appears on the line); the others go to
+// `rest` when it is given.
+void apply_scanned(const FlagScan& scan, O& o, TrainFlags* flags) {
   o = O{};
-  // The config file is read first so flags override it wherever it appears on the line.
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--help" || args[i] == "-h") return false;
-    if (args[i] == "--config" && i + 1 < args.size()) read_json_config(std::string(args[i + 1]), o);
-    if (args[i].starts_with("--config=")) read_json_config(std::string(args[i].substr(9)), o);
+  for (const ScannedFlag& f : scan.flags)
+    if (f.name == "config") read_json_config(f.values.front(), o);
+  for (const ScannedFlag& f : scan.flags) {
+    const Decl* d = find_flag(f.name);
+    if (d == nullptr) {
+      flags->rest.push_back(f);
+      continue;
+    }
+    if (flags != nullptr) flags->given.push_back(f.name);
+    set_from_text(*d, joined(f.values), o);
   }
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view a = args[i];
-    ZT_REQUIRE(a.starts_with("--") && a.size() > 2, "unexpected argument '{}'", excerpt(a));
-    std::string_view name = a.substr(2), value;
-    bool has_value = false;
-    if (const size_t eq = name.find('='); eq != std::string_view::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      has_value = true;
-    }
-    const Decl* d = find_flag(name);
-    if (d == nullptr && flags != nullptr) {  // the caller's flag, with its values
-      flags->rest.push_back(a);
-      while (i + 1 < args.size() && !args[i + 1].starts_with("--"))
-        flags->rest.push_back(args[++i]);
-      continue;
-    }
-    ZT_REQUIRE(d != nullptr, "unknown flag --{}, run 'zerotron train --help'", excerpt(name));
-    if (flags != nullptr) flags->given.emplace_back(name);
-    if (is_bool(*d) && !has_value) {
-      o.*std::get<bool O::*>(d->field) = true;
-      continue;
-    }
-    if (d->words && !has_value) {
-      std::string joined;
-      while (i + 1 < args.size() && !args[i + 1].starts_with("--")) {
-        if (!joined.empty()) joined += ' ';
-        joined += args[++i];
-      }
-      ZT_REQUIRE(!joined.empty(), "--{} needs a value", name);
-      set_from_text(*d, joined, o);
-      continue;
-    }
-    if (!has_value) {
-      ZT_REQUIRE(i + 1 < args.size(), "--{} needs a value", name);
-      value = args[++i];
-    }
-    set_from_text(*d, value, o);
-  }
-  return true;
 }
 
 }  // namespace
 
 bool parse_train_options(std::span<const std::string_view> args, O& o) {
-  return parse_into(args, o, nullptr);
+  const FlagScan scan = scan_flags("train", args, train_arity);
+  if (scan.help) return false;
+  apply_scanned(scan, o, nullptr);
+  return true;
 }
 
-TrainFlags parse_train_flags(std::span<const std::string_view> args) {
+TrainFlags parse_train_flags(std::string_view command, std::span<const std::string_view> args,
+                             const FlagArityOf& own_flags) {
   TrainFlags f;
-  f.help = !parse_into(args, f.options, &f);
+  const FlagScan scan = scan_flags(command, args, [&](std::string_view name) {
+    const std::optional<FlagArity> a = train_arity(name);
+    return a ? a : own_flags(name);
+  });
+  f.help = scan.help;
+  if (!f.help) apply_scanned(scan, f.options, &f);
   return f;
 }
 

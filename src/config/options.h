@@ -9,6 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "src/config/flag_scan.h"
+#include "src/zero/model_state_defaults.h"
+
 namespace zt {
 
 // Each option's default as a constant, for a configuration that starts from the options'
@@ -40,16 +43,18 @@ struct TrainOptions {
 bool parse_train_options(std::span<const std::string_view> args, TrainOptions& out);
 
 // For commands that take the training options besides flags of their own (`zerotron estimate`,
-// `simulate`): the table's flags parsed exactly as `train` parses them (same names, defaults and
-// checks, --config included), every other flag left in `rest` with the words after it.
+// `simulate`): one scan of the line over both tables, the training options set exactly as
+// `train` sets them (same names, defaults and checks, --config included), the command's own
+// flags (`own_flags` gives their arity) left in `rest`.
 struct TrainFlags {
   TrainOptions options;
   std::vector<std::string> given;         // the table's flags on the line, without "--"
-  std::vector<std::string_view> rest;     // the other flags and their values, in order
+  std::vector<ScannedFlag> rest;          // the command's own flags, in order
   bool help = false;                      // --help or -h was asked
   bool has(std::string_view flag) const;  // `flag` without "--" was on the line
 };
-TrainFlags parse_train_flags(std::span<const std::string_view> args);
+TrainFlags parse_train_flags(std::string_view command, std::span<const std::string_view> args,
+                             const FlagArityOf& own_flags);
 
 // Sets the options a JSON config text names (DeepSpeed-style keys; what --config reads from its
 // file). `where` names the source in errors. Throws InputError.

@@ -1,5 +1,5 @@
-// The checks that need several options at once, for derive(); each option's own check (range,
-// type, choices) is the table's (options.cpp).
+// The checks that need several options at once, for derive() and for the planner's commands;
+// each option's own check (range, type, choices) is the table's (options.cpp).
 #include "src/config/derive.h"
 
 #include "src/core/error.h"
@@ -33,11 +33,30 @@ void validate_pipeline_options(const TrainOptions& o, int micro_batches) {
   pipeline::validate({P, micro_batches, model_chunks(o)});
 }
 
-void validate_train_options(const TrainOptions& o, int dp) {
+void validate_layout_options(const TrainOptions& o, int dp) {
   ZT_REQUIRE(o.hidden_size % o.num_attention_heads == 0,
              "--num-attention-heads ({}) must divide --hidden-size ({})", o.num_attention_heads,
              o.hidden_size);
+  validate_tensor_parallel(gpt_config_from(o), o.tensor_model_parallel_size);
   ZT_REQUIRE(!(o.fp16 && o.bf16), "--fp16 and --bf16 are exclusive");
+  const BatchConfig batch = batch_config(o, dp);
+  ZT_REQUIRE(batch.global % (int64_t{batch.micro} * dp) == 0,
+             "--global-batch-size ({}) must be a multiple of --micro-batch-size ({}) x "
+             "data-parallel size ({})",
+             batch.global, o.micro_batch_size, dp);
+  ZT_REQUIRE(!o.partition_activations || o.checkpoint_activations,
+             "--partition-activations needs --checkpoint-activations");
+  ZT_REQUIRE(!o.cpu_checkpointing || o.partition_activations,
+             "--cpu-checkpointing needs --partition-activations (DeepSpeed's rule)");
+  ZT_REQUIRE(o.zero_stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got {}", o.zero_stage);
+  validate_pipeline_options(o, batch.accumulation);
+  ZT_REQUIRE(o.contiguous_gradients,
+             "--contiguous-gradients false is not supported: zerotron always keeps gradients in "
+             "one contiguous pre-allocated buffer");
+}
+
+void validate_train_options(const TrainOptions& o, int dp) {
+  validate_layout_options(o, dp);
   ZT_REQUIRE(o.mock_data || !o.data_path.empty(), "no data: pass --data-path or --mock-data");
   ZT_REQUIRE(!(o.mock_data && !o.data_path.empty()), "--mock-data and --data-path are exclusive");
   if (o.mock_data) {
@@ -49,21 +68,6 @@ void validate_train_options(const TrainOptions& o, int dp) {
                "--data-path needs --vocab-file and --merge-file");
     data::split_documents(o.split, 1);  // the form only; throws on a malformed --split
   }
-  const BatchConfig batch = batch_config(o, dp);
-  const int64_t global = batch.global;
-  ZT_REQUIRE(global % (int64_t{batch.micro} * dp) == 0,
-             "--global-batch-size ({}) must be a multiple of --micro-batch-size ({}) x "
-             "data-parallel size ({})",
-             global, o.micro_batch_size, dp);
-  ZT_REQUIRE(!o.partition_activations || o.checkpoint_activations,
-             "--partition-activations needs --checkpoint-activations");
-  ZT_REQUIRE(!o.cpu_checkpointing || o.partition_activations,
-             "--cpu-checkpointing needs --partition-activations (DeepSpeed's rule)");
-  ZT_REQUIRE(o.zero_stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got {}", o.zero_stage);
-  validate_pipeline_options(o, batch.accumulation);
-  ZT_REQUIRE(o.contiguous_gradients,
-             "--contiguous-gradients false is not supported: zerotron always keeps gradients in "
-             "one contiguous pre-allocated buffer");
   ZT_REQUIRE(o.min_lr <= o.lr, "--min-lr ({}) must not exceed --lr ({})", o.min_lr, o.lr);
   const int decay = lr_decay_iters(o);
   ZT_REQUIRE(o.lr_warmup_iters <= decay,

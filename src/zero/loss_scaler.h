@@ -14,16 +14,18 @@
 #include <cstdint>
 #include <string>
 
+#include "src/zero/model_state_defaults.h"
+
 namespace zt {
 
 struct LossScalerConfig {
   bool dynamic = false;
   double scale = 1.0;  // the fixed scale, or the initial one when dynamic
-  int window = 1000;
-  int hysteresis = 2;
-  double min_scale = 1.0;
-  double max_scale = 0x1p32;
-  int max_consecutive_skips = 100;
+  int window = model_state_defaults::kLossScaleWindow;
+  int hysteresis = model_state_defaults::kHysteresis;
+  double min_scale = model_state_defaults::kMinLossScale;
+  double max_scale = model_state_defaults::kMaxLossScale;
+  int max_consecutive_skips = model_state_defaults::kMaxConsecutiveSkips;
 };
 
 class LossScaler {

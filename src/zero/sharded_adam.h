@@ -9,14 +9,15 @@
 #include "src/comm/scalar_reducer.h"
 #include "src/core/memory_pool.h"
 #include "src/zero/grad_reducer.h"
+#include "src/zero/model_state_defaults.h"
 #include "src/zero/shard.h"
 
 namespace zt {
 
 struct AdamConfig {
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
+  double beta1 = model_state_defaults::kAdamBeta1;
+  double beta2 = model_state_defaults::kAdamBeta2;
+  double eps = model_state_defaults::kAdamEps;
   double weight_decay = 0.0;
   double clip_grad = 0.0;  // global L2 norm bound; 0 disables clipping
 };

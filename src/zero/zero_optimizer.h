@@ -24,6 +24,7 @@
 #include "src/model/param_source.h"
 #include "src/zero/dp_grad_sync.h"
 #include "src/zero/grad_reducer.h"
+#include "src/zero/model_state_defaults.h"
 #include "src/zero/param_store.h"
 #include "src/zero/partition.h"
 #include "src/zero/shard.h"
@@ -42,16 +43,16 @@ struct ZeroConfig {
   comm::Communicator* tied = nullptr;
   std::vector<int> tied_params;  // indices into the layout's params
   bool tied_copy = false;
-  // Constant-size buckets (ZeRO-R's CB), in elements; DeepSpeed's defaults. The reduce bucket
-  // is also the longest span the model reaches (ParamSource::max_span) and the partition unit,
-  // in every stage, so the stages compute the same bits.
-  int64_t reduce_bucket_elems = 500'000'000;
-  int64_t allgather_bucket_elems = 500'000'000;
+  // Constant-size buckets (ZeRO-R's CB), in elements. The reduce bucket is also the longest
+  // span the model reaches (ParamSource::max_span) and the partition unit, in every stage, so
+  // the stages compute the same bits.
+  int64_t reduce_bucket_elems = model_state_defaults::kReduceBucketElems;
+  int64_t allgather_bucket_elems = model_state_defaults::kAllgatherBucketElems;
   bool overlap_comm = true;
   // Stage 3.
-  int64_t prefetch_bucket_elems = 50'000'000;
-  int64_t param_persistence_threshold = 100'000;
-  int64_t max_live_parameters = 1'000'000'000;
+  int64_t prefetch_bucket_elems = model_state_defaults::kPrefetchBucketElems;
+  int64_t param_persistence_threshold = model_state_defaults::kParamPersistenceThreshold;
+  int64_t max_live_parameters = model_state_defaults::kMaxLiveParameters;
 };
 
 class ZeroOptimizer final : public ParamSource {
