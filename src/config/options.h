@@ -17,6 +17,7 @@ namespace zt {
 // Each option's default as a constant, for a configuration that starts from the options'
 // defaults without a TrainOptions (text options as string_view).
 namespace option_defaults {
+using namespace model_state_defaults;  // the rows name the model-state defaults by their constant
 template <class T>
 struct Constant {
   using type = T;
