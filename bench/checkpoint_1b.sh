@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16's checkpoint benchmark at 1.0B parameters: a GPT of 24 layers, hidden 1792, 16 heads
+# The checkpoint benchmark at 1.0B parameters: a GPT of 24 layers, hidden 1792, 16 heads
 # (head size 112: bench/zero3_1b.sh's 14 heads do not split over tp 4; the head count changes no
 # parameter), vocabulary 50257, sequence 256 (1.016e9 parameters; 12.2 GB of fp32 master + Adam
 # m and v),
@@ -10,7 +10,7 @@
 # planner's per-rank plan (zerotron estimate --device cpu), every rank's bench_checkpoint line
 # (seconds, state bytes, MemoryPool bytes, resident memory before, peak during the save or load,
 # the loader's own accounting, the losses) and its whole-process peak RSS (/usr/bin/time), and
-# whether the load met issue 16's target: peak RSS added during the load within 10% of the new
+# whether the load met its target: peak RSS added during the load within 10% of the new
 # states plus the constant buffer (the loader's 8 MiB block cache). A layout whose plan (plus
 # a per-rank process allowance) exceeds MemAvailable is not run and reported as such.
 #

@@ -1,4 +1,4 @@
-// Checkpoint save/load benchmark (issue 16): builds a trainer for the given flags, then either
+// Checkpoint save/load benchmark: builds a trainer for the given flags, then either
 // trains --bench-steps steps and saves to --save, or loads --load into it and then trains
 // --bench-steps steps (so the loaded states are used), and prints one JSON line per rank:
 // seconds, MB/s of model states, this rank's optimizer-state bytes (fp32 master, Adam m and v:

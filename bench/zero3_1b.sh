@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's 1.0B benchmark on this machine: a GPT of 24 layers, hidden 1792, 14 heads,
+# The ZeRO-3 1.0B benchmark on this machine: a GPT of 24 layers, hidden 1792, 14 heads,
 # vocabulary 50257, sequence 256 (1.016e9 parameters, 16.3 GB of model states) trains 3 steps
 # with ZeRO-3 in bf16 on 4 CPU ranks (mock data, micro batch 1, activation checkpointing,
 # 5e6-element reduce/all-gather buckets). Then one JSON object: zerotron estimate's plan per

@@ -31,8 +31,9 @@ PAPER = os.path.join(HERE, "paper")
 SEQ = 1024
 OFFLOADS = {"Pa": ["--partition-activations"],
             "Pa+cpu": ["--partition-activations", "--cpu-checkpointing"]}
-# The three configurations issue 14 names as not fitting before the typed compute path.
-ISSUE_14 = {("10", "13B", 128), ("5", "100B", 400), ("6", "60B", 128)}
+# The three configurations that did not fit before the typed compute path (half-precision
+# working copies and activations).
+FORMERLY_TIGHT = {("10", "13B", 128), ("5", "100B", 400), ("6", "60B", 128)}
 GB = 1e9
 
 
@@ -113,7 +114,7 @@ def markdown(args):
         table, size, gpus, mp = row[:4]
         dp = gpus // mp
         offload, p, status = outcome(args, row)
-        mark = " (issue 14)" if (table, size, gpus) in ISSUE_14 else ""
+        mark = " (tight)" if (table, size, gpus) in FORMERLY_TIGHT else ""
         fits = {"yes": f"yes, {(budget - p['total_bytes']) / GB:.2f} GB free",
                 "no-buffers": "**no** (only because of buffers)", "no": "**no**"}[status]
         print(f"| {table} | {size}{mark} | {gpus} | {mp} x {dp} | {row[7]} | {offload} "

@@ -198,8 +198,10 @@ LoopState load_checkpoint(const std::string& dir, const CheckpointState& state,
                where, loop.scaler.scale);
     loop.scaler.growth_tracker =
         static_cast<int>(int_field(ls, "growth_tracker", 0, 1 << 30, where));
+    // Below zero once the hysteresis is spent: every further overflow halves the scale until a
+    // clean window restores it (Megatron's tracker, which has no floor either).
     loop.scaler.hysteresis_left =
-        static_cast<int>(int_field(ls, "hysteresis_left", 0, 1 << 30, where));
+        static_cast<int>(int_field(ls, "hysteresis_left", -(1 << 30), 1 << 30, where));
     // Written since --max-consecutive-skips counts across a resume; absent in older checkpoints.
     loop.scaler.consecutive_skips =
         ls.contains("consecutive_skips")

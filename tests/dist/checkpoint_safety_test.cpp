@@ -1,4 +1,4 @@
-// Saves that cannot lose the last good checkpoint (issue 16), one test per data-loss case that
+// Saves that cannot lose the last good checkpoint, one test per data-loss case that
 // does not need a killed process (those are in checkpoint_safety.sh): --keep-last after a
 // mistyped --load, iteration numbers across a digit boundary, stale .tmp directories, re-saving
 // the iteration `latest` names, two jobs on one directory, and a hostile `latest`.
