@@ -58,6 +58,8 @@ struct CheckpointState {
 struct SaveHooks {
   std::function<void()> after_shard;             // each rank, once its shard is on disk
   std::function<void(PublishPoint)> at_publish;  // rank 0, between the steps of publishing
+  // Each writing rank, after each piece of its shard: bytes written so far of `total`.
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 // Collective over the world. Returns the iteration directory written.
 std::string save_checkpoint(const std::string& dir, const CheckpointState& state,
