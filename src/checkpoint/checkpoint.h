@@ -52,6 +52,8 @@ struct CheckpointState {
   int64_t seed = 0;
   int keep_last = 0;        // --keep-last: complete checkpoints kept (0: all)
   nlohmann::json settings;  // the settings the numbers depend on (training_settings)
+  // Load: called with the bytes of each piece of model states read (progress lines).
+  std::function<void(uint64_t bytes)> read_progress;
 };
 
 // Fault-injection points of a save (the failure tests kill a process there).

@@ -44,4 +44,24 @@ void Progress::add(uint64_t bytes) {
   log::info(" {}: {}", what_, status());
 }
 
+double RunClock::step(double ms) {
+  recent_ms_.push_back(ms);
+  sum_ms_ += ms;
+  if (recent_ms_.size() > kWindow) {
+    sum_ms_ -= recent_ms_.front();
+    recent_ms_.pop_front();
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+double RunClock::eta(int steps) const {
+  if (recent_ms_.empty() || steps <= 0) return 0;
+  return sum_ms_ / static_cast<double>(recent_ms_.size()) / 1e3 * steps;
+}
+
+std::string clock_time(double seconds) {
+  const auto t = static_cast<int64_t>(seconds > 0 ? seconds : 0);
+  return fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60);
+}
+
 }  // namespace zt

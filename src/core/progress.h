@@ -5,6 +5,7 @@
 // only.
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <string>
 
 namespace zt {
@@ -30,5 +31,25 @@ class Progress {
   double interval_s_ = 5.0;
   Clock::time_point start_, last_;
 };
+
+// A loop's elapsed time and its ETA from the mean of the last kWindow step times (a moving
+// average: the first steps' warm-up and a slow save fade out of it).
+class RunClock {
+ public:
+  static constexpr size_t kWindow = 20;
+  RunClock() : start_(std::chrono::steady_clock::now()) {}
+  // A step of `ms` ended: returns the seconds since construction.
+  double step(double ms);
+  // Seconds left for `steps` more at the recent mean step time.
+  double eta(int steps) const;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  std::deque<double> recent_ms_;
+  double sum_ms_ = 0;
+};
+
+// H:MM:SS, as Megatron-LM prints elapsed and remaining time.
+std::string clock_time(double seconds);
 
 }  // namespace zt

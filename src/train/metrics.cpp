@@ -8,20 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "src/core/error.h"
+#include "src/core/progress.h"
 
 namespace zt {
-
-void StepClock::stamp(StepMetrics& m) {
-  m.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  recent_ms_.push_back(m.elapsed_ms);
-  sum_ms_ += m.elapsed_ms;
-  if (recent_ms_.size() > kWindow) {
-    sum_ms_ -= recent_ms_.front();
-    recent_ms_.pop_front();
-  }
-  m.eta_s = sum_ms_ / static_cast<double>(recent_ms_.size()) / 1e3 *
-            std::max(0, m.train_iters - m.iteration);
-}
 
 MetricsWriter::MetricsWriter(const std::string& path, const std::string& tensorboard_dir) {
   if (!tensorboard_dir.empty()) events_ = std::make_unique<EventFileWriter>(tensorboard_dir);
@@ -87,11 +76,6 @@ double perplexity(double loss) {
   return std::exp(std::min(20.0, loss));
 }
 
-// H:MM:SS, as Megatron-LM prints elapsed and remaining time.
-std::string clock_time(double s) {
-  const auto t = static_cast<int64_t>(std::max(0.0, s));
-  return fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60);
-}
 }  // namespace
 
 void MetricsWriter::write_evaluation(std::string_view split, int iteration, double loss) {

@@ -3,9 +3,7 @@
 // written as one JSON object per line to --metrics-file and as TensorBoard scalars (Megatron-LM's
 // tag names where it has them) to --tensorboard-dir.
 #include <array>
-#include <chrono>
 #include <cstdint>
-#include <deque>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -46,20 +44,6 @@ struct StepMetrics {
   double pipeline_bubble = 0;
   // Wall time since the loop started, and the time left at the recent mean step time.
   double elapsed_s = 0, eta_s = 0;
-};
-
-// Stamps each step with the run's elapsed time and an ETA from the mean of the last kWindow step
-// times (a moving average: the first steps' warm-up and a slow save fade out of it).
-class StepClock {
- public:
-  static constexpr size_t kWindow = 20;
-  StepClock() : start_(std::chrono::steady_clock::now()) {}
-  void stamp(StepMetrics& m);
-
- private:
-  std::chrono::steady_clock::time_point start_;
-  std::deque<double> recent_ms_;
-  double sum_ms_ = 0;
 };
 
 class MetricsWriter {

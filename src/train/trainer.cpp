@@ -154,7 +154,8 @@ CheckpointState Trainer::checkpoint_state() {
                          .partition_unit = o_.reduce_bucket_size,
                          .seed = o_.seed,
                          .keep_last = o_.keep_last,
-                         .settings = training_settings(o_, global_batch_)};
+                         .settings = training_settings(o_, global_batch_),
+                         .read_progress = {}};
 }
 
 std::string Trainer::save_checkpoint(const std::string& dir, const SaveHooks& hooks) {
@@ -162,7 +163,10 @@ std::string Trainer::save_checkpoint(const std::string& dir, const SaveHooks& ho
 }
 
 int Trainer::load_checkpoint(const std::string& dir, LoadAccounting* accounting) {
-  const LoopState loop = zt::load_checkpoint(dir, checkpoint_state(), accounting);
+  Progress progress(fmt::format("loading checkpoint {} (rank 0's model states)", dir), 0);
+  CheckpointState state = checkpoint_state();
+  state.read_progress = [&](uint64_t bytes) { progress.add(bytes); };
+  const LoopState loop = zt::load_checkpoint(dir, state, accounting);
   restore_loop_state(loop);
   return loop.iteration;
 }
@@ -317,10 +321,11 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
                                    : "checkpointed");
   ExitConditions exits(o_, reducer_);
   std::string stop;
-  StepClock clock;
+  RunClock clock;
   while (iteration_ < o_.train_iters && stop.empty()) {
     StepMetrics m = train_step();
-    clock.stamp(m);
+    m.elapsed_s = clock.step(m.elapsed_ms);
+    m.eta_s = clock.eta(o_.train_iters - m.iteration);
     metrics_.write(m);
     const bool stuck = !scaler_.stuck().empty();
     if (print && (m.iteration % o_.log_interval == 0 || m.iteration == o_.train_iters || stuck))
