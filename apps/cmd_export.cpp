@@ -17,6 +17,7 @@
 #include "src/config/command_flags.h"
 #include "src/core/error.h"
 #include "src/core/half.h"
+#include "src/core/progress.h"
 
 namespace zt::app {
 namespace {
@@ -31,7 +32,9 @@ struct Out {
 };
 
 // Writes `n` floats in the output dtype.
-void emit(Fd& f, const float* v, int64_t n, DType dt, std::vector<char>& scratch) {
+void emit(Fd& f, const float* v, int64_t n, DType dt, std::vector<char>& scratch,
+          Progress& progress) {
+  progress.add(static_cast<uint64_t>(n) * (dt == DType::F32 ? 4 : 2));
   if (dt == DType::F32) {
     f.write(v, static_cast<size_t>(n) * 4);
     return;
@@ -44,7 +47,7 @@ void emit(Fd& f, const float* v, int64_t n, DType dt, std::vector<char>& scratch
   f.write(scratch.data(), scratch.size());
 }
 
-void stream_tensor(SavedCheckpoint& saved, const Out& o, Fd& f, DType dt) {
+void stream_tensor(SavedCheckpoint& saved, const Out& o, Fd& f, DType dt, Progress& progress) {
   std::vector<float> buf, row;
   std::vector<char> scratch;
   if (!o.map->transpose) {  // the same row-major order: copy in chunks
@@ -53,7 +56,7 @@ void stream_tensor(SavedCheckpoint& saved, const Out& o, Fd& f, DType dt) {
       const int64_t m = std::min(kChunkElems, n - at);
       buf.resize(static_cast<size_t>(m));
       saved.read_full(*o.saved, 0, at, m, buf.data());
-      emit(f, buf.data(), m, dt, scratch);
+      emit(f, buf.data(), m, dt, scratch, progress);
     }
     return;
   }
@@ -68,7 +71,7 @@ void stream_tensor(SavedCheckpoint& saved, const Out& o, Fd& f, DType dt) {
       saved.read_full(*o.saved, 0, r * o.cols + c0, w, row.data());
       for (int64_t j = 0; j < w; ++j) buf[static_cast<size_t>(j * o.rows + r)] = row[j];
     }
-    emit(f, buf.data(), w * o.rows, dt, scratch);
+    emit(f, buf.data(), w * o.rows, dt, scratch, progress);
   }
 }
 
@@ -145,7 +148,10 @@ int export_model(Args args) {
     const uint64_t n = text.size();
     f.write(&n, 8);
     f.write(text.data(), text.size());
-    for (const Out& o : outs) stream_tensor(saved, o, f, dt);
+    Progress progress(fmt::format("exporting iteration {} of {} to {}",
+                                  meta.at("iteration").get<int64_t>(), iter_dir, output.string()),
+                      offset);
+    for (const Out& o : outs) stream_tensor(saved, o, f, dt, progress);
     f.sync();
   }
   fs::rename(tmp, output);

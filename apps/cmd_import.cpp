@@ -20,6 +20,7 @@
 #include "src/checkpoint/writer.h"
 #include "src/config/command_flags.h"
 #include "src/core/error.h"
+#include "src/core/progress.h"
 
 namespace zt::app {
 namespace {
@@ -117,7 +118,10 @@ int import_model(Args args) {
     sources[m.ours] = {&t, m.transpose, rows, cols};
   }
   const std::string save = flags->str("--save");
+  // The bytes counted are the parameters read for each shard file (every file's share of them).
+  Progress progress(fmt::format("importing {} into {}", input.string(), save), 0);
   write_checkpoint(save, lay, [&](const ParamSpec& p, int64_t f, int64_t n, float* dst) {
+    progress.add(static_cast<uint64_t>(n) * 4);
     const Source& s = sources.at(p.name);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t at = f + i;

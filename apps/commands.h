@@ -9,6 +9,7 @@ namespace zt::app {
 using Args = std::span<const std::string_view>;
 
 int train(Args args);
+int evaluate(Args args);
 int prepare_data(Args args);
 int train_tokenizer(Args args);
 int export_model(Args args);

@@ -52,12 +52,16 @@ struct CheckpointState {
   int64_t seed = 0;
   int keep_last = 0;        // --keep-last: complete checkpoints kept (0: all)
   nlohmann::json settings;  // the settings the numbers depend on (training_settings)
+  // Load: called with the bytes of each piece of model states read (progress lines).
+  std::function<void(uint64_t bytes)> read_progress;
 };
 
 // Fault-injection points of a save (the failure tests kill a process there).
 struct SaveHooks {
   std::function<void()> after_shard;             // each rank, once its shard is on disk
   std::function<void(PublishPoint)> at_publish;  // rank 0, between the steps of publishing
+  // Each writing rank, after each piece of its shard: bytes written so far of `total`.
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 // Collective over the world. Returns the iteration directory written.
 std::string save_checkpoint(const std::string& dir, const CheckpointState& state,

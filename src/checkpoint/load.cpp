@@ -101,7 +101,10 @@ void load_runs(SavedCheckpoint& saved, const CheckpointState& state,
         const int64_t run = std::min({full_run(*r.p, i), r.local + r.len - i, sink.capacity()});
         const int64_t have = std::clamp<int64_t>(s.full_numel() - f, 0, run);
         const int64_t dest = r.dest + (i - r.local);
-        if (have > 0) saved.read_full(st, k, f, have, sink.window(dest, have));
+        if (have > 0) {
+          saved.read_full(st, k, f, have, sink.window(dest, have));
+          if (state.read_progress) state.read_progress(static_cast<uint64_t>(have) * 4);
+        }
         if (have < run && k > 0) std::fill_n(sink.window(dest + have, run - have), run - have, 0.f);
         i += run;
       }
@@ -121,6 +124,7 @@ void load_same_layout(SavedCheckpoint& saved, const CheckpointState& state, cons
     for (int64_t at = 0; at < section;) {
       const int64_t n = std::min(section - at, sink.capacity());
       saved.read_shard(role.tp_rank, role.pp_rank, role.file_dp, k, at, n, sink.window(at, n));
+      if (state.read_progress) state.read_progress(static_cast<uint64_t>(n) * 4);
       at += n;
     }
     sink.flush();

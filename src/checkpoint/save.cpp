@@ -2,6 +2,7 @@
 // meta.json and publishes the iteration.
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -33,19 +34,25 @@ CheckpointLayout layout_of(const CheckpointState& s, const ShardRole& role) {
   return l;
 }
 
+// Pieces of at most this many bytes between progress reports where the host reads the device.
+constexpr size_t kPieceBytes = size_t{64} << 20;
+
 // The first `bytes` of a model-state tensor into the file: directly where the host reads the
-// device's memory, else through the host staging buffer, piece by piece.
-void write_tensor(ShardWriter& w, const Tensor& t, size_t bytes, const CheckpointState& s) {
-  if (s.staging.data() == nullptr) {
-    w.append(t.data(), bytes);
-    return;
-  }
-  const size_t room = s.staging.bytes();
+// device's memory, else through the host staging buffer, piece by piece; `wrote` after each.
+void write_tensor(ShardWriter& w, const Tensor& t, size_t bytes, const CheckpointState& s,
+                  const std::function<void(size_t)>& wrote) {
+  const bool staged = s.staging.data() != nullptr;
+  const size_t room = staged ? s.staging.bytes() : kPieceBytes;
   const auto* src = static_cast<const char*>(t.data());
   for (size_t at = 0; at < bytes; at += room) {
     const size_t n = std::min(room, bytes - at);
-    s.backend.copy_to_host(s.staging.data(), src + at, n);
-    w.append(s.staging.data(), n);
+    if (staged) {
+      s.backend.copy_to_host(s.staging.data(), src + at, n);
+      w.append(s.staging.data(), n);
+    } else {
+      w.append(src + at, n);
+    }
+    wrote(n);
   }
 }
 
@@ -79,7 +86,14 @@ std::string save_checkpoint(const std::string& dir, const CheckpointState& s,
     ShardWriter w(
         (tmp_dir / shard_file_name(role.tp_rank, role.file_dp, role.pp_rank, role.pp)).string(),
         header);
-    for (const Tensor& t : state) write_tensor(w, t, static_cast<size_t>(stage.section) * 4, s);
+    const size_t bytes = static_cast<size_t>(stage.section) * 4;
+    const uint64_t total = bytes * state.size();
+    uint64_t done = 0;
+    for (const Tensor& t : state)
+      write_tensor(w, t, bytes, s, [&](size_t n) {
+        done += n;
+        if (hooks.progress) hooks.progress(done, total);
+      });
     crc = w.finish();
   }
   if (hooks.after_shard) hooks.after_shard();

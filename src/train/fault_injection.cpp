@@ -20,7 +20,8 @@ Fault parse_fault(const std::string& spec) {
       {"throw", Fault::Throw},
       {"hang", Fault::Hang},
       {"inf", Fault::Inf},
-      {"kill-in-save", Fault::KillInSave}};
+      {"kill-in-save", Fault::KillInSave},
+      {"slow-save", Fault::SlowSave}};
   // Rank 0 dies between these steps of publishing a checkpoint.
   constexpr std::pair<std::string_view, PublishPoint> kPoints[] = {
       {"kill-before-rename", PublishPoint::BeforeRename},
@@ -40,9 +41,10 @@ Fault parse_fault(const std::string& spec) {
       f.point = point;
       known = true;
     }
-  ZT_REQUIRE(known,
-             "ZT_INJECT_FAULT kind must be throw, hang, inf, kill-in-save, kill-before-rename, "
-             "kill-after-exchange, kill-before-latest or kill-before-prune");
+  ZT_REQUIRE(
+      known,
+      "ZT_INJECT_FAULT kind must be throw, hang, inf, kill-in-save, slow-save, kill-before-rename, "
+      "kill-after-exchange, kill-before-latest or kill-before-prune");
   f.rank = std::stoi(spec.substr(a + 1, b - a - 1));
   f.step = std::stoi(spec.substr(b + 1));
   return f;
@@ -74,6 +76,16 @@ TrainerHooks fault_hooks(const Fault& fault, int rank) {
         SaveHooks s;
         // After this rank's shard is on disk, before the rename.
         if (iteration == at) s.after_shard = [] { std::raise(SIGKILL); };
+        return s;
+      };
+      break;
+    case Fault::SlowSave:
+      h.save = [at](int iteration) {
+        SaveHooks s;
+        if (iteration == at)
+          s.progress = [](uint64_t, uint64_t) {
+            std::this_thread::sleep_for(std::chrono::seconds(3));
+          };
         return s;
       };
       break;

@@ -6,6 +6,8 @@
 //   inf                  its gradients of step STEP are infinite (an fp16 overflow on one rank)
 //   kill-in-save         it is killed (SIGKILL) while saving step STEP's checkpoint, once its
 //                        shard is on disk and before the checkpoint is published
+//   slow-save            each piece of its shard written while saving step STEP's checkpoint
+//                        takes 3 s longer (a slow filesystem: the progress lines' test)
 //   kill-before-rename, kill-after-exchange, kill-before-latest, kill-before-prune
 //                        it (rank 0, the one that publishes) is killed at that point of
 //                        publishing step STEP's checkpoint
@@ -18,7 +20,7 @@
 namespace zt {
 
 struct Fault {
-  enum Kind : uint8_t { Throw, Hang, Inf, KillInSave, KillInPublish } kind = Throw;
+  enum Kind : uint8_t { Throw, Hang, Inf, KillInSave, SlowSave, KillInPublish } kind = Throw;
   int rank = -1, step = -1;
   PublishPoint point = PublishPoint::BeforeRename;  // KillInPublish
 };

@@ -1,11 +1,15 @@
 #pragma once
-// One record per optimizer step: printed as a Megatron-style console line every log interval
-// and written as one JSON object per line to --metrics-file.
+// One record per optimizer step: printed as a Megatron-style console line every log interval,
+// written as one JSON object per line to --metrics-file and as TensorBoard scalars (Megatron-LM's
+// tag names where it has them) to --tensorboard-dir.
 #include <array>
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <string_view>
 
+#include "src/core/event_file.h"
 #include "src/core/memory_pool.h"
 
 namespace zt {
@@ -38,20 +42,30 @@ struct StepMetrics {
   // mean stage compute time / the longest stage's schedule time: pipeline::simulate's bubble
   // fraction, measured); 0 without a pipeline.
   double pipeline_bubble = 0;
+  // Wall time since the loop started, and the time left at the recent mean step time.
+  double elapsed_s = 0, eta_s = 0;
 };
 
 class MetricsWriter {
  public:
-  explicit MetricsWriter(const std::string& path);  // empty path: console only
-  void write(const StepMetrics& m);                 // JSON line
+  // Empty path: no JSON lines; empty tensorboard_dir: no event file.
+  explicit MetricsWriter(const std::string& path, const std::string& tensorboard_dir = "");
+  void write(const StepMetrics& m);  // JSON line and scalars
   static std::string console_line(const StepMetrics& m);
   // An evaluation: {"iteration", "validation_loss", "validation_ppl"} as one JSON line, and
   // Megatron's console line (the word "validation", loss and perplexity).
-  void write_validation(int iteration, double loss);
+  void write_validation(int iteration, double loss) {
+    write_evaluation("validation", iteration, loss);
+  }
   static std::string validation_line(int iteration, double loss);
+  // The test split's evaluation at the end: {"iteration", "test_loss", "test_ppl"}.
+  void write_test(int iteration, double loss) { write_evaluation("test", iteration, loss); }
+  static std::string test_line(int iteration, double loss);
 
  private:
   std::ofstream out_;
+  std::unique_ptr<EventFileWriter> events_;
+  void write_evaluation(std::string_view split, int iteration, double loss);
 };
 
 }  // namespace zt

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "src/core/error.h"
+#include "src/core/log.h"
 #include "src/data/blended_dataset.h"
 #include "src/data/bpe_tokenizer.h"
 #include "src/train/mock_data.h"
@@ -14,8 +15,8 @@ namespace {
 // The opened datasets and their GPT views; the sources share it, so it lives as long as either.
 struct Corpus {
   std::vector<std::unique_ptr<data::IndexedDataset>> datasets;
-  std::vector<std::unique_ptr<data::GptDataset>> splits[2];  // train, valid; one per dataset
-  std::unique_ptr<data::BlendedDataset> blend[2];
+  std::vector<std::unique_ptr<data::GptDataset>> splits[3];  // train, valid, test; per dataset
+  std::unique_ptr<data::BlendedDataset> blend[3];
 };
 
 class GptSource final : public BatchSource {
@@ -70,7 +71,8 @@ TrainData open_train_data(TrainOptions& o) {
 
   auto corpus = std::make_shared<Corpus>();
   const bool eval = o.eval_iters > 0;
-  const char* split_name[2] = {"training", "validation"};
+  const char* split_name[3] = {"training", "validation", "test"};
+  bool test = eval;  // every dataset has test documents that make a sample
   for (size_t k = 0; k < blend.prefixes.size(); ++k) {
     const std::string& p = blend.prefixes[k];
     require_file("--data-path", p + ".idx");
@@ -89,14 +91,32 @@ TrainData open_train_data(TrainOptions& o) {
                                      s == 1 ? " (or pass --eval-iters 0)" : ""));
       }
     }
+    if (!test) continue;
+    const auto docs = ranges[2];
+    try {
+      test = docs.second > docs.first;
+      if (test)
+        corpus->splits[2].push_back(
+            std::make_unique<data::GptDataset>(*ds, docs, o.seq_length, split_seed(o.seed, k, 2)));
+    } catch (const InputError& e) {
+      log::info("zerotron: no test evaluation: --data-path {}: test split of --split {}: {}", p,
+                o.split, e.what());
+      test = false;
+    }
   }
   for (int s = 0; s < (eval ? 2 : 1); ++s) {
     std::vector<const data::GptDataset*> parts;
     for (const auto& g : corpus->splits[s]) parts.push_back(g.get());
     corpus->blend[s] = std::make_unique<data::BlendedDataset>(parts, blend.weights);
   }
+  if (test) {
+    std::vector<const data::GptDataset*> parts;
+    for (const auto& g : corpus->splits[2]) parts.push_back(g.get());
+    corpus->blend[2] = std::make_unique<data::BlendedDataset>(parts, blend.weights);
+  }
   d.train = std::make_shared<GptSource>(corpus, 0);
   if (eval) d.valid = std::make_shared<GptSource>(corpus, 1);
+  if (test) d.test = std::make_shared<GptSource>(corpus, 2);
   return d;
 }
 

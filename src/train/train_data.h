@@ -13,12 +13,15 @@ namespace zt {
 struct TrainData {
   std::shared_ptr<const BatchSource> train;
   std::shared_ptr<const BatchSource> valid;  // null: no evaluation
+  std::shared_ptr<const BatchSource> test;   // null: --split gives no test documents
 };
 
 // --mock-data: the synthetic stream, no validation. --data-path: the tokenizer's vocabulary
 // becomes o.vocab_size (an explicit --vocab-size must agree), every dataset's token ids are
 // checked against it, the --split train (and, with --eval-iters > 0, valid) documents of each
-// dataset become GPT samples of --seq-length, blended by the --data-path weights.
+// dataset become GPT samples of --seq-length, blended by the --data-path weights. With
+// --eval-iters > 0 and test documents in every dataset, the test split too (evaluated once at
+// the end); a test split too small for one sample is left out with one line saying so.
 // Throws InputError naming the file or option at fault.
 TrainData open_train_data(TrainOptions& o);
 

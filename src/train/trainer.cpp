@@ -6,6 +6,7 @@
 
 #include "src/checkpoint/checkpoint.h"
 #include "src/core/log.h"
+#include "src/core/progress.h"
 #include "src/train/exit_conditions.h"
 #include "src/train/training_settings.h"
 
@@ -27,7 +28,8 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
       scaler_(derived_.scaler),
       data_(std::move(data)),
       // Metrics are reduced over ranks; rank 0 alone writes them.
-      metrics_(topology.rank() == 0 ? o_.metrics_file : std::string()) {
+      metrics_(topology.rank() == 0 ? o_.metrics_file : std::string(),
+               topology.rank() == 0 ? o_.tensorboard_dir : std::string()) {
   if (data_.train == nullptr) {
     ZT_CHECK(o_.data_path.empty(), "a --data-path run must pass open_train_data()'s streams");
     data_ = open_train_data(o_);
@@ -125,12 +127,20 @@ void Trainer::mid_step() {
 }
 
 void Trainer::save(bool print) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::string where =
-      save_checkpoint(o_.save, hooks_.save ? hooks_.save(iteration_) : SaveHooks{});
+  SaveHooks hooks = hooks_.save ? hooks_.save(iteration_) : SaveHooks{};
+  // Rank 0's shard stands for the save's progress (every writing rank's is about as long).
+  Progress progress(fmt::format("saving checkpoint at iteration {} to {}", iteration_, o_.save), 0,
+                    print);
+  hooks.progress = [&, inner = hooks.progress](uint64_t done, uint64_t total) {
+    if (inner) inner(done, total);
+    progress.set_total(total);
+    progress.add(done - progress.done());
+  };
+  const std::string where = save_checkpoint(o_.save, hooks);
   saved_iteration_ = iteration_;
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (print) log::info(" saved checkpoint at iteration {} to {} ({:.2f} s)", iteration_, where, s);
+  if (print)
+    log::info(" saved checkpoint at iteration {} to {} ({:.2f} s, rank 0: {})", iteration_, where,
+              progress.seconds(), progress.status());
 }
 
 CheckpointState Trainer::checkpoint_state() {
@@ -144,7 +154,8 @@ CheckpointState Trainer::checkpoint_state() {
                          .partition_unit = o_.reduce_bucket_size,
                          .seed = o_.seed,
                          .keep_last = o_.keep_last,
-                         .settings = training_settings(o_, global_batch_)};
+                         .settings = training_settings(o_, global_batch_),
+                         .read_progress = {}};
 }
 
 std::string Trainer::save_checkpoint(const std::string& dir, const SaveHooks& hooks) {
@@ -152,7 +163,10 @@ std::string Trainer::save_checkpoint(const std::string& dir, const SaveHooks& ho
 }
 
 int Trainer::load_checkpoint(const std::string& dir, LoadAccounting* accounting) {
-  const LoopState loop = zt::load_checkpoint(dir, checkpoint_state(), accounting);
+  Progress progress(fmt::format("loading checkpoint {} (rank 0's model states)", dir), 0);
+  CheckpointState state = checkpoint_state();
+  state.read_progress = [&](uint64_t bytes) { progress.add(bytes); };
+  const LoopState loop = zt::load_checkpoint(dir, state, accounting);
   restore_loop_state(loop);
   return loop.iteration;
 }
@@ -250,6 +264,16 @@ StepMetrics Trainer::train_step() {
 
 double Trainer::evaluate() {
   ZT_CHECK(data_.valid != nullptr, "evaluate() without validation data");
+  return evaluate_on(*data_.valid, consumed_valid_);
+}
+
+double Trainer::evaluate_test() {
+  ZT_CHECK(data_.test != nullptr, "evaluate_test() without test data");
+  int64_t first = 0;
+  return evaluate_on(*data_.test, first);
+}
+
+double Trainer::evaluate_on(const BatchSource& source, int64_t& consumed) {
   double loss = 0;
   for (int it = 0; it < o_.eval_iters; ++it) {
     // The training step's sample order, on the validation stream. No gradient is made here;
@@ -257,11 +281,9 @@ double Trainer::evaluate() {
     // forward-only run follows it and prefetching stays valid.
     runner_->evaluate(
         *optimizer_,
-        [&](int m, int32_t* dst) {
-          load_batch_into(*data_.valid, first_sample(consumed_valid_, m), dst);
-        },
+        [&](int m, int32_t* dst) { load_batch_into(source, first_sample(consumed, m), dst); },
         [&](bool) { optimizer_->zero_grad(); }, loss);
-    consumed_valid_ += global_batch_;
+    consumed += global_batch_;
   }
   // Every micro-batch has the same token count: the mean of their means is the token mean.
   loss = pipeline_loss(loss / (static_cast<double>(o_.eval_iters) * accumulation_));
@@ -299,8 +321,11 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
                                    : "checkpointed");
   ExitConditions exits(o_, reducer_);
   std::string stop;
+  RunClock clock;
   while (iteration_ < o_.train_iters && stop.empty()) {
-    const StepMetrics m = train_step();
+    StepMetrics m = train_step();
+    m.elapsed_s = clock.step(m.elapsed_ms);
+    m.eta_s = clock.eta(o_.train_iters - m.iteration);
     metrics_.write(m);
     const bool stuck = !scaler_.stuck().empty();
     if (print && (m.iteration % o_.log_interval == 0 || m.iteration == o_.train_iters || stuck))
@@ -325,6 +350,11 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
   }
   if (data_.valid && (validation_.empty() || validation_.back().first != iteration_))
     report_validation(print);
+  if (data_.test) {  // Megatron's evaluation of the test split, once at the end
+    const double loss = evaluate_test();
+    metrics_.write_test(iteration_, loss);
+    if (print) log::line(MetricsWriter::test_line(iteration_, loss));
+  }
   if (!o_.save.empty() && (saved_iteration_ != iteration_)) save(print);
   return history_;
 }

@@ -49,6 +49,9 @@ class Trainer {
   // averaged over ranks, dropout off), continuing where the previous evaluation stopped, as
   // Megatron's persistent validation iterator does.
   double evaluate();
+  // Mean loss over --eval-iters global batches of the test split from its first sample.
+  double evaluate_test();
+  bool has_test_data() const { return data_.test != nullptr; }
 
   // The stream positions a checkpoint must save to resume exactly.
   int64_t consumed_train_samples() const { return int64_t{iteration_} * global_batch_; }
@@ -124,6 +127,8 @@ class Trainer {
   // Calls hooks_.mid_step for the step under way.
   void mid_step();
   void report_validation(bool print);
+  // The mean loss of --eval-iters global batches of `source` from sample `consumed` (advanced).
+  double evaluate_on(const BatchSource& source, int64_t& consumed);
 };
 
 }  // namespace zt
