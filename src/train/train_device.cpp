@@ -51,9 +51,13 @@ Device resolve_device(const std::string& device) {
   ZT_REQUIRE(cuda_backend_built(),
              "--device cuda: this zerotron was built without the CUDA backend (no nvcc was found "
              "at configure time), rebuild with -DZT_CUDA=ON or use --device cpu");
-  ZT_REQUIRE(visible_gpus() > 0,
+#if ZT_HAVE_CUDA
+  const cuda::Probe probe = cuda::probe();
+  ZT_REQUIRE(probe.devices > 0,
              "--device cuda: no GPU is visible to this process (check the driver and "
-             "CUDA_VISIBLE_DEVICES), or use --device cpu");
+             "CUDA_VISIBLE_DEVICES), or use --device cpu; {}",
+             probe.line());
+#endif
   return Device::Cuda;
 }
 
