@@ -26,6 +26,7 @@ nlohmann::json stage_json(const MemoryPlan& p, double device) {
           {"host_checkpoint_bytes", p.host_checkpoints},
           {"buffers_bytes", p.buffers},
           {"total_bytes", p.device_total()},
+          {"nccl_communicators", p.nccl_communicators},
           {"fits", device <= 0 || plan_fits(p, device, FitCriterion::Device)},
           {"comm_bytes_per_step", {{"dp", p.comm_dp}, {"tp", p.comm_tp}, {"pp", p.comm_pp}}}};
 }
@@ -51,6 +52,16 @@ nlohmann::json plan_json(const PlanInput& in, const std::vector<MemoryPlan>& sta
     for (const MemoryPlan& p : stages) j["stages"].push_back(stage_json(p, device));
   }
   return j;
+}
+
+// NCCL's own device memory is not planned (NCCL sizes it from NCCL_BUFFSIZE, its channels and
+// the peers): say how many communicators take it and where the figure comes from.
+void print_nccl_line(const MemoryPlan& p) {
+  if (p.nccl_communicators > 0)
+    fmt::print(
+        "NCCL: {} communicators per rank; their device memory is NCCL's own, outside the total "
+        "above and --device-memory (train measures it at start-up)\n",
+        p.nccl_communicators);
 }
 
 }  // namespace
@@ -122,6 +133,7 @@ int estimate(Args args) {
                  plan_fits(p, device, FitCriterion::Device) ? "yes" : "no");
     fmt::print("communication per step: dp {:.3f} GB, tp {:.3f} GB\n", gb(p.comm_dp),
                gb(p.comm_tp));
+    print_nccl_line(p);
     return 0;
   }
   // A pipeline: one column per stage (each stage's tp x dp ranks hold the same plan).
@@ -158,6 +170,7 @@ int estimate(Args args) {
     fmt::print("; fits in {:.1f} GB: {}", gb(device),
                plan_fits(p, device, FitCriterion::Device) ? "yes" : "no");
   fmt::print("\n");
+  print_nccl_line(p);
   return 0;
 }
 

@@ -123,6 +123,11 @@ int train(Args args) {
       }
     });
     if (built != 0) return built;
+    if (device->nccl_communicators() > 0)
+      log::info(
+          " NCCL: {} communicators, {:.1f} MiB of device memory outside the pool on rank 0 "
+          "(its free device memory before and after creating them)",
+          device->nccl_communicators(), static_cast<double>(device->nccl_bytes()) / (1 << 20));
     if (!o.load.empty()) {
       if (std::filesystem::exists(std::filesystem::path(o.load) / "latest")) {
         const auto t0 = std::chrono::steady_clock::now();

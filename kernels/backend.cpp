@@ -11,10 +11,12 @@ namespace {
 
 // The CPU kernels (cpu::Kernels) behind the Backend interface, unchanged: the CPU backend's bits
 // are those of the kernels themselves. Host memory is its device memory, so the moves are memcpy.
+// `staging`: host_accessible() false (cpu_staging_backend()).
 class CpuBackend final : public KernelBackend<cpu::Kernels, CpuBackend> {
  public:
+  explicit CpuBackend(bool staging = false) : staging_(staging) {}
   Device device() const override { return Device::Cpu; }
-  bool host_accessible() const override { return true; }
+  bool host_accessible() const override { return !staging_; }
   void* stream() const override { return nullptr; }
   cpu::Kernels::Exec exec() const { return {}; }
 
@@ -36,12 +38,20 @@ class CpuBackend final : public KernelBackend<cpu::Kernels, CpuBackend> {
   void offload(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
   void fetch(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
   void join_copies() override {}
+
+ private:
+  bool staging_;
 };
 
 }  // namespace
 
 Backend& cpu_backend() {
   static CpuBackend backend;
+  return backend;
+}
+
+Backend& cpu_staging_backend() {
+  static CpuBackend backend(true);
   return backend;
 }
 

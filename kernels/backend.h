@@ -90,6 +90,12 @@ class Backend {
 
 // The CPU backend: zt::cpu on host memory. Stateless, so one instance serves every caller.
 Backend& cpu_backend();
+// The same kernels with the CUDA backend's memory discipline: host_accessible() is false, so the
+// stack stages through DeviceContext::host() and allocates what it allocates on a GPU (staging
+// chunks, the prefetch buffer, the scalar reducers in the host pool), from the same code. For
+// checking the CUDA paths' memory accounting where no GPU is (tests/unit, tests/dist); the
+// losses are the CPU backend's.
+Backend& cpu_staging_backend();
 
 struct DeviceContext {
   // The CPU backend over one host pool, which also serves as the staging pool. Implicit: a host

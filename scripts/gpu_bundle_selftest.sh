@@ -97,6 +97,9 @@ else
 fi
 rm -rf "${work}"
 
+# The overlap trace's arithmetic on a synthetic Nsight Systems export (no nsys here).
+python3 "${root}/tests/gpu/overlap_trace.py" --selftest | tail -n 1 || fail=1
+
 # --- 3. check.sh end to end -----------------------------------------------------------------
 rm -rf "${out}"
 set +e

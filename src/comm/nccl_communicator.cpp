@@ -6,6 +6,7 @@
 
 #include "src/comm/mpi_check.h"
 #include "src/comm/nccl_check.h"
+#include "src/comm/nccl_groups.h"
 #include "src/core/cuda_check.h"
 #include "src/core/log.h"
 
@@ -177,10 +178,7 @@ NcclCommunicator::OwnedMpiComm::~OwnedMpiComm() {
 
 NcclCommunicator::NcclCommunicator(MPI_Comm comm, GroupKind kind, NcclContext& ctx)
     : comm_{comm}, kind_(kind), ctx_(&ctx) {
-  ZT_CHECK(ctx.stats && ctx.watchdog && ctx.device_pool, "incomplete NcclContext");
-  ZT_CHECK(ctx.device_pool->device() == Device::Cuda,
-           "NcclContext::device_pool must hold device memory, not {}",
-           device_name(ctx.device_pool->device()));
+  ZT_CHECK(ctx.stats && ctx.watchdog, "incomplete NcclContext");
   ZT_MPI(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
   ZT_MPI(MPI_Comm_rank(comm, &rank_));
   ZT_MPI(MPI_Comm_size(comm, &size_));
@@ -194,7 +192,6 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, GroupKind kind, NcclContext& c
     ZT_MPI(MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, comm));
     ZT_NCCL_CHECK(ncclCommInitRank(&state_->comm, size_, id, rank_));
   }
-  barrier_word_ = ctx.device_pool->allocate(sizeof(float), MemCategory::Buffers);
 }
 
 NcclCommunicator::~NcclCommunicator() = default;
@@ -364,6 +361,11 @@ void NcclCommunicator::recv(Tensor t, int peer, int tag) {
 }
 
 Handle NcclCommunicator::barrier_async() {
+  if (barrier_word_.data() == nullptr) {
+    ZT_CHECK(ctx_->device_pool != nullptr && ctx_->device_pool->device() == Device::Cuda,
+             "barrier on group {}: NcclContext::device_pool must be a device pool", name());
+    barrier_word_ = ctx_->device_pool->allocate(kNcclBarrierWordBytes, MemCategory::Buffers);
+  }
   ctx_->stats->record(kind_, CommOp::Barrier, 0, 0, size_);
   // Complete only when every member contributed: the all-reduce is the rendezvous.
   return issue(CommOp::Barrier, [&](ncclComm_t c, cudaStream_t s) {

@@ -42,7 +42,8 @@
 // issue order. A send holds its stream until the peer's matching recv runs, so two ranks that
 // both send before they receive deadlock even with the async forms (MPI's eager protocol hides
 // this for small messages): order pairwise exchanges oppositely on the two sides.
-// barrier() is a one-element all-reduce on the comm stream, counted as a barrier (0 bytes).
+// barrier() is a one-element all-reduce on the comm stream, counted as a barrier (0 bytes); its
+// device word is allocated at the first barrier (kNcclBarrierWordBytes, nccl_groups.h).
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -59,10 +60,12 @@ namespace zt::comm {
 
 // What the NcclCommunicators of one world share; owned by the caller, outlives them.
 struct NcclContext {
-  CommStats* stats = nullptr;         // the world's counters (MpiRuntime::stats())
-  Watchdog* watchdog = nullptr;       // its timeout bounds wait() (MpiRuntime::watchdog())
-  MemoryPool* device_pool = nullptr;  // device memory for the barrier word (category Buffers)
-  cudaStream_t compute = nullptr;     // where compute kernels run; nullptr: legacy default stream
+  CommStats* stats = nullptr;    // the world's counters (MpiRuntime::stats())
+  Watchdog* watchdog = nullptr;  // its timeout bounds wait() (MpiRuntime::watchdog())
+  // Device memory for a communicator's barrier word (category Buffers, nccl_groups.h), taken at
+  // its first barrier: may be set after the communicators are made.
+  MemoryPool* device_pool = nullptr;
+  cudaStream_t compute = nullptr;  // where compute kernels run; nullptr: legacy default stream
 };
 
 class NcclCommunicator final : public Communicator {

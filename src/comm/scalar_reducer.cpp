@@ -6,9 +6,8 @@ namespace zt::comm {
 
 ScalarReducer::ScalarReducer(Communicator& world, MemoryPool& pool, size_t max_values)
     : world_(world), max_values_(max_values) {
-  if (world.size() > 1)
-    buffer_ = pool.allocate(static_cast<size_t>(world.size()) * max_values * 2 * sizeof(float),
-                            MemCategory::Buffers);
+  if (const size_t b = bytes(world.size(), max_values); b > 0)
+    buffer_ = pool.allocate(b, MemCategory::Buffers);
 }
 
 bool ScalarReducer::gather(std::span<const double> values) {

@@ -14,8 +14,14 @@ namespace zt::comm {
 
 class ScalarReducer {
  public:
-  // mean, max and sum over the group of `values`, in place.
+  // mean, max and sum over the group of `values`, in place. Allocates bytes(world.size(),
+  // max_values) from `pool` (category Buffers).
   ScalarReducer(Communicator& world, MemoryPool& pool, size_t max_values);
+  // What a reducer of `max_values` over a group of `group_size` ranks allocates: every rank's
+  // values as two fp32 words each; nothing for a group of one. The planner counts these bytes.
+  static size_t bytes(int group_size, size_t max_values) {
+    return group_size > 1 ? static_cast<size_t>(group_size) * max_values * 2 * sizeof(float) : 0;
+  }
   // In place: each value becomes the mean (or max) over ranks, summed in rank order.
   void mean(std::span<double> values);
   void max(std::span<double> values);

@@ -116,6 +116,12 @@ Topology::Topology(Communicator& world, int tp, int pp, Communicator* host_world
   }
 }
 
+int Topology::groups() const {
+  int n = 0;
+  for (const auto* g : {&tp_, &dp_, &pp_, &mp_, &embedding_}) n += *g != nullptr ? 1 : 0;
+  return n;
+}
+
 Communicator& Topology::group(GroupKind kind) const {
   switch (kind) {
     case GroupKind::Tp:

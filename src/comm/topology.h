@@ -54,6 +54,10 @@ class Topology {
   // bookkeeping collectives (metrics, gradient-norm scalars, checkpoint metadata) of a run whose
   // groups move device memory; it must outlive the Topology too.
   Topology(Communicator& world, int tp, int pp = 1, Communicator* host_world = nullptr);
+  // The groups the constructor splits from the world: tp, dp, pp, mp, and with pp > 1 the
+  // embedding group. groups() counts the ones this Topology made.
+  static constexpr int split_groups(int pp) { return pp > 1 ? 5 : 4; }
+  int groups() const;
 
   const ParallelGrid& grid() const { return grid_; }
   int rank() const { return world_->rank(); }

@@ -3,29 +3,47 @@
 #include <cuda_runtime_api.h>
 
 #include "src/core/cuda_check.h"
+#include "src/core/gpu_choice.h"
 
 namespace zt::cuda {
 
-int device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+std::string Probe::line() const {
+  std::string s = fmt::format("CUDA runtime {}, driver {}", cuda_version_string(runtime),
+                              driver > 0 ? cuda_version_string(driver) : "none found");
+  if (error != 0) return s + fmt::format(": cudaGetDeviceCount failed: {} ({})", name, text);
+  return s + fmt::format(", {} device(s)", devices);
+}
+
+Probe probe() {
+  Probe p;
+  (void)cudaRuntimeGetVersion(&p.runtime);
+  if (cudaDriverGetVersion(&p.driver) != cudaSuccess) p.driver = 0;
+  const cudaError_t rc = cudaGetDeviceCount(&p.devices);
+  if (rc != cudaSuccess) {
     (void)cudaGetLastError();  // clear it: "no driver" must not poison later calls
-    return 0;
+    p.devices = 0;
+    p.error = static_cast<int>(rc);
+    p.name = cudaGetErrorName(rc);
+    p.text = cudaGetErrorString(rc);
   }
-  return n;
+  return p;
+}
+
+int device_count() {
+  return probe().devices;
 }
 
 int select_device(int local_rank) {
-  const int n = device_count();
-  ZT_REQUIRE(n > 0,
-             "the CUDA backend needs a GPU, but none is visible to this process (check "
-             "CUDA_VISIBLE_DEVICES and the driver), or run on the CPU backend");
-  ZT_REQUIRE(local_rank >= 0 && local_rank < n,
-             "local rank {} has no GPU of its own: {} visible on this node; launch at most {} "
-             "ranks per node",
-             local_rank, n, n);
-  ZT_CUDA_CHECK(cudaSetDevice(local_rank));
-  return local_rank;
+  const Probe p = probe();
+  const int device = device_for_local_rank(local_rank, p.devices, p.line());
+  ZT_CUDA_CHECK(cudaSetDevice(device));
+  return device;
+}
+
+DeviceMemory device_memory() {
+  DeviceMemory m;
+  ZT_CUDA_CHECK(cudaMemGetInfo(&m.free, &m.total));
+  return m;
 }
 
 }  // namespace zt::cuda

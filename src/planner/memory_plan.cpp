@@ -6,6 +6,8 @@
 
 #include "kernels/backend_memory.h"
 #include "src/comm/mpi_communicator.h"
+#include "src/comm/nccl_groups.h"
+#include "src/comm/scalar_reducer.h"
 #include "src/core/memory_pool.h"
 #include "src/model/gpt.h"
 #include "src/model/layer_activations.h"
@@ -28,11 +30,6 @@ namespace {
 constexpr size_t kStagingChunk = size_t{1} << 20;  // fp32 elements: ZeroOptimizer's workspace
 constexpr size_t kTrainerScalars = kNumMemCategories + 2;  // Trainer's metrics reducer
 
-// ScalarReducer: every rank's values as two fp32 words each (nothing for a world of one).
-size_t scalar_reducer_bytes(int world, size_t values) {
-  return world > 1 ? static_cast<size_t>(world) * values * 2 * 4 : 0;
-}
-
 // The communicator's fp32 staging for `count` half reductions of up to `elems` elements
 // (MpiCommunicator::reserve_staging).
 size_t mpi_staging_bytes(size_t elems, size_t dp, size_t count) {
@@ -45,7 +42,11 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   const bool staged = half && in.staged_half_reductions;
   const int world = in.tp * in.dp * in.pp;
   const auto dp = static_cast<size_t>(in.dp);
-  size_t b = scalar_reducer_bytes(world, kTrainerScalars);
+  size_t b = 0;
+  // The scalar reducers (the trainer's metrics, the global gradient norm) allocate from the host
+  // pool (DeviceContext::host()): the device pool on the CPU backend, pinned host memory on CUDA.
+  if (!in.cuda)
+    b += comm::ScalarReducer::bytes(world, kTrainerScalars) + comm::ScalarReducer::bytes(world, 1);
   // The tied word embedding's gradient all-reduce between the first and last stage
   // (ZeroOptimizer::tie_grads: chunk by chunk of whole rows, the largest first) on a communicator
   // of its own, which stages a half chunk in fp32 as the tensor-parallel one does.
@@ -67,8 +68,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
         splits_sequence(in.model, in.tp) ? n + n / static_cast<size_t>(in.tp) : n;
     b += std::min(staged_elems, static_cast<size_t>(comm::MpiCommunicator::kStagingSlice)) * 4;
   }
-  if (world > 1) b += scalar_reducer_bytes(world, 1);  // the global gradient norm
-  b += ShardedAdam::workspace_bytes();                 // this rank's share of it
+  b += ShardedAdam::workspace_bytes();  // this rank's share of the gradient norm
   const auto span = static_cast<size_t>(longest_chunk(layout, in.reduce_bucket_elems));
   const size_t staging = GradStaging::kSlots * span * 4;
   if (in.zero_stage == 0) {
@@ -231,7 +231,9 @@ MemoryPlan plan_memory(const PlanInput& in) {
   } else {
     p.activations += KeepAllActivations::bytes(c, in.micro_batch, in.tp, slots);
   }
-  p.buffers = plan_buffers(in, layout, part) + (in.cuda ? kCudaGemmWorkspaceBytes : 0);
+  p.backend_buffers = in.cuda ? kCudaGemmWorkspaceBytes : 0;
+  p.buffers = plan_buffers(in, layout, part) + p.backend_buffers;
+  p.nccl_communicators = in.cuda ? comm::nccl_communicators(in.tp * in.dp * in.pp, in.pp) : 0;
   // Data parallel, per step: stage 0 all-reduces the gradient (2Ψ); stage 1 reduce-scatters
   // it once and all-gathers the parameters (2Ψ); stage 2 reduce-scatters every micro-batch;
   // stage 3 gathers every non-persistent block twice per micro-batch (forward, backward), the

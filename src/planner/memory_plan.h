@@ -42,8 +42,17 @@ struct MemoryPlan {
   size_t params = 0, grads = 0, optimizer = 0, activations = 0, checkpoints = 0,
          host_checkpoints = 0;
   // Constant-size buffers (category Buffers): staging slots, gradient slots, reduce buckets,
-  // stage-3 gathered blocks, the communicators' staging, the scalar reducers.
+  // stage-3 gathered blocks, the communicators' staging, the scalar reducers (on the CPU backend:
+  // on CUDA they are in pinned host memory, not counted here).
   size_t buffers = 0;
+  // Of `buffers`, what the CUDA backend takes for itself rather than the training stack: its
+  // GEMM workspace (kernels/backend_memory.h). 0 on the CPU backend.
+  size_t backend_buffers = 0;
+  // NCCL communicators this rank creates (CUDA; comm/nccl_groups.h). Their device memory is
+  // NCCL's own (cudaMalloc inside ncclCommInitRank, sized by NCCL_BUFFSIZE, channels and peers),
+  // outside the MemoryPool and --device-memory and not in device_total(): the CUDA TrainDevice
+  // creates them before the pool and measures it (TrainDevice::nccl_bytes()).
+  int nccl_communicators = 0;
   size_t model_states() const { return params + grads + optimizer; }
   // What the device holds at the peak: model states, activations, device checkpoints, buffers.
   size_t device_total() const { return model_states() + activations + checkpoints + buffers; }

@@ -51,9 +51,13 @@ Device resolve_device(const std::string& device) {
   ZT_REQUIRE(cuda_backend_built(),
              "--device cuda: this zerotron was built without the CUDA backend (no nvcc was found "
              "at configure time), rebuild with -DZT_CUDA=ON or use --device cpu");
-  ZT_REQUIRE(visible_gpus() > 0,
+#if ZT_HAVE_CUDA
+  const cuda::Probe probe = cuda::probe();
+  ZT_REQUIRE(probe.devices > 0,
              "--device cuda: no GPU is visible to this process (check the driver and "
-             "CUDA_VISIBLE_DEVICES), or use --device cpu");
+             "CUDA_VISIBLE_DEVICES), or use --device cpu; {}",
+             probe.line());
+#endif
   return Device::Cuda;
 }
 
@@ -86,22 +90,34 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
   cuda_detail::error_rank() = rt != nullptr ? rt->rank() : 0;
   cuda::set_tf32(o.tf32);
   cuda_ = std::make_unique<Cuda>();
-  CudaAllocatorOptions a;
-  a.fixed_capacity = fixed;
-  a.stream = cuda_->backend.compute_stream();
-  pool_ = std::make_unique<MemoryPool>(make_cuda_allocator(a));
-  cuda_->scratch = std::make_unique<cuda::ScratchPoolScope>(*pool_, a.stream);
+  const cudaStream_t compute = cuda_->backend.compute_stream();
   host_pool_ = std::make_unique<MemoryPool>(make_pinned_allocator());
-  if (rt == nullptr) {
-    world_ = std::make_unique<comm::SelfCommunicator>(cuda_->backend);
-    topo_ = std::make_unique<comm::Topology>(*world_, 1);
-  } else {
+  // The NCCL communicators before the device pool: ncclCommInitRank takes NCCL's own device
+  // memory (outside the pool), and with --device-memory the pool's slab would otherwise leave it
+  // none. A world of one needs no NCCL: every group is this rank alone.
+  if (rt != nullptr && rt->world_size() > 1) {
     host_world_ = rt->world(*host_pool_);
-    cuda_->nccl = comm::NcclContext{&rt->stats(), &rt->watchdog(), pool_.get(),
-                                    cuda_->backend.compute_stream()};
+    cuda_->nccl = comm::NcclContext{&rt->stats(), &rt->watchdog(), nullptr, compute};
+    const cuda::DeviceMemory before = cuda::device_memory();
     world_ = comm::NcclCommunicator::world(cuda_->nccl);
     topo_ = std::make_unique<comm::Topology>(*world_, o.tensor_model_parallel_size,
                                              o.pipeline_model_parallel_size, host_world_.get());
+    ZT_CUDA_CHECK(cudaDeviceSynchronize());  // NCCL's lazy setup done before the second look
+    const cuda::DeviceMemory after = cuda::device_memory();
+    nccl_communicators_ = 1 + topo_->groups();
+    nccl_bytes_ = before.free > after.free ? before.free - after.free : 0;
+  }
+  CudaAllocatorOptions a;
+  a.fixed_capacity = fixed;
+  a.stream = compute;
+  pool_ = std::make_unique<MemoryPool>(make_cuda_allocator(a));
+  cuda_->nccl.device_pool = pool_.get();
+  cuda_->scratch = std::make_unique<cuda::ScratchPoolScope>(*pool_, compute);
+  if (topo_ == nullptr) {
+    world_ = std::make_unique<comm::SelfCommunicator>(cuda_->backend);
+    if (rt != nullptr) host_world_ = rt->world(*host_pool_);
+    topo_ = std::make_unique<comm::Topology>(
+        *world_, rt != nullptr ? o.tensor_model_parallel_size : 1, 1, host_world_.get());
   }
 #else
   (void)rt;

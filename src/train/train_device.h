@@ -44,6 +44,11 @@ class TrainDevice {
   comm::Topology& topology() const { return *topo_; }
   // The CUDA device's name ("cpu" on the CPU backend).
   std::string device_name() const;
+  // CUDA: the NCCL communicators this rank made (none for a world of one, which needs none:
+  // comm::nccl_communicators) and the device memory they took, outside the pool (the drop of
+  // cudaMemGetInfo's free bytes across their creation, before the pool exists); 0 otherwise.
+  int nccl_communicators() const { return nccl_communicators_; }
+  size_t nccl_bytes() const { return nccl_bytes_; }
 
  private:
   struct Cuda;  // the CUDA backend and NCCL's shared context (defined only in CUDA builds)
@@ -53,6 +58,8 @@ class TrainDevice {
   std::unique_ptr<comm::Communicator> host_world_;  // MPI over host memory (CUDA only)
   std::unique_ptr<comm::Communicator> world_;       // MPI (cpu), NCCL (cuda) or one rank alone
   std::unique_ptr<comm::Topology> topo_;
+  int nccl_communicators_ = 0;
+  size_t nccl_bytes_ = 0;
 };
 
 }  // namespace zt

@@ -9,6 +9,9 @@
 #include <cstdio>
 #include <string>
 
+#include "kernels/backend.h"
+#include "src/comm/nccl_groups.h"
+#include "src/comm/scalar_reducer.h"
 #include "src/comm/topology.h"
 #include "src/planner/memory_plan.h"
 #include "src/planner/train_plan.h"
@@ -138,6 +141,51 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     expect_equal(m.comm_bytes_dp, p.comm_dp, "dp bytes", i);
     expect_equal(m.comm_bytes_tp, p.comm_tp, "tp bytes", i);
     expect_equal(m.comm_bytes_pp, p.comm_pp, "pp bytes", i);
+  }
+}
+
+// The CUDA paths' allocations on MPI ranks: cpu_staging_backend() stages through a host pool of
+// its own as the CUDA backend does, so the device pool holds what the plan for --device cuda says,
+// less what the CUDA backend takes for itself (backend_buffers). The scalar reducers (metrics,
+// gradient norm) are in the host pool, not in the plan's device buffers; with two or more ranks
+// they hold bytes, which a plan counting them on the device would show. fp32: MPI stages no
+// reduction then, as NCCL stages none.
+TEST(Planner, CudaPathsAllocateTheCudaPlan) {
+  const int world = dist::world().size();
+  for (int stage = 0; stage <= 3; ++stage) {
+    TrainOptions o = test::small_gpt(0.1, 2);
+    o.num_layers = 3;
+    o.micro_batch_size = 2;
+    o.global_batch_size = 2 * world;
+    o.log_interval = 100;
+    o.zero_stage = stage;
+    o.reduce_bucket_size = 2000;
+    o.param_persistence_threshold = 200;
+    validate_train_options(o, world);
+    MemoryPool device(make_host_allocator()), host(make_host_allocator());
+    const DeviceContext ctx(cpu_staging_backend(), device, host);
+    auto device_world = dist::runtime().world(device);  // where NCCL's groups would be
+    auto host_world = dist::runtime().world(host);
+    comm::Topology topo(*device_world, 1, 1, host_world.get());
+    Trainer t(o, ctx, topo);
+    t.run(false);
+    TrainOptions c = o;
+    c.device = "cuda";
+    const MemoryPlan p = plan_memory(plan_input_from(c, world));
+    const std::string what = "stage " + std::to_string(stage);
+    EXPECT_EQ(device.peak(MemCategory::Params), p.params) << what;
+    EXPECT_EQ(device.peak(MemCategory::Grads), p.grads) << what;
+    EXPECT_EQ(device.peak(MemCategory::Optimizer), p.optimizer) << what;
+    EXPECT_EQ(device.peak(MemCategory::Activations), p.activations) << what;
+    EXPECT_EQ(device.peak(MemCategory::Checkpoints), p.checkpoints) << what;
+    EXPECT_EQ(device.peak(MemCategory::Buffers) + p.backend_buffers, p.buffers) << what;
+    EXPECT_EQ(p.nccl_communicators, comm::nccl_communicators(world, 1)) << what;
+    if (world > 1) {
+      EXPECT_GE(host.current(MemCategory::Buffers),
+                comm::ScalarReducer::bytes(world, kNumMemCategories + 2) +
+                    comm::ScalarReducer::bytes(world, 1))
+          << what << ": the reducers are in the host pool";
+    }
   }
 }
 

@@ -16,6 +16,7 @@ TEST(Topology, GroupsMatchTheGrid) {
     const comm::ParallelGrid& grid = topo.grid();
     EXPECT_EQ(topo.dp_size(), W / tp);
     EXPECT_EQ(topo.pp_size(), 1);
+    EXPECT_EQ(topo.groups(), comm::Topology::split_groups(1));
     EXPECT_EQ(topo.coord(), grid.coord_of(me));
     EXPECT_EQ(topo.tp_rank(), me % tp);
     for (GroupKind k : {GroupKind::Tp, GroupKind::Dp, GroupKind::Pp, GroupKind::Mp}) {
@@ -44,6 +45,7 @@ TEST(Topology, RejectsBadSizesOnEveryRank) {
 TEST(Topology, EmbeddingGroupIsTheFirstAndLastStage) {
   const int W = world().size();
   comm::Topology t(world(), 1, W);  // every rank a stage
+  EXPECT_EQ(t.groups(), comm::Topology::split_groups(W));
   ASSERT_NE(t.embedding(), nullptr);
   const bool ends = t.pp_rank() == 0 || t.pp_rank() == W - 1;
   EXPECT_EQ(t.embedding()->size(), ends ? 2 : W - 2);

@@ -31,8 +31,9 @@ if [[ -n ${zt_glibc_have} ]] &&
 fi
 
 # NCCL: not carried (libnccl.so.2 is ~218 MB). In order: $ZT_NCCL_DIR as given; the one a pip
-# PyTorch brings (site-packages/nvidia/nccl/lib, or torch/lib); the dynamic linker's cache; the
-# toolkit's lib64. libnccl.so.2 keeps its ABI across 2.x; zerotron needs 2.14+ (ncclCommFinalize).
+# PyTorch brings (site-packages/nvidia/nccl/lib, the CUDA 13 wheels' site-packages/nvidia/cu13/lib,
+# or torch/lib); the dynamic linker's cache; the toolkit's lib64. libnccl.so.2 keeps its ABI
+# across 2.x; zerotron needs 2.14+ (ncclCommFinalize).
 if [[ -z ${ZT_NCCL_DIR:-} ]]; then
   ZT_NCCL_DIR=$(python3 - 2>/dev/null <<'PY'
 import glob, os, site, sys
@@ -49,6 +50,7 @@ except Exception:
     pass
 for sp in site.getsitepackages() + [site.getusersitepackages()]:
     roots.append(os.path.join(sp, "nvidia", "nccl", "lib"))
+    roots.append(os.path.join(sp, "nvidia", "cu13", "lib"))
 for r in roots:
     if glob.glob(os.path.join(r, "libnccl.so.2*")):
         print(r)
@@ -74,10 +76,25 @@ if [[ -n ${ZT_NCCL_DIR} ]]; then
 else
   zt_note "NCCL: not found (set ZT_NCCL_DIR); programs that link it cannot start"
 fi
-# The toolkit's runtime and cuBLAS/cuBLASLt (RUNPATH names the build machine's /usr/local/cuda/lib).
+# The toolkit's runtime and cuBLAS/cuBLASLt (RUNPATH names the build machine's /usr/local/cuda/lib);
+# after them, as a fallback for an image without the toolkit's libraries, the CUDA 13 wheels'
+# (site-packages/nvidia/cu13/lib: libcudart.so.13, libcublas.so.13, libcublasLt.so.13).
 for zt_d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
   [[ -d ${zt_d} ]] && zt_libs="${zt_libs}:${zt_d}"
 done
+zt_cu13=$(python3 - 2>/dev/null <<'PY'
+import glob, os, site
+for sp in site.getsitepackages() + [site.getusersitepackages()]:
+    d = os.path.join(sp, "nvidia", "cu13", "lib")
+    if glob.glob(os.path.join(d, "libcudart.so.13*")) or glob.glob(os.path.join(d, "libcublas.so.13*")):
+        print(d)
+        break
+PY
+)
+if [[ -n ${zt_cu13} && :${zt_libs}: != *":${zt_cu13}:"* ]]; then
+  zt_libs="${zt_libs}:${zt_cu13}"
+  zt_note "CUDA 13 wheel libraries (after the toolkit's): ${zt_cu13}"
+fi
 export LD_LIBRARY_PATH="${zt_libs}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
 export ZT_NCCL_DIR
 export PATH="${zt_b}/bin:${zt_b}/ompi/bin:/usr/local/cuda/bin:${PATH}"
@@ -97,4 +114,4 @@ export PMIX_MCA_mca_base_component_path="${zt_b}/pmix/lib/pmix"
 # Containers run as root; shared memory and loopback only.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1
-unset zt_b zt_libs zt_glibcxx zt_sys_stdcxx zt_glibc_have zt_glibc_need zt_p zt_d
+unset zt_b zt_libs zt_glibcxx zt_sys_stdcxx zt_glibc_have zt_glibc_need zt_p zt_d zt_cu13

@@ -16,9 +16,18 @@
 #      bf16 peak, and MemoryPool's peak bytes by category against `zerotron estimate --json`;
 #   3. references: PyTorch's bf16 GEMM times for the same shapes and causal SDPA forward and
 #      backward (tests/gpu/torch_ceilings.py), and bench_attention when the bundle has it;
-#   4. compute-sanitizer memcheck and racecheck on the kernel test programs.
+#   4. compute-sanitizer memcheck and racecheck on the kernel test programs (they link neither
+#      NCCL nor MPI);
+#   5. an overlap trace when Nsight Systems (nsys) is present: a short bf16 run under nsys —
+#      two ranks with ZeRO-2 and --overlap-comm on two or more GPUs (NCCL kernels under compute),
+#      else one GPU with --cpu-checkpointing (offload copies under compute) — summarised from the
+#      GPU's own timestamps by tests/gpu/overlap_trace.py.
+# Before the tests it prints the driver's and the CUDA runtime's versions (gpu_cuda_probe_test);
+# when nvidia-smi lists GPUs it exports ZT_EXPECT_GPU=1, so a GPU that CUDA cannot use (a driver
+# older than the runtime) fails every GPU test with the versions instead of skipping them.
 # Writes into OUTDIR: check.log (this console), tests.log, train.log, reference.log,
-# sanitizer.log and summary.json (everything above as numbers; tests/gpu/check_summary.py).
+# sanitizer.log, overlap.log and summary.json (everything above as numbers;
+# tests/gpu/check_summary.py).
 # Exit status: 0 when every step that ran passed, 1 otherwise, 2 for bad usage.
 set -uo pipefail
 
@@ -117,6 +126,18 @@ case "${gpu_name}" in
   *) peak=0 ;;
 esac
 echo "device: ${gpu_name:-none}, ${gpus} GPU(s); dense bf16 peak used for MFU: ${peak} TFLOP/s"
+listed=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+listed=${listed:-0}
+if ((listed > 0)); then
+  export ZT_EXPECT_GPU=1 # a GPU test that finds no CUDA device fails instead of skipping
+  echo "nvidia-smi lists ${listed} GPU(s): GPU tests fail, not skip, if CUDA sees none"
+fi
+nvidia-smi 2>/dev/null | grep -m 1 -oE 'Driver Version: [0-9.]+ +CUDA Version: [0-9.]+' || true
+command -v nvcc >/dev/null && nvcc --version | tail -n 1
+if [[ -x ${bdir}/bin/gpu_cuda_probe_test ]]; then
+  "${bdir}/bin/gpu_cuda_probe_test" 2>&1 | grep -E '^CUDA runtime|^GPUs expected|FAILED|SKIPPED' |
+    tee "${work}/probe.txt"
+fi
 
 phase "GPU tests (one process per program)"
 tests_log=${out}/tests.log
@@ -187,6 +208,39 @@ if command -v compute-sanitizer >/dev/null; then
 else
   echo "compute-sanitizer: not found (skipped)" | tee -a "${san_log}"
   printf 'sanitizers\t-1\t0\tcompute-sanitizer not found\n' >>"${steps}"
+fi
+
+phase "overlap trace (Nsight Systems)"
+overlap_log=${out}/overlap.log
+: >"${overlap_log}"
+nsys_bin=$(command -v nsys)
+for f in /usr/local/cuda/bin/nsys /usr/local/cuda/nsight-systems-*/bin/nsys \
+  /opt/nvidia/nsight-systems/*/bin/nsys; do
+  [[ -z ${nsys_bin} && -x ${f} ]] && nsys_bin=${f}
+done
+if [[ -n ${nsys_bin} ]]; then
+  trace_model=(--vocab-size 50257 --num-layers 12 --hidden-size 1024 --num-attention-heads 16
+    --seq-length 1024 --micro-batch-size 4 --bf16 --device cuda --mock-data --train-iters 6
+    --lr 1e-4 --log-interval 1)
+  # shellcheck disable=SC2054 # --trace takes a comma-separated list
+  nsys_args=(profile --trace=cuda,nvtx --sample=none --cpuctxsw=none --export=sqlite
+    --force-overwrite=true -o "${work}/overlap")
+  if ((gpus >= 2)); then
+    step overlap_trace 90 "${overlap_log}" "${nsys_bin}" "${nsys_args[@]}" \
+      "${root}/launch/mpirun.sh" -np 2 zerotron train "${trace_model[@]}" --global-batch-size 16 \
+      --zero-stage 2 --overlap-comm || status=1
+  else
+    step overlap_trace 90 "${overlap_log}" "${nsys_bin}" "${nsys_args[@]}" \
+      zerotron train "${trace_model[@]}" --global-batch-size 8 --zero-stage 2 \
+      --checkpoint-activations --cpu-checkpointing || status=1
+  fi
+  if [[ -f ${work}/overlap.sqlite ]]; then
+    python3 "${root}/tests/gpu/overlap_trace.py" "${work}/overlap.sqlite" >"${work}/overlap.json" &&
+      tee -a "${overlap_log}" <"${work}/overlap.json"
+  fi
+else
+  echo "nsys: not found (skipped)" | tee -a "${overlap_log}"
+  printf 'overlap_trace\t-1\t0\tnsys not found\n' >>"${steps}"
 fi
 
 phase "summary"

@@ -136,9 +136,14 @@ def main():
     torch_ref = last_json(os.path.join(a.work, "torch.json"))
     attention = last_json(os.path.join(a.work, "attention.json"))
     manifest = open(a.manifest).read().splitlines()[:4] if os.path.exists(a.manifest) else []
+    overlap = last_json(os.path.join(a.work, "overlap.json"))
+    probe_path = os.path.join(a.work, "probe.txt")
+    probe = open(probe_path, errors="replace").read().splitlines() if os.path.exists(
+        probe_path) else []
 
     headline = {
-        "gpu": a.gpu, "dense_bf16_peak_tflops": a.peak, "status": a.status,
+        "gpu": a.gpu, "cuda": probe[0] if probe else "no probe", "dense_bf16_peak_tflops": a.peak,
+        "status": a.status,
         "seconds": a.seconds,
         "steps_failed": [s["name"] for s in steps if s["outcome"] in ("failed", "timed out")],
         "tests": {k: (f'{v["passed"]} passed, {v["failed"]} failed, {v["skipped"]} skipped'
@@ -155,6 +160,7 @@ def main():
         "gpus": a.gpus, "steps": steps, "tests": tests, "train": stages,
         "torch_reference": torch_ref, "bench_attention": attention,
         "sanitizer_errors": sanitizer_errors(a.sanitizer_log),
+        "cuda_probe": probe, "overlap_trace": overlap,
     }, indent=1))
 
 

@@ -8,6 +8,7 @@
 // "[  SKIPPED ]" and exits 0 (CTest: Skipped).
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 
 #include "src/comm/nccl_communicator.h"
@@ -15,10 +16,17 @@
 #include "src/core/cuda_allocator.h"
 #include "src/core/cuda_check.h"
 #include "src/core/cuda_device.h"
+#include "src/core/gpu_choice.h"
 
 int main(int argc, char** argv) {
   if (zt::cuda::device_count() == 0) {
-    std::puts("[  SKIPPED ] no CUDA device visible: GPU test skipped (runs on a GPU)");
+    const std::string why = zt::cuda::probe().line();
+    if (zt::gpus_expected()) {
+      std::printf("this machine has a GPU, but CUDA sees none: %s\n", why.c_str());
+      return 1;
+    }
+    std::printf("[  SKIPPED ] no CUDA device visible: GPU test skipped (runs on a GPU); %s\n",
+                why.c_str());
     return 0;
   }
   zt::cuda::select_device(0);

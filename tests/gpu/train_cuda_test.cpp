@@ -9,8 +9,9 @@
 //     before recompute) reproduces the all-kept run's losses, with the checkpoints in
 //     host_checkpoints and none on the device;
 //   - a checkpoint saved on the GPU resumes bitwise.
-// The Topology (stages 1-3 need a data-parallel group) is one rank of MPI + NCCL, so the test
-// brings up MPI itself (singleton mode: no mpirun needed).
+// The TrainDevice is one rank under MPI (singleton mode: no mpirun needed; the host world is
+// MPI's), whose groups are each this rank alone: no NCCL communicator is created (a world of one
+// needs none), so the program's many cases stay far from NCCL's per-process costs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -51,6 +52,7 @@ TrainOptions small(const std::string& device) {
 
 std::vector<StepMetrics> train(const TrainOptions& o) {
   TrainDevice device(o, &runtime());
+  EXPECT_EQ(device.nccl_communicators(), 0) << "a world of one needs no NCCL communicator";
   Trainer t(o, device.context(), device.topology());
   return t.run(false);
 }
@@ -119,6 +121,9 @@ TEST(TrainCuda, StageMemoryIsThePapersAndTheCpuBackends) {
 // MemoryPool's peak per category against the plan of the same options, stages 0-3 and Pa+cpu:
 // equal, except buffers, which also hold the kernels' grow-only scratch (CUB temp storage,
 // column partials; the plan does not count it yet): measured buffers = plan + that scratch.
+// The scalar reducers are in pinned host memory (and empty for a world of one), no NCCL
+// communicator exists, so no barrier word; tests/unit/train_cuda_plan_test.cpp checks the rest of
+// this equality on the CPU through the same code paths.
 TEST(TrainCuda, MemoryIsThePlanPlusTheGrownScratch) {
   ZT_REQUIRE_GPU();
   for (int variant = 0; variant <= 4; ++variant) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/backend_memory.h"
+#include "src/comm/scalar_reducer.h"
 #include "src/core/error.h"
 #include "src/planner/cluster.h"
 #include "src/planner/max_model.h"
@@ -57,7 +58,8 @@ ClusterSpec one_node() {
 
 // The CUDA backend's own device memory: its GEMM workspace in buffers, and with Pa+cpu the
 // device buffer the next span's input is prefetched into (the CPU reads host checkpoints in
-// place); nothing else of the plan moves.
+// place); the scalar reducers leave the device buffers (pinned host memory on CUDA); nothing
+// else of the plan moves. NCCL: the world and the four groups, each a communicator.
 TEST(Planner, CudaAddsTheGemmWorkspaceAndThePrefetchBuffer) {
   PlanInput in = gpt_input(1e9, 1, 4, 2);
   in.micro_batch = 2;
@@ -66,7 +68,15 @@ TEST(Planner, CudaAddsTheGemmWorkspaceAndThePrefetchBuffer) {
   const MemoryPlan cpu = plan_memory(in);
   in.cuda = true;
   const MemoryPlan gpu = plan_memory(in);
-  EXPECT_EQ(gpu.buffers - cpu.buffers, kCudaGemmWorkspaceBytes);
+  const int world = in.tp * in.dp * in.pp;
+  const size_t reducers = comm::ScalarReducer::bytes(world, kNumMemCategories + 2) +
+                          comm::ScalarReducer::bytes(world, 1);
+  EXPECT_GT(reducers, 0u);
+  EXPECT_EQ(gpu.buffers + reducers, cpu.buffers + kCudaGemmWorkspaceBytes);
+  EXPECT_EQ(gpu.backend_buffers, kCudaGemmWorkspaceBytes);
+  EXPECT_EQ(cpu.backend_buffers, 0u);
+  EXPECT_EQ(gpu.nccl_communicators, 5);
+  EXPECT_EQ(cpu.nccl_communicators, 0);
   EXPECT_EQ(gpu.activations - cpu.activations,
             size_t{2} * 1024 * static_cast<size_t>(in.model.hidden) * 2);  // fp16 [2, 1024, h]
   EXPECT_EQ(gpu.model_states(), cpu.model_states());

@@ -1,0 +1,89 @@
+// The plan for --device cuda against what the stack allocates on the CUDA backend's paths, on the
+// CPU: cpu_staging_backend() keeps the CUDA backend's memory discipline (host_accessible() false:
+// the stack stages through a host pool of its own and keeps its scalar reducers there), so the
+// device pool's peak per category must be the CUDA plan, except the bytes the CUDA backend itself
+// takes (MemoryPlan::backend_buffers: its GEMM workspace, kernels/backend_memory.h), which no
+// CPU kernel allocates. The same variants as tests/gpu/train_cuda_test's
+// MemoryIsThePlanPlusTheGrownScratch, which checks the rest on a GPU. A world of one: no NCCL
+// communicator (tests/dist/planner_test.cpp checks the scalar reducers on two ranks).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kernels/backend.h"
+#include "kernels/backend_memory.h"
+#include "src/comm/nccl_groups.h"
+#include "src/comm/self_communicator.h"
+#include "src/planner/train_plan.h"
+#include "src/train/trainer.h"
+#include "tests/support/train_options.h"
+
+namespace zt {
+namespace {
+
+TrainOptions cuda_shaped(int variant) {
+  TrainOptions o = test::device_gpt("cpu");
+  o.micro_batch_size = 2;
+  o.global_batch_size = 4;
+  o.param_persistence_threshold = 300;
+  o.bf16 = true;
+  o.train_iters = 2;
+  o.zero_stage = variant % 4;
+  if (variant == 4) {
+    o.zero_stage = 2;
+    o.checkpoint_activations = o.partition_activations = o.cpu_checkpointing = true;
+  }
+  return o;
+}
+
+TEST(CudaPlan, DevicePoolIsThePlanLessTheBackendsOwnBuffers) {
+  for (int variant = 0; variant <= 4; ++variant) {
+    const TrainOptions o = cuda_shaped(variant);
+    MemoryPool device(make_host_allocator()), host(make_host_allocator());
+    const DeviceContext ctx(cpu_staging_backend(), device, host);
+    ASSERT_TRUE(ctx.needs_staging());
+    comm::SelfWorld world(cpu_staging_backend());
+    Trainer t(o, ctx, world.topology());
+    t.run(false);
+    TrainOptions c = o;
+    c.device = "cuda";
+    const MemoryPlan p = plan_memory(plan_input_from(c, 1));
+    const std::string what = "variant " + std::to_string(variant);
+    auto peak = [&](MemCategory k) { return device.peak(k); };
+    EXPECT_EQ(peak(MemCategory::Params), p.params) << what;
+    EXPECT_EQ(peak(MemCategory::Grads), p.grads) << what;
+    EXPECT_EQ(peak(MemCategory::Optimizer), p.optimizer) << what;
+    EXPECT_EQ(peak(MemCategory::Activations), p.activations) << what;
+    EXPECT_EQ(peak(MemCategory::Checkpoints), p.checkpoints) << what;
+    EXPECT_EQ(peak(MemCategory::HostCheckpoints), 0u) << what;
+    EXPECT_EQ(host.peak(MemCategory::HostCheckpoints), p.host_checkpoints) << what;
+    EXPECT_EQ(p.backend_buffers, kCudaGemmWorkspaceBytes) << what;
+    EXPECT_EQ(peak(MemCategory::Buffers) + p.backend_buffers, p.buffers) << what;
+    EXPECT_EQ(p.nccl_communicators, 0) << what << ": a world of one has no NCCL communicator";
+  }
+}
+
+// The CPU plan of the same run has no backend buffers and no NCCL.
+TEST(CudaPlan, TheCpuPlanHasNoBackendBuffersOrNccl) {
+  const MemoryPlan p = plan_memory(plan_input_from(cuda_shaped(0), 1));
+  EXPECT_EQ(p.backend_buffers, 0u);
+  EXPECT_EQ(p.nccl_communicators, 0);
+}
+
+// NCCL communicators per rank: none alone; the world and every group the Topology splits (size-one
+// groups included) otherwise — counted on a real Topology.
+TEST(CudaPlan, NcclCommunicatorsAreTheWorldAndTheTopologysGroups) {
+  comm::SelfWorld one;
+  EXPECT_EQ(one.topology().groups(), comm::Topology::split_groups(1));
+  EXPECT_EQ(comm::nccl_communicators(1, 1), 0);
+  EXPECT_EQ(comm::nccl_communicators(2, 1), 1 + one.topology().groups());
+  EXPECT_EQ(comm::nccl_communicators(8, 2), 1 + comm::Topology::split_groups(2));
+  TrainOptions o = cuda_shaped(1);
+  o.device = "cuda";
+  PlanInput in = plan_input_from(o, 1);
+  in.dp = 4;
+  EXPECT_EQ(plan_memory(in).nccl_communicators, 5);
+}
+
+}  // namespace
+}  // namespace zt
