@@ -2,7 +2,8 @@
 // math of kernels/common/attention.h in three kernels plus a row reduction, nothing of size
 // T x T in memory (FlashAttention-2's schedule: Dao, 2023, arXiv:2307.08691).
 //
-// Forward: one block per (query tile, b*NH + h). Q's tile stays in shared memory; for each key
+// Forward: one block per (query tile, b*NH + h); b*NH + h runs over grid y and z (grid.cuh: y
+// alone holds 65,535). Q's tile stays in shared memory; for each key
 // tile up to the diagonal (causal tile skipping) S = Q K^T scale goes to shared memory in fp32,
 // one warp per row raises the running max (online_softmax_raise), writes the dropped
 // probabilities in T and rescales the fp32 output accumulator, then O += P V. At the end
@@ -33,6 +34,7 @@
 
 #include "kernels/common/attention.h"
 #include "kernels/cuda/cublas_check.h"
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/ops.h"
 
 namespace zt::cuda {
@@ -49,6 +51,7 @@ constexpr int kPad = sizeof(E) == 2 ? 8 : 4;
 
 struct Shape {
   int T, C, NH, hd, hdp;  // hdp: hd rounded up to 16
+  int64_t BH;             // B·NH, the heads of the folded grid
   int64_t C3;             // row stride of qkv
   float scale;
   int bq, bk;  // query rows and keys per tile (multiples of 16)
@@ -237,7 +240,8 @@ __global__ void __launch_bounds__(kThreads)
   Carve c{smem};
   FwdSmem<E> t(c, s);
   const int qb = gridDim.x - 1 - blockIdx.x;  // the longest rows first
-  const int bh = blockIdx.y, b = bh / s.NH, h = bh % s.NH;
+  if (folded_y() >= s.BH) return;             // padding of the last grid plane
+  const int bh = static_cast<int>(folded_y()), b = bh / s.NH, h = bh % s.NH;
   const int i0 = qb * s.bq, nq = min(s.bq, s.T - i0), keys = i0 + nq;
   const E* q = qkv + int64_t{b} * s.T * s.C3 + int64_t{h} * s.hd;
   load_tile(t.q, t.ldh, q + i0 * s.C3, s.C3, nq, s.bq, s.hd, s.hdp);
@@ -368,7 +372,8 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(128) unsigned char smem[];
   Carve c{smem};
   BwdSmem<E> t(c, s, true);
-  const int bh = blockIdx.y, b = bh / s.NH, h = bh % s.NH;
+  if (folded_y() >= s.BH) return;  // padding of the last grid plane
+  const int bh = static_cast<int>(folded_y()), b = bh / s.NH, h = bh % s.NH;
   const int j0 = blockIdx.x * s.bk, nk = min(s.bk, s.T - j0);
   const int64_t qoff = int64_t{b} * s.T * s.C3 + int64_t{h} * s.hd;
   const E* q = qkv + qoff;
@@ -407,7 +412,8 @@ __global__ void __launch_bounds__(kThreads)
   Carve c{smem};
   BwdSmem<E> t(c, s, false);
   const int qb = gridDim.x - 1 - blockIdx.x;  // the longest rows first
-  const int bh = blockIdx.y, b = bh / s.NH, h = bh % s.NH;
+  if (folded_y() >= s.BH) return;             // padding of the last grid plane
+  const int bh = static_cast<int>(folded_y()), b = bh / s.NH, h = bh % s.NH;
   const int i0 = qb * s.bq, nq = min(s.bq, s.T - i0), keys = i0 + nq;
   const int64_t qoff = int64_t{b} * s.T * s.C3 + int64_t{h} * s.hd;
   const E* q = qkv + qoff;
@@ -454,6 +460,7 @@ Shape make_shape(int B, int T, int C, int NH, const DropoutParams& drop, SmemByt
                   NH,
                   hd,
                   (hd + 15) / 16 * 16,
+                  int64_t{B} * NH,
                   3 * int64_t{C},
                   1.0f / std::sqrt(static_cast<float>(hd)),
                   tile,
@@ -483,7 +490,7 @@ void Kernels::attention_forward(E* out, float* lse, const E* qkv, int B, int T, 
       B, T, C, NH, drop, [](const detail::Shape& x) { return detail::fwd_smem_bytes<E>(x); },
       &smem);
   detail::allow_smem(detail::forward_kernel<E>, smem);
-  const dim3 grid((T + s.bq - 1) / s.bq, B * NH);
+  const dim3 grid = detail::fold_y(static_cast<unsigned>((T + s.bq - 1) / s.bq), s.BH);
   detail::forward_kernel<E><<<grid, detail::kThreads, smem, stream>>>(out, lse, qkv, s, drop);
   ZT_CU_CUDA_CHECK(cudaGetLastError());
 }
@@ -501,13 +508,13 @@ void Kernels::attention_backward(E* dqkv, float* delta, const E* dout, const E* 
       delta, dout, out, s, rows);
   ZT_CU_CUDA_CHECK(cudaGetLastError());
   detail::allow_smem(detail::dkdv_kernel<E>, smem);
-  const dim3 grid_k((T + s.bk - 1) / s.bk, B * NH);
+  const dim3 grid_k = detail::fold_y(static_cast<unsigned>((T + s.bk - 1) / s.bk), s.BH);
   detail::dkdv_kernel<E>
       <<<grid_k, detail::kThreads, smem, stream>>>(dqkv, dout, qkv, lse, delta, s, drop);
   ZT_CU_CUDA_CHECK(cudaGetLastError());
   const size_t smem_q = detail::bwd_smem_bytes<E>(s, false);
   detail::allow_smem(detail::dq_kernel<E>, smem_q);
-  const dim3 grid_q((T + s.bq - 1) / s.bq, B * NH);
+  const dim3 grid_q = detail::fold_y(static_cast<unsigned>((T + s.bq - 1) / s.bq), s.BH);
   detail::dq_kernel<E>
       <<<grid_q, detail::kThreads, smem_q, stream>>>(dqkv, dout, qkv, lse, delta, s, drop);
   ZT_CU_CUDA_CHECK(cudaGetLastError());

@@ -88,8 +88,11 @@ LtPlan build_plan(const LtMatmul& g, cublasComputeType_t compute) {
   const cublasStatus_t st =
       cublasLtMatmulAlgoGetHeuristic(lt_handle(), op, plan.a.get(), plan.b.get(), plan.c.get(),
                                      plan.c.get(), pref, 1, &heur, &found);
-  // NOT_SUPPORTED: no kernel for this epilogue/type combination, the same answer as none found.
-  if (st != CUBLAS_STATUS_NOT_SUPPORTED) ZT_CUBLAS_CHECK(st);
+  // With a fused epilogue any refusal (NOT_SUPPORTED, and INVALID_VALUE, ARCH_MISMATCH and the
+  // like from cuBLASLt versions that reject a combination in other words) is "no algorithm": the
+  // caller runs the unfused ops. A plain GEMM has no fallback, so its status is an error.
+  if (g.epilogue == CUBLASLT_EPILOGUE_DEFAULT && st != CUBLAS_STATUS_NOT_SUPPORTED)
+    ZT_CUBLAS_CHECK(st);
   plan.found = st == CUBLAS_STATUS_SUCCESS && found > 0;
   if (plan.found) plan.algo = heur.algo;
   return plan;

@@ -1,4 +1,5 @@
-// Linear layers on cuBLASLt. linear_forward fuses the bias into the GEMM (CUBLASLT_EPILOGUE_BIAS).
+// Linear layers on cuBLASLt. linear_forward fuses the bias into the GEMM (CUBLASLT_EPILOGUE_BIAS;
+// where cuBLASLt has no algorithm for it, the plain GEMM and add_broadcast).
 //
 // linear_gelu_forward uses CUBLASLT_EPILOGUE_GELU_AUX_BIAS: one GEMM writes y = gelu(x w^T + b)
 // and, through the aux pointer, pre = x w^T + b. cuBLASLt's GELU is the tanh approximation, the
@@ -45,13 +46,27 @@ detail::LtMatmul forward_matmul(Y* y, const T* x, const T* w, const T* b, int N,
   return g;
 }
 
+// The GEMM with its bias epilogue; where cuBLASLt has no algorithm for the epilogue, the plain
+// GEMM and the bias added by add_broadcast (rounded twice in half precision instead of once).
+template <typename T, typename Y>
+void forward_or_unfused(Y* y, const T* x, const T* w, const T* b, int N, int in, int out,
+                        cudaStream_t stream) {
+  detail::LtMatmul g = forward_matmul(y, x, w, b, N, in, out);
+  if (b == nullptr) return detail::lt_matmul(g, stream);
+  if (detail::lt_matmul_try(g, stream)) return;
+  g.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  g.bias = nullptr;
+  detail::lt_matmul(g, stream);
+  if constexpr (std::is_same_v<T, Y>) Kernels::add_broadcast(y, b, N, out, stream);
+}
+
 }  // namespace
 
 template <typename T, typename Y>
 void Kernels::linear_forward(Y* y, const T* x, const T* w, const T* b, int N, int in, int out,
                              cudaStream_t stream) {
   check_shape("linear_forward", N, in, out);
-  detail::lt_matmul(forward_matmul(y, x, w, b, N, in, out), stream);
+  forward_or_unfused(y, x, w, b, N, in, out, stream);
 }
 
 template <typename T>
@@ -65,7 +80,7 @@ void Kernels::linear_gelu_forward(T* y, T* pre, const T* x, const T* w, const T*
     g.aux_ld = out;
     if (detail::lt_matmul_try(g, stream)) return;
   }
-  detail::lt_matmul(forward_matmul(pre, x, w, b, N, in, out), stream);
+  forward_or_unfused(pre, x, w, b, N, in, out, stream);
   gelu_forward(y, pre, int64_t{N} * out, stream);
 }
 

@@ -10,6 +10,8 @@ Handle& Handle::operator=(Handle&& o) noexcept {
   if (this != &o) {
     if (work_) work_->wait();  // never drop an in-flight operation
     work_ = std::move(o.work_);
+    started_ = std::move(o.started_);
+    finished_ = std::move(o.finished_);
   }
   return *this;
 }
@@ -19,18 +21,31 @@ Handle::~Handle() {
   if (work_) work_->wait();
 }
 
+void Handle::keep_stamps() {
+  started_ = work_->started();
+  finished_ = work_->finished();
+  work_.reset();
+}
+
 bool Handle::test() {
   if (!work_) return true;
   if (!work_->test()) return false;
   work_->wait();  // completes the bookkeeping (fp32 -> half conversion, staging release)
-  work_.reset();
+  keep_stamps();
   return true;
 }
 
 void Handle::wait() {
   if (!work_) return;
   work_->wait();
-  work_.reset();
+  keep_stamps();
+}
+
+std::pair<Handle, Handle> Communicator::send_recv_async(Tensor send, int send_peer, int send_tag,
+                                                        Tensor recv, int recv_peer, int recv_tag) {
+  Handle r = recv_async(recv, recv_peer, recv_tag);
+  Handle s = send_async(send, send_peer, send_tag);
+  return {std::move(s), std::move(r)};
 }
 
 void Communicator::all_gather(Tensor output) {

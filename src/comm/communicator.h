@@ -26,8 +26,10 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <utility>
 
 #include "src/comm/comm_stats.h"
+#include "src/comm/timeline.h"
 #include "src/core/tensor.h"
 
 namespace zt::comm {
@@ -44,6 +46,10 @@ class Work {
   virtual bool test() = 0;
   // Blocks until complete (under the collective watchdog). Idempotent.
   virtual void wait() = 0;
+  // Where the operation started and (once complete) ended on its communicator's timeline
+  // (timeline.h); null where nothing is timed.
+  virtual StampRef started() const { return nullptr; }
+  virtual StampRef finished() const { return nullptr; }
 };
 
 // RAII handle of an asynchronous operation. Move-only; the destructor waits, so a handle going
@@ -63,9 +69,14 @@ class Handle {
   bool done() const { return work_ == nullptr; }
   bool test();
   void wait();
+  // The operation's start and end (timeline.h), kept once it completed; null before.
+  const StampRef& started() const { return started_; }
+  const StampRef& finished() const { return finished_; }
 
  private:
+  void keep_stamps();
   std::unique_ptr<Work> work_;
+  StampRef started_, finished_;
 };
 
 class Communicator {
@@ -112,8 +123,21 @@ class Communicator {
   virtual Handle send_async(Tensor t, int peer, int tag = 0) = 0;
   virtual Handle recv_async(Tensor t, int peer, int tag = 0) = 0;
 
+  // A send and a receive issued as one group (Megatron-LM's batched isend/irecv): neither waits
+  // for the other to be matched before the other is posted. NCCL runs a communicator's
+  // operations in issue order on one stream, where a send holds the stream until its peer
+  // receives: a receive issued after it would not be posted, and two ranks that exchange
+  // both ways would deadlock. Here (MPI) the receive is posted first, then the send.
+  // Returns {send, receive}.
+  virtual std::pair<Handle, Handle> send_recv_async(Tensor send, int send_peer, int send_tag,
+                                                    Tensor recv, int recv_peer, int recv_tag);
+
   virtual void barrier() = 0;
   virtual Handle barrier_async() = 0;
+
+  // Now, on the timeline this communicator's operations are timed on (timeline.h): the host
+  // clock, or on NCCL an event on the compute stream.
+  virtual StampRef stamp() { return HostStamp::now(); }
 
   // Drives every outstanding async operation of this process forward once (cheap; for the
   // manual progress mode the trainer calls it between layers). Never blocks.

@@ -96,6 +96,7 @@ int MpiProgress::poll_locked() {
     ZT_MPI(MPI_Test(&op->req, &flag, MPI_STATUS_IGNORE));
     if (flag) {
       op->done = true;
+      op->completed = std::chrono::steady_clock::now();
       ++completed;
     }
   }
@@ -124,6 +125,7 @@ void MpiProgress::wait(Op& op) {
   ZT_MPI(MPI_Wait(&op.req, MPI_STATUS_IGNORE));
   std::lock_guard lk(mu_);
   op.done = true;
+  op.completed = std::chrono::steady_clock::now();
 }
 
 size_t MpiProgress::outstanding() const {
@@ -302,6 +304,10 @@ class MpiWork final : public Work {
     finished_ = true;
     finish_.run();
   }
+
+  StampRef started() const override { return HostStamp::at(op_->issued); }
+  // Read after wait(): the progress thread no longer touches the op.
+  StampRef finished() const override { return finished_ ? HostStamp::at(op_->completed) : nullptr; }
 
  private:
   MpiProgress* progress_;
@@ -554,7 +560,10 @@ void MpiCommunicator::send(Tensor t, int peer, int tag) {
   ctx_.stats->record(kind_, CommOp::Send, static_cast<uint64_t>(t.numel()), dtype_size(t.dtype()),
                      2);
   auto guard = ctx_.watchdog->arm("send", name());
-  ZT_MPI(MPI_Send(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_));
+  if (ctx_.synchronous_sends)
+    ZT_MPI(MPI_Ssend(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_));
+  else
+    ZT_MPI(MPI_Send(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_));
 }
 
 void MpiCommunicator::recv(Tensor t, int peer, int tag) {
@@ -577,7 +586,10 @@ Handle MpiCommunicator::send_async(Tensor t, int peer, int tag) {
   ctx_.stats->record(kind_, CommOp::Send, static_cast<uint64_t>(t.numel()), dtype_size(t.dtype()),
                      2);
   MPI_Request req = MPI_REQUEST_NULL;
-  ZT_MPI(MPI_Isend(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_, &req));
+  if (ctx_.synchronous_sends)
+    ZT_MPI(MPI_Issend(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_, &req));
+  else
+    ZT_MPI(MPI_Isend(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_, &req));
   return make_handle(CommOp::Send, req, {});
 }
 

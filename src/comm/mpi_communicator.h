@@ -12,9 +12,14 @@
 //   ProgressMode::Manual — no thread; operations advance when the caller calls
 //     Communicator::progress() or Handle::test() (e.g. between layers of backward), and in wait().
 // bench_collectives --overlap measures both (the numbers are in the runtime note / README).
+//
+// Synchronous sends (MpiContext::synchronous_sends, ZT_SYNCHRONOUS_SENDS=1): a test mode where
+// send and send_async are MPI_Ssend / MPI_Issend, complete only once the receiver matched them,
+// as NCCL's are: an exchange order that relies on buffering hangs and the watchdog names it.
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -35,6 +40,8 @@ class MpiProgress {
   struct Op {
     MPI_Request req = MPI_REQUEST_NULL;
     bool done = false;  // guarded by MpiProgress::mu_
+    std::chrono::steady_clock::time_point issued = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point completed;  // when `done` was first seen
   };
 
   MpiProgress(ProgressMode mode, int poll_interval_us);
@@ -119,6 +126,11 @@ struct MpiContext {
   CommStats* stats = nullptr;
   MpiProgress* progress = nullptr;
   Watchdog* watchdog = nullptr;
+  // Point-to-point sends complete only once the receiver has matched them (MPI_Ssend and
+  // MPI_Issend), never from MPI's eager buffer: an exchange order that deadlocks without
+  // buffering, as NCCL's would, hangs here too and the watchdog names it
+  // (RuntimeOptions::synchronous_sends).
+  bool synchronous_sends = false;
 };
 
 class MpiCommunicator final : public Communicator {

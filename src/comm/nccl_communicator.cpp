@@ -1,8 +1,12 @@
 #include "src/comm/nccl_communicator.h"
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <exception>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "src/comm/mpi_check.h"
 #include "src/comm/nccl_check.h"
@@ -24,6 +28,36 @@ void check_nccl(ncclResult_t rc, const char* call, std::source_location loc) {
 }  // namespace detail
 
 namespace {
+
+// Calls on a non-blocking communicator may answer ncclInProgress: issued, not yet settled.
+#define ZT_NCCL_ISSUE(call)                                                           \
+  do {                                                                                \
+    const ncclResult_t zt_rc_ = (call);                                               \
+    if (zt_rc_ != ncclInProgress)                                                     \
+      ::zt::comm::detail::check_nccl(zt_rc_, #call, std::source_location::current()); \
+  } while (false)
+
+// How long an abort waits for the thread using the communicator to let go of it; past that the
+// process ends without ncclCommAbort (the watchdog's exit follows).
+constexpr auto kAbortLockWait = std::chrono::seconds(5);
+
+// A device point for the overlap metrics (timeline.h): a timing event recorded on a stream.
+class CudaStamp final : public Stamp {
+ public:
+  explicit CudaStamp(cudaStream_t s) : e_(std::make_shared<cuda::Event>(cuda::Event::Timing{})) {
+    e_->record(s);
+  }
+  // A timing event already recorded.
+  explicit CudaStamp(std::shared_ptr<cuda::Event> e) : e_(std::move(e)) {}
+  double ms_since(const Stamp& origin) const override {
+    const auto* o = dynamic_cast<const CudaStamp*>(&origin);
+    ZT_CHECK(o != nullptr, "a device time compared with a host time");
+    return e_->elapsed_ms(*o->e_);
+  }
+
+ private:
+  std::shared_ptr<cuda::Event> e_;
+};
 
 ncclDataType_t nccl_type(DType t) {
   switch (t) {
@@ -63,15 +97,46 @@ struct NcclCommunicator::State {
     // so a peer that never comes ends the job at the timeout); then the monitor lets go of us.
     (void)cudaStreamSynchronize(stream.get());
     dog->forget(this);
-    (void)ncclCommFinalize(comm);  // flushes outstanding work (none left)
+    auto guard = dog->arm("nccl_finalize", group_kind_name(kind));
+    if (ncclCommFinalize(comm) == ncclInProgress) (void)settle();  // flushes (nothing is left)
+    std::lock_guard lk(use);
     (void)ncclCommDestroy(comm);
   }
   State(const State&) = delete;
   State& operator=(const State&) = delete;
 
-  // ncclCommAbort unless this or another thread already did (it frees the communicator).
+  // ncclCommAbort unless this or another thread already did (it frees the communicator). It
+  // waits for a thread inside an NCCL call on the communicator to leave it (NCCL's calls on one
+  // communicator are not safe against each other), at most kAbortLockWait: a call that never
+  // returns leaves the communicator to the process's end, which follows at once.
   void abort_once() {
-    if (!aborted.exchange(true)) (void)ncclCommAbort(comm);
+    if (aborted.exchange(true)) return;
+    std::unique_lock lk(use, std::defer_lock);
+    if (!lk.try_lock_for(kAbortLockWait)) {
+      std::fprintf(stderr,
+                   "zerotron: error: the NCCL communicator of group %s is still in a call after "
+                   "%lld s; ending without ncclCommAbort\n",
+                   std::string(group_kind_name(kind)).c_str(),
+                   static_cast<long long>(kAbortLockWait.count()));
+      return;
+    }
+    (void)ncclCommAbort(comm);
+  }
+  // Non-blocking communicator: waits until the calls issued so far are settled (enqueued on the
+  // stream, or failed), polling ncclCommGetAsyncError with the lock released in between, so an
+  // abort can take it; the caller arms the watchdog. Returns the final state.
+  ncclResult_t settle() {
+    while (true) {
+      ncclResult_t async = ncclSuccess;
+      {
+        std::lock_guard lk(use);
+        if (aborted.load()) return ncclInvalidUsage;
+        const ncclResult_t rc = ncclCommGetAsyncError(comm, &async);
+        if (rc != ncclSuccess) return rc;
+      }
+      if (async != ncclInProgress) return async;
+      std::this_thread::yield();
+    }
   }
   // `what`: "timed out" or "failed"; `detail` follows the rank.
   [[noreturn]] void abort_and_throw(std::string_view op, std::string_view what,
@@ -90,8 +155,13 @@ struct NcclCommunicator::State {
   }
   // Throws (after aborting) when NCCL reports an asynchronous error.
   void check_async(std::string_view op) {
-    ncclResult_t async = ncclSuccess;
-    ZT_NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
+    ncclResult_t async = ncclSuccess, rc = ncclSuccess;
+    {
+      std::lock_guard lk(use);
+      check_usable(op);
+      rc = ncclCommGetAsyncError(comm, &async);
+    }
+    if (rc != ncclSuccess) async = rc;
     if (async != ncclSuccess && async != ncclInProgress)
       abort_and_throw(op, "failed",
                       fmt::format("asynchronous NCCL error: {}", ncclGetErrorString(async)));
@@ -108,6 +178,10 @@ struct NcclCommunicator::State {
       why = fmt::format("CUDA error while it ran: {}", cudaGetErrorString(q));
       return Watchdog::Poll::Failed;
     }
+    // The issuing thread may be inside an NCCL call: never wait for it here (the event above
+    // still bounds the op); its error is seen at the next poll.
+    std::unique_lock lk(use, std::try_to_lock);
+    if (!lk.owns_lock() || aborted.load()) return Watchdog::Poll::Pending;
     ncclResult_t async = ncclSuccess;
     const ncclResult_t rc = ncclCommGetAsyncError(comm, &async);
     if (rc != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
@@ -125,6 +199,8 @@ struct NcclCommunicator::State {
   Watchdog* dog;
   int device = 0;
   std::atomic<bool> aborted{false};  // also set by the watchdog's thread
+  // Held around every NCCL call on `comm` (issuing thread, watchdog's poll, abort).
+  std::timed_mutex use;
 };
 
 namespace {
@@ -132,10 +208,17 @@ namespace {
 class NcclWork final : public Work {
  public:
   NcclWork(std::shared_ptr<NcclCommunicator::State> state, const NcclContext* ctx, CommOp op,
-           std::shared_ptr<cuda::Event> done)
-      : state_(std::move(state)), ctx_(ctx), op_(op), done_(std::move(done)) {}
+           std::shared_ptr<cuda::Event> done, StampRef started, StampRef finished)
+      : state_(std::move(state)),
+        ctx_(ctx),
+        op_(op),
+        done_(std::move(done)),
+        started_(std::move(started)),
+        finished_(std::move(finished)) {}
+  StampRef started() const override { return started_; }
+  StampRef finished() const override { return finished_; }
   ~NcclWork() override {
-    if (!finished_) {
+    if (!waited_) {
       try {
         wait();
       } catch (const std::exception& e) {
@@ -145,7 +228,7 @@ class NcclWork final : public Work {
     }
   }
   bool test() override {
-    if (finished_) return true;
+    if (waited_) return true;
     state_->check_usable(comm_op_name(op_));
     if (done_->query()) return true;
     state_->check_async(comm_op_name(op_));
@@ -153,10 +236,10 @@ class NcclWork final : public Work {
   }
   // Orders the compute stream after the op; the host goes on (the watchdog bounds the op).
   void wait() override {
-    if (finished_) return;
+    if (waited_) return;
     state_->check_usable(comm_op_name(op_));
     done_->wait(ctx_->compute);
-    finished_ = true;
+    waited_ = true;
   }
 
  private:
@@ -164,7 +247,8 @@ class NcclWork final : public Work {
   const NcclContext* ctx_;
   CommOp op_;
   std::shared_ptr<cuda::Event> done_;
-  bool finished_ = false;
+  StampRef started_, finished_;  // timing events around the op on the comm stream
+  bool waited_ = false;
 };
 
 }  // namespace
@@ -190,7 +274,12 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, GroupKind kind, NcclContext& c
   {
     auto guard = ctx.watchdog->arm("nccl_init", name());
     ZT_MPI(MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, comm));
-    ZT_NCCL_CHECK(ncclCommInitRank(&state_->comm, size_, id, rank_));
+    // Non-blocking: no NCCL call holds this thread (connection set-up, a peer that never comes),
+    // so the watchdog's abort finds the communicator free and the hang surfaces at its op.
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ZT_NCCL_ISSUE(ncclCommInitRankConfig(&state_->comm, size_, id, rank_, &config));
+    ZT_NCCL_CHECK(state_->settle());
   }
 }
 
@@ -214,9 +303,11 @@ ncclComm_t NcclCommunicator::native() const {
 }
 
 void NcclCommunicator::abort() {
-  // Even if the abort reports an error, the comm is unusable either way.
-  if (state_->aborted.exchange(true)) return;
-  ZT_NCCL_CHECK(ncclCommAbort(state_->comm));
+  state_->abort_once();  // its own result would say nothing: the comm is unusable either way
+}
+
+StampRef NcclCommunicator::stamp() {
+  return std::make_shared<CudaStamp>(ctx_->compute);
 }
 
 bool NcclCommunicator::aborted() const {
@@ -236,20 +327,50 @@ void NcclCommunicator::check_peer(int peer, const char* what) const {
 }
 
 template <typename Enqueue>
-Handle NcclCommunicator::issue(CommOp op, Enqueue&& enqueue) {
-  state_->check_usable(comm_op_name(op));
+NcclCommunicator::Issued NcclCommunicator::enqueue(std::string_view what, Enqueue&& enqueue) {
+  state_->check_usable(what);
   const cudaStream_t s = state_->stream.get();
-  ready_.record(ctx_->compute);
-  ready_.wait(s);
-  enqueue(state_->comm, s);
-  auto done = std::make_shared<cuda::Event>();
-  done->record(s);
+  Issued in;
+  {
+    auto guard = ctx_->watchdog->arm(what, name());
+    {
+      std::lock_guard lk(state_->use);
+      state_->check_usable(what);
+      ready_.record(ctx_->compute);
+      ready_.wait(s);
+      // The op can begin here, once the stream has waited for compute (NCCL enqueues its
+      // kernel behind this when the group settles).
+      in.started = std::make_shared<CudaStamp>(s);
+      ZT_NCCL_ISSUE(ncclGroupStart());
+      enqueue(state_->comm, s);
+      ZT_NCCL_ISSUE(ncclGroupEnd());
+    }
+    // Enqueued on the stream only once settled.
+    const ncclResult_t rc = state_->settle();
+    if (rc != ncclSuccess)
+      state_->abort_and_throw(what, "failed",
+                              fmt::format("NCCL error while issuing: {}", ncclGetErrorString(rc)));
+  }
+  in.done = std::make_shared<cuda::Event>(cuda::Event::Timing{});
+  in.done->record(s);
+  in.finished = std::make_shared<CudaStamp>(in.done);
   State* st = state_.get();  // ~State forgets its entries before it goes
+  auto done = in.done;
   ctx_->watchdog->track(
-      st, comm_op_name(op), group_kind_name(kind_),
+      st, what, group_kind_name(kind_),
       [st, done](std::string& why) { return st->poll(done->get(), why); },
       [st] { st->abort_once(); });
-  return Handle(std::make_unique<NcclWork>(state_, ctx_, op, std::move(done)));
+  return in;
+}
+
+template <typename Enqueue>
+Handle NcclCommunicator::issue(CommOp op, Enqueue&& enqueue_op) {
+  Issued in = enqueue(comm_op_name(op), std::forward<Enqueue>(enqueue_op));
+  return work(op, in);
+}
+
+Handle NcclCommunicator::work(CommOp op, const Issued& in) {
+  return Handle(std::make_unique<NcclWork>(state_, ctx_, op, in.done, in.started, in.finished));
 }
 
 // all_reduce ----------------------------------------------------------------------------------
@@ -259,7 +380,7 @@ Handle NcclCommunicator::all_reduce_async(Tensor t, ReduceOp op) {
   ctx_->stats->record(kind_, CommOp::AllReduce, static_cast<uint64_t>(t.numel()),
                       dtype_size(t.dtype()), size_);
   return issue(CommOp::AllReduce, [&](ncclComm_t c, cudaStream_t s) {
-    ZT_NCCL_CHECK(ncclAllReduce(t.data(), t.data(), static_cast<size_t>(t.numel()),
+    ZT_NCCL_ISSUE(ncclAllReduce(t.data(), t.data(), static_cast<size_t>(t.numel()),
                                 nccl_type(t.dtype()), nccl_op(op), c, s));
   });
 }
@@ -280,7 +401,7 @@ Handle NcclCommunicator::reduce_scatter_async(Tensor in, Tensor out, ReduceOp op
   check_reduce_scatter(in, out);
   ctx_->stats->record(kind_, CommOp::ReduceScatter, static_cast<uint64_t>(in.numel()), e, size_);
   return issue(CommOp::ReduceScatter, [&](ncclComm_t c, cudaStream_t s) {
-    ZT_NCCL_CHECK(ncclReduceScatter(in.data(), out.data(), static_cast<size_t>(m),
+    ZT_NCCL_ISSUE(ncclReduceScatter(in.data(), out.data(), static_cast<size_t>(m),
                                     nccl_type(in.dtype()), nccl_op(op), c, s));
   });
 }
@@ -299,7 +420,7 @@ Handle NcclCommunicator::all_gather_async(Tensor in, Tensor out) {
   check_all_gather(in, out);  // in place or disjoint: NCCL takes either as is
   ctx_->stats->record(kind_, CommOp::AllGather, static_cast<uint64_t>(out.numel()), e, size_);
   return issue(CommOp::AllGather, [&](ncclComm_t c, cudaStream_t s) {
-    ZT_NCCL_CHECK(
+    ZT_NCCL_ISSUE(
         ncclAllGather(in.data(), out.data(), static_cast<size_t>(m), nccl_type(in.dtype()), c, s));
   });
 }
@@ -317,7 +438,7 @@ Handle NcclCommunicator::broadcast_async(Tensor t, int root) {
   ctx_->stats->record(kind_, CommOp::Broadcast, static_cast<uint64_t>(t.numel()),
                       dtype_size(t.dtype()), size_);
   return issue(CommOp::Broadcast, [&](ncclComm_t c, cudaStream_t s) {
-    ZT_NCCL_CHECK(ncclBroadcast(t.data(), t.data(), static_cast<size_t>(t.numel()),
+    ZT_NCCL_ISSUE(ncclBroadcast(t.data(), t.data(), static_cast<size_t>(t.numel()),
                                 nccl_type(t.dtype()), root, c, s));
   });
 }
@@ -332,10 +453,8 @@ Handle NcclCommunicator::send_async(Tensor t, int peer, int /*tag: NCCL has none
   ctx_->stats->record(kind_, CommOp::Send, static_cast<uint64_t>(t.numel()), dtype_size(t.dtype()),
                       2);
   return issue(CommOp::Send, [&](ncclComm_t c, cudaStream_t s) {
-    ZT_NCCL_CHECK(ncclGroupStart());
-    ZT_NCCL_CHECK(
+    ZT_NCCL_ISSUE(
         ncclSend(t.data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), peer, c, s));
-    ZT_NCCL_CHECK(ncclGroupEnd());
   });
 }
 
@@ -345,11 +464,30 @@ Handle NcclCommunicator::recv_async(Tensor t, int peer, int /*tag: NCCL has none
   ctx_->stats->record(kind_, CommOp::Recv, static_cast<uint64_t>(t.numel()), dtype_size(t.dtype()),
                       2);
   return issue(CommOp::Recv, [&](ncclComm_t c, cudaStream_t s) {
-    ZT_NCCL_CHECK(ncclGroupStart());
-    ZT_NCCL_CHECK(
+    ZT_NCCL_ISSUE(
         ncclRecv(t.data(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), peer, c, s));
-    ZT_NCCL_CHECK(ncclGroupEnd());
   });
+}
+
+std::pair<Handle, Handle> NcclCommunicator::send_recv_async(Tensor send, int send_peer, int /*tag*/,
+                                                            Tensor recv, int recv_peer,
+                                                            int /*tag*/) {
+  check_tensor(send, "send");
+  check_peer(send_peer, "send");
+  check_tensor(recv, "recv");
+  check_peer(recv_peer, "recv");
+  ctx_->stats->record(kind_, CommOp::Send, static_cast<uint64_t>(send.numel()),
+                      dtype_size(send.dtype()), 2);
+  ctx_->stats->record(kind_, CommOp::Recv, static_cast<uint64_t>(recv.numel()),
+                      dtype_size(recv.dtype()), 2);
+  // One group: NCCL progresses both together, and the pair completes as one.
+  const Issued in = enqueue("send/recv", [&](ncclComm_t c, cudaStream_t s) {
+    ZT_NCCL_ISSUE(ncclSend(send.data(), static_cast<size_t>(send.numel()), nccl_type(send.dtype()),
+                           send_peer, c, s));
+    ZT_NCCL_ISSUE(ncclRecv(recv.data(), static_cast<size_t>(recv.numel()), nccl_type(recv.dtype()),
+                           recv_peer, c, s));
+  });
+  return {work(CommOp::Send, in), work(CommOp::Recv, in)};
 }
 
 void NcclCommunicator::send(Tensor t, int peer, int tag) {
@@ -369,7 +507,7 @@ Handle NcclCommunicator::barrier_async() {
   ctx_->stats->record(kind_, CommOp::Barrier, 0, 0, size_);
   // Complete only when every member contributed: the all-reduce is the rendezvous.
   return issue(CommOp::Barrier, [&](ncclComm_t c, cudaStream_t s) {
-    ZT_NCCL_CHECK(
+    ZT_NCCL_ISSUE(
         ncclAllReduce(barrier_word_.data(), barrier_word_.data(), 1, ncclFloat32, ncclSum, c, s));
   });
 }

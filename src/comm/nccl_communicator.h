@@ -41,7 +41,16 @@
 // Point to point. NCCL has no tags: `tag` is ignored and messages between two ranks match in
 // issue order. A send holds its stream until the peer's matching recv runs, so two ranks that
 // both send before they receive deadlock even with the async forms (MPI's eager protocol hides
-// this for small messages): order pairwise exchanges oppositely on the two sides.
+// this for small messages): issue such an exchange with send_recv_async (one group), or order
+// it oppositely on the two sides. MpiCommunicator's synchronous-send mode makes the same
+// mistake hang on the CPU (mpi_communicator.h).
+//
+// Non-blocking communicators and abort. Communicators are created with blocking = 0: every NCCL
+// call returns at once (ncclInProgress while it settles) and the issuing thread polls
+// ncclCommGetAsyncError until it has, under the watchdog. Every NCCL call on a communicator holds
+// its lock (State::use); the watchdog's poll only tries it, and ncclCommAbort waits for it at
+// most 5 s, after which the process ends without the abort. Timing events around each op feed
+// the overlap metrics (timeline.h; stamp() is an event on the compute stream).
 // barrier() is a one-element all-reduce on the comm stream, counted as a barrier (0 bytes); its
 // device word is allocated at the first barrier (kNcclBarrierWordBytes, nccl_groups.h).
 #include <cuda_runtime_api.h>
@@ -109,6 +118,11 @@ class NcclCommunicator final : public Communicator {
   void recv(Tensor t, int peer, int tag = 0) override;
   Handle send_async(Tensor t, int peer, int tag = 0) override;
   Handle recv_async(Tensor t, int peer, int tag = 0) override;
+  // One ncclGroupStart/End: the send and the receive progress together (tags ignored).
+  std::pair<Handle, Handle> send_recv_async(Tensor send, int send_peer, int send_tag, Tensor recv,
+                                            int recv_peer, int recv_tag) override;
+  // An event on the compute stream (timeline.h).
+  StampRef stamp() override;
   void barrier() override;
   Handle barrier_async() override;
   void progress() override {}  // the GPU progresses NCCL by itself
@@ -122,8 +136,18 @@ class NcclCommunicator final : public Communicator {
     MPI_Comm c = MPI_COMM_NULL;
     ~OwnedMpiComm();
   };
+  // An op (or a group of them) on the comm stream: its completion event, the watchdog's entry
+  // and its timing events.
+  struct Issued {
+    std::shared_ptr<cuda::Event> done;
+    StampRef started, finished;
+  };
+  // `what` names it in the watchdog's messages (a string literal).
+  template <typename Enqueue>
+  Issued enqueue(std::string_view what, Enqueue&& enqueue);
   template <typename Enqueue>
   Handle issue(CommOp op, Enqueue&& enqueue);
+  Handle work(CommOp op, const Issued& in);
   void check_tensor(const Tensor& t, const char* what) const;
   void check_peer(int peer, const char* what) const;
 

@@ -138,6 +138,8 @@ MpiRuntime::MpiRuntime(int& argc, char**& argv, RuntimeOptions opts) {
         launch_.rank, launch_.world, launch_.slurm ? "SLURM_PROCID" : "OMPI_COMM_WORLD_RANK", rank_,
         world_));
   progress_ = std::make_unique<MpiProgress>(opts.progress, opts.poll_interval_us);
+  const char* sync = std::getenv("ZT_SYNCHRONOUS_SENDS");
+  synchronous_sends_ = opts.synchronous_sends || (sync != nullptr && std::string_view(sync) == "1");
 }
 
 void MpiRuntime::find_nodes() {
@@ -179,7 +181,8 @@ std::unique_ptr<MpiCommunicator> MpiRuntime::world(MemoryPool& pool) {
   MPI_Comm c = MPI_COMM_NULL;
   ZT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
   return std::make_unique<MpiCommunicator>(
-      c, GroupKind::World, MpiContext{&pool, &stats_, progress_.get(), watchdog_.get()});
+      c, GroupKind::World,
+      MpiContext{&pool, &stats_, progress_.get(), watchdog_.get(), synchronous_sends_});
 }
 
 int MpiRuntime::run_guarded(const std::function<int()>& body) {

@@ -36,6 +36,10 @@ struct RuntimeOptions {
   double comm_timeout_s = 600.0;  // the collective watchdog; <= 0 disables
   ProgressMode progress = ProgressMode::Thread;
   int poll_interval_us = 20;  // progress thread's sleep between polls while ops are in flight
+  // MpiContext::synchronous_sends for every communicator of the world: a test mode, also set by
+  // ZT_SYNCHRONOUS_SENDS=1 in the environment (CI runs the pipeline tests so, to catch an
+  // exchange order that would deadlock on NCCL).
+  bool synchronous_sends = false;
 };
 
 // What the launcher says about this process, from the environment (no MPI needed, so a CUDA
@@ -97,6 +101,7 @@ class MpiRuntime {
   CommStats stats_;
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<MpiProgress> progress_;
+  bool synchronous_sends_ = false;
 };
 
 // Prints the error line for this process and MPI_Aborts (usable without a runtime object,

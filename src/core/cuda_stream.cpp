@@ -46,6 +46,18 @@ Event::Event() {
   ZT_CUDA_CHECK(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming));
 }
 
+Event::Event(Timing) {
+  ZT_CUDA_CHECK(cudaEventCreateWithFlags(&e_, cudaEventDefault));
+}
+
+float Event::elapsed_ms(const Event& start) const {
+  start.synchronize();
+  synchronize();
+  float ms = 0;
+  ZT_CUDA_CHECK(cudaEventElapsedTime(&ms, start.e_, e_));
+  return ms;
+}
+
 Event::~Event() {
   if (e_ != nullptr) (void)cudaEventDestroy(e_);
 }

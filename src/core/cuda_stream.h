@@ -34,10 +34,13 @@ class Stream {
   cudaStream_t s_ = nullptr;
 };
 
-// An event without timing (the cheapest kind): record, wait, query, synchronize.
+// An event without timing (the cheapest kind) unless asked: record, wait, query, synchronize.
 class Event {
  public:
+  struct Timing {};
   Event();
+  // An event that also times: elapsed_ms() between two such events.
+  explicit Event(Timing);
   ~Event();
   Event(Event&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
   Event& operator=(Event&& o) noexcept;
@@ -53,6 +56,9 @@ class Event {
   bool query() const;
   // Blocks the host until the captured work has completed.
   void synchronize() const;
+  // Milliseconds from `start`'s record to this one's, both timing events, once both completed
+  // (blocks the host until they have).
+  float elapsed_ms(const Event& start) const;
 
  private:
   cudaEvent_t e_ = nullptr;

@@ -32,11 +32,13 @@ class MicroBatchRunner {
   // pass of this call follows the run (ZeRO stages 0–1 reduce gradients during it under
   // --overlap-comm).
   using BeginRun = std::function<void(bool last)>;
+  // Times on the pipeline group's timeline (src/comm/timeline.h: the host clock, or on NCCL
+  // events on the compute stream, where the host only enqueues), read after the step.
   struct Result {
-    double loss = 0;     // Σ over micro-batches of their mean loss (last stage; 0 elsewhere)
-    double busy_ms = 0;  // in the model's forward and backward
-    double wait_ms = 0;  // blocked on the neighbours (receives, joining sends)
-    double total_ms = 0;
+    double loss = 0;          // Σ over micro-batches of their mean loss (last stage; 0 elsewhere)
+    comm::IntervalSum busy;   // in the model's forward and backward
+    comm::IntervalSum wait;   // blocked on the neighbours (receives, joining sends)
+    comm::IntervalSum total;  // the whole run
   };
 
   virtual ~MicroBatchRunner() = default;

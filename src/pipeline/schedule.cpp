@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "src/core/error.h"
 
 namespace zt::pipeline {
@@ -141,6 +143,162 @@ SendPlan eval_sends(const ScheduleShape& s, int stage) {
     if (plan.join_at[i] >= 0) plan.join_at[i] = static_cast<int>(i) + 1;
   plan.buffers = plan.buffers > 0 ? 1 : 0;
   return plan;
+}
+
+bool step_receives(const ScheduleShape& s, int stage, const Step& x) {
+  const int vs = virtual_stage(s, stage, x.chunk), V = s.stages * s.chunks;
+  return x.kind == Step::Forward ? vs > 0 : vs < V - 1;
+}
+
+bool step_sends(const ScheduleShape& s, int stage, const Step& x) {
+  const int vs = virtual_stage(s, stage, x.chunk), V = s.stages * s.chunks;
+  return x.kind == Step::Forward ? vs < V - 1 : vs > 0;
+}
+
+namespace {
+// Edge e joins virtual stages e and e + 1.
+int message_id(const ScheduleShape& s, int micro_batch, int edge, bool gradient) {
+  return (micro_batch * s.stages * s.chunks + edge) * 2 + (gradient ? 1 : 0);
+}
+}  // namespace
+
+P2pOp receive_of(const ScheduleShape& s, int stage, const Step& x) {
+  const int P = s.stages, vs = virtual_stage(s, stage, x.chunk);
+  if (x.kind == Step::Forward)
+    return {false, (stage + P - 1) % P, message_id(s, x.micro_batch, vs - 1, false)};
+  return {false, (stage + 1) % P, message_id(s, x.micro_batch, vs, true)};
+}
+
+P2pOp send_of(const ScheduleShape& s, int stage, const Step& x) {
+  const int P = s.stages, vs = virtual_stage(s, stage, x.chunk);
+  if (x.kind == Step::Forward)
+    return {true, (stage + 1) % P, message_id(s, x.micro_batch, vs, false)};
+  return {true, (stage + P - 1) % P, message_id(s, x.micro_batch, vs - 1, true)};
+}
+
+bool send_pairs_with_next_receive(const ScheduleShape& s, int stage, const std::vector<Step>& steps,
+                                  size_t i) {
+  return i + 1 < steps.size() && step_sends(s, stage, steps[i]) &&
+         step_receives(s, stage, steps[i + 1]);
+}
+
+std::vector<std::vector<P2pOp>> p2p_groups(const ScheduleShape& s, const std::vector<Step>& steps,
+                                           int stage, bool paired) {
+  std::vector<std::vector<P2pOp>> groups;
+  bool posted = false;  // the current step's receive went out with the previous send
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (step_receives(s, stage, steps[i]) && !posted)
+      groups.push_back({receive_of(s, stage, steps[i])});
+    posted = false;
+    if (!step_sends(s, stage, steps[i])) continue;
+    groups.push_back({send_of(s, stage, steps[i])});
+    if (paired && send_pairs_with_next_receive(s, stage, steps, i)) {
+      groups.back().push_back(receive_of(s, stage, steps[i + 1]));
+      posted = true;
+    }
+  }
+  return groups;
+}
+
+std::string check_paired_p2p(const ScheduleShape& s) {
+  std::vector<std::vector<std::vector<P2pOp>>> train, eval;
+  for (int st = 0; st < s.stages; ++st) {
+    train.push_back(p2p_groups(s, stage_schedule(s, st), st, true));
+    eval.push_back(p2p_groups(s, forward_only_schedule(s), st, true));
+  }
+  std::string why = check_rendezvous(s, train);
+  if (why.empty()) why = check_rendezvous(s, eval);
+  return why;
+}
+
+std::string check_rendezvous(const ScheduleShape& s,
+                             const std::vector<std::vector<std::vector<P2pOp>>>& groups) {
+  const int P = s.stages;
+  ZT_CHECK(groups.size() == static_cast<size_t>(P), "{} stages' groups for {} stages",
+           groups.size(), P);
+  // Where each operation's match is: the k-th send a -> b meets b's k-th receive from a.
+  struct Where {
+    int group = -1, op = -1;
+  };
+  auto channel = [P](int from, int to) { return static_cast<size_t>(from * P + to); };
+  std::vector<std::vector<Where>> sends(static_cast<size_t>(P * P)), recvs(sends.size());
+  std::vector<std::vector<std::vector<Where>>> match(static_cast<size_t>(P));
+  for (int r = 0; r < P; ++r) {
+    const auto& g = groups[static_cast<size_t>(r)];
+    match[static_cast<size_t>(r)].resize(g.size());
+    for (size_t k = 0; k < g.size(); ++k) {
+      match[static_cast<size_t>(r)][k].resize(g[k].size());
+      for (size_t o = 0; o < g[k].size(); ++o) {
+        const P2pOp& op = g[k][o];
+        (op.send ? sends[channel(r, op.peer)] : recvs[channel(op.peer, r)])
+            .push_back({static_cast<int>(k), static_cast<int>(o)});
+      }
+    }
+  }
+  for (int a = 0; a < P; ++a)
+    for (int b = 0; b < P; ++b) {
+      const auto& out = sends[channel(a, b)];
+      const auto& in = recvs[channel(a, b)];
+      if (out.size() != in.size())
+        return fmt::format("stage {} sends {} messages to stage {}, which receives {}", a,
+                           out.size(), b, in.size());
+      for (size_t k = 0; k < out.size(); ++k) {
+        const P2pOp& x = groups[static_cast<size_t>(a)][static_cast<size_t>(out[k].group)]
+                               [static_cast<size_t>(out[k].op)];
+        const P2pOp& y = groups[static_cast<size_t>(b)][static_cast<size_t>(in[k].group)]
+                               [static_cast<size_t>(in[k].op)];
+        if (x.message != y.message)
+          return fmt::format(
+              "message {} from stage {} to {} is matched by its receive of message {}", k, a, b,
+              y.message);
+        match[static_cast<size_t>(a)][static_cast<size_t>(out[k].group)]
+             [static_cast<size_t>(out[k].op)] = in[k];
+        match[static_cast<size_t>(b)][static_cast<size_t>(in[k].group)]
+             [static_cast<size_t>(in[k].op)] = out[k];
+      }
+    }
+  std::vector<size_t> at(static_cast<size_t>(P), 0);
+  std::vector<std::vector<char>> done(static_cast<size_t>(P));
+  auto enter = [&](int r) {
+    const auto& g = groups[static_cast<size_t>(r)];
+    if (at[static_cast<size_t>(r)] < g.size())
+      done[static_cast<size_t>(r)].assign(g[at[static_cast<size_t>(r)]].size(), 0);
+  };
+  for (int r = 0; r < P; ++r) enter(r);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int r = 0; r < P; ++r) {
+      const auto u = static_cast<size_t>(r);
+      if (at[u] >= groups[u].size()) continue;
+      const auto& group = groups[u][at[u]];
+      for (size_t o = 0; o < group.size(); ++o) {
+        if (done[u][o]) continue;
+        const int peer = group[o].peer;
+        const Where w = match[u][at[u]][o];
+        if (at[static_cast<size_t>(peer)] != static_cast<size_t>(w.group)) continue;
+        done[u][o] = 1;
+        done[static_cast<size_t>(peer)][static_cast<size_t>(w.op)] = 1;
+        progress = true;
+      }
+      if (std::all_of(done[u].begin(), done[u].end(), [](char d) { return d != 0; })) {
+        ++at[u];
+        enter(r);
+        progress = true;
+      }
+    }
+  }
+  std::string stuck;
+  for (int r = 0; r < P; ++r) {
+    const auto u = static_cast<size_t>(r);
+    if (at[u] >= groups[u].size()) continue;
+    std::string ops;
+    for (const P2pOp& op : groups[u][at[u]])
+      ops += fmt::format("{}{} {} stage {}", ops.empty() ? "" : " + ", op.send ? "send" : "recv",
+                         op.send ? "to" : "from", op.peer);
+    stuck += fmt::format("{}stage {} at group {} of {} ({})", stuck.empty() ? "" : "; ", r, at[u],
+                         groups[u].size(), ops);
+  }
+  return stuck.empty() ? std::string() : "deadlock: " + stuck;
 }
 
 double SimResult::bubble_fraction() const {

@@ -10,6 +10,7 @@
 // virtual stage 0 holds the first layers (and the embedding), virtual stage v·P - 1 the last (and
 // the head and the loss).
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace zt::pipeline {
@@ -70,6 +71,47 @@ SendPlan plan_sends(const ScheduleShape& s, const std::vector<std::vector<Step>>
 // (forward_only_schedule; each send joined at the next step: one buffer).
 SendPlan train_sends(const ScheduleShape& s, int stage);
 SendPlan eval_sends(const ScheduleShape& s, int stage);
+
+// Point-to-point issue order. A step receives its input (forward: from the previous virtual
+// stage; backward: its output's gradient from the next) unless it is the first (forward) or the
+// last (backward) virtual stage, and sends its result the other way unless it is the last
+// (forward) or first (backward). `message` names the (micro-batch, edge, direction), the same on
+// both sides; `peer` is the other stage.
+struct P2pOp {
+  bool send = false;
+  int peer = -1;
+  int message = -1;
+};
+bool step_receives(const ScheduleShape& s, int stage, const Step& x);
+bool step_sends(const ScheduleShape& s, int stage, const Step& x);
+P2pOp receive_of(const ScheduleShape& s, int stage, const Step& x);
+P2pOp send_of(const ScheduleShape& s, int stage, const Step& x);
+// NCCL matches the messages between two ranks in issue order and runs a communicator's
+// operations one after another on one stream, where each holds the stream until its peer's
+// matching operation runs: a receive queued behind a send whose receiver is itself waiting in a
+// send is never posted. So a stage issues each step's send in one group with the next step's
+// receive (Megatron-LM's send_forward_recv_backward / batched isend-irecv): true when step i of
+// `steps` sends and step i + 1 receives; the receive is then posted with the send, after step i
+// computes, instead of when step i + 1 begins.
+bool send_pairs_with_next_receive(const ScheduleShape& s, int stage, const std::vector<Step>& steps,
+                                  size_t i);
+// The stage's point-to-point operations in issue order, each inner list issued as one group:
+// `paired` as above, else every operation alone (each step's receive when it begins, its send
+// after it computes).
+std::vector<std::vector<P2pOp>> p2p_groups(const ScheduleShape& s, const std::vector<Step>& steps,
+                                           int stage, bool paired);
+// Runs every stage's groups (`groups[stage]`) as NCCL would with no buffering: one group at a
+// time per stage, an operation completing only when its peer's current group holds the
+// matching one, the k-th send from a stage to another matching the other's k-th receive from it.
+// Returns an empty string when every group completes, else why not (messages matched out of
+// order, or the stages each group waits in).
+std::string check_rendezvous(const ScheduleShape& s,
+                             const std::vector<std::vector<std::vector<P2pOp>>>& groups);
+// check_rendezvous of every stage's paired groups, training and evaluation. Empty for 1F1B (every
+// shape pipeline_schedule_test tries) and for the interleaved schedule when the micro-batches
+// equal the stages (every forward first); the interleaved schedule's steady phase with more
+// micro-batches interleaves sends both ways that this pairing cannot order.
+std::string check_paired_p2p(const ScheduleShape& s);
 
 struct Timing {
   double forward = 1;   // seconds for one micro-batch through one whole stage (all its chunks)

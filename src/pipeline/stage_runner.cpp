@@ -9,9 +9,6 @@ namespace zt::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 bool holds_batch(const ScheduleShape& s, int stage) {
   return stage == 0 || stage == s.stages - 1;
 }
@@ -74,12 +71,11 @@ StageRunner::StageRunner(Gpt& model, ActivationStore& acts, comm::Communicator& 
   slot_of_.assign(static_cast<size_t>(shape_.micro_batches * shape_.chunks), -1);
 }
 
-int StageRunner::tag(int m, int edge, bool gradient) const {
-  // Edge e joins virtual stages e and e + 1; the tag names the micro-batch, the edge and the
-  // direction, unique among the messages in flight between two stages (a few micro-batches)
-  // and within every MPI's tag bound (>= 32767).
-  const int edges = shape_.stages * shape_.chunks;
-  return ((m * edges + edge) * 2 + (gradient ? 1 : 0)) % 32768;
+int StageRunner::tag(const P2pOp& op) {
+  // The message id names the micro-batch, the edge and the direction: unique among the messages
+  // in flight between two stages (a few micro-batches), and within every MPI's tag bound
+  // (>= 32767) after the modulo.
+  return op.message % 32768;
 }
 
 Tensor StageRunner::rows(Ref r) const {
@@ -95,9 +91,10 @@ int StageRunner::take_slot() {
 }
 
 void StageRunner::wait(comm::Handle& h, Result& r) {
-  const auto t0 = Clock::now();
+  if (h.done()) return;
+  comm::StampRef from = pp_.stamp();
   h.wait();
-  r.wait_ms += ms_since(t0);
+  r.wait.add(std::move(from), pp_.stamp());
 }
 
 void StageRunner::join(const SendPlan* plan, int step, Result& r) {
@@ -110,31 +107,33 @@ void StageRunner::join(const SendPlan* plan, int step, Result& r) {
   }
 }
 
+Tensor StageRunner::receive_buffer(const Step& st, int slot) {
+  return st.kind == Step::Forward ? rows(slots_[static_cast<size_t>(slot)].input) : rows(dout_);
+}
+
 void StageRunner::run_step(const std::vector<Step>& steps, size_t i, const SendPlan& plan,
                            Result& r, ParamSource& params, const LoadBatch& load, float dloss,
                            const Seeds* seeds) {
   const Step& st = steps[i];
-  const int m = st.micro_batch, c = st.chunk, P = shape_.stages;
-  const int prev = (stage_ + P - 1) % P, next = (stage_ + 1) % P, vs = vstage(c);
+  const int m = st.micro_batch, c = st.chunk;
   const bool forward = st.kind == Step::Forward;
   int& where = slot_of_[static_cast<size_t>(m * shape_.chunks + c)];
-  if (forward) where = take_slot();
+  if (forward && where < 0) where = take_slot();  // else taken when its receive was posted
   ZT_CHECK(where >= 0, "pipeline stage {}: backward of micro-batch {} before its forward", stage_,
            m);
   Slot& s = slots_[static_cast<size_t>(where)];
-  // Receive; then join the sends its arrival proves received (schedule.h).
-  comm::Handle incoming;
-  Ref dout = s.dout;
-  if (forward && !first_virtual(c)) {
-    incoming = pp_.recv_async(rows(s.input), prev, tag(m, vs - 1, false));
-  } else if (!forward && !last_virtual(c)) {
-    incoming = pp_.recv_async(rows(dout_), next, tag(m, vs, true));
-    dout = dout_;
+  // Receive (posted here, or with the previous step's send); then join the sends its arrival
+  // proves received (schedule.h).
+  comm::Handle incoming = std::move(posted_);
+  if (step_receives(shape_, stage_, st) && incoming.done()) {
+    const P2pOp in = receive_of(shape_, stage_, st);
+    incoming = pp_.recv_async(receive_buffer(st, where), in.peer, tag(in));
   }
+  const Ref dout = !forward && !last_virtual(c) ? dout_ : s.dout;
   if (forward && (first_virtual(c) || last_virtual(c))) load(m, s.batch);
   wait(incoming, r);
   join(&plan, static_cast<int>(i), r);
-  const bool sends = forward ? !last_virtual(c) : !first_virtual(c);
+  const bool sends = step_sends(shape_, stage_, st);
   Ref out = forward ? s.dout : Ref();
   if (sends) {
     ZT_CHECK(!free_buffers_.empty(), "pipeline stage {}: no free send buffer at step {}", stage_,
@@ -146,6 +145,7 @@ void StageRunner::run_step(const std::vector<Step>& steps, size_t i, const SendP
   acts_.select_slot(where);
   const Gpt::ChunkIO chunk{c, s.batch, s.batch != nullptr ? s.batch + tokens_ : nullptr, s.input,
                            out};
+  const comm::StampRef computing = pp_.stamp();
   const auto t0 = Clock::now();
   if (forward) {
     const DropoutSeeds rng = seeds != nullptr ? (*seeds)(m) : DropoutSeeds{};
@@ -156,20 +156,33 @@ void StageRunner::run_step(const std::vector<Step>& steps, size_t i, const SendP
   if (const double d = delay_ms_[forward ? 0 : 1]; d > 0)
     std::this_thread::sleep_until(t0 +
                                   std::chrono::duration<double, std::milli>(d / shape_.chunks));
-  r.busy_ms += ms_since(t0);
-  if (sends)
-    sends_[i].handle = forward ? pp_.send_async(rows(out), next, tag(m, vs, false))
-                               : pp_.send_async(rows(out), prev, tag(m, vs - 1, true));
+  r.busy.add(computing, pp_.stamp());
   if (!forward || seeds == nullptr) {  // backward done, or a forward with no backward to come
     free_.push_back(where);
     where = -1;
   }
+  if (!sends) return;
+  const P2pOp op = send_of(shape_, stage_, st);
+  if (!send_pairs_with_next_receive(shape_, stage_, steps, i)) {
+    sends_[i].handle = pp_.send_async(rows(out), op.peer, tag(op));
+    return;
+  }
+  // The next step's receive goes out in one group with this send (schedule.h), into the slot
+  // that step will use.
+  const Step& nx = steps[i + 1];
+  int& next_slot = slot_of_[static_cast<size_t>(nx.micro_batch * shape_.chunks + nx.chunk)];
+  if (nx.kind == Step::Forward) next_slot = take_slot();
+  const P2pOp in = receive_of(shape_, stage_, nx);
+  auto [sent, received] = pp_.send_recv_async(rows(out), op.peer, tag(op),
+                                              receive_buffer(nx, next_slot), in.peer, tag(in));
+  sends_[i].handle = std::move(sent);
+  posted_ = std::move(received);
 }
 
 StageRunner::Result StageRunner::run(const std::vector<Step>& steps, const SendPlan& plan,
                                      ParamSource& params, const LoadBatch& load, float dloss,
                                      const Seeds* seeds) {
-  const auto start = Clock::now();
+  const comm::StampRef start = pp_.stamp();
   Result r;
   free_.clear();
   for (int k = static_cast<int>(slots_.size()) - 1; k >= 0; --k) free_.push_back(k);
@@ -177,9 +190,10 @@ StageRunner::Result StageRunner::run(const std::vector<Step>& steps, const SendP
   for (int k = static_cast<int>(send_buffers_.size()) - 1; k >= 0; --k) free_buffers_.push_back(k);
   sends_.clear();
   sends_.resize(steps.size());
+  posted_ = comm::Handle();
   for (size_t i = 0; i < steps.size(); ++i) run_step(steps, i, plan, r, params, load, dloss, seeds);
   join(nullptr, 0, r);
-  r.total_ms = ms_since(start);
+  r.total.add(start, pp_.stamp());
   return r;
 }
 

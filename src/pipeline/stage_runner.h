@@ -11,7 +11,8 @@
 // or last virtual stage, its tokens and targets. A step receives, then joins the sends
 // plan_sends() says that receive proves matched, then computes; what it sends is written into a
 // send buffer held until that join (schedule.h: no wait depends on a stage's later steps, and
-// the buffers are a constant number per stage).
+// the buffers are a constant number per stage). A send goes out in one group with the next
+// step's receive where that step receives (send_pairs_with_next_receive: NCCL's issue order).
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -58,9 +59,10 @@ class StageRunner final : public MicroBatchRunner {
   bool last_virtual(int chunk) const {
     return stage_ == shape_.stages - 1 && chunk == shape_.chunks - 1;
   }
-  int vstage(int chunk) const { return virtual_stage(shape_, stage_, chunk); }
-  int tag(int m, int edge, bool gradient) const;
+  static int tag(const P2pOp& op);
   Tensor rows(Ref r) const;
+  // Where step `st` receives into: its slot's input (forward) or the output-gradient buffer.
+  Tensor receive_buffer(const Step& st, int slot);
   int take_slot();
   // Joins the sends `plan` says to join at step `step` (every one: null plan), freeing their
   // buffers.
@@ -90,6 +92,7 @@ class StageRunner final : public MicroBatchRunner {
   std::vector<Ref> send_buffers_;  // [Nl, C] each
   std::vector<int> free_buffers_;
   std::vector<Send> sends_;  // by step index of the running list
+  comm::Handle posted_;      // the next step's receive, posted with this step's send
 };
 
 }  // namespace zt::pipeline

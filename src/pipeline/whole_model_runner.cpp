@@ -9,9 +9,6 @@ namespace zt::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 }  // namespace
 
@@ -30,7 +27,8 @@ WholeModelRunner::WholeModelRunner(Gpt& model, ActivationStore& acts, const Sche
 MicroBatchRunner::Result WholeModelRunner::train(ParamSource& params, const LoadBatch& load,
                                                  float dloss, const Seeds& seeds,
                                                  const BeginRun& begin) {
-  const auto start = Clock::now();
+  // Host times: with one stage nothing reads them as overlap (no bubble, no neighbours).
+  const comm::StampRef start = comm::HostStamp::now();
   Result r;
   for (int m = 0; m < shape_.micro_batches; ++m) {
     load(m, tokens_);
@@ -39,9 +37,9 @@ MicroBatchRunner::Result WholeModelRunner::train(ParamSource& params, const Load
     r.loss += model_.forward_backward(tokens_, targets_, dloss, params, acts_, seeds(m));
     if (const double d = delay_ms_[0] + delay_ms_[1]; d > 0)
       std::this_thread::sleep_until(t0 + std::chrono::duration<double, std::milli>(d));
-    r.busy_ms += ms_since(t0);
+    r.busy.add(comm::HostStamp::at(t0), comm::HostStamp::now());
   }
-  r.total_ms = ms_since(start);
+  r.total.add(start, comm::HostStamp::now());
   return r;
 }
 

@@ -1,7 +1,9 @@
 #include "src/train/train_device.h"
 
 #include "src/comm/self_communicator.h"
+#include "src/config/derive.h"
 #include "src/core/slab_allocator.h"
+#include "src/pipeline/schedule.h"
 
 #if ZT_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -77,13 +79,21 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
                                              o.pipeline_model_parallel_size);
     return;
   }
-  // NCCL matches point-to-point messages by issue order, without tags, and a send holds its
-  // stream until the peer receives: the pipeline's exchanges would need Megatron-LM's batched,
-  // lockstep pairing there, which has never run on a GPU here.
-  ZT_REQUIRE(o.pipeline_model_parallel_size == 1,
-             "--pipeline-model-parallel-size {} runs on the CPU backend only (--device cpu): the "
-             "NCCL pipeline exchange is not implemented",
-             o.pipeline_model_parallel_size);
+  // NCCL matches point-to-point messages in issue order and a send holds its stream until the
+  // peer receives: a stage issues each send with the next step's receive (schedule.h), which
+  // orders every 1F1B shape; a shape it cannot order is refused before anything is allocated.
+  if (o.pipeline_model_parallel_size > 1) {
+    const int world = rt != nullptr ? rt->world_size() : 1;
+    const pipeline::ScheduleShape shape{o.pipeline_model_parallel_size,
+                                        batch_config(o, data_parallel_size(o, world)).accumulation,
+                                        model_chunks(o)};
+    ZT_REQUIRE(pipeline::check_paired_p2p(shape).empty(),
+               "--device cuda: the interleaved pipeline schedule with {} micro-batches per step "
+               "over {} stages would deadlock in NCCL's point-to-point order; use as many "
+               "micro-batches per step as stages, or 1F1B (no "
+               "--num-layers-per-virtual-pipeline-stage)",
+               shape.micro_batches, shape.stages);
+  }
 #if ZT_HAVE_CUDA
   // One GPU per rank on a node, chosen before anything touches the device.
   cuda::select_device(rt != nullptr ? rt->local_rank() : 0);

@@ -204,7 +204,6 @@ StepMetrics Trainer::train_step() {
   mid_step();
   optimizer_->tie_grads();  // the tied embedding's copies (first and last pipeline stage) summed
   double loss = pipeline_loss(passes.loss / accumulation_);
-  double busy_ms = passes.busy_ms, schedule_ms = passes.total_ms;
   ++iteration_;
   StepMetrics m;
   m.iteration = iteration_;
@@ -213,6 +212,8 @@ StepMetrics Trainer::train_step() {
   const StepResult r = optimizer_->step(m.lr, scale);
   scaler_.update(r.skipped);
   ctx_.backend().synchronize();  // the step's device work is part of its time
+  // Read once the device has run the step (on CUDA they are events of the compute stream).
+  double busy_ms = passes.busy.ms(), schedule_ms = passes.total.ms();
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   const double tokens_per_step = static_cast<double>(global_batch_) * T;
   m.consumed_samples = int64_t{iteration_} * global_batch_;

@@ -9,8 +9,7 @@ DpGradSync::DpGradSync(comm::Communicator& dp, const ParamLayout& layout, Tensor
     : dp_(dp), grads_(grads), buckets_(layout, bucket_elems), overlap_(overlap) {
   const size_t n = buckets_.buckets().size();
   handles_.resize(n);
-  launched_.resize(n);
-  completed_.resize(n);
+  order_.assign(n, 0);
   started_.assign(n, 0);
   finished_.assign(n, 0);
 }
@@ -21,6 +20,13 @@ void DpGradSync::begin_backward(bool last_microbatch) {
   buckets_.reset();
   std::fill(started_.begin(), started_.end(), 0);
   std::fill(finished_.begin(), finished_.end(), 0);
+  log_.clear(dp_.stamp());
+}
+
+void DpGradSync::wait(size_t i, comm::StampRef needed) {
+  handles_[i].wait();
+  finished_[i] = 1;
+  log_.add(handles_[i], std::move(needed));
 }
 
 void DpGradSync::launch(int k) {
@@ -30,28 +36,20 @@ void DpGradSync::launch(int k) {
   for (size_t j = 0; j < handles_.size(); ++j)
     if (started_[j] && !finished_[j]) {
       ++in_flight;
-      if (oldest == handles_.size() || launched_[j] < launched_[oldest]) oldest = j;
+      if (oldest == handles_.size() || order_[j] < order_[oldest]) oldest = j;
     }
-  if (in_flight >= static_cast<size_t>(kInFlight)) {
-    handles_[oldest].wait();
-    finished_[oldest] = 1;
-    completed_[oldest] = Clock::now();
-  }
+  if (in_flight >= static_cast<size_t>(kInFlight)) wait(oldest, dp_.stamp());
   const auto& b = buckets_.buckets()[static_cast<size_t>(k)];
   const auto i = static_cast<size_t>(k);
   started_[i] = 1;
-  launched_[i] = Clock::now();
+  order_[i] = ++launches_;
   handles_[i] = dp_.all_reduce_async(grads_.slice(b.begin, {b.end - b.begin}));
 }
 
 void DpGradSync::poll() {
-  for (size_t i = 0; i < handles_.size(); ++i) {
-    if (!started_[i] || finished_[i]) continue;
-    if (handles_[i].test()) {
-      finished_[i] = 1;
-      completed_[i] = Clock::now();
-    }
-  }
+  // Drives progress (the manual mode); the handles keep their own completion times.
+  for (size_t i = 0; i < handles_.size(); ++i)
+    if (started_[i] && !finished_[i]) (void)handles_[i].test();
 }
 
 void DpGradSync::block_done(int block) {
@@ -64,35 +62,17 @@ void DpGradSync::block_done(int block) {
 }
 
 void DpGradSync::finish() {
-  const auto backward_end = Clock::now();
-  poll();
-  // Whatever completed by now completed behind backward.
-  for (size_t i = 0; i < handles_.size(); ++i)
-    if (started_[i] && !finished_[i] && handles_[i].test()) {
-      finished_[i] = 1;
-      completed_[i] = backward_end;
-    }
+  const comm::StampRef backward_end = dp_.stamp();
   for (size_t k = 0; k < handles_.size(); ++k)
     if (!started_[k]) launch(static_cast<int>(k));
-  for (size_t i = 0; i < handles_.size(); ++i) {
-    if (finished_[i]) continue;
-    handles_[i].wait();
-    finished_[i] = 1;
-    completed_[i] = Clock::now();
-  }
-  const auto done = Clock::now();
-  using Ms = std::chrono::duration<double, std::milli>;
-  timing_ = GradSyncTiming{};
-  timing_.buckets = static_cast<int>(handles_.size());
-  timing_.exposed_ms = Ms(done - backward_end).count();
-  double hidden = 0;
-  for (size_t i = 0; i < handles_.size(); ++i) {
-    timing_.comm_ms += Ms(completed_[i] - launched_[i]).count();
-    hidden +=
-        Ms(std::max(launched_[i], std::min(completed_[i], backward_end)) - launched_[i]).count();
-  }
-  timing_.hidden_fraction = timing_.comm_ms > 0 ? hidden / timing_.comm_ms : 0;
+  for (size_t i = 0; i < handles_.size(); ++i)
+    if (!finished_[i]) wait(i, backward_end);
+  log_.set_exposed(backward_end, dp_.stamp());
   active_ = false;
+}
+
+GradSyncTiming DpGradSync::timing() const {
+  return GradSyncTiming::from(static_cast<int>(handles_.size()), log_.read());
 }
 
 }  // namespace zt

@@ -4,7 +4,7 @@
 // asynchronously (--overlap-comm), so communication runs behind the rest of backward; the
 // optimizer step waits for what is left. The loss is already divided by the global token
 // count, so a sum is the global mean gradient.
-#include <chrono>
+#include <cstdint>
 #include <vector>
 
 #include "src/comm/communicator.h"
@@ -12,12 +12,17 @@
 
 namespace zt {
 
+// Measured on the communicator's timeline (src/comm/timeline.h: host times on MPI, CUDA events
+// on NCCL), read after the step.
 struct GradSyncTiming {
   int buckets = 0;
-  double comm_ms = 0;     // sum over buckets of launch-to-completion time
+  double comm_ms = 0;     // sum over buckets of start-to-completion time
   double exposed_ms = 0;  // time the step waited for communication after backward ended
   // Fraction of bucket communication time that elapsed while backward was still running.
   double hidden_fraction = 0;
+  static GradSyncTiming from(int buckets, const comm::OverlapTiming& t) {
+    return {buckets, t.comm_ms, t.exposed_ms, t.hidden_fraction};
+  }
 };
 
 class DpGradSync {
@@ -32,12 +37,13 @@ class DpGradSync {
   void block_done(int block);
   // Reduces every bucket not yet started and waits for all of them.
   void finish();
-  const GradSyncTiming& timing() const { return timing_; }
+  // The last step's (reads its device times; call after the step).
+  GradSyncTiming timing() const;
 
  private:
-  using Clock = std::chrono::steady_clock;
   void launch(int bucket);
   void poll();
+  void wait(size_t bucket, comm::StampRef needed);
 
   comm::Communicator& dp_;
   Tensor grads_;
@@ -46,9 +52,10 @@ class DpGradSync {
   bool active_ = false;
   std::vector<int> ready_;
   std::vector<comm::Handle> handles_;
-  std::vector<Clock::time_point> launched_, completed_;
+  std::vector<uint64_t> order_;  // launch order
+  uint64_t launches_ = 0;
   std::vector<char> started_, finished_;
-  GradSyncTiming timing_;
+  comm::OverlapLog log_;
 };
 
 }  // namespace zt

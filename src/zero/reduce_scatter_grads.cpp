@@ -8,11 +8,6 @@
 namespace zt {
 namespace {
 
-double ms_between(std::chrono::steady_clock::time_point a,
-                  std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
 Tensor typed(const Buffer& b, int64_t offset, int64_t n, DType t) {
   return b.view({offset + n}, t).slice(offset, {n});
 }
@@ -44,7 +39,11 @@ ReduceScatterAtStep::ReduceScatterAtStep(const ParamLayout& layout, const Partit
   for (const auto& u : part_.units()) pending_.push_back(u.real_len);
   handles_.resize(part_.units().size());
   launched_.assign(part_.units().size(), 0);
-  times_.resize(part_.units().size());
+}
+
+void ReduceScatterAtStep::begin_microbatch(bool last) {
+  last_microbatch_ = last;
+  if (last) log_.clear(dp_.stamp());
 }
 
 float* ReduceScatterAtStep::open(const Span& s) {
@@ -71,11 +70,14 @@ void ReduceScatterAtStep::close(const Span& s) {
 void ReduceScatterAtStep::launch(int k) {
   const auto i = static_cast<size_t>(k);
   if (launched_[i]) return;
-  if (order_.size() - waited_ >= static_cast<size_t>(kInFlight))
-    handles_[static_cast<size_t>(order_[waited_++])].wait();
+  if (order_.size() - waited_ >= static_cast<size_t>(kInFlight)) {
+    comm::StampRef needed = dp_.stamp();
+    comm::Handle& h = handles_[static_cast<size_t>(order_[waited_++])];
+    h.wait();
+    log_.add(h, std::move(needed));
+  }
   const auto& u = part_.units()[i];
   launched_[i] = 1;
-  times_[i] = Clock::now();
   order_.push_back(k);
   Tensor in = typed(grads_, u.padded_begin, u.padded_len, working_);
   handles_[i] = dp_.reduce_scatter_async(in, in.slice(dp_.rank() * u.part_len, {u.part_len}));
@@ -91,26 +93,21 @@ Tensor ReduceScatterAtStep::local_grads(int64_t layout_offset, int64_t len) {
 }
 
 void ReduceScatterAtStep::finish() {
-  const auto backward_end = Clock::now();
-  double exposed = 0, comm = 0, hidden = 0;
+  const comm::StampRef backward_end = dp_.stamp();
   for (int k = 0; k < static_cast<int>(part_.units().size()); ++k) launch(k);
-  for (size_t i = 0; i < handles_.size(); ++i) {
-    const bool was_done = handles_[i].test();
-    const auto t0 = Clock::now();
-    handles_[i].wait();
-    const auto t1 = Clock::now();
-    exposed += ms_between(t0, t1);
-    comm += ms_between(times_[i], was_done ? backward_end : t1);
-    hidden += ms_between(times_[i], std::min(backward_end, was_done ? backward_end : t1));
-    launched_[i] = 0;
+  for (size_t w = waited_; w < order_.size(); ++w) {
+    comm::Handle& h = handles_[static_cast<size_t>(order_[w])];
+    h.wait();
+    log_.add(h, backward_end);
   }
+  std::fill(launched_.begin(), launched_.end(), 0);
   order_.clear();
   waited_ = 0;
-  timing_ = GradSyncTiming{};
-  timing_.buckets = static_cast<int>(part_.units().size());
-  timing_.comm_ms = comm;
-  timing_.exposed_ms = exposed;
-  timing_.hidden_fraction = comm > 0 ? std::clamp(hidden / comm, 0.0, 1.0) : 0;
+  log_.set_exposed(backward_end, dp_.stamp());
+}
+
+GradSyncTiming ReduceScatterAtStep::timing() const {
+  return GradSyncTiming::from(static_cast<int>(part_.units().size()), log_.read());
 }
 
 const void* ReduceScatterAtStep::grad(const ShardSegment& s) const {
@@ -190,18 +187,15 @@ void ReduceScatterUnits::launch(Reduction& r) {
   fill_[static_cast<size_t>(r.unit)] = -1;
   r.state = Fill::InFlight;
   r.order = ++launches_;
-  r.launched = Clock::now();
   r.handle = dp_.reduce_scatter_async(typed(r.input, 0, u.padded_len, working_),
                                       typed(r.output, 0, u.part_len, working_));
   if (!overlap_) complete(r);
 }
 
 void ReduceScatterUnits::complete(Reduction& r) {
-  const auto t0 = Clock::now();
+  comm::StampRef needed = dp_.stamp();
   r.handle.wait();
-  const auto t1 = Clock::now();
-  comm_ms_ += ms_between(r.launched, t1);
-  hidden_ms_ += ms_between(r.launched, t1) - ms_between(t0, t1);
+  log_.add(r.handle, std::move(needed));
   const auto& u = part_.units()[static_cast<size_t>(r.unit)];
   to_f32(be_, scratch_, r.output.data(), working_, u.part_len);
   accumulate_f32(be_, at(shard_.data(), working_, u.shard_offset), working_, scratch_, u.part_len);
@@ -211,23 +205,20 @@ void ReduceScatterUnits::complete(Reduction& r) {
 
 void ReduceScatterUnits::zero() {
   be_.fill_zero(shard_.data(), shard_.bytes());
+  log_.clear(dp_.stamp());  // the step begins: every micro-batch's reductions count
 }
 
 void ReduceScatterUnits::finish() {
-  double exposed = 0;
+  const comm::StampRef backward_end = dp_.stamp();
   for (auto& r : reductions_) {
     ZT_CHECK(r.state != Fill::Filling, "unit {}: gradient incomplete at the step", r.unit);
-    if (r.state != Fill::InFlight) continue;
-    const auto t0 = Clock::now();
-    complete(r);
-    exposed += ms_between(t0, Clock::now());
+    if (r.state == Fill::InFlight) complete(r);
   }
-  timing_ = GradSyncTiming{};
-  timing_.buckets = static_cast<int>(part_.units().size());
-  timing_.comm_ms = comm_ms_;
-  timing_.exposed_ms = exposed;
-  timing_.hidden_fraction = comm_ms_ > 0 ? std::clamp(hidden_ms_ / comm_ms_, 0.0, 1.0) : 0;
-  comm_ms_ = hidden_ms_ = 0;
+  log_.set_exposed(backward_end, dp_.stamp());
+}
+
+GradSyncTiming ReduceScatterUnits::timing() const {
+  return GradSyncTiming::from(static_cast<int>(part_.units().size()), log_.read());
 }
 
 const void* ReduceScatterUnits::grad(const ShardSegment& s) const {

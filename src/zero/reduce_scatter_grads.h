@@ -10,7 +10,6 @@
 // staged or in flight (a half one holds an fp32 copy in the MPI communicator, so that staging is
 // two units too). Two suffice because backward closes spans from the last element down (two
 // spans at most open at once), so at most two units are ever filling together.
-#include <chrono>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -28,16 +27,15 @@ class ReduceScatterAtStep final : public GradReducer {
                       bool overlap);
   float* open(const Span& s) override;
   void close(const Span& s) override;
-  void begin_microbatch(bool last) override { last_microbatch_ = last; }
+  void begin_microbatch(bool last) override;
   void zero() override;
   void finish() override;
   const void* grad(const ShardSegment& s) const override;
   bool replicated() const override { return false; }
-  GradSyncTiming timing() const override { return timing_; }
+  GradSyncTiming timing() const override;
   Tensor local_grads(int64_t layout_offset, int64_t len) override;
 
  private:
-  using Clock = std::chrono::steady_clock;
   bool half() const { return working_ != DType::F32; }
   void launch(int unit);
 
@@ -52,11 +50,10 @@ class ReduceScatterAtStep final : public GradReducer {
   std::vector<int64_t> pending_;  // per unit: gradient elements not yet closed
   std::vector<comm::Handle> handles_;
   std::vector<char> launched_;
-  std::vector<Clock::time_point> times_;
   std::vector<int> order_;  // units launched, oldest first
   size_t waited_ = 0;
   bool last_microbatch_ = true;
-  GradSyncTiming timing_;
+  comm::OverlapLog log_;
 };
 
 class ReduceScatterUnits final : public GradReducer {
@@ -74,10 +71,9 @@ class ReduceScatterUnits final : public GradReducer {
   void finish() override;
   const void* grad(const ShardSegment& s) const override;
   bool replicated() const override { return false; }
-  GradSyncTiming timing() const override { return timing_; }
+  GradSyncTiming timing() const override;
 
  private:
-  using Clock = std::chrono::steady_clock;
   enum class Fill : uint8_t { Free, Filling, InFlight };
   struct Reduction {
     Buffer input, output;  // working precision: the unit, its own part of the sum
@@ -85,7 +81,6 @@ class ReduceScatterUnits final : public GradReducer {
     int unit = -1;
     Fill state = Fill::Free;
     uint64_t order = 0;
-    Clock::time_point launched;
   };
   Reduction& filling(int unit);
   void launch(Reduction& r);
@@ -104,8 +99,7 @@ class ReduceScatterUnits final : public GradReducer {
   std::vector<int> fill_;         // per unit: its Reduction while filling, else -1
   std::vector<Reduction> reductions_;
   uint64_t launches_ = 0;
-  double comm_ms_ = 0, hidden_ms_ = 0;
-  GradSyncTiming timing_;
+  comm::OverlapLog log_;
 };
 
 }  // namespace zt

@@ -7,6 +7,13 @@
 //               -> watchdog: "zerotron: error: collective all_reduce on group world timed out"
 //   skip-async  the others wait() on an async all_reduce rank 1 never joins -> watchdog
 //   exit        rank 1 returns from main early (no MPI_Finalize) -> the others time out
+//   send-first  ranks 0 and 1 exchange a small message each way, each sending before it receives:
+//   an
+//               order that relies on MPI buffering the send (passes, exit 0); under
+//               ZT_SYNCHRONOUS_SENDS=1 both sends wait for receives never posted
+//               -> watchdog: "... collective send on group world timed out ..."
+//   send-recv   the same exchange through send_recv_async (each receive posted with its
+//               send): passes in both modes
 //   ok          everything matches; exits 0 (the control)
 #include <chrono>
 #include <cstdlib>
@@ -46,6 +53,24 @@ int main(int argc, char** argv) {
     } else if (mode == "exit") {
       if (culprit) std::_Exit(0);
       world->all_reduce(t);
+    } else if (mode == "send-first" || mode == "send-recv") {
+      // 256 bytes: well inside the eager limit of every Open MPI transport (vader's is 4 KiB
+      // including its header)
+      std::vector<float> in(64, 0.0f);
+      zt::Tensor r(in.data(), zt::Shape{64}, zt::DType::F32);
+      const zt::Tensor small = t.slice(0, zt::Shape{64});
+      if (rt.rank() < 2) {
+        const int peer = 1 - rt.rank();
+        if (mode == "send-first") {
+          world->send(small, peer, 7);
+          world->recv(r, peer, 7);
+        } else {
+          auto [s, h] = world->send_recv_async(small, peer, 7, r, peer, 7);
+          h.wait();
+          s.wait();
+        }
+        if (in[0] != v[0]) throw zt::Error("send-first: wrong data received");
+      }
     } else if (mode != "ok") {
       throw zt::InputError("hang_probe: unknown mode " + mode);
     }

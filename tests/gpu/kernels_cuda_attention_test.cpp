@@ -8,8 +8,8 @@
 //   few ulps of T: 2e-2 / 3e-3 (the CPU-vs-naive tolerance), lse 1e-5 (fp32 statistics).
 // Shapes: T not a multiple of the 64 (or smaller) tile, one token, several heads and batches,
 // head sizes not a multiple of 16 and up to 128, with and without dropout (a mask that
-// disagreed with the CPU's would give O(1) differences). Backward run twice must give
-// identical bits (no atomics).
+// disagreed with the CPU's would give O(1) differences), and more heads (B·NH) than one grid
+// dimension holds. Backward run twice must give identical bits (no atomics).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -90,13 +90,16 @@ TEST_P(CudaAttention, Fp16MatchesCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
-                         ::testing::Values(AttnCase{1, 1, 16, 1, 0.0f},       // one token
-                                           AttnCase{2, 16, 32, 4, 0.0f},      // one partial tile
-                                           AttnCase{2, 37, 48, 3, 0.0f},      // hd 16
-                                           AttnCase{3, 29, 24, 6, 0.25f},     // hd 4, dropout
-                                           AttnCase{1, 70, 40, 2, 0.1f},      // hd 20, two tiles
-                                           AttnCase{2, 200, 256, 4, 0.1f},    // hd 64, 4 tiles
-                                           AttnCase{1, 130, 256, 2, 0.0f}));  // hd 128
+                         ::testing::Values(AttnCase{1, 1, 16, 1, 0.0f},     // one token
+                                           AttnCase{2, 16, 32, 4, 0.0f},    // one partial tile
+                                           AttnCase{2, 37, 48, 3, 0.0f},    // hd 16
+                                           AttnCase{3, 29, 24, 6, 0.25f},   // hd 4, dropout
+                                           AttnCase{1, 70, 40, 2, 0.1f},    // hd 20, two tiles
+                                           AttnCase{2, 200, 256, 4, 0.1f},  // hd 64, 4 tiles
+                                           AttnCase{1, 130, 256, 2, 0.0f},  // hd 128
+                                           // B·NH = 65,600 heads: more than grid y's 65,535,
+                                           // folded into two planes, the second mostly padding
+                                           AttnCase{8200, 3, 32, 8, 0.1f}));
 
 }  // namespace
 }  // namespace zt

@@ -134,5 +134,26 @@ TEST(CudaLinear, BackwardMatchesCpuAndIsDeterministic) {
   }
 }
 
+// More rows than one grid dimension holds chunks for: 65,537 chunks of 256 rows (grid y alone
+// takes 65,535), so the column sum runs over a folded grid. The values make every partial sum a
+// small integer, exact in any order: dy cycles through -1, 0, 1, x is 1 and w 0.5, so db and dw
+// are exactly the CPU's and dx is dy / 2.
+TEST(CudaLinear, BackwardOverMoreRowsThanOneGridDimension) {
+  ZT_REQUIRE_GPU();
+  const int N = 65537 * 256 - 5, in = 1, out = 1;
+  std::vector<float> g(static_cast<size_t>(N)), x(static_cast<size_t>(N), 1.0f), w{0.5f};
+  for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(i % 3) - 1.0f;
+  std::vector<float> dx(static_cast<size_t>(N)), dw{3.0f}, db{-2.0f};
+  const std::vector<float> dw0 = dw, db0 = db;
+  cpu::Kernels::linear_backward(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), N,
+                                in, out, false);
+  DeviceVector<float> ddx(dx.size()), ddw(dw0), ddb(db0), dg(g), dX(x), dW(w);
+  cuda::Kernels::linear_backward(ddx.get(), ddw.get(), ddb.get(), dg.get(), dX.get(), dW.get(), N,
+                                 in, out, false, 0);
+  EXPECT_EQ(ddb.host(), db);
+  EXPECT_EQ(ddw.host(), dw);
+  EXPECT_TRUE(same_bits(ddx.host(), dx));
+}
+
 }  // namespace
 }  // namespace zt

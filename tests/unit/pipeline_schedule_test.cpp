@@ -236,5 +236,52 @@ TEST(PipelineSends, JoinsComeAfterTheSend) {
   }
 }
 
+std::vector<std::vector<std::vector<P2pOp>>> all_groups(const ScheduleShape& s, bool eval,
+                                                        bool paired) {
+  std::vector<std::vector<std::vector<P2pOp>>> g;
+  for (int st = 0; st < s.stages; ++st)
+    g.push_back(p2p_groups(s, eval ? forward_only_schedule(s) : stage_schedule(s, st), st, paired));
+  return g;
+}
+
+// NCCL's rules (no tags, one stream per communicator, no buffering to rely on): with each send
+// issued together with the next step's receive, 1F1B runs to the end for every shape, training
+// and evaluation, and the messages between two stages are matched in the order they were meant;
+// so does the interleaved schedule with as many micro-batches as stages. With more, its steady
+// phase deadlocks under this pairing, and check_paired_p2p says so (the CUDA backend refuses
+// those shapes with it).
+TEST(PipelineP2pOrder, PairedSendsAndReceivesCompleteWithoutBuffering) {
+  for (int P : {2, 3, 4, 8})
+    for (int v : {1, 2, 4})
+      for (int mult : {1, 2, 8}) {
+        const ScheduleShape s{P, P * mult, v};
+        const bool expected = v == 1 || mult == 1;
+        for (bool eval : {false, true})
+          EXPECT_EQ(check_rendezvous(s, all_groups(s, eval, true)).empty(), expected || eval)
+              << P << " stages, " << s.micro_batches << " micro-batches, " << v << " chunks, eval "
+              << eval;
+        EXPECT_EQ(check_paired_p2p(s).empty(), expected) << P << " " << s.micro_batches << " " << v;
+      }
+}
+
+// The model catches the order that relies on buffering: each operation alone, 1F1B over two
+// stages deadlocks at once (stage 0 sends micro-batch 1 while stage 1's receive of it waits
+// behind its send of micro-batch 0's gradient, which stage 0 receives only after).
+TEST(PipelineP2pOrder, UnpairedOneFOneBDeadlocksWithoutBuffering) {
+  const ScheduleShape s{2, 4, 1};
+  const std::string why = check_rendezvous(s, all_groups(s, false, false));
+  EXPECT_NE(why.find("deadlock: stage 0 at group 1 of"), std::string::npos) << why;
+  EXPECT_NE(why.find("stage 1 at group 1 of"), std::string::npos) << why;
+  // Evaluation has no backward messages: nothing to wait on in either order.
+  EXPECT_EQ(check_rendezvous(s, all_groups(s, true, false)), "");
+}
+
+TEST(PipelineP2pOrder, MismatchedOrderIsNamed) {
+  const ScheduleShape s{2, 2, 1};
+  auto g = all_groups(s, true, true);
+  std::swap(g[1][0], g[1][1]);  // stage 1 receives micro-batch 1 before micro-batch 0
+  EXPECT_NE(check_rendezvous(s, g).find("is matched by its receive of message"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace zt::pipeline
