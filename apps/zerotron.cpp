@@ -17,6 +17,7 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"train", zt::app::train, "train a GPT model"},
+    {"generate", zt::app::generate, "continue a prompt with a saved model (key/value cached)"},
     {"prepare-data", zt::app::prepare_data, "tokenize text into a Megatron indexed dataset"},
     {"train-tokenizer", zt::app::train_tokenizer, "learn a GPT-2 byte-level BPE from a corpus"},
     {"estimate", zt::app::estimate, "per-rank memory and communication of a model and layout"},
