@@ -16,5 +16,6 @@ int export_model(Args args);
 int import_model(Args args);
 int estimate(Args args);
 int simulate(Args args);
+int generate(Args args);
 
 }  // namespace zt::app

@@ -19,6 +19,7 @@ constexpr Command kCommands[] = {
     {"train", zt::app::train, "train a GPT model"},
     {"evaluate", zt::app::evaluate,
      "validation (and test) loss and perplexity of a checkpoint on --data-path"},
+    {"generate", zt::app::generate, "continue a prompt with a saved model (key/value cached)"},
     {"prepare-data", zt::app::prepare_data, "tokenize text into a Megatron indexed dataset"},
     {"train-tokenizer", zt::app::train_tokenizer, "learn a GPT-2 byte-level BPE from a corpus"},
     {"estimate", zt::app::estimate, "per-rank memory and communication of a model and layout"},

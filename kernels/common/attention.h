@@ -10,6 +10,7 @@
 
 #include "kernels/common/dropout.h"
 #include "kernels/common/math.h"
+#include "src/core/half.h"
 #include "src/core/hd.h"
 
 namespace zt {
@@ -66,6 +67,20 @@ ZT_HD float attention_dscore(float p, float dp, float delta) {
 ZT_HD float attention_dscore(float p, float dp_dropped, float delta, const DropoutParams& drop,
                              uint64_t counter) {
   return attention_dscore(p, dropout_apply(dp_dropped, drop, counter), delta);
+}
+
+// Generation against a key/value cache (attention_cached_forward): query row i of a step that
+// appends rows at position `past` sees keys 0 .. past + i.
+ZT_HD int attention_cached_keys(int past, int i) {
+  return past + i + 1;
+}
+
+// The scaled score of one query row and one key row of a head (hd elements each), fp32.
+template <typename T>
+ZT_HD float attention_score(const T* q, const T* k, int hd, float scale) {
+  float acc = 0.0f;
+  for (int e = 0; e < hd; ++e) acc += to_float(q[e]) * to_float(k[e]);
+  return acc * scale;
 }
 
 }  // namespace zt

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 
 #include "src/core/error.h"
 
@@ -78,6 +79,17 @@ int64_t ParsedFlags::integer(std::string_view name, int64_t fallback, int64_t mi
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   ZT_REQUIRE(ec == std::errc{} && end == s.data() + s.size() && v >= min && v <= max,
              "{}: {} must be an integer in [{}, {}], got '{}'", command_, name, min, max, s);
+  return v;
+}
+
+double ParsedFlags::real(std::string_view name, double fallback, double min, double max) const {
+  if (!has(name)) return fallback;
+  const std::string s = str(name);
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  ZT_REQUIRE(
+      ec == std::errc{} && end == s.data() + s.size() && std::isfinite(v) && v >= min && v <= max,
+      "{}: {} must be a number in [{}, {}], got '{}'", command_, name, min, max, s);
   return v;
 }
 

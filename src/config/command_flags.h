@@ -47,6 +47,8 @@ class ParsedFlags {
   std::string str(std::string_view name, std::string fallback = "") const;
   std::vector<std::string> list(std::string_view name, std::vector<std::string> fallback) const;
   int64_t integer(std::string_view name, int64_t fallback, int64_t min, int64_t max) const;
+  // A finite number in [min, max].
+  double real(std::string_view name, double fallback, double min, double max) const;
 
  private:
   std::string command_;

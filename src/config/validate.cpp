@@ -34,6 +34,10 @@ void validate_pipeline_options(const TrainOptions& o, int micro_batches) {
 }
 
 void validate_layout_options(const TrainOptions& o, int dp) {
+  // The sample runs the whole model on every rank of a stage (src/model/gpt_decoder.h).
+  ZT_REQUIRE(o.sample_interval == 0 || o.pipeline_model_parallel_size == 1,
+             "--sample-interval needs --pipeline-model-parallel-size 1 (a sample runs the whole "
+             "model)");
   ZT_REQUIRE(o.hidden_size % o.num_attention_heads == 0,
              "--num-attention-heads ({}) must divide --hidden-size ({})", o.num_attention_heads,
              o.hidden_size);

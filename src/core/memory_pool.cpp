@@ -22,6 +22,8 @@ std::string_view mem_category_name(MemCategory c) {
       return "host_checkpoints";
     case MemCategory::Buffers:
       return "buffers";
+    case MemCategory::KvCache:
+      return "kv_cache";
     case MemCategory::kCount:
       break;
   }

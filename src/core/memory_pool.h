@@ -19,6 +19,7 @@ enum class MemCategory : uint8_t {
   Checkpoints,      // activation checkpoints on the device
   HostCheckpoints,  // activation checkpoints offloaded to host memory
   Buffers,          // communication buckets, gathered parameters, staging, scratch
+  KvCache,          // generation: the key/value cache and the decoder's workspace
   kCount
 };
 constexpr size_t kNumMemCategories = static_cast<size_t>(MemCategory::kCount);

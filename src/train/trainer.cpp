@@ -61,6 +61,7 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
   batch_ = pool_.allocate(batch_bytes, MemCategory::Activations);
   runner_ = pipeline::make_runner(*model_, *activations_, &topo_.pp(), shape, ctx_,
                                   o_.micro_batch_size, static_cast<int32_t*>(batch_.data()));
+  if (o_.sample_interval > 0) sample_ = std::make_unique<TextSample>(o_);
   if (ctx_.needs_staging()) {
     batch_host_ = ctx_.host().allocate(batch_bytes, MemCategory::Buffers);
     checkpoint_staging_ = HostStaging(ctx_);
@@ -337,6 +338,13 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
           fmt::format("{}; stopped at iteration {}: lower --lr, check the data, or use --bf16",
                       scaler_.stuck(), m.iteration));
     if (data_.valid && m.iteration % o_.eval_interval == 0) report_validation(print);
+    if (sample_ && m.iteration % o_.sample_interval == 0) {
+      // zero_grad restarts ZeRO stage 3's recorded acquire order before each forward, as for
+      // evaluation; there is no gradient to keep between steps.
+      const std::string text = sample_->run(config_, layout_, *optimizer_, ctx_, &topo_.tp(),
+                                            [&] { optimizer_->zero_grad(); });
+      if (print) log::info("zerotron: sample at iteration {}: {}", m.iteration, text);
+    }
     if (!o_.save.empty() && o_.save_interval > 0 && m.iteration % o_.save_interval == 0 &&
         m.iteration != o_.train_iters)
       save(print);

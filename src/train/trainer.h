@@ -21,6 +21,7 @@
 #include "src/pipeline/micro_batch_runner.h"
 #include "src/train/lr_schedule.h"
 #include "src/train/metrics.h"
+#include "src/train/text_sample.h"
 #include "src/train/train_data.h"
 #include "src/train/trainer_hooks.h"
 #include "src/zero/activation_checkpointer.h"
@@ -120,6 +121,7 @@ class Trainer {
   // InputError unless every token and target id of the sample is in [0, vocab_size).
   void check_sample(int64_t index, const int32_t* tokens, const int32_t* targets) const;
   MetricsWriter metrics_;
+  std::unique_ptr<TextSample> sample_;  // --sample-interval
   std::vector<StepMetrics> history_;
   int iteration_ = 0;
   int saved_iteration_ = -1;

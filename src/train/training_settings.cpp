@@ -1,19 +1,28 @@
 #include "src/train/training_settings.h"
 
+#include <filesystem>
+
 namespace zt {
 
 nlohmann::json training_settings(const TrainOptions& o, int64_t global_batch) {
-  return {{"lr", o.lr},
-          {"min-lr", o.min_lr},
-          {"lr-warmup-iters", o.lr_warmup_iters},
-          {"lr-decay-iters", o.lr_decay_iters == 0 ? o.train_iters : o.lr_decay_iters},
-          {"lr-decay-style", o.lr_decay_style},
-          {"adam-beta1", o.adam_beta1},
-          {"adam-beta2", o.adam_beta2},
-          {"adam-eps", o.adam_eps},
-          {"weight-decay", o.weight_decay},
-          {"clip-grad", o.clip_grad},
-          {"global-batch-size", global_batch}};
+  nlohmann::json s = {{"lr", o.lr},
+                      {"min-lr", o.min_lr},
+                      {"lr-warmup-iters", o.lr_warmup_iters},
+                      {"lr-decay-iters", o.lr_decay_iters == 0 ? o.train_iters : o.lr_decay_iters},
+                      {"lr-decay-style", o.lr_decay_style},
+                      {"adam-beta1", o.adam_beta1},
+                      {"adam-beta2", o.adam_beta2},
+                      {"adam-eps", o.adam_eps},
+                      {"weight-decay", o.weight_decay},
+                      {"clip-grad", o.clip_grad},
+                      {"global-batch-size", global_batch}};
+  // The tokenizer the ids mean something in: what `zerotron generate` decodes with.
+  if (!o.vocab_file.empty() && !o.merge_file.empty()) {
+    std::error_code ec;
+    s["vocab-file"] = std::filesystem::absolute(o.vocab_file, ec).string();
+    s["merge-file"] = std::filesystem::absolute(o.merge_file, ec).string();
+  }
+  return s;
 }
 
 }  // namespace zt

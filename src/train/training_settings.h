@@ -1,7 +1,7 @@
 #pragma once
-// The optimizer and schedule settings a run's numbers depend on: what a checkpoint records so
-// that a resumed run is told what it changed (meta.json "settings", compared by
-// changed_settings in src/checkpoint/meta.h).
+// The optimizer and schedule settings (and the tokenizer files) a run's numbers depend on: what a
+// checkpoint records so that a resumed run is told what it changed (meta.json "settings", compared
+// by changed_settings in src/checkpoint/meta.h).
 #include <cstdint>
 #include <nlohmann/json.hpp>
 

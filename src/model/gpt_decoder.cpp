@@ -1,0 +1,184 @@
+#include "src/model/gpt_decoder.h"
+
+#include <algorithm>
+
+#include "src/tensor_parallel/mappings.h"
+
+namespace zt {
+namespace {
+
+// The rows of every workspace tensor: T positions, their C channels, Cl attention and F MLP
+// columns of this rank.
+struct Sizes {
+  int64_t T, C, Cl, F, V;
+  size_t e;
+};
+
+Sizes sizes_of(const GptConfig& c, int max_positions, int tp_size) {
+  const TpDims t = TpDims::of(c, tp_size, 0);
+  return {max_positions, c.hidden, t.hidden, t.ffn, c.padded_vocab_size, dtype_size(c.dtype)};
+}
+
+}  // namespace
+
+size_t GptDecoder::bytes(const GptConfig& c, int max_positions, int tp_size) {
+  const Sizes s = sizes_of(c, max_positions, tp_size);
+  const size_t rows = static_cast<size_t>(s.T);
+  auto a = [](size_t b) { return Arena::aligned(b); };
+  const size_t cache = 2 * static_cast<size_t>(c.num_layers) * a(rows * s.Cl * s.e);
+  return cache + 4 * a(rows * s.C * s.e)      // x, res2, y, ln
+         + a(rows * 3 * s.Cl * s.e)           // qkv
+         + a(rows * s.Cl * s.e)               // att
+         + 2 * a(rows * s.F * s.e)            // ff, pre
+         + a(static_cast<size_t>(s.V) * s.e)  // logits
+         + 2 * a(rows * 4) + a(rows * 4);     // mean, rstd, tokens
+}
+
+GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int max_positions,
+                       const DeviceContext& ctx, comm::Communicator* tp)
+    : config_(config),
+      be_(ctx.backend()),
+      tp_(tp),
+      max_positions_(max_positions),
+      dims_(TpDims::of(config, layout.tp_size(), layout.tp_rank())),
+      arena_(ctx.pool(), bytes(config, max_positions, layout.tp_size()), MemCategory::KvCache) {
+  ZT_CHECK(max_positions > 0 && max_positions <= config.seq_length,
+           "a decoder of {} positions over a position table of {}", max_positions,
+           config.seq_length);
+  ZT_CHECK(layout.pipeline().size == 1, "generation runs the whole model on one pipeline stage");
+  ZT_CHECK(tp::size_of(tp) == layout.tp_size() && tp::rank_of(tp) == layout.tp_rank(),
+           "the layout is for tp rank {} of {} but the tensor-parallel group has rank {} of {}",
+           layout.tp_rank(), layout.tp_size(), tp::rank_of(tp), tp::size_of(tp));
+  config_.sequence_parallel = false;
+  for (int i = 0; i < config.num_layers; ++i) layers_.push_back(LayerRefs::of(layout, i));
+  wte_ = ParamRef::of(layout, "embedding.word");
+  wpe_ = ParamRef::of(layout, "embedding.position");
+  lnf_w_ = ParamRef::of(layout, "final_ln.weight");
+  lnf_b_ = ParamRef::of(layout, "final_ln.bias");
+  head_ = LinearRefs{wte_, ParamRef{}, config.hidden, dims_.vocab};
+  const Sizes s = sizes_of(config, max_positions, layout.tp_size());
+  const DType t = config.dtype;
+  auto carve = [&](int64_t elems) { return Ref(arena_.carve({elems}, t).data(), t); };
+  for (int i = 0; i < config.num_layers; ++i) {
+    k_cache_.push_back(carve(s.T * s.Cl));
+    v_cache_.push_back(carve(s.T * s.Cl));
+  }
+  x_ = carve(s.T * s.C);
+  res2_ = carve(s.T * s.C);
+  y_ = carve(s.T * s.C);
+  ln_ = carve(s.T * s.C);
+  qkv_ = carve(s.T * 3 * s.Cl);
+  att_ = carve(s.T * s.Cl);
+  ff_ = carve(s.T * s.F);
+  pre_ = carve(s.T * s.F);
+  logits_ = carve(s.V);
+  mean_ = arena_.carve({s.T}, DType::F32).f32();
+  rstd_ = arena_.carve({s.T}, DType::F32).f32();
+  // int32 ids in a 4-byte slot (the arena carves by float dtypes)
+  tokens_ = static_cast<int32_t*>(arena_.carve({s.T}, DType::F32).data());
+  logits_host_.resize(static_cast<size_t>(s.V));
+}
+
+void GptDecoder::append(std::span<const int32_t> tokens, ParamSource& params) {
+  const int n = static_cast<int>(tokens.size());
+  ZT_CHECK(n > 0 && length_ + n <= max_positions_,
+           "{} tokens after {} do not fit the decoder's {} positions", n, length_, max_positions_);
+  for (int32_t id : tokens)
+    ZT_CHECK(id >= 0 && id < config_.vocab_size, "token id {} outside the vocabulary [0, {})", id,
+             config_.vocab_size);
+  be_.copy_to_device(tokens_, tokens.data(), tokens.size_bytes());
+  embed(n, params);
+  for (int i = 0; i < config_.num_layers; ++i) layer(i, n, params);
+  head(n, params);
+  length_ += n;
+}
+
+void GptDecoder::embed(int n, ParamSource& params) {
+  const int C = config_.hidden;
+  const int64_t nc = int64_t{n} * C;
+  // This rank's vocabulary rows of the tokens, chunk by chunk (0 for the others), summed over tp;
+  // then the position rows of [length_, length_ + n): one wte row plus one position row, rounded
+  // once, as the training forward's embedding.
+  const int64_t step = wte_.chunk(params);
+  for (int64_t r = 0; r < wte_.rows; r += step) {
+    const int64_t rows = std::min(step, wte_.rows - r);
+    const Held e(params, wte_.row_span(r, rows));
+    const Ref dst = r == 0 ? x_ : y_;
+    be_.embedding_forward(dst, tokens_, e.get(), CRef(nullptr, e.get().t), 1, n, C,
+                          dims_.vocab_begin + static_cast<int>(r), static_cast<int>(rows));
+    if (r > 0) be_.add_inplace(x_, y_, nc);
+  }
+  tp::reduce_from_tp_forward(be_, tp_, x_, nc);
+  const int64_t pstep = wpe_.chunk(params), first = length_, end = length_ + n;
+  for (int64_t t0 = 0; t0 < wpe_.rows && t0 < end; t0 += pstep) {
+    const int64_t rows = std::min(pstep, wpe_.rows - t0);
+    const int64_t lo = std::max(first, t0), hi = std::min(end, t0 + rows);
+    if (lo >= hi) continue;
+    const Held p(params, wpe_.row_span(t0, rows));
+    be_.add_inplace(x_ + (lo - first) * C, CRef(p.get()) + (lo - t0) * C, (hi - lo) * C);
+  }
+}
+
+void GptDecoder::row_parallel(const LinearRefs& l, Ref y, CRef x, int n, ParamSource& params) {
+  if (!tp::active(tp_)) {
+    chunked_linear_forward(be_, params, l, y, x, n, true);
+    return;
+  }
+  // The bias once, after the partial products are summed (as the training forward).
+  chunked_linear_forward(be_, params, l, y, x, n, false);
+  tp::reduce_from_tp_forward(be_, tp_, y, int64_t{n} * l.out);
+  chunked_add_bias(be_, params, l, y, n);
+}
+
+void GptDecoder::layer(int i, int n, ParamSource& params) {
+  const LayerRefs& p = layers_[static_cast<size_t>(i)];
+  const int C = config_.hidden, Cl = dims_.hidden;
+  const DropoutParams none{};
+  {
+    const Held w(params, p.ln1_w), b(params, p.ln1_b);
+    be_.layernorm_forward(ln_, mean_, rstd_, x_, w.get(), b.get(), n, C);
+  }
+  chunked_linear_forward(be_, params, p.qkv, qkv_, ln_, n, true);
+  // The new positions' keys and values join the cache; the queries stay in qkv_ (row stride 3Cl).
+  const Ref k = k_cache_[static_cast<size_t>(i)], v = v_cache_[static_cast<size_t>(i)];
+  const size_t row = qkv_.bytes(Cl), pitch = qkv_.bytes(3 * int64_t{Cl});
+  be_.copy_2d((k + int64_t{length_} * Cl).p, row, (qkv_ + Cl).p, pitch, row,
+              static_cast<size_t>(n));
+  be_.copy_2d((v + int64_t{length_} * Cl).p, row, (qkv_ + 2 * int64_t{Cl}).p, pitch, row,
+              static_cast<size_t>(n));
+  be_.attention_cached_forward(att_, qkv_, 3 * Cl, k, v, n, length_, Cl, dims_.heads);
+  row_parallel(p.proj, y_, att_, n, params);
+  {
+    // res2 = x + proj, ln = layernorm(res2)
+    const Held w(params, p.ln2_w), b(params, p.ln2_b);
+    be_.dropout_add_layernorm_forward(res2_, ln_, mean_, rstd_, x_, y_, w.get(), b.get(), n, C,
+                                      none);
+  }
+  chunked_linear_gelu_forward(be_, params, p.fc, ff_, pre_, ln_, n);
+  row_parallel(p.fcproj, y_, ff_, n, params);
+  be_.dropout_add_forward(x_, res2_, y_, int64_t{n} * C, none);
+}
+
+void GptDecoder::head(int n, ParamSource& params) {
+  const int C = config_.hidden;
+  const CRef last = CRef(x_) + int64_t{n - 1} * C;
+  {
+    const Held w(params, lnf_w_), b(params, lnf_b_);
+    be_.layernorm_forward(ln_, mean_, rstd_, last, w.get(), b.get(), 1, C);
+  }
+  // This rank's vocabulary shard of the row, in place in the whole row, then the others'.
+  chunked_linear_forward(be_, params, head_, logits_ + dims_.vocab_begin, ln_, 1, false);
+  const int64_t v = config_.padded_vocab_size;
+  if (tp::active(tp_)) tp_->all_gather(Tensor(logits_.p, Shape{v}, logits_.t, be_.device()));
+  float* out = logits_host_.data();
+  be_.copy_to_host(out, logits_.p, logits_.bytes(v));
+  // Half logits land in the front of `out`; widened in place from the back (element i moves from
+  // byte 2i to byte 4i, so nothing is overwritten before it is read).
+  if (logits_.t != DType::F32)
+    visit_dtype(logits_.t, [&](auto t) {
+      const auto* h = reinterpret_cast<const decltype(t)*>(out);
+      for (int64_t i = v - 1; i >= 0; --i) out[i] = to_float(h[i]);
+    });
+}
+
+}  // namespace zt

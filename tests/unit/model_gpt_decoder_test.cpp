@@ -1,0 +1,121 @@
+// The key/value-cached decoder against the model recomputing the whole prefix per token
+// (tests/support/decoder_testing.h): the same greedy tokens and the same logits to fp32
+// rounding, whole or cut into chunks as a ZeRO bucket cuts them, prompt run at once or a token
+// at a time; the sampler's cuts; the decoder's memory in its own category.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "src/core/memory_pool.h"
+#include "src/model/gpt_decoder.h"
+#include "src/model/resident_weights.h"
+#include "src/model/sampler.h"
+#include "tests/support/decoder_testing.h"
+#include "tests/support/tiny_gpt.h"
+
+namespace zt {
+namespace {
+
+constexpr uint64_t kSeed = 7;
+constexpr float kScale = 8;
+const std::vector<int32_t> kPrompt = {3, 11, 5};
+
+class Decoder : public ::testing::TestWithParam<int64_t> {};  // the source's max span (0: whole)
+
+TEST_P(Decoder, CachedGreedyEqualsRecomputingThePrefix) {
+  const GptConfig c = test::tiny_gpt();
+  const ParamLayout layout = ParamLayout::gpt(c);
+  MemoryPool pool(make_host_allocator());
+  ResidentWeights w(layout, DType::F32, pool, GetParam());
+  test::load_scaled_init(w, layout, kSeed, kScale);
+  const int max_new = c.seq_length - static_cast<int>(kPrompt.size()) + 1;  // every position
+  const test::Continuation want = test::greedy_by_recompute(c, layout, w, pool, kPrompt, max_new);
+  GptDecoder decoder(c, layout, c.seq_length, pool);
+  const test::Continuation got = test::greedy_cached(decoder, w, kPrompt, max_new);
+  // Far from ties, so equal tokens are a check of the logits, not luck.
+  EXPECT_GT(test::min_top2_gap(want), 1e-3);
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_LE(test::max_rel_diff(got, want), 1e-5);
+  EXPECT_EQ(decoder.length(), c.seq_length);
+}
+
+INSTANTIATE_TEST_SUITE_P(Spans, Decoder, ::testing::Values(int64_t{0}, int64_t{48}));
+
+TEST(DecoderTest, PromptAtOnceEqualsTokenByToken) {
+  const GptConfig c = test::tiny_gpt();
+  const ParamLayout layout = ParamLayout::gpt(c);
+  MemoryPool pool(make_host_allocator());
+  ResidentWeights w(layout, DType::F32, pool);
+  test::load_scaled_init(w, layout, kSeed, kScale);
+  GptDecoder whole(c, layout, c.seq_length, pool), single(c, layout, c.seq_length, pool);
+  whole.append(kPrompt, w);
+  for (int32_t id : kPrompt) single.append(std::span<const int32_t>(&id, 1), w);
+  ASSERT_EQ(whole.logits().size(), static_cast<size_t>(c.vocab_size));
+  for (size_t i = 0; i < whole.logits().size(); ++i)
+    EXPECT_NEAR(whole.logits()[i], single.logits()[i], 1e-5f * 10) << i;
+}
+
+TEST(DecoderTest, MemoryIsCountedAsKvCache) {
+  const GptConfig c = test::tiny_gpt();
+  const ParamLayout layout = ParamLayout::gpt(c);
+  MemoryPool pool(make_host_allocator());
+  {
+    GptDecoder decoder(c, layout, c.seq_length, pool);
+    EXPECT_EQ(pool.current(MemCategory::KvCache), GptDecoder::bytes(c, c.seq_length, 1));
+    EXPECT_EQ(pool.current(MemCategory::Activations), 0u);
+  }
+  EXPECT_EQ(pool.current(MemCategory::KvCache), 0u);
+}
+
+TEST(DecoderTest, RefusesPositionsPastItsCapacity) {
+  const GptConfig c = test::tiny_gpt();
+  const ParamLayout layout = ParamLayout::gpt(c);
+  MemoryPool pool(make_host_allocator());
+  ResidentWeights w(layout, DType::F32, pool);
+  GptDecoder decoder(c, layout, 4, pool);
+  const std::vector<int32_t> five = {1, 2, 3, 4, 5};
+  EXPECT_THROW(decoder.append(five, w), Error);
+  const std::vector<int32_t> bad = {c.vocab_size};  // a padded row: never a token
+  EXPECT_THROW(decoder.append(bad, w), Error);
+}
+
+TEST(SamplerTest, GreedyTakesTheFirstLargest) {
+  const std::vector<float> logits = {0.5f, 2.0f, -1.0f, 2.0f};
+  Sampler s(SamplingSettings{.greedy = true});
+  EXPECT_EQ(s.next(logits), 1);
+}
+
+TEST(SamplerTest, TopKAndTopPKeepOnlyTheMostLikely) {
+  // Probabilities ~ 0.64, 0.24, 0.09, 0.03: top-k 2 never draws 2 or 3, top-p 0.5 only 0.
+  const std::vector<float> logits = {3.0f, 2.0f, 1.0f, 0.0f};
+  Sampler k2(SamplingSettings{.top_k = 2, .seed = 1});
+  Sampler p5(SamplingSettings{.top_p = 0.5f, .seed = 1});
+  Sampler all(SamplingSettings{.seed = 1});
+  std::vector<int> seen(4, 0);
+  for (int i = 0; i < 2000; ++i) {
+    const int32_t a = k2.next(logits);
+    EXPECT_LT(a, 2);
+    EXPECT_EQ(p5.next(logits), 0);
+    ++seen[static_cast<size_t>(all.next(logits))];
+  }
+  // Without a cut every token is drawn, about as often as its probability says.
+  for (int v : seen) EXPECT_GT(v, 0);
+  EXPECT_NEAR(seen[0] / 2000.0, 0.644, 0.05);
+}
+
+TEST(SamplerTest, TheSameSeedDrawsTheSameTokens) {
+  const std::vector<float> logits = {1.0f, 1.1f, 0.9f, 1.05f};
+  Sampler a(SamplingSettings{.seed = 99}), b(SamplingSettings{.seed = 99}),
+      c(SamplingSettings{.seed = 100});
+  std::vector<int32_t> x, y, z;
+  for (int i = 0; i < 64; ++i) {
+    x.push_back(a.next(logits));
+    y.push_back(b.next(logits));
+    z.push_back(c.next(logits));
+  }
+  EXPECT_EQ(x, y);
+  EXPECT_NE(x, z);
+}
+
+}  // namespace
+}  // namespace zt
