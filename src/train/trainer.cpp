@@ -27,7 +27,8 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
       scaler_(derived_.scaler),
       data_(std::move(data)),
       // Metrics are reduced over ranks; rank 0 alone writes them.
-      metrics_(topology.rank() == 0 ? o_.metrics_file : std::string()) {
+      metrics_(topology.rank() == 0 ? o_.metrics_file : std::string()),
+      dropout_seed_(o_.seed) {
   if (data_.train == nullptr) {
     ZT_CHECK(o_.data_path.empty(), "a --data-path run must pass open_train_data()'s streams");
     data_ = open_train_data(o_);
@@ -142,7 +143,7 @@ CheckpointState Trainer::checkpoint_state() {
                          .loop = loop_state(),
                          .consumed_train_samples = consumed_train_samples(),
                          .partition_unit = o_.reduce_bucket_size,
-                         .seed = o_.seed,
+                         .seed = dropout_seed_,
                          .keep_last = o_.keep_last,
                          .settings = training_settings(o_, global_batch_)};
 }
@@ -152,7 +153,18 @@ std::string Trainer::save_checkpoint(const std::string& dir, const SaveHooks& ho
 }
 
 int Trainer::load_checkpoint(const std::string& dir, LoadAccounting* accounting) {
-  const LoopState loop = zt::load_checkpoint(dir, checkpoint_state(), accounting);
+  // Megatron's meanings: --finetune takes the weights alone; --no-load-optim leaves the
+  // optimizer, its schedule and the loss scale fresh; --no-load-rng keeps --seed's dropout.
+  const LoadScope scope{.optimizer = !o_.finetune && !o_.no_load_optim,
+                        .progress = !o_.finetune,
+                        .rng = !o_.finetune && !o_.no_load_rng};
+  LoopState loop = zt::load_checkpoint(dir, checkpoint_state(), accounting, scope);
+  if (!loop.seed) loop.seed = o_.seed;
+  if (*loop.seed != o_.seed && topo_.rank() == 0)
+    log::info(
+        "zerotron: warning: dropout continues the checkpoint's random stream (seed {}), not "
+        "--seed {}'s (--no-load-rng for this run's)",
+        *loop.seed, o_.seed);
   restore_loop_state(loop);
   return loop.iteration;
 }
@@ -161,6 +173,8 @@ void Trainer::restore_loop_state(const LoopState& s) {
   iteration_ = s.iteration;
   consumed_valid_ = s.consumed_valid;
   scaler_.restore(s.scaler);
+  lr_steps_ = s.lr_steps;
+  if (s.seed) dropout_seed_ = *s.seed;
 }
 
 StepMetrics Trainer::train_step() {
@@ -184,7 +198,7 @@ StepMetrics Trainer::train_step() {
       },
       dloss,
       [&](int m) {
-        return DropoutSeeds{static_cast<uint64_t>(o_.seed), first_sample(base, m)};
+        return DropoutSeeds{static_cast<uint64_t>(dropout_seed_), first_sample(base, m)};
       },
       [&](bool last) { optimizer_->begin_microbatch(last); });
   mid_step();
@@ -195,9 +209,10 @@ StepMetrics Trainer::train_step() {
   StepMetrics m;
   m.iteration = iteration_;
   m.train_iters = o_.train_iters;
-  m.lr = schedule_.at(iteration_);
+  m.lr = schedule_.at(lr_steps_ + 1);
   const StepResult r = optimizer_->step(m.lr, scale);
   scaler_.update(r.skipped);
+  if (!r.skipped) ++lr_steps_;   // Megatron steps its scheduler only on a successful update
   ctx_.backend().synchronize();  // the step's device work is part of its time
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   const double tokens_per_step = static_cast<double>(global_batch_) * T;
