@@ -15,6 +15,7 @@
 #include "src/comm/placement.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
+#include "src/config/deepspeed.h"
 #include "src/config/derive.h"
 #include "src/config/options.h"
 #include "src/core/error.h"
@@ -60,6 +61,7 @@ int train(Args args) {
       if (help) return;
       // A rank stuck in a check below is bounded by the user's timeout from here on.
       rt.set_comm_timeout(o.comm_timeout);
+      resolve_micro_batch(o, data_parallel_size(o, rt.world_size()));
       const int dp = derive(o, rt.world_size()).dp;  // every check of the options
       check_tp_placement(o, rt);
       data = open_train_data(o);  // sets o.vocab_size from the tokenizer

@@ -1,5 +1,7 @@
 #include "src/config/derive.h"
 
+#include <algorithm>
+
 #include "src/core/error.h"
 
 namespace zt {
@@ -23,7 +25,8 @@ BatchConfig batch_config(const TrainOptions& o, int dp) {
   BatchConfig b;
   b.micro = o.micro_batch_size;
   const int64_t per_step = int64_t{o.micro_batch_size} * dp;
-  b.global = o.global_batch_size == 0 ? per_step : int64_t{o.global_batch_size};
+  const int64_t derived = per_step * std::max(o.gradient_accumulation_steps, 1);
+  b.global = o.global_batch_size == 0 ? derived : int64_t{o.global_batch_size};
   b.accumulation = static_cast<int>(b.global / per_step);
   return b;
 }
