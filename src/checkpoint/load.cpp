@@ -255,9 +255,10 @@ ReadResult read_checkpoint(const std::string& dir, const CheckpointState& state,
   return read;
 }
 
-// Every rank learns whether any rank's reads failed and, if so, throws the lowest such rank's
-// line: no rank goes on to the collectives after the reads (the parameters' all-gather) while
-// another has stopped, and the caller's agreement prints the cause, not a peer's symptom.
+// Every rank learns whether any rank's reads failed and, if so, throws: its own line, or the
+// lowest failing rank's where its own reads succeeded. No rank goes on to the collectives after the
+// reads (the parameters' all-gather) while another has stopped, and the caller's agreement prints
+// the cause, not a peer's symptom.
 void agree_on_reads(const CheckpointState& state, const std::string& error) {
   comm::Communicator& world = state.topology.host_world();
   // Max of -rank: the lowest failing rank (-size when none failed).
@@ -277,7 +278,7 @@ void agree_on_reads(const CheckpointState& state, const std::string& error) {
     if (c == 0.f) break;
     line += static_cast<char>(static_cast<unsigned char>(c));
   }
-  throw InputError(line);
+  throw InputError(error.empty() ? line : error);  // a failing rank's own cause
 }
 
 }  // namespace
@@ -296,8 +297,9 @@ std::vector<std::string> check_checkpoint_model(const nlohmann::json& meta, cons
                          Shape{"num-attention-heads", saved.heads, run.heads},
                          Shape{"vocab-size", saved.vocab_size, run.vocab_size}})
     ZT_REQUIRE(f.saved == f.run,
-               "--{} is {} but the checkpoint '{}' has {}: a load keeps the parameters' shapes",
-               f.flag, f.run, where, f.saved);
+               "checkpoint '{}' holds model of --{} {}, this run {}: a load keeps the "
+               "parameters' shapes",
+               where, f.flag, f.saved, f.run);
   ZT_REQUIRE(run.seq_length <= saved.seq_length,
              "--seq-length {} exceeds the {} learned positions of the checkpoint '{}'",
              run.seq_length, saved.seq_length, where);

@@ -174,11 +174,11 @@ TEST(Finetune, OnlyAChangeOfTheParametersShapesIsRefused) {
   pretrain(dir.str());
   TrainOptions wider = finetune_options();
   wider.hidden_size = 64;
-  EXPECT_NE(load_error(wider, dir.str()).find("--hidden-size is 64 but the checkpoint"),
+  EXPECT_NE(load_error(wider, dir.str()).find("holds model of --hidden-size 32, this run 64"),
             std::string::npos);
   TrainOptions deeper = finetune_options();
   deeper.num_layers = 4;
-  EXPECT_NE(load_error(deeper, dir.str()).find("--num-layers is 4"), std::string::npos);
+  EXPECT_NE(load_error(deeper, dir.str()).find("--num-layers 2, this run 4"), std::string::npos);
   TrainOptions longer = finetune_options();
   longer.seq_length = 32;
   EXPECT_NE(load_error(longer, dir.str()).find("--seq-length 32 exceeds the 16 learned positions"),
