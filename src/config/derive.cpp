@@ -83,6 +83,7 @@ ZeroConfig zero_config(const TrainOptions& o) {
   // embedding's sum (DeepSpeed's pipeline order: tied gradients, then data-parallel gradients).
   z.overlap_comm = o.overlap_comm && o.pipeline_model_parallel_size == 1;
   z.param_persistence_threshold = o.param_persistence_threshold;
+  z.fp32_grads = o.accumulate_allreduce_grads_in_fp32;
   return z;
 }
 
