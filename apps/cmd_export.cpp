@@ -2,7 +2,9 @@
 // saved iteration (default: `latest`'s), consolidated (every pipeline, tensor-parallel and ZeRO
 // shard found through the saved layout) into one safetensors file with Hugging Face GPT-2 names and
 // layout, plus a config.json beside it, so transformers.GPT2LMHeadModel.from_pretrained(<that
-// directory>) loads it. One process, no MPI. Streaming: tensor by tensor, each in chunks of at
+// directory>) loads it, and the tokenizer's files (vocab.json, merges.txt, tokenizer_config.json,
+// special_tokens_map.json) when the run's are known, so AutoTokenizer and pipeline() load the
+// directory too. One process, no MPI. Streaming: tensor by tensor, each in chunks of at
 // most kChunkElems, so host memory is bounded whatever the model size.
 #include <fmt/format.h>
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "src/core/error.h"
 #include "src/core/half.h"
 #include "src/core/progress.h"
+#include "src/data/bpe_tokenizer.h"
 
 namespace zt::app {
 namespace {
@@ -75,6 +78,55 @@ void stream_tensor(SavedCheckpoint& saved, const Out& o, Fd& f, DType dt, Progre
   }
 }
 
+// The tokenizer files of the export: --vocab-file/--merge-file, else those the checkpoint's run
+// recorded in its settings. Both or none.
+std::optional<std::pair<std::string, std::string>> tokenizer_files(const ParsedFlags& f,
+                                                                   const nlohmann::json& meta) {
+  ZT_REQUIRE(f.has("--vocab-file") == f.has("--merge-file"),
+             "export: --vocab-file and --merge-file go together");
+  if (f.has("--vocab-file")) return std::pair{f.str("--vocab-file"), f.str("--merge-file")};
+  const auto settings = meta.find("settings");
+  if (settings == meta.end() || !settings->is_object()) return std::nullopt;
+  const auto v = settings->find("vocab-file"), m = settings->find("merge-file");
+  if (v == settings->end() || m == settings->end() || !v->is_string() || !m->is_string())
+    return std::nullopt;
+  return std::pair{v->get<std::string>(), m->get<std::string>()};
+}
+
+// The tokenizer of `files`, checked against the model before anything is written.
+data::BpeTokenizer checked_tokenizer(const std::pair<std::string, std::string>& files,
+                                     const GptConfig& c) {
+  auto tok = data::BpeTokenizer::from_files(files.first, files.second);
+  ZT_REQUIRE(tok.vocab_size() == c.vocab_size,
+             "export: the tokenizer '{}' has {} tokens but the model's vocabulary is {}",
+             files.first, tok.vocab_size(), c.vocab_size);
+  ZT_REQUIRE(tok.eod().has_value(), "export: the tokenizer '{}' has no <|endoftext|> token",
+             files.first);
+  return tok;
+}
+
+// vocab.json and merges.txt copied beside the model, with the files that tell transformers'
+// AutoTokenizer they are GPT-2's byte-level BPE and which token ends a document.
+void write_tokenizer(const std::pair<std::string, std::string>& files,
+                     const data::BpeTokenizer& tok, const GptConfig& c, const fs::path& out_dir) {
+  const int32_t eod = *tok.eod();
+  const std::string eos = tok.decode(std::span<const int32_t>(&eod, 1));
+  std::error_code ec;
+  for (const auto& [from, to] :
+       {std::pair{files.first, "vocab.json"}, {files.second, "merges.txt"}}) {
+    fs::copy_file(from, out_dir / to, fs::copy_options::overwrite_existing, ec);
+    ZT_REQUIRE(!ec, "export: cannot copy '{}' to '{}' ({})", from, (out_dir / to).string(),
+               ec.message());
+  }
+  const nlohmann::json special = {{"bos_token", eos}, {"eos_token", eos}, {"unk_token", eos}};
+  nlohmann::json config = special;
+  config["tokenizer_class"] = "GPT2Tokenizer";
+  config["model_max_length"] = c.seq_length;
+  config["add_prefix_space"] = false;
+  write_file_atomically(out_dir, "tokenizer_config.json", config.dump(2) + "\n");
+  write_file_atomically(out_dir, "special_tokens_map.json", special.dump(2) + "\n");
+}
+
 }  // namespace
 
 int export_model(Args args) {
@@ -87,6 +139,10 @@ int export_model(Args args) {
        true},
       {"--bf16", "", "write bf16 instead of fp32"},
       {"--fp16", "", "write fp16 instead of fp32"},
+      {"--vocab-file", "V",
+       "GPT-2 vocab.json to write beside the model (default: the one the checkpoint's run "
+       "recorded, if any)"},
+      {"--merge-file", "M", "GPT-2 merges.txt to go with --vocab-file"},
   };
   auto flags = ParsedFlags::parse("export", specs, args);
   if (!flags) return 0;
@@ -102,6 +158,9 @@ int export_model(Args args) {
   const std::string iter_dir = checkpoint_iteration_dir(flags->str("--load"), iteration, meta);
   SavedCheckpoint saved(iter_dir, meta);
   const GptConfig& c = saved.model();
+  const auto tokenizer = tokenizer_files(*flags, meta);
+  std::optional<data::BpeTokenizer> tok;
+  if (tokenizer) tok = checked_tokenizer(*tokenizer, c);
   const size_t elem = dt == DType::F32 ? 4 : 2;
   const char* hf_dtype = dt == DType::F32 ? "F32" : dt == DType::BF16 ? "BF16" : "F16";
 
@@ -159,9 +218,17 @@ int export_model(Args args) {
                             : dt == DType::BF16 ? "bfloat16"
                                                 : "float16";
   write_file_atomically(out_dir, "config.json", gpt2_config(c, torch_dtype).dump(2) + "\n");
+  if (tokenizer) write_tokenizer(*tokenizer, *tok, c, out_dir);
   fmt::print("zerotron: exported {} tensors ({} bytes, {}) of iteration {} to {} and {}\n",
              outs.size(), offset, torch_dtype, meta.at("iteration").get<int64_t>(), output.string(),
              (out_dir / "config.json").string());
+  if (tokenizer)
+    fmt::print("zerotron: tokenizer {} and {} written beside it\n", tokenizer->first,
+               tokenizer->second);
+  else
+    fmt::print(
+        "zerotron: no tokenizer written (the run recorded none): pass --vocab-file and "
+        "--merge-file for AutoTokenizer to load the directory\n");
   return 0;
 }
 

@@ -115,6 +115,10 @@ int prepare_data(Args args) {
   for (const auto& k : keys)
     log::info("prepare-data: wrote {0}_{1}_document.bin and {0}_{1}_document.idx ({2}, vocab {3})",
               prefix, k, data::dtype_name(dtype), tok.vocab_size());
+  // The line to train on it, as `train` takes it: the prefix without .bin/.idx, and the
+  // tokenizer the ids belong to.
+  log::info("prepare-data: train with --data-path {}_{}_document --vocab-file {} --merge-file {}",
+            prefix, keys.front(), flags->str("--vocab-file"), flags->str("--merge-file"));
   return 0;
 }
 

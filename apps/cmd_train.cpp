@@ -15,6 +15,7 @@
 #include "src/comm/placement.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
+#include "src/config/deepspeed.h"
 #include "src/config/derive.h"
 #include "src/config/options.h"
 #include "src/core/error.h"
@@ -60,6 +61,7 @@ int train(Args args) {
       if (help) return;
       // A rank stuck in a check below is bounded by the user's timeout from here on.
       rt.set_comm_timeout(o.comm_timeout);
+      resolve_micro_batch(o, data_parallel_size(o, rt.world_size()));
       const int dp = derive(o, rt.world_size()).dp;  // every check of the options
       check_tp_placement(o, rt);
       data = open_train_data(o);  // sets o.vocab_size from the tokenizer
@@ -72,7 +74,15 @@ int train(Args args) {
       // Every rank reaches --save and --load itself: a node without the shared filesystem is
       // named now, not found at the first save hours later.
       if (!o.save.empty()) check_save_writable(o.save);
-      if (!o.load.empty()) check_load_readable(o.load);
+      if (!o.load.empty()) {
+        check_load_readable(o.load);
+        // A checkpoint whose parameters this model cannot hold is refused before allocating.
+        if (std::filesystem::exists(std::filesystem::path(o.load) / "latest")) {
+          nlohmann::json meta;
+          const std::string iter_dir = latest_iteration_dir(o.load, meta);
+          check_checkpoint_model(meta, gpt_config_from(o), iter_dir + "/meta.json");
+        }
+      }
       // --save is created, tested for writing and locked against a second job now, not found
       // unusable at the first save hours later. Rank 0 alone keeps the directory's bookkeeping.
       if (!o.save.empty() && rt.rank() == 0) {
@@ -131,10 +141,14 @@ int train(Args args) {
     if (!o.load.empty()) {
       if (std::filesystem::exists(std::filesystem::path(o.load) / "latest")) {
         const auto t0 = std::chrono::steady_clock::now();
-        const int it = trainer->load_checkpoint(o.load);
+        int it = 0;
+        // A file that fails to read is one line and exit 2 on every rank, as bad input is.
+        const int loaded = rt.agree_on_input([&] { it = trainer->load_checkpoint(o.load); });
+        if (loaded != 0) return loaded;
         const double s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        log::info(" loaded checkpoint {} at iteration {} ({:.2f} s)", o.load, it, s);
+        log::info(" loaded checkpoint {}{} at iteration {} ({:.2f} s)", o.load,
+                  o.finetune ? " (weights only: --finetune)" : "", it, s);
       } else {
         log::info(" no checkpoint in {}: starting from scratch", o.load);
       }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "src/config/deepspeed.h"
 #include "src/config/derive.h"
 #include "src/core/error.h"
 #include "src/core/input_file.h"
@@ -58,6 +59,7 @@ PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command) {
   } else {
     dp = static_cast<int>(f.integer("--data-parallel-size", 1, 1, 1 << 24));
   }
+  resolve_micro_batch(o, dp);
   // Planning is for the GPU clusters: auto means cuda here.
   if (o.device == "auto") o.device = "cuda";
   if (f.has("--num-parameters")) {

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kernels/backend.h"
 #include "src/checkpoint/directory.h"
@@ -36,6 +37,23 @@ struct LoopState {
   int iteration = 0;
   int64_t consumed_valid = 0;
   LossScaler::State scaler{};
+  // Steps the learning-rate schedule has taken: the updates that were applied (Megatron steps
+  // its scheduler only when the update succeeded; an fp16 step skipped for overflow is not one).
+  int lr_steps = 0;
+  // The seed whose dropout stream the loaded run continues (the checkpoint's); none when the
+  // random state was not loaded.
+  std::optional<int64_t> seed;
+};
+
+// What a load takes from the checkpoint besides the model's weights (Megatron's --finetune,
+// --no-load-optim, --no-load-rng).
+struct LoadScope {
+  // Adam's moments and step, the loss scaler and the learning-rate schedule's position.
+  bool optimizer = true;
+  // The iteration and the data streams' positions (false: iteration 0, the first sample).
+  bool progress = true;
+  // The dropout stream: the checkpoint's seed.
+  bool rng = true;
 };
 
 // A run's states and the settings its checkpoint records, by reference. Save reads it; load
@@ -72,8 +90,18 @@ std::string save_checkpoint(const std::string& dir, const CheckpointState& state
 // (through the saved tensor-parallel map and partition), through a constant-size block cache.
 // `accounting` receives the loader's own count of the host bytes it held beyond the states and
 // the bytes it read. Returns the loop state to resume from.
+// `scope` names what is taken besides the weights; what is not taken keeps `state`'s (fresh)
+// values. When a rank's reads fail every rank throws that rank's line (InputError), before any
+// collective that follows the reads.
 LoopState load_checkpoint(const std::string& dir, const CheckpointState& state,
-                          LoadAccounting* accounting = nullptr);
+                          LoadAccounting* accounting = nullptr, const LoadScope& scope = {});
+
+// The checks a load makes of the model before reading anything, for a run about to allocate:
+// the parameter shapes (layers, hidden size, heads, vocabulary) must be the checkpoint's, and
+// --seq-length must not exceed its learned position table; dropout and a shorter sequence may
+// change. Throws InputError with one line naming the field; returns one line per allowed change.
+std::vector<std::string> check_checkpoint_model(const nlohmann::json& meta, const GptConfig& run,
+                                                const std::string& where);
 
 // The newest complete iteration directory of `dir` and its meta.json (parsed, its iteration
 // checked against the directory name).

@@ -78,20 +78,23 @@ std::vector<OwnedRun> owned_runs(const CheckpointState& s) {
 // at a time. Rows the checkpoint lacks (a larger vocabulary padding) keep their master values
 // and get zero moments.
 void load_runs(SavedCheckpoint& saved, const CheckpointState& state,
-               const std::vector<OwnedRun>& runs, const std::string& where) {
+               const std::vector<OwnedRun>& runs, const std::string& where, int tensors_read) {
   for (const auto& p : state.optimizer.layout().params()) {
     const SavedTensor* st = saved.find(p.name);
     ZT_REQUIRE(st != nullptr, "checkpoint '{}' has no tensor '{}'", where, p.name);
     const ParamSpec* s = st->spec;
-    // Only the vocabulary padding (a multiple of 128·tp) may differ; its rows carry no signal.
+    // Only the rows may differ: the vocabulary padding (a multiple of 128·tp), whose rows carry
+    // no signal, and the position table, of which a shorter sequence reads the first rows.
     ZT_REQUIRE(s->full_shape == p.full_shape ||
                    (p.full_shape.rank() == 2 && s->full_shape.rank() == 2 &&
-                    s->full_shape[1] == p.full_shape[1] && p.name == "embedding.word"),
+                    s->full_shape[1] == p.full_shape[1] &&
+                    (p.name == "embedding.word" ||
+                     (p.name == "embedding.position" && p.full_shape[0] < s->full_shape[0]))),
                "checkpoint tensor '{}' has shape {}, this model {}", p.name, s->full_shape.str(),
                p.full_shape.str());
   }
   const std::vector<Tensor> tensors = state.optimizer.owned_state();
-  for (int k = 0; k < ShardHeader::kTensors; ++k) {
+  for (int k = 0; k < tensors_read; ++k) {
     StateSink sink(state, tensors[static_cast<size_t>(k)]);
     for (const OwnedRun& r : runs) {
       const SavedTensor& st = *saved.find(r.p->name);
@@ -116,10 +119,10 @@ void load_runs(SavedCheckpoint& saved, const CheckpointState& state,
 // The saved layout is this run's: each state's saved prefix is one section of this rank's own
 // shard file; the rest, the last stage's tied head copy, loads from the saved embedding.word.
 void load_same_layout(SavedCheckpoint& saved, const CheckpointState& state, const ShardRole& role,
-                      const std::string& where) {
+                      const std::string& where, int tensors_read) {
   const std::vector<Tensor> tensors = state.optimizer.owned_state();
   const int64_t section = saved.section_numel(role.pp_rank);
-  for (int k = 0; k < ShardHeader::kTensors; ++k) {
+  for (int k = 0; k < tensors_read; ++k) {
     StateSink sink(state, tensors[static_cast<size_t>(k)]);
     for (int64_t at = 0; at < section;) {
       const int64_t n = std::min(section - at, sink.capacity());
@@ -132,7 +135,25 @@ void load_same_layout(SavedCheckpoint& saved, const CheckpointState& state, cons
   std::vector<OwnedRun> head;
   for (const OwnedRun& r : owned_runs(state))
     if (r.dest >= section) head.push_back(r);
-  if (!head.empty()) load_runs(saved, state, head, where);
+  if (!head.empty()) load_runs(saved, state, head, where, tensors_read);
+}
+
+// The states a load does not take (Adam's moments under --finetune or --no-load-optim) start
+// fresh: zero.
+void zero_states(const CheckpointState& state, int from) {
+  const std::vector<Tensor> tensors = state.optimizer.owned_state();
+  std::vector<float> zeros;
+  for (size_t k = static_cast<size_t>(from); k < tensors.size(); ++k) {
+    const Tensor& t = tensors[k];
+    const auto bytes = static_cast<size_t>(t.numel()) * 4;
+    if (bytes == 0) continue;
+    if (state.staging.data() == nullptr) {
+      std::fill_n(t.f32(), t.numel(), 0.f);
+    } else {
+      zeros.assign(static_cast<size_t>(t.numel()), 0.f);
+      state.backend.copy_to_device(t.f32(), zeros.data(), bytes);
+    }
+  }
 }
 
 }  // namespace
@@ -165,35 +186,53 @@ std::string latest_iteration_dir(const std::string& dir, nlohmann::json& meta) {
   return checkpoint_iteration_dir(dir, std::nullopt, meta);
 }
 
-LoopState load_checkpoint(const std::string& dir, const CheckpointState& state,
-                          LoadAccounting* accounting) {
+namespace {
+
+struct ReadResult {
+  LoopState loop;
+  int64_t adam_step = 0;
+};
+
+// load_checkpoint's reads and checks: everything before the collectives that follow them.
+ReadResult read_checkpoint(const std::string& dir, const CheckpointState& state,
+                           LoadAccounting* accounting, const LoadScope& scope) {
   nlohmann::json meta;
   const std::string iter_dir = latest_iteration_dir(dir, meta);
   const std::string where = (fs::path(iter_dir) / "meta.json").string();
   SavedCheckpoint saved(iter_dir, meta);  // every field checked before anything is read
   const ShardRole role = shard_role(state);
-  nlohmann::json saved_model = model_to_json(saved.model()),
-                 want_model = model_to_json(state.model);
-  saved_model.erase("padded_vocab_size");  // follows tp (Megatron pads to 128·tp)
-  want_model.erase("padded_vocab_size");
-  ZT_REQUIRE(saved_model == want_model, "checkpoint '{}' holds model {} but this run is {}",
-             iter_dir, model_to_json(saved.model()).dump(), model_to_json(state.model).dump());
+  const std::vector<std::string> model_changes = check_checkpoint_model(meta, state.model, where);
   const int stage = state.optimizer.stage();
   const bool same = saved.tp() == role.tp && saved.pp() == role.pp &&
                     saved.chunks() == state.optimizer.layout().pipeline().chunks &&
                     saved.dp() == role.dp && saved.stage() == stage &&
                     (stage == 0 || saved.partition_unit() == state.partition_unit) &&
-                    saved.model().padded_vocab_size == state.model.padded_vocab_size;
+                    saved.model().padded_vocab_size == state.model.padded_vocab_size &&
+                    saved.model().seq_length == state.model.seq_length;
+  // The fp32 master weights always; Adam's two moments with the optimizer.
+  const int tensors_read = scope.optimizer ? ShardHeader::kTensors : 1;
   if (same)
-    load_same_layout(saved, state, role, iter_dir);
+    load_same_layout(saved, state, role, iter_dir, tensors_read);
   else
-    load_runs(saved, state, owned_runs(state), iter_dir);
-  state.optimizer.after_load(int_field(meta, "adam_step", 0, int64_t{1} << 40, where));
-  LoopState loop;
-  loop.iteration = static_cast<int>(int_field(meta, "iteration", 0, (int64_t{1} << 31) - 1, where));
-  loop.consumed_valid = int_field(meta, "consumed_valid_samples", 0, int64_t{1} << 50, where);
+    load_runs(saved, state, owned_runs(state), iter_dir, tensors_read);
+  if (!scope.optimizer) zero_states(state, tensors_read);
+  ReadResult read;
+  if (scope.optimizer) read.adam_step = int_field(meta, "adam_step", 0, int64_t{1} << 40, where);
+  LoopState& loop = read.loop;
   loop.scaler = state.loop.scaler;  // an imported checkpoint has no scaler state
-  if (meta.contains("loss_scaler")) {
+  if (scope.progress) {
+    loop.iteration =
+        static_cast<int>(int_field(meta, "iteration", 0, (int64_t{1} << 31) - 1, where));
+    loop.consumed_valid = int_field(meta, "consumed_valid_samples", 0, int64_t{1} << 50, where);
+  }
+  if (scope.optimizer)
+    loop.lr_steps = meta.contains("lr_schedule_steps")
+                        ? static_cast<int>(int_field(meta, "lr_schedule_steps", 0,
+                                                     (int64_t{1} << 31) - 1, where))
+                        : loop.iteration;
+  if (scope.rng && meta.contains("seed"))
+    loop.seed = int_field(meta, "seed", 0, std::numeric_limits<int64_t>::max(), where);
+  if (scope.optimizer && meta.contains("loss_scaler")) {
     const auto& ls = meta["loss_scaler"];
     ZT_REQUIRE(ls.is_object() && ls.contains("scale") && ls["scale"].is_number(),
                "'{}': loss_scaler.scale must be a number", where);
@@ -212,12 +251,78 @@ LoopState load_checkpoint(const std::string& dir, const CheckpointState& state,
             ? static_cast<int>(int_field(ls, "consecutive_skips", 0, 1 << 30, where))
             : 0;
   }
+  for (const std::string& line : model_changes) log::info("zerotron: warning: {}", line);
   for (const std::string& line :
        changed_settings(meta.value("settings", nlohmann::json()), state.settings))
     log::info("zerotron: warning: {}", line);
   if (accounting != nullptr) *accounting = saved.accounting();
+  return read;
+}
+
+// Every rank learns whether any rank's reads failed and, if so, throws: its own line, or the
+// lowest failing rank's where its own reads succeeded. No rank goes on to the collectives after the
+// reads (the parameters' all-gather) while another has stopped, and the caller's agreement prints
+// the cause, not a peer's symptom.
+void agree_on_reads(const CheckpointState& state, const std::string& error) {
+  comm::Communicator& world = state.topology.host_world();
+  // Max of -rank: the lowest failing rank (-size when none failed).
+  float first =
+      error.empty() ? -static_cast<float>(world.size()) : -static_cast<float>(world.rank());
+  world.all_reduce(Tensor(&first, {1}, DType::F32), comm::ReduceOp::Max);
+  const int root = static_cast<int>(-first);
+  if (root == world.size()) return;
+  constexpr int kChars = 1024;  // one line; longer ones are cut
+  std::vector<float> text(kChars, 0.f);
+  if (world.rank() == root)
+    for (size_t i = 0; i < std::min<size_t>(error.size(), kChars); ++i)
+      text[i] = static_cast<float>(static_cast<unsigned char>(error[i]));
+  world.broadcast(Tensor(text.data(), {kChars}, DType::F32), root);
+  std::string line;
+  for (float c : text) {
+    if (c == 0.f) break;
+    line += static_cast<char>(static_cast<unsigned char>(c));
+  }
+  throw InputError(error.empty() ? line : error);  // a failing rank's own cause
+}
+
+}  // namespace
+
+std::vector<std::string> check_checkpoint_model(const nlohmann::json& meta, const GptConfig& run,
+                                                const std::string& where) {
+  ZT_REQUIRE(meta.is_object() && meta.contains("model"), "'{}' has no model", where);
+  const GptConfig saved = model_from_json(meta["model"], where);
+  struct Shape {
+    const char* flag;
+    int saved, run;
+  };
+  // The padded vocabulary follows tp (Megatron pads to 128·tp): a reshaping load handles it.
+  for (const Shape& f : {Shape{"num-layers", saved.num_layers, run.num_layers},
+                         Shape{"hidden-size", saved.hidden, run.hidden},
+                         Shape{"num-attention-heads", saved.heads, run.heads},
+                         Shape{"vocab-size", saved.vocab_size, run.vocab_size}})
+    ZT_REQUIRE(f.saved == f.run,
+               "checkpoint '{}' holds model of --{} {}, this run {}: a load keeps the "
+               "parameters' shapes",
+               where, f.flag, f.saved, f.run);
+  ZT_REQUIRE(run.seq_length <= saved.seq_length,
+             "--seq-length {} exceeds the {} learned positions of the checkpoint '{}'",
+             run.seq_length, saved.seq_length, where);
+  return changed_model_settings(saved, run);
+}
+
+LoopState load_checkpoint(const std::string& dir, const CheckpointState& state,
+                          LoadAccounting* accounting, const LoadScope& scope) {
+  ReadResult read;
+  std::string error;
+  try {
+    read = read_checkpoint(dir, state, accounting, scope);
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  agree_on_reads(state, error);
+  state.optimizer.after_load(read.adam_step);
   world_barrier(state);
-  return loop;
+  return read.loop;
 }
 
 }  // namespace zt

@@ -130,6 +130,7 @@ std::string meta_json(const MetaRecord& r) {
                            {"hysteresis_left", t.scaler.hysteresis_left},
                            {"consecutive_skips", t.scaler.consecutive_skips}};
     meta["seed"] = t.seed;
+    if (t.lr_steps != l.iteration) meta["lr_schedule_steps"] = t.lr_steps;
     // What the numbers depend on besides the states: a resumed run is told what it changed.
     meta["settings"] = t.settings;
   }
@@ -147,6 +148,19 @@ std::vector<std::string> changed_settings(const nlohmann::json& saved, const nlo
       lines.push_back(fmt::format("--{} was {} in the checkpoint, this run uses {}", it.key(),
                                   json_excerpt(was), it->dump()));
   }
+  return lines;
+}
+
+std::vector<std::string> changed_model_settings(const GptConfig& saved, const GptConfig& now) {
+  std::vector<std::string> lines;
+  auto note = [&](const char* flag, auto was, auto is) {
+    if (was != is)
+      lines.push_back(
+          fmt::format("--{} was {} in the checkpoint, this run uses {}", flag, was, is));
+  };
+  note("seq-length", saved.seq_length, now.seq_length);
+  note("attention-dropout", saved.attention_dropout, now.attention_dropout);
+  note("hidden-dropout", saved.hidden_dropout, now.hidden_dropout);
   return lines;
 }
 

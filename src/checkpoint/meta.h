@@ -43,6 +43,9 @@ struct TrainingRecord {
   LossScaler::State scaler{};
   int64_t seed = 0;
   nlohmann::json settings;
+  // The learning-rate schedule's steps (the applied updates); recorded only where it differs
+  // from the iteration, so a run without skipped steps writes what earlier versions wrote.
+  int64_t lr_steps = 0;
 };
 // Everything meta.json holds. An import records no training (no loss scaler, seed or settings:
 // zero samples consumed). `shards`: file name -> {bytes, header_crc32}.
@@ -67,6 +70,8 @@ int64_t int_field(const nlohmann::json& j, const std::string& key, int64_t lo, i
 // One line per setting that differs between a checkpoint's record and this run's ("--lr was
 // 0.0003, now 0.0001"); empty when they agree or the checkpoint has no record.
 std::vector<std::string> changed_settings(const nlohmann::json& saved, const nlohmann::json& now);
+// The same for the model's settings that may change on a load (dropout, a shorter sequence).
+std::vector<std::string> changed_model_settings(const GptConfig& saved, const GptConfig& now);
 
 const char* zerotron_version();
 

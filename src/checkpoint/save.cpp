@@ -114,8 +114,9 @@ std::string save_checkpoint(const std::string& dir, const CheckpointState& s,
     meta.layout = layout;
     meta.precision = s.optimizer.working_dtype();
     meta.adam_step = s.optimizer.adam_step();
-    meta.training = TrainingRecord{s.consumed_train_samples, s.loop.consumed_valid, s.loop.scaler,
-                                   s.seed, s.settings};
+    meta.training = TrainingRecord{
+        s.consumed_train_samples, s.loop.consumed_valid, s.loop.scaler, s.seed, s.settings,
+        s.loop.lr_steps};
     meta.shards = nlohmann::json::object();
     for (int r = 0; r < ranks; ++r) {
       const float* w = written.data() + r * kFields;

@@ -1,5 +1,7 @@
 #include "src/config/derive.h"
 
+#include <algorithm>
+
 #include "src/core/error.h"
 
 namespace zt {
@@ -23,7 +25,8 @@ BatchConfig batch_config(const TrainOptions& o, int dp) {
   BatchConfig b;
   b.micro = o.micro_batch_size;
   const int64_t per_step = int64_t{o.micro_batch_size} * dp;
-  b.global = o.global_batch_size == 0 ? per_step : int64_t{o.global_batch_size};
+  const int64_t derived = per_step * std::max(o.gradient_accumulation_steps, 1);
+  b.global = o.global_batch_size == 0 ? derived : int64_t{o.global_batch_size};
   b.accumulation = static_cast<int>(b.global / per_step);
   return b;
 }
@@ -80,6 +83,7 @@ ZeroConfig zero_config(const TrainOptions& o) {
   // embedding's sum (DeepSpeed's pipeline order: tied gradients, then data-parallel gradients).
   z.overlap_comm = o.overlap_comm && o.pipeline_model_parallel_size == 1;
   z.param_persistence_threshold = o.param_persistence_threshold;
+  z.fp32_grads = o.accumulate_allreduce_grads_in_fp32;
   return z;
 }
 

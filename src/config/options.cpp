@@ -8,9 +8,11 @@
 #include <variant>
 #include <vector>
 
+#include "src/config/deepspeed.h"
 #include "src/core/error.h"
 #include "src/core/input_file.h"
 #include "src/core/json_input.h"
+#include "src/core/log.h"
 
 namespace zt {
 namespace {
@@ -163,27 +165,42 @@ std::string json_option_text(const Decl& d, const nlohmann::json& v, std::string
       d.field);
 }
 
-void read_json_config(const std::string& path, O& o) {
+void read_json_config(const std::string& path, O& o, ConfigDialect dialect) {
   // A DeepSpeed config is a few kilobytes; a megabyte leaves room and bounds what is read.
-  apply_json_config(read_input_file(path, 1 << 20, "--config file"),
-                    fmt::format("--config file '{}'", excerpt(path, 200)), o);
+  const char* flag = dialect == ConfigDialect::DeepSpeed ? "--deepspeed-config" : "--config";
+  apply_json_config(read_input_file(path, 1 << 20, fmt::format("{} file", flag)),
+                    fmt::format("{} file '{}'", flag, excerpt(path, 200)), o, dialect);
 }
 
 }  // namespace
 
-void apply_json_config(std::string_view text, std::string_view where, O& o) {
+std::vector<std::string> apply_json_config(std::string_view text, std::string_view where, O& o,
+                                           ConfigDialect dialect) {
   const nlohmann::json j =
       parse_json_input(text, where, JsonLimits{.max_depth = 8, .max_string = 4096});
   ZT_REQUIRE(j.is_object(), "{} must hold a JSON object, got {}", where, json_type_name(j));
   std::vector<std::pair<std::string, nlohmann::json>> items;
   flatten(j, "", items);
+  DeepSpeedKeys ds(dialect, std::string(where), [&](std::string_view flag, const std::string& v) {
+    const Decl* d = find_flag(flag);
+    ZT_CHECK(d != nullptr, "no option --{}", flag);
+    set_from_text(*d, v, o);
+  });
   for (const auto& [key, value] : items) {
+    if (ds.take(key, value)) continue;
     const Decl* d = nullptr;
     for (const auto& cand : decls())
       if (!cand.json.empty() && cand.json == key) d = &cand;
-    ZT_REQUIRE(d != nullptr, "unknown key '{}' in {}", excerpt(key, 80), where);
+    if (d == nullptr) {
+      ds.unknown(key);
+      continue;
+    }
     set_from_text(*d, json_option_text(*d, value, where), o);
+    ds.given(key);
   }
+  ds.finish(o);
+  for (const std::string& line : ds.warnings()) log::line(line);
+  return ds.warnings();
 }
 
 double parse_size(std::string_view text, std::string_view flag) {
@@ -215,13 +232,34 @@ double parse_size(std::string_view text, std::string_view flag) {
   return bytes;
 }
 
+namespace {
+
+// An option's default as --help and docs/options.md show it ("" for an empty text).
+std::string default_text(const Decl& d) {
+  static const O defaults{};
+  return std::visit(
+      [&](auto member) -> std::string {
+        using T = std::remove_reference_t<decltype(defaults.*member)>;
+        if constexpr (std::is_same_v<T, bool>)
+          return defaults.*member ? "true" : "false";
+        else
+          return fmt::format("{}", defaults.*member);
+      },
+      d.field);
+}
+
+}  // namespace
+
 std::string train_options_help() {
-  std::string s = "usage: zerotron train [flags]\n\nflags (JSON key in brackets):\n";
+  std::string s =
+      "usage: zerotron train [flags]\n\nflags (default in parentheses, JSON key in brackets):\n";
   for (const auto& d : decls()) {
     std::string name = "--" + std::string(d.flag);
     if (!is_bool(d)) name += d.words ? " X..." : " X";
     s += fmt::format("  {:<34} {}", name, d.help);
     if (!d.choices.empty()) s += fmt::format(" ({})", d.choices);
+    if (const std::string def = default_text(d); !def.empty())
+      s += fmt::format(" (default {})", def);
     if (!d.json.empty()) s += fmt::format(" [{}]", d.json);
     s += "\n";
   }
@@ -229,7 +267,6 @@ std::string train_options_help() {
 }
 
 std::string train_options_markdown() {
-  const O defaults{};
   std::string s =
       "# Training options\n\n"
       "Generated from src/config/options.inc by `zerotron train --help-markdown`; do not edit.\n"
@@ -237,15 +274,7 @@ std::string train_options_markdown() {
       "where a key is given, a key of the JSON file `--config` reads (dots for nesting).\n\n"
       "| flag | JSON key | default | meaning |\n|---|---|---|---|\n";
   for (const auto& d : decls()) {
-    const std::string value = std::visit(
-        [&](auto member) -> std::string {
-          using T = std::remove_reference_t<decltype(defaults.*member)>;
-          if constexpr (std::is_same_v<T, bool>)
-            return defaults.*member ? "true" : "false";
-          else
-            return fmt::format("{}", defaults.*member);
-        },
-        d.field);
+    const std::string value = default_text(d);
     std::string name = "--" + std::string(d.flag);
     if (!is_bool(d)) name += d.words ? " X..." : " X";
     std::string help(d.help);
@@ -279,8 +308,11 @@ std::string joined(const std::vector<std::string>& words) {
 // `rest` when it is given.
 void apply_scanned(const FlagScan& scan, O& o, TrainFlags* flags) {
   o = O{};
-  for (const ScannedFlag& f : scan.flags)
-    if (f.name == "config") read_json_config(f.values.front(), o);
+  for (const ScannedFlag& f : scan.flags) {
+    if (f.name == "config") read_json_config(f.values.front(), o, ConfigDialect::Zerotron);
+    if (f.name == "deepspeed-config")
+      read_json_config(f.values.front(), o, ConfigDialect::DeepSpeed);
+  }
   for (const ScannedFlag& f : scan.flags) {
     const Decl* d = find_flag(f.name);
     if (d == nullptr) {

@@ -57,9 +57,17 @@ struct TrainFlags {
 TrainFlags parse_train_flags(std::string_view command, std::span<const std::string_view> args,
                              const FlagArityOf& own_flags);
 
-// Sets the options a JSON config text names (DeepSpeed-style keys; what --config reads from its
-// file). `where` names the source in errors. Throws InputError.
-void apply_json_config(std::string_view text, std::string_view where, TrainOptions& out);
+// Which reader a JSON config gets: zerotron's own (--config: DeepSpeed's key names, zerotron's
+// defaults, an unknown key refused as a likely typo) or DeepSpeed's (--deepspeed-config:
+// deepspeed.h).
+enum class ConfigDialect { Zerotron, DeepSpeed };
+
+// Sets the options a JSON config text names (DeepSpeed's keys; what --config and
+// --deepspeed-config read from their files, each in its dialect: deepspeed.h). `where` names the
+// source in errors. Throws InputError. Returns the warning lines printed (keys ignored).
+std::vector<std::string> apply_json_config(std::string_view text, std::string_view where,
+                                           TrainOptions& out,
+                                           ConfigDialect dialect = ConfigDialect::Zerotron);
 
 std::string train_options_help();
 // The options as a Markdown table (flag, JSON key, default, help): docs/options.md.

@@ -43,7 +43,17 @@ void validate_layout_options(const TrainOptions& o, int dp) {
              o.hidden_size);
   validate_tensor_parallel(gpt_config_from(o), o.tensor_model_parallel_size);
   ZT_REQUIRE(!(o.fp16 && o.bf16), "--fp16 and --bf16 are exclusive");
+  ZT_REQUIRE(o.micro_batch_size > 0,
+             "train_batch_size without train_micro_batch_size_per_gpu needs the data-parallel "
+             "size: resolve_micro_batch first");
   const BatchConfig batch = batch_config(o, dp);
+  // DeepSpeed's identity, checked as DeepSpeed checks it when all three are given.
+  ZT_REQUIRE(o.gradient_accumulation_steps == 0 ||
+                 batch.global == int64_t{batch.micro} * o.gradient_accumulation_steps * dp,
+             "--global-batch-size ({}) must equal --micro-batch-size ({}) x "
+             "--gradient-accumulation-steps ({}) x data-parallel size ({}) (train_batch_size = "
+             "train_micro_batch_size_per_gpu x gradient_accumulation_steps x dp)",
+             batch.global, batch.micro, o.gradient_accumulation_steps, dp);
   ZT_REQUIRE(batch.global % (int64_t{batch.micro} * dp) == 0,
              "--global-batch-size ({}) must be a multiple of --micro-batch-size ({}) x "
              "data-parallel size ({})",

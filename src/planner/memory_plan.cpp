@@ -37,9 +37,12 @@ size_t mpi_staging_bytes(size_t elems, size_t dp, size_t count) {
 }
 
 size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partition& part) {
-  const size_t e = dtype_size(in.working);
+  const size_t e = dtype_size(in.working), eg = dtype_size(in.grad_dtype());
   const bool half = in.working != DType::F32;
   const bool staged = half && in.staged_half_reductions;
+  // The gradient's own precision: its staging slots and reductions.
+  const bool half_grads = in.grad_dtype() != DType::F32;
+  const bool staged_grads = half_grads && in.staged_half_reductions;
   const int world = in.tp * in.dp * in.pp;
   const auto dp = static_cast<size_t>(in.dp);
   size_t b = 0;
@@ -50,7 +53,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   // The tied word embedding's gradient all-reduce between the first and last stage
   // (ZeroOptimizer::tie_grads: chunk by chunk of whole rows, the largest first) on a communicator
   // of its own, which stages a half chunk in fp32 as the tensor-parallel one does.
-  if (staged && in.pp > 1 && layout.pipeline().size > 1 &&
+  if (staged_grads && in.pp > 1 && layout.pipeline().size > 1 &&
       (layout.pipeline().first() || layout.pipeline().last())) {
     const ParamSpec& word = layout.find("embedding.word");
     const auto chunk = static_cast<size_t>(
@@ -72,8 +75,8 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   const auto span = static_cast<size_t>(longest_chunk(layout, in.reduce_bucket_elems));
   const size_t staging = GradStaging::kSlots * span * 4;
   if (in.zero_stage == 0) {
-    if (half) b += staging;
-    if (staged && in.dp > 1) {
+    if (half_grads) b += staging;
+    if (staged_grads && in.dp > 1) {
       const GradBuckets buckets(layout, in.reduce_bucket_elems);
       size_t bucket = 0;
       for (const auto& k : buckets.buckets())
@@ -87,9 +90,9 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   for (const auto& u : part.units()) max_part = std::max(max_part, static_cast<size_t>(u.part_len));
   const auto reductions = static_cast<size_t>(ReduceScatterUnits::kReductions);
   b += std::max(kStagingChunk, max_part) * 4;  // ZeroOptimizer's fp32 chunk
-  if (in.zero_stage >= 2 || half) b += staging;
-  if (staged) b += mpi_staging_bytes(max_unit, dp, reductions);
-  if (in.zero_stage >= 2) b += reductions * (max_unit + max_part) * e;
+  if (in.zero_stage >= 2 || half_grads) b += staging;
+  if (staged_grads) b += mpi_staging_bytes(max_unit, dp, reductions);
+  if (in.zero_stage >= 2) b += reductions * (max_unit + max_part) * eg;
   if (in.zero_stage == 3) {
     bool shared = false;
     for (const auto& u : part.units()) {
@@ -181,7 +184,7 @@ MemoryPlan plan_memory(const PlanInput& in) {
   const ParamLayout layout = ParamLayout::gpt(in.model, in.tp, 0, stage);
   p.stage = in.stage;
   const Partition part(layout, in.dp, 0, in.reduce_bucket_elems);
-  const size_t e = dtype_size(in.working);
+  const size_t e = dtype_size(in.working), eg = dtype_size(in.grad_dtype());
   const auto numel = static_cast<size_t>(layout.numel());
   const auto padded = static_cast<size_t>(part.padded_numel());
   const auto shard = static_cast<size_t>(part.shard_numel());
@@ -190,20 +193,23 @@ MemoryPlan plan_memory(const PlanInput& in) {
   p.rank_parameters = layout.numel();
   switch (in.zero_stage) {
     case 0:  // stage 0: all on every rank; fp32 master only beside half weights
-      p.params = p.grads = numel * e;
+      p.params = numel * e;
+      p.grads = numel * eg;
       p.optimizer = (half ? 3 : 2) * numel * 4;
       break;
     case 1:  // full working params and grads (padded space), shard of master/m/v
-      p.params = p.grads = padded * e;
+      p.params = padded * e;
+      p.grads = padded * eg;
       p.optimizer = 3 * shard * 4;
       break;
     case 2:
       p.params = padded * e;
-      p.grads = shard * e;
+      p.grads = shard * eg;
       p.optimizer = 3 * shard * 4;
       break;
     default:
-      p.params = p.grads = shard * e;
+      p.params = shard * e;
+      p.grads = shard * eg;
       p.optimizer = 3 * shard * 4;
   }
   // The model computes in the working precision: its activations and checkpoints are sized by it.
@@ -242,15 +248,15 @@ MemoryPlan plan_memory(const PlanInput& in) {
     const auto a = static_cast<uint64_t>(in.accumulation);
     const auto units = static_cast<uint64_t>(part.units().size());
     if (in.zero_stage == 0) {
-      p.comm_dp_backward = 2 * numel * e;
+      p.comm_dp_backward = 2 * numel * eg;
       const GradBuckets buckets(layout, in.reduce_bucket_elems);
       p.dp_collectives = buckets.buckets().size();
     } else if (in.zero_stage == 1) {
-      p.comm_dp_backward = padded * e;  // reduce-scatter behind the last micro-batch's backward
-      p.comm_dp_after = padded * e;     // all-gather of the updated parameters
+      p.comm_dp_backward = padded * eg;  // reduce-scatter behind the last micro-batch's backward
+      p.comm_dp_after = padded * e;      // all-gather of the updated parameters
       p.dp_collectives = 2 * units;
     } else if (in.zero_stage == 2) {
-      p.comm_dp_backward = a * padded * e;
+      p.comm_dp_backward = a * padded * eg;
       p.comm_dp_after = padded * e;
       p.dp_collectives = (a + 1) * units;
     } else {
@@ -263,7 +269,7 @@ MemoryPlan plan_memory(const PlanInput& in) {
         }
       const auto g = stage3_gathers(in, layout, part);
       p.comm_dp_forward = a * g[0].elems * e;
-      p.comm_dp_backward = a * (g[1].elems + padded) * e;  // gathers and reduce-scatters
+      p.comm_dp_backward = a * (g[1].elems * e + padded * eg);  // gathers and reduce-scatters
       p.comm_dp_after = persistent * e;
       p.dp_collectives = a * (g[0].count + g[1].count + units) + persistent_units;
     }
@@ -324,7 +330,9 @@ MemoryPlan plan_memory(const PlanInput& in) {
     p.pp_messages = messages * a;
     p.comm_pp = p.pp_messages * rows * h * e;
     if (stage.first() || stage.last()) {
-      p.tied_bytes = 2 * static_cast<uint64_t>(layout.find("embedding.word").numel()) * e;
+      // The tied word embedding's gradient, in its precision.
+      p.tied_bytes = 2 * static_cast<uint64_t>(layout.find("embedding.word").numel()) *
+                     dtype_size(in.grad_dtype());
       p.comm_pp += p.tied_bytes;
     }
   }

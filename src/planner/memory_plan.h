@@ -22,6 +22,9 @@ struct PlanInput {
   // when > 1); a plan is that of one stage, `stage` (plan_stages: every one).
   int pp = 1, chunks = 1, stage = 0;
   DType working = DType::F32;
+  // The kept gradient in fp32 under half parameters (--accumulate-allreduce-grads-in-fp32).
+  bool fp32_grads = false;
+  DType grad_dtype() const { return fp32_grads ? DType::F32 : working; }
   int micro_batch = option_defaults::micro_batch_size;
   int accumulation = 1;  // micro-batches per step (pipeline: m)
   bool checkpoint_activations = false;

@@ -51,6 +51,7 @@ PlanInput plan_input_from(const TrainOptions& o, int dp) {
   in.chunks = d.chunks;
   in.zero_stage = d.zero.stage;
   in.working = d.working;
+  in.fp32_grads = d.zero.fp32_grads;
   in.micro_batch = d.batch.micro;
   in.accumulation = d.batch.accumulation;
   in.checkpoint_activations = d.checkpoint_activations;

@@ -29,7 +29,8 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
       data_(std::move(data)),
       // Metrics are reduced over ranks; rank 0 alone writes them.
       metrics_(topology.rank() == 0 ? o_.metrics_file : std::string(),
-               topology.rank() == 0 ? o_.tensorboard_dir : std::string()) {
+               topology.rank() == 0 ? o_.tensorboard_dir : std::string()),
+      dropout_seed_(o_.seed) {
   if (data_.train == nullptr) {
     ZT_CHECK(o_.data_path.empty(), "a --data-path run must pass open_train_data()'s streams");
     data_ = open_train_data(o_);
@@ -153,7 +154,7 @@ CheckpointState Trainer::checkpoint_state() {
                          .loop = loop_state(),
                          .consumed_train_samples = consumed_train_samples(),
                          .partition_unit = o_.reduce_bucket_size,
-                         .seed = o_.seed,
+                         .seed = dropout_seed_,
                          .keep_last = o_.keep_last,
                          .settings = training_settings(o_, global_batch_),
                          .read_progress = {}};
@@ -164,10 +165,21 @@ std::string Trainer::save_checkpoint(const std::string& dir, const SaveHooks& ho
 }
 
 int Trainer::load_checkpoint(const std::string& dir, LoadAccounting* accounting) {
+  // Megatron's meanings: --finetune takes the weights alone; --no-load-optim leaves the
+  // optimizer, its schedule and the loss scale fresh; --no-load-rng keeps --seed's dropout.
+  const LoadScope scope{.optimizer = !o_.finetune && !o_.no_load_optim,
+                        .progress = !o_.finetune,
+                        .rng = !o_.finetune && !o_.no_load_rng};
   Progress progress(fmt::format("loading checkpoint {} (rank 0's model states)", dir), 0);
   CheckpointState state = checkpoint_state();
   state.read_progress = [&](uint64_t bytes) { progress.add(bytes); };
-  const LoopState loop = zt::load_checkpoint(dir, state, accounting);
+  LoopState loop = zt::load_checkpoint(dir, state, accounting, scope);
+  if (!loop.seed) loop.seed = o_.seed;
+  if (*loop.seed != o_.seed && topo_.rank() == 0)
+    log::info(
+        "zerotron: warning: dropout continues the checkpoint's random stream (seed {}), not "
+        "--seed {}'s (--no-load-rng for this run's)",
+        *loop.seed, o_.seed);
   restore_loop_state(loop);
   return loop.iteration;
 }
@@ -176,6 +188,8 @@ void Trainer::restore_loop_state(const LoopState& s) {
   iteration_ = s.iteration;
   consumed_valid_ = s.consumed_valid;
   scaler_.restore(s.scaler);
+  lr_steps_ = s.lr_steps;
+  if (s.seed) dropout_seed_ = *s.seed;
 }
 
 StepMetrics Trainer::train_step() {
@@ -199,7 +213,7 @@ StepMetrics Trainer::train_step() {
       },
       dloss,
       [&](int m) {
-        return DropoutSeeds{static_cast<uint64_t>(o_.seed), first_sample(base, m)};
+        return DropoutSeeds{static_cast<uint64_t>(dropout_seed_), first_sample(base, m)};
       },
       [&](bool last) { optimizer_->begin_microbatch(last); });
   mid_step();
@@ -209,9 +223,10 @@ StepMetrics Trainer::train_step() {
   StepMetrics m;
   m.iteration = iteration_;
   m.train_iters = o_.train_iters;
-  m.lr = schedule_.at(iteration_);
+  m.lr = schedule_.at(lr_steps_ + 1);
   const StepResult r = optimizer_->step(m.lr, scale);
   scaler_.update(r.skipped);
+  if (!r.skipped) ++lr_steps_;   // Megatron steps its scheduler only on a successful update
   ctx_.backend().synchronize();  // the step's device work is part of its time
   // Read once the device has run the step (on CUDA they are events of the compute stream).
   double busy_ms = passes.busy.ms(), schedule_ms = passes.total.ms();

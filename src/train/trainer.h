@@ -71,7 +71,9 @@ class Trainer {
   const DeviceContext& context() const { return ctx_; }
   // The loop state a checkpoint carries besides the model states.
   using LoopState = zt::LoopState;
-  LoopState loop_state() const { return {iteration_, consumed_valid_, scaler_.state()}; }
+  LoopState loop_state() const {
+    return {iteration_, consumed_valid_, scaler_.state(), lr_steps_, dropout_seed_};
+  }
   void restore_loop_state(const LoopState& s);
   // What a checkpoint of this run holds, as save_checkpoint and load_checkpoint take it.
   CheckpointState checkpoint_state();
@@ -124,6 +126,10 @@ class Trainer {
   std::unique_ptr<TextSample> sample_;  // --sample-interval
   std::vector<StepMetrics> history_;
   int iteration_ = 0;
+  // Updates applied: the learning-rate schedule's position (skipped fp16 steps do not count).
+  int lr_steps_ = 0;
+  // Dropout's seed: --seed, or a loaded checkpoint's, whose stream the run continues.
+  int64_t dropout_seed_ = 0;
   int saved_iteration_ = -1;
   TrainerHooks hooks_;
   // Calls hooks_.mid_step for the step under way.

@@ -31,7 +31,12 @@ constexpr Composition kStages[] = {
 
 ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const AdamConfig& adam,
                              const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero)
-    : layout_(layout), working_(working), zero_(zero), ctx_(ctx), be_(ctx.backend()) {
+    : layout_(layout),
+      working_(working),
+      grad_dtype_(zero.fp32_grads ? DType::F32 : working),
+      zero_(zero),
+      ctx_(ctx),
+      be_(ctx.backend()) {
   ZT_REQUIRE(zero.stage >= 0 && zero.stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got {}",
              zero.stage);
   ZT_CHECK(zero.stage == 0 || zero.dp != nullptr, "ZeRO stage {} needs a data-parallel group",
@@ -49,7 +54,7 @@ ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const Ada
   auto params = std::make_unique<ResidentParams>(layout_, working_, ctx);
   float* alias = working_ != DType::F32 ? nullptr : params->params().f32();
   store_ = std::move(params);
-  grads_ = std::make_unique<AllReduceGrads>(layout_, working_, ctx, zero.dp,
+  grads_ = std::make_unique<AllReduceGrads>(layout_, grad_dtype_, ctx, zero.dp,
                                             zero.reduce_bucket_elems, zero.overlap_comm);
   adam_ = std::make_unique<ShardedAdam>(layout_, Shard::whole(layout_), adam, ctx, alias);
   init_parameters_on(ctx, layout_, seed, adam_->master());
@@ -102,12 +107,12 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
                                             zero_.allgather_bucket_elems, seed, chunk, chunk_elems);
   }
   if (c.grads == Reducer::ReduceScatterAtStep)
-    grads_ = std::make_unique<ReduceScatterAtStep>(layout_, part, working_, ctx_, dp,
+    grads_ = std::make_unique<ReduceScatterAtStep>(layout_, part, grad_dtype_, ctx_, dp,
                                                    zero_.reduce_bucket_elems, zero_.overlap_comm);
   else
     grads_ = std::make_unique<ReduceScatterUnits>(
-        layout_, part, working_, ctx_, dp, zero_.reduce_bucket_elems, zero_.overlap_comm, chunk);
-  if (working_ != DType::F32)
+        layout_, part, grad_dtype_, ctx_, dp, zero_.reduce_bucket_elems, zero_.overlap_comm, chunk);
+  if (grad_dtype_ != DType::F32)
     dp.reserve_staging(static_cast<size_t>(part.max_unit()), ReduceScatterUnits::kReductions);
 }
 
@@ -139,8 +144,8 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale) {
   // Every data-parallel replica of a replicated gradient holds the same sum: only dp rank 0's
   // copy counts in the global norm.
   const bool counts_in_norm = !grads_->replicated() || zero_.dp == nullptr || zero_.dp->rank() == 0;
-  const StepResult r = adam_->step(*grads_, working_, lr, loss_scale, counts_in_norm, zero_.tp_rank,
-                                   norm_.get(), norm_excluded_);
+  const StepResult r = adam_->step(*grads_, grad_dtype_, lr, loss_scale, counts_in_norm,
+                                   zero_.tp_rank, norm_.get(), norm_excluded_);
   if (!r.skipped) store_->from_master(adam_->master());
   return r;
 }

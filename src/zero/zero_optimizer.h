@@ -53,6 +53,9 @@ struct ZeroConfig {
   int64_t prefetch_bucket_elems = model_state_defaults::kPrefetchBucketElems;
   int64_t param_persistence_threshold = model_state_defaults::kParamPersistenceThreshold;
   int64_t max_live_parameters = model_state_defaults::kMaxLiveParameters;
+  // Keep the gradient in fp32 under half-precision parameters (Megatron's
+  // --accumulate-allreduce-grads-in-fp32): accumulation and reduction in fp32.
+  bool fp32_grads = false;
 };
 
 class ZeroOptimizer final : public ParamSource {
@@ -121,6 +124,7 @@ class ZeroOptimizer final : public ParamSource {
 
   ParamLayout layout_;
   DType working_;
+  DType grad_dtype_;  // the kept gradient's: working_, or fp32 (ZeroConfig::fp32_grads)
   ZeroConfig zero_;
   DeviceContext ctx_;
   Backend& be_;

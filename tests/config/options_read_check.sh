@@ -17,11 +17,11 @@ allowed=(
   max_live_parameters   # stage 3 prefetches one unit ahead
 )
 
-# Acted on inside src/config by design, so read there rather than by a consumer: --config names the
-# JSON file the parser reads before the flags; --mock-data is the explicit choice of synthetic
-# data that the checks require when --data-path is not given (the data layer then takes the
-# empty --data-path as the mock stream).
-parser_options=(config mock_data)
+# Acted on inside src/config by design, so read there rather than by a consumer: --config and
+# --deepspeed-config name the JSON file the parser reads before the flags; --mock-data is the
+# explicit choice of synthetic data that the checks require when --data-path is not given (the
+# data layer then takes the empty --data-path as the mock stream).
+parser_options=(config deepspeed_config mock_data)
 
 fields=$(sed -n 's/^ZT_OPTION([^,]*, *\([a-z0-9_]*\),.*/\1/p' src/config/options.inc)
 [[ $(wc -l <<<"$fields") -ge 60 ]] || { echo "could not read the fields of options.inc" >&2; exit 1; }

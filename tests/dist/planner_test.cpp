@@ -30,6 +30,7 @@ struct Case {
   bool sequence_parallel = false;
   int pp = 1;
   int layers_per_virtual_stage = 0;  // > 0: the interleaved schedule
+  bool fp32_grads = false;           // --accumulate-allreduce-grads-in-fp32
 };
 
 constexpr DType F32 = DType::F32, BF16 = DType::BF16, F16 = DType::F16;
@@ -70,7 +71,14 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
                         {2, 1, F32, true, false, false, 2, true, 2, 1},
                         {1, 0, BF16, false, false, false, 2, false, 4},
                         {1, 1, F16, true, false, false, 5, false, 4},
-                        {1, 1, BF16, true, true, true, 4, false, 4}};
+                        {1, 1, BF16, true, true, true, 4, false, 4},
+                        // fp32 gradients under half parameters, every stage, tp and pp
+                        {1, 0, BF16, false, false, false, 2, false, 1, 0, true},
+                        {1, 1, F16, false, false, false, 2, false, 1, 0, true},
+                        {2, 2, BF16, true, true, false, 2, false, 1, 0, true},
+                        {1, 3, BF16, false, false, false, 2, false, 1, 0, true},
+                        {2, 3, F16, true, false, false, 1, true, 1, 0, true},
+                        {1, 1, BF16, false, false, false, 2, false, 2, 0, true}};
   for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
     const Case& k = cases[i];
     if (world % (k.tp * k.pp) != 0) continue;
@@ -94,6 +102,7 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     o.partition_activations = k.pa;
     o.cpu_checkpointing = k.cpu;
     o.sequence_parallel = k.sequence_parallel;
+    o.accumulate_allreduce_grads_in_fp32 = k.fp32_grads;
     o.reduce_bucket_size = 2000;
     o.param_persistence_threshold = 200;
     validate_train_options(o, dp);

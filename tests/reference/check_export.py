@@ -6,12 +6,16 @@ to consolidate tensor-parallel and ZeRO shards), saves, exports to safetensors, 
   1. loads the file with the `safetensors` package and checks names and shapes;
   2. with `transformers`, builds GPT2LMHeadModel from the exported directory and computes the
      loss of the 4th training batch, which zerotron reports as its step-4 lm_loss when resuming
-     from the checkpoint: the two must agree to 1e-4 relative (fp32, different kernels).
+     from the checkpoint: the two must agree to 1e-4 relative (fp32, different kernels);
+  3. exports a model of the KJV fixture tokenizer's vocabulary with that tokenizer: the
+     directory loads in AutoTokenizer, which encodes a text to the ids `prepare-data` writes,
+     and in pipeline("text-generation").
 Exits 77 (CTest: skipped) when torch or safetensors is missing, since the C++ tests cover the
 file format without them.
 """
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -122,7 +126,51 @@ def main():
                 print(f"FAIL: {flag} export of {name} is not the fp32 export rounded")
                 return 1
     print("bf16 and fp16 exports are the fp32 export rounded to nearest even")
+    if check_tokenizer(zt, work) != 0:
+        return 1
     print("PASS")
+    return 0
+
+
+def check_tokenizer(zt, work):
+    """The export's tokenizer files: AutoTokenizer encodes as zerotron does, pipeline() runs."""
+    from transformers import AutoTokenizer, pipeline
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "bpe_kjv")
+    vocab_json, merges = os.path.join(fixture, "vocab.json"), os.path.join(fixture, "merges.txt")
+    vocab = len(json.load(open(vocab_json)))
+    quiet = dict(check=True, stdout=subprocess.DEVNULL)
+    ckpt = os.path.join(work, "tok_ckpt")
+    subprocess.run([zt, "train", "--mock-data", "--vocab-size", str(vocab), "--num-layers", "1",
+                    "--hidden-size", "32", "--num-attention-heads", "2", "--seq-length", "32",
+                    "--train-iters", "1", "--save", ckpt, "--device", "cpu"], **quiet)
+    out = os.path.join(work, "tok_export")
+    subprocess.run([zt, "export", "--load", ckpt, "--output", os.path.join(out, "model.safetensors"),
+                    "--vocab-file", vocab_json, "--merge-file", merges], **quiet)
+    tok = AutoTokenizer.from_pretrained(out)
+    if tok.eos_token != "<|endoftext|>" or tok.eos_token_id != vocab - 1:
+        print(f"FAIL: the exported tokenizer's end of text is {tok.eos_token!r} ({tok.eos_token_id})")
+        return 1
+    text = "In the beginning God created the heaven and the earth. And the earth was without form"
+    doc = os.path.join(work, "doc.jsonl")
+    with open(doc, "w") as f:
+        f.write(json.dumps({"text": text}) + "\n")
+    prefix = os.path.join(work, "doc")
+    subprocess.run([zt, "prepare-data", "--input", doc, "--output-prefix", prefix,
+                    "--tokenizer-type", "GPT2BPETokenizer", "--vocab-file", vocab_json,
+                    "--merge-file", merges], **quiet)
+    raw = open(prefix + "_text_document.bin", "rb").read()
+    ours = list(struct.unpack(f"<{len(raw) // 2}H", raw))
+    theirs = tok(text)["input_ids"]
+    if ours != theirs or tok.decode(theirs) != text:
+        print(f"FAIL: AutoTokenizer encodes {theirs}, zerotron {ours}")
+        return 1
+    generated = pipeline("text-generation", model=out, device="cpu")(
+        "In the beginning", max_new_tokens=4, do_sample=False)[0]["generated_text"]
+    if not generated.startswith("In the beginning"):
+        print(f"FAIL: pipeline('text-generation') wrote {generated!r}")
+        return 1
+    print(f"AutoTokenizer encodes the text to zerotron's {len(ours)} ids; pipeline wrote "
+          f"{generated!r}")
     return 0
 
 
