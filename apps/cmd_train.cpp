@@ -21,7 +21,7 @@
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/planner/train_plan.h"
-#include "src/train/fault_injection.h"
+#include "src/faults/fault_injection.h"
 #include "src/train/train_data.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"

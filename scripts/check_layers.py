@@ -13,11 +13,11 @@ import sys
 
 # The layers, top first: a folder may use the folders above it, never one below.
 LAYERS = ["src/core", "kernels", "src/comm", "src/tensor_parallel", "src/model", "src/zero",
-          "src/data", "src/pipeline", "src/config", "src/checkpoint", "src/train", "src/planner",
-          "apps"]
+          "src/data", "src/pipeline", "src/config", "src/checkpoint", "src/generate", "src/train",
+          "src/faults", "src/planner", "apps"]
 # Exceptions to "everything above": the planner runs without the training loop (it reads the
 # same options table and partition code, so `estimate` needs no Trainer).
-FORBIDDEN = {"src/planner": {"src/train"}}
+FORBIDDEN = {"src/planner": {"src/train", "src/faults"}}
 ALLOWED = {f: set(LAYERS[:i]) - FORBIDDEN.get(f, set()) for i, f in enumerate(LAYERS)}
 
 SOURCE_ROOTS = ("src", "kernels", "apps")

@@ -21,7 +21,7 @@
 #include "src/pipeline/micro_batch_runner.h"
 #include "src/train/lr_schedule.h"
 #include "src/train/metrics.h"
-#include "src/train/text_sample.h"
+#include "src/generate/text_sample.h"
 #include "src/train/train_data.h"
 #include "src/train/trainer_hooks.h"
 #include "src/zero/activation_checkpointer.h"

@@ -1,6 +1,6 @@
 #pragma once
 // TrainerHooks: the points where a caller steps into a run without the Trainer knowing why (the
-// failure tests inject their faults here: src/train/fault_injection.h). Each is optional; an empty
+// failure tests inject their faults here: src/faults/fault_injection.h). Each is optional; an empty
 // one changes nothing.
 #include <functional>
 

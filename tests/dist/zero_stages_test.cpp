@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "src/comm/topology.h"
-#include "src/train/fault_injection.h"
+#include "src/faults/fault_injection.h"
 #include "src/train/trainer.h"
 #include "tests/dist/dist_env.h"
 #include "tests/dist/train_testing.h"

@@ -1,4 +1,4 @@
-#include "src/train/text_sample.h"
+#include "src/generate/text_sample.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,4 @@
-#include "src/train/fault_injection.h"
+#include "src/faults/fault_injection.h"
 
 #include <chrono>
 #include <cmath>

@@ -1,7 +1,7 @@
 // ZT_INJECT_FAULT's syntax and the hooks it makes: only the named rank, only the named step.
 // (The faults themselves — a throw, a hang, an overflow, a killed save — are the failure tests'
 // subject: tests/dist.)
-#include "src/train/fault_injection.h"
+#include "src/faults/fault_injection.h"
 
 #include <gtest/gtest.h>
 
