@@ -46,7 +46,8 @@ args=(train --device cpu --mock-data --vocab-size 64 --num-layers 2 --hidden-siz
   --reduce-bucket-size 2000 --comm-timeout 60)
 alloc=(-N 2 --ntasks-per-node=2)
 # A metrics file without its timings: what must be bitwise the same across runs.
-stable() { jq -c 'del(.elapsed_ms, .tokens_per_s, .tflops_per_rank, .comm_exposed_ms, .comm_hidden_fraction)' "$1"; }
+stable() { jq -c 'del(.elapsed_ms, .tokens_per_s, .tflops_per_rank, .comm_exposed_ms, .comm_hidden_fraction,
+  .elapsed_time_s, .eta_s)' "$1"; }
 losses() { jq -c '[.iteration, .lm_loss, .grad_norm]' "$1"; }
 
 iters=10
