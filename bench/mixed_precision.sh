@@ -5,7 +5,12 @@
 # ratios the issue states (zerotron bf16 / fp32 step <= 0.6, / PyTorch autocast <= 0.8, peak RSS
 # bf16 / fp32 <= 0.75). Runs are interleaved (fp32, bf16, torch fp32, torch bf16) `rounds` times
 # so drift on a shared machine hits all four alike; the medians are over every measured step.
-# OpenBLAS variables are left as the environment has them (say so when reporting).
+# OpenBLAS variables are left as the environment has them (say so when reporting). The JSON
+# names the CPU (/proc/cpuinfo model, family, model number, bf16 flags), oneDNN's effective ISA
+# and the load average before and after the runs.
+# BASELINE_BENCH_STEP=<another bench_step> adds that binary's fp32 and bf16 runs to every round
+# (before the others) and reports its medians and ratios too ("base_" keys): a before/after
+# comparison under the same conditions.
 # Usage: bench/mixed_precision.sh [rounds=2] [steps=3]   (PyTorch runs skip if torch is absent)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,9 +20,15 @@ bin="$root/build/bin/bench_step"
 export OMP_NUM_THREADS=2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+base=${BASELINE_BENCH_STEP:-}
 have_torch=0
 python3 -c "import torch" 2>/dev/null && have_torch=1
+cut -d' ' -f1-3 /proc/loadavg >"$tmp/load_before"
 for r in $(seq "$rounds"); do
+  if [ -n "$base" ]; then
+    "$base" --steps "$steps" --warmup 1 >>"$tmp/base_zt_fp32.jsonl"
+    "$base" --steps "$steps" --warmup 1 --bf16 >>"$tmp/base_zt_bf16.jsonl"
+  fi
   "$bin" --steps "$steps" --warmup 1 >>"$tmp/zt_fp32.jsonl"
   "$bin" --steps "$steps" --warmup 1 --bf16 >>"$tmp/zt_bf16.jsonl"
   if [ "$have_torch" = 1 ]; then
@@ -27,6 +38,7 @@ for r in $(seq "$rounds"); do
       --dtype bf16 >>"$tmp/pt_bf16.jsonl"
   fi
 done
+cut -d' ' -f1-3 /proc/loadavg >"$tmp/load_after"
 python3 - "$tmp" <<'PY'
 import json, statistics, sys
 from pathlib import Path
@@ -34,14 +46,22 @@ tmp = Path(sys.argv[1])
 def load(name):
     p = tmp / f"{name}.jsonl"
     return [json.loads(l) for l in p.read_text().splitlines()] if p.exists() else []
-runs = {k: load(k) for k in ("zt_fp32", "zt_bf16", "pt_fp32", "pt_bf16")}
+runs = {k: load(k) for k in ("zt_fp32", "zt_bf16", "pt_fp32", "pt_bf16", "base_zt_fp32",
+                              "base_zt_bf16")}
 med = {k: statistics.median(r["median_step_ms"] for r in v) for k, v in runs.items() if v}
 rss = {k: max(r["peak_rss_bytes"] for r in v) for k, v in runs.items() if v}
-out = {"median_step_ms": med, "peak_rss_bytes": rss,
-       "zerotron_bf16_over_fp32_step": med["zt_bf16"] / med["zt_fp32"],
-       "zerotron_bf16_over_fp32_rss": rss["zt_bf16"] / rss["zt_fp32"]}
-if "pt_bf16" in med:
-    out["zerotron_bf16_over_pytorch_autocast_step"] = med["zt_bf16"] / med["pt_bf16"]
-    out["zerotron_fp32_over_pytorch_fp32_step"] = med["zt_fp32"] / med["pt_fp32"]
+first = runs["zt_bf16"][0]
+out = {"cpu": first.get("cpu"), "onednn_isa": first.get("onednn_isa"),
+       "threads": first.get("threads"),
+       "load_average_before": (tmp / "load_before").read_text().split(),
+       "load_average_after": (tmp / "load_after").read_text().split(),
+       "torch_version": runs["pt_bf16"][0]["torch_version"] if runs["pt_bf16"] else None,
+       "median_step_ms": med, "peak_rss_bytes": rss}
+for p in ("", "base_") if "base_zt_bf16" in med else ("",):
+    out[p + "zerotron_bf16_over_fp32_step"] = med[p + "zt_bf16"] / med[p + "zt_fp32"]
+    out[p + "zerotron_bf16_over_fp32_rss"] = rss[p + "zt_bf16"] / rss[p + "zt_fp32"]
+    if "pt_bf16" in med:
+        out[p + "zerotron_bf16_over_pytorch_autocast_step"] = med[p + "zt_bf16"] / med["pt_bf16"]
+        out[p + "zerotron_fp32_over_pytorch_fp32_step"] = med[p + "zt_fp32"] / med["pt_fp32"]
 print(json.dumps(out, indent=1))
 PY

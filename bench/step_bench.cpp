@@ -7,17 +7,21 @@
 // parameter (the tied head once).
 //
 // Usage: bench_step [--steps K] [--warmup W] [--bf16] [model flags as in zerotron train]
+#include <omp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_main.h"
+#include "kernels/cpu/gemm_mixed.h"
 #include "kernels/cpu/ops.h"
 #include "src/comm/self_communicator.h"
 #include "src/config/options.h"
@@ -73,6 +77,29 @@ double sgemm_gflops(const std::vector<std::pair<Gemm, int>>& gemms, int repeats)
     }
   }
   return flops / secs / 1e9;
+}
+
+// The CPU as /proc/cpuinfo names it: model name, family and model numbers (a virtual machine
+// may show only a vendor name), and which bf16 instructions it reports.
+nlohmann::json cpu_info() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, name, family, model, flags;
+  const auto value = [](const std::string& l) {
+    const auto colon = l.find(':');
+    return colon == std::string::npos || colon + 2 > l.size() ? std::string() : l.substr(colon + 2);
+  };
+  while (std::getline(in, line)) {
+    if (name.empty() && line.rfind("model name", 0) == 0) name = value(line);
+    if (family.empty() && line.rfind("cpu family", 0) == 0) family = value(line);
+    if (model.empty() && line.rfind("model\t", 0) == 0) model = value(line);
+    if (flags.empty() && line.rfind("flags", 0) == 0) flags = value(line);
+    if (!name.empty() && !family.empty() && !model.empty() && !flags.empty()) break;
+  }
+  std::vector<std::string> bf16;
+  std::istringstream words(flags);
+  for (std::string w; words >> w;)
+    if (w == "avx512_bf16" || w == "amx_bf16") bf16.push_back(w);
+  return {{"model_name", name}, {"family", family}, {"model", model}, {"bf16_flags", bf16}};
 }
 
 }  // namespace
@@ -154,6 +181,9 @@ static int run(int argc, char** argv) {
       {"model_over_sgemm", model_gflops / sgemm},
       {"peak_pool_bytes", pool.total_peak()},
       {"peak_rss_bytes", static_cast<int64_t>(ru.ru_maxrss) * 1024},
+      {"threads", omp_get_max_threads()},
+      {"cpu", cpu_info()},
+      {"onednn_isa", zt::cpu::detail::onednn_isa_name()},
   };
   std::printf("%s\n", j.dump().c_str());
   return 0;

@@ -1,10 +1,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/common/attention.h"
 #include "kernels/common/reduce.h"
+#include "kernels/cpu/gemm_mixed.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/parallel.h"
 #include "src/core/error.h"
@@ -32,6 +34,27 @@
 // Memory per thread: forward a kBq x kBk and a kBq x hd tile; backward four [T, kBk] panels
 // (two fp32, two in T) and, in half precision, one [T, hd] fp32 dQ accumulator (fp32 runs
 // accumulate dQ in place). Nothing of size T x T.
+//
+// bf16 where oneDNN runs it (AVX512-BF16, AMX) takes the batched path instead. Per (b, h) the
+// tiles are a few microseconds of work each, and as strided views of qkv oneDNN 2.6 runs them
+// on its generic gemm:jit kernel rather than brgemm (AMX's kernels among them): one 64x64x64
+// call per tile cost most of a bf16 step. The batched path takes a group of heads at a time: q
+// (and dout) of the group are copied once into [T][heads][hd] (the rows of all heads
+// interleaved, the dense layout oneDNN's brgemm takes batched), each key block's k and v
+// likewise, and each product of the algorithm above becomes one oneDNN primitive over every
+// head of the group and up to kRowChunk query rows from the block's diagonal down
+// (gemm_onednn_interleaved). Key blocks are the outer loop in both directions: forward keeps
+// the online-softmax statistics and an fp32 output accumulator for every row of the group,
+// backward the fp32 dQ accumulator, and dK, dV of the block accumulate over the row chunks.
+// The row passes are the same element math in the same order per row, so only the products'
+// summation order differs from the per-tile path. T is padded to a whole key block with zero
+// rows (their scores are masked, their probabilities 0). Each group is one thread's work from
+// start to end (oneDNN runs single-threaded inside the parallel loop: one parallel region per
+// call, as above, which matters when the cores are oversubscribed), and the grouping does not
+// depend on the thread count, so neither do the bits. Memory per group (kBatchedGroupBytes
+// bounds it unless a single head needs more): O(T (hd + 1)) per head for the packed rows and
+// accumulators plus kRowChunk x kBk panels per head, nothing of size T x T; the buffers are the
+// running thread's (thread_buffer), like the tiles above.
 namespace zt::cpu {
 namespace {
 
@@ -41,6 +64,15 @@ constexpr int kBk = 64;  // keys per tile
 // tiles of operands in T.
 constexpr int kSlotF32 = 5;
 constexpr int kSlotT = 6;
+// The batched path's buffers, on the thread running a group.
+constexpr int kSlotBatchedF32 = 7;
+constexpr int kSlotBatchedT = 8;
+// The batched path: query rows per product (a multiple of kBk, so the products take at most
+// kRowChunk / kBk row counts and oneDNN's primitive cache holds them all whatever T is), and the
+// bound of one group's buffers (both slots) unless one head alone needs more.
+constexpr int kRowChunk = 4 * kBk;
+constexpr size_t kBatchedGroupBytes = size_t{4} << 20;
+constexpr int kMinGroups = 4;
 
 struct Dims {
   int B, T, C, NH, hd;
@@ -249,6 +281,222 @@ void backward_head(T* dqkv, float* delta, const T* dout, const T* qkv, const T* 
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The batched path (bf16 on oneDNN; see the top of the file).
+
+template <typename T>
+bool batched_path() {
+  return std::is_same_v<T, bf16> && detail::onednn_bf16_available();
+}
+
+int padded(int T) {
+  return (T + kBk - 1) / kBk * kBk;
+}
+
+// Bytes per head of one group's buffers. Forward: q, the output accumulator, m and l of every
+// row; a key and a value block; the scores and dropped probabilities of kRowChunk rows.
+// Backward: q and dout, the dQ accumulator; a key and a value block and their fp32 gradients;
+// the probabilities, dP and one operand panel (dropout(P), then dS) of kRowChunk rows.
+size_t batched_head_bytes(const Dims& d, bool backward) {
+  const size_t Tp = padded(d.T), hd = d.hd, kb = kBk, rc = kRowChunk, t = sizeof(bf16),
+               f = sizeof(float);
+  if (!backward) return Tp * (hd * (t + f) + 2 * f) + 2 * kb * hd * t + rc * kb * (f + t);
+  return Tp * hd * (2 * t + f) + 2 * kb * hd * (t + f) + rc * kb * (2 * f + t);
+}
+
+// Heads per group: as many as fit kBatchedGroupBytes (at least one), in at least kMinGroups
+// groups where there are that many heads (so two or four threads share them out evenly), the
+// heads spread evenly over the groups. Independent of the thread count, so the products (and
+// the bits) are too.
+int batched_group(const Dims& d, bool backward) {
+  const int64_t BH = int64_t{d.B} * d.NH;
+  const int64_t fit = std::clamp<int64_t>(
+      static_cast<int64_t>(kBatchedGroupBytes / batched_head_bytes(d, backward)), 1, BH);
+  const int64_t groups = std::max((BH + fit - 1) / fit, std::min<int64_t>(BH, kMinGroups));
+  return static_cast<int>((BH + groups - 1) / groups);
+}
+
+// dst[r - r0][c][e] = row r of head bh0 + c of src (a [B, T, ld] array, the head's hd values at
+// off + h * hd), for r0 <= r < r0 + rows; zeros for r >= T (the padding).
+template <typename T>
+void gather_rows(T* dst, const T* src, int64_t ld, int64_t off, const Dims& d, int bh0, int g,
+                 int r0, int rows) {
+  const int hd = d.hd;
+  for (int r = r0; r < r0 + rows; ++r)
+    for (int c = 0; c < g; ++c, dst += hd) {
+      if (r >= d.T) {
+        std::fill(dst, dst + hd, from_float<T>(0.0f));
+        continue;
+      }
+      const int bh = bh0 + c, b = bh / d.NH, h = bh % d.NH;
+      std::memcpy(dst, src + (int64_t{b} * d.T + r) * ld + off + int64_t{h} * hd, hd * sizeof(T));
+    }
+}
+
+// The interleaved product of gemm_onednn_interleaved with an fp32 result.
+template <typename T>
+void gemm_heads(bool ta, bool tb, int g, int M, int N, int K, float alpha, const T* A, const T* B,
+                float beta, float* C) {
+  detail::gemm_onednn_interleaved(ta, tb, g, M, N, K, alpha, A, B, beta, C, DType::F32);
+}
+
+// Heads bh0 .. bh0 + g - 1, on the calling thread.
+template <typename T>
+void forward_group(T* out, float* lse, const T* qkv, const Dims& d, int bh0, int g,
+                   const DropoutParams& drop) {
+  const int hd = d.hd, Tp = padded(d.T);
+  const size_t rows = size_t(Tp) * g, kv = size_t(kBk) * g * hd, chunk = size_t(kRowChunk) * g;
+  Carver<float, kSlotBatchedF32> cf(rows * (hd + 2) + chunk * kBk);
+  float* O = cf.take(rows * hd);
+  float* m = cf.take(rows);
+  float* l = cf.take(rows);
+  float* S = cf.take(chunk * kBk);
+  Carver<T, kSlotBatchedT> ct(rows * hd + 2 * kv + chunk * kBk);
+  T* Q = ct.take(rows * hd);
+  T* K = ct.take(kv);
+  T* V = ct.take(kv);
+  T* P = ct.take(chunk * kBk);
+  gather_rows(Q, qkv, d.C3, 0, d, bh0, g, 0, Tp);
+  std::fill(O, O + rows * hd, 0.0f);
+  std::fill(m, m + rows, kMaskedScore);
+  std::fill(l, l + rows, 0.0f);
+  for (int j0 = 0; j0 < d.T; j0 += kBk) {
+    const int nk = std::min(kBk, d.T - j0);
+    gather_rows(K, qkv, d.C3, d.C, d, bh0, g, j0, kBk);
+    gather_rows(V, qkv, d.C3, 2 * int64_t{d.C}, d, bh0, g, j0, kBk);
+    // The rows from the block's diagonal down, kRowChunk at a time: S = q k^T scale, the online
+    // softmax per row, then O += dropout(P) v.
+    for (int r0 = j0; r0 < Tp; r0 += kRowChunk) {
+      const int M = std::min(kRowChunk, Tp - r0);
+      gemm_heads(false, true, g, M, kBk, hd, d.scale, Q + size_t(r0) * g * hd, K, 0.0f, S);
+      for (int64_t x = 0; x < int64_t{M} * g; ++x) {
+        const int i = r0 + static_cast<int>(x / g), c = static_cast<int>(x % g);
+        float* s = S + x * kBk;
+        T* p = P + x * kBk;
+        if (i >= d.T) {
+          std::fill(p, p + kBk, from_float<T>(0.0f));
+          continue;
+        }
+        const size_t row = size_t(i) * g + c;
+        float* o = O + row * hd;
+        const int n = live_keys(j0, i - j0, j0, nk);
+        OnlineSoftmax st{m[row], l[row]};
+        float mx = kMaskedScore;
+        for (int j = 0; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
+        const float alpha = online_softmax_raise(st, mx);
+        if (alpha != 1.0f)
+          for (int e = 0; e < hd; ++e) o[e] *= alpha;
+        for (int j = 0; j < n; ++j) s[j] = online_softmax_prob(s[j], st.m);
+        st.l += lane_sum(s, n);
+        m[row] = st.m;
+        l[row] = st.l;
+        drop_row(p, s, n, kBk, drop, attention_counter(bh0 + c, d.T, i, j0));
+      }
+      gemm_heads(false, false, g, M, hd, kBk, 1.0f, P, V, 1.0f, O + size_t(r0) * g * hd);
+    }
+  }
+  for (int64_t x = 0; x < int64_t{d.T} * g; ++x) {
+    const int i = static_cast<int>(x / g), bh = bh0 + static_cast<int>(x % g);
+    const int b = bh / d.NH, h = bh % d.NH;
+    const float inv = 1.0f / l[x];
+    const float* o = O + x * hd;
+    T* y = out + (int64_t{b} * d.T + i) * d.C + int64_t{h} * hd;
+    for (int e = 0; e < hd; ++e) y[e] = from_float<T>(o[e] * inv);
+    lse[int64_t{bh} * d.T + i] = online_softmax_lse(OnlineSoftmax{m[x], l[x]});
+  }
+}
+
+template <typename T>
+void backward_group(T* dqkv, float* delta, const T* dout, const T* qkv, const T* out,
+                    const float* lse, const Dims& d, int bh0, int g, const DropoutParams& drop) {
+  const int hd = d.hd, Tp = padded(d.T);
+  const size_t rows = size_t(Tp) * g, kv = size_t(kBk) * g * hd, chunk = size_t(kRowChunk) * g;
+  Carver<float, kSlotBatchedF32> cf(rows * hd + 2 * kv + 2 * chunk * kBk);
+  float* dQ = cf.take(rows * hd);
+  float* dK = cf.take(kv);
+  float* dV = cf.take(kv);
+  float* P = cf.take(chunk * kBk);
+  float* dP = cf.take(chunk * kBk);  // dP, then dS
+  Carver<T, kSlotBatchedT> ct(2 * rows * hd + 2 * kv + chunk * kBk);
+  T* Q = ct.take(rows * hd);
+  T* dO = ct.take(rows * hd);
+  T* K = ct.take(kv);
+  T* V = ct.take(kv);
+  T* op = ct.take(chunk * kBk);  // dropout(P) for dV, then dS for dK and dQ
+  gather_rows(Q, qkv, d.C3, 0, d, bh0, g, 0, Tp);
+  gather_rows(dO, dout, d.C, 0, d, bh0, g, 0, Tp);
+  std::fill(dQ, dQ + rows * hd, 0.0f);
+  // D_i = rowsum(dO * O): the rowsum(dP * P) of the softmax backward (with or without dropout).
+  for (int c = 0; c < g; ++c) {
+    const int bh = bh0 + c, b = bh / d.NH, h = bh % d.NH;
+    for (int i = 0; i < d.T; ++i) {
+      const int64_t at = (int64_t{b} * d.T + i) * d.C + int64_t{h} * hd;
+      float acc = 0.0f;
+      for (int e = 0; e < hd; ++e) acc += to_float(dout[at + e]) * to_float(out[at + e]);
+      delta[int64_t{bh} * d.T + i] = acc;
+    }
+  }
+  for (int j0 = 0; j0 < d.T; j0 += kBk) {
+    const int nk = std::min(kBk, d.T - j0);
+    gather_rows(K, qkv, d.C3, d.C, d, bh0, g, j0, kBk);
+    gather_rows(V, qkv, d.C3, 2 * int64_t{d.C}, d, bh0, g, j0, kBk);
+    for (int r0 = j0; r0 < Tp; r0 += kRowChunk) {
+      const int M = std::min(kRowChunk, Tp - r0);
+      const size_t q0 = size_t(r0) * g * hd;
+      const float first = r0 == j0 ? 0.0f : 1.0f;  // dK and dV: the first chunk sets them
+      gemm_heads(false, true, g, M, kBk, hd, d.scale, Q + q0, K, 0.0f, P);
+      for (int64_t x = 0; x < int64_t{M} * g; ++x) {
+        const int i = r0 + static_cast<int>(x / g), c = static_cast<int>(x % g);
+        float* p = P + x * kBk;
+        const int n = i < d.T ? live_keys(j0, i - j0, j0, nk) : 0;
+        const float lv = n > 0 ? lse[int64_t{bh0 + c} * d.T + i] : 0.0f;
+        for (int j = 0; j < n; ++j) p[j] = online_softmax_prob(p[j], lv);
+        for (int j = n; j < kBk; ++j) p[j] = 0.0f;
+        drop_row(op + x * kBk, p, n, kBk, drop, attention_counter(bh0 + c, d.T, i, j0));
+      }
+      // dV += dropout(P)^T dO, dP = dO v^T.
+      gemm_heads(true, false, g, kBk, hd, M, 1.0f, op, dO + q0, first, dV);
+      gemm_heads(false, true, g, M, kBk, hd, 1.0f, dO + q0, V, 0.0f, dP);
+      for (int64_t x = 0; x < int64_t{M} * g; ++x) {
+        const int i = r0 + static_cast<int>(x / g), c = static_cast<int>(x % g);
+        const float* p = P + x * kBk;
+        float* gr = dP + x * kBk;
+        const int n = i < d.T ? live_keys(j0, i - j0, j0, nk) : 0;
+        const float dl = n > 0 ? delta[int64_t{bh0 + c} * d.T + i] : 0.0f;
+        if (drop.p > 0.0f) {
+          const DropoutParams dr = drop;
+          const uint64_t ctr = attention_counter(bh0 + c, d.T, i, j0);
+          for (int j = 0; j < n; ++j) gr[j] = attention_dscore(p[j], gr[j], dl, dr, ctr + j);
+        } else {
+          for (int j = 0; j < n; ++j) gr[j] = attention_dscore(p[j], gr[j], dl);
+        }
+        for (int j = n; j < kBk; ++j) gr[j] = 0.0f;
+        T* o = op + x * kBk;
+        for (int j = 0; j < kBk; ++j) o[j] = from_float<T>(gr[j]);
+      }
+      // dK += dS^T q scale, dQ += dS k scale.
+      gemm_heads(true, false, g, kBk, hd, M, d.scale, op, Q + q0, first, dK);
+      gemm_heads(false, false, g, M, hd, kBk, d.scale, op, K, 1.0f, dQ + q0);
+    }
+    for (int64_t x = 0; x < int64_t{nk} * g; ++x) {
+      const int r = j0 + static_cast<int>(x / g), bh = bh0 + static_cast<int>(x % g);
+      const int b = bh / d.NH, h = bh % d.NH;
+      T* dk = dqkv + (int64_t{b} * d.T + r) * d.C3 + d.C + int64_t{h} * hd;
+      T* dv = dk + d.C;
+      for (int e = 0; e < hd; ++e) {
+        dk[e] = from_float<T>(dK[x * hd + e]);
+        dv[e] = from_float<T>(dV[x * hd + e]);
+      }
+    }
+  }
+  for (int64_t x = 0; x < int64_t{d.T} * g; ++x) {
+    const int i = static_cast<int>(x / g), bh = bh0 + static_cast<int>(x % g);
+    const int b = bh / d.NH, h = bh % d.NH;
+    T* dq = dqkv + (int64_t{b} * d.T + i) * d.C3 + int64_t{h} * hd;
+    for (int e = 0; e < hd; ++e) dq[e] = from_float<T>(dQ[x * hd + e]);
+  }
+}
+
 }  // namespace
 
 // Threading: OpenMP over the tasks, each task's sgemms single-threaded (a parallel OpenBLAS
@@ -259,6 +507,13 @@ template <typename T>
 void Kernels::attention_forward(T* out, float* lse, const T* qkv, int B, int Tn, int C, int NH,
                                 const DropoutParams& drop, Exec) {
   const Dims d = make_dims(B, Tn, C, NH, drop);
+  if (batched_path<T>()) {
+    const int BH = B * NH, g = batched_group(d, false), groups = (BH + g - 1) / g;
+#pragma omp parallel for schedule(dynamic)
+    for (int k = 0; k < groups; ++k)
+      forward_group(out, lse, qkv, d, k * g, std::min(g, BH - k * g), drop);
+    return;
+  }
   const int nb = d.blocks_q(), tasks = B * NH * nb;
   detail::BlasSingleThreaded single;
 #pragma omp parallel for schedule(dynamic)
@@ -275,6 +530,13 @@ void Kernels::attention_backward(T* dqkv, float* delta, const T* dout, const T* 
                                  const DropoutParams& drop, Exec) {
   const Dims d = make_dims(B, Tn, C, NH, drop);
   const int BH = B * NH;
+  if (batched_path<T>()) {
+    const int g = batched_group(d, true), groups = (BH + g - 1) / g;
+#pragma omp parallel for schedule(dynamic)
+    for (int k = 0; k < groups; ++k)
+      backward_group(dqkv, delta, dout, qkv, out, lse, d, k * g, std::min(g, BH - k * g), drop);
+    return;
+  }
   detail::BlasSingleThreaded single;
 #pragma omp parallel for schedule(dynamic)
   for (int bh = 0; bh < BH; ++bh) backward_head(dqkv, delta, dout, qkv, out, lse, d, bh, drop);

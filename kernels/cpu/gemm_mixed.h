@@ -16,8 +16,13 @@
 //     OpenMP thread of the team that shares out C's tiles), allocated on first use and kept until
 //     the thread exits;
 //   - oneDNN's primitives (JIT code, at most kOnednnCacheCapacity of ours plus oneDNN's own
-//     primitive cache) and the scratchpads oneDNN manages for them.
+//     primitive cache);
+//   - their scratchpad: one buffer per thread that ran a primitive, grown to the largest
+//     scratchpad its primitives asked for (user scratchpad mode: the library's own is shared
+//     between primitives in this oneDNN build, so concurrent calls from several threads would
+//     share it).
 #include <cstddef>
+#include <string>
 
 #include "src/core/dtype.h"
 
@@ -59,5 +64,20 @@ void gemm_mixed(GemmPath path, bool trans_a, bool trans_b, int M, int N, int K, 
 // The oneDNN path alone (gemm_onednn.cpp); arguments already validated, M, N, K > 0.
 void gemm_onednn(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
                  int lda, const void* B, int ldb, float beta, void* C, int ldc, DType c_type);
+
+// `batch` bf16 products in one oneDNN primitive, each matrix of the batch stored interleaved
+// with the others row by row: an R x Cn matrix of the batch is [R][batch][Cn] (row r of
+// problem p at (r * batch + p) * Cn), or [Cn][batch][R] when stored transposed. C[p] = alpha
+// op(A[p]) op(B[p]) + beta C[p], op(A) M x K, op(B) K x N, C [M][batch][N] (fp32 or bf16).
+// oneDNN 2.6 runs such dense layouts (its acbd/adbc) on its brgemm kernels; a leading dimension
+// larger than the row (a head's view inside [B, T, 3C]) sends even a 2-D product to the
+// generic gemm:jit kernel, several times slower at attention's tile sizes.
+// Throws where !onednn_bf16_available().
+void gemm_onednn_interleaved(bool trans_a, bool trans_b, int batch, int M, int N, int K,
+                             float alpha, const void* A, const void* B, float beta, void* C,
+                             DType c_type);
+
+// oneDNN's effective ISA (dnnl::get_effective_cpu_isa), for benchmark reports.
+std::string onednn_isa_name();
 
 }  // namespace zt::cpu::detail

@@ -13,8 +13,10 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "kernels/cpu/gemm_mixed.h"
 #include "src/core/error.h"
@@ -32,6 +34,7 @@ uint32_t bits_of(float f) {
 
 struct Key {
   bool ta, tb;
+  int batch;  // 0: one strided 2-D product; > 0: that many interleaved ones (lda, ldb, ldc 0)
   int M, N, K, lda, ldb, ldc;
   DType c_type;
   uint32_t alpha, beta;  // bit patterns: -0.0 and 0.0 are different primitives, harmlessly
@@ -49,6 +52,7 @@ struct KeyHash {
     mix((uint64_t(uint32_t(k.K)) << 32) | uint32_t(k.lda));
     mix((uint64_t(uint32_t(k.ldb)) << 32) | uint32_t(k.ldc));
     mix((uint64_t{k.alpha} << 32) | k.beta);
+    mix(uint32_t(k.batch));
     return h;
   }
 };
@@ -56,7 +60,7 @@ struct KeyHash {
 // A primitive with the memory descriptors its arguments are wrapped in.
 struct Matmul {
   dnnl::matmul prim;
-  memory::desc a, b, c;
+  memory::desc a, b, c, scratchpad;
 };
 
 // The CPU engine, and the cache of primitives created on it, in one object so the engine
@@ -102,16 +106,33 @@ class Onednn {
  private:
   Onednn() : engine_(dnnl::engine::kind::cpu, 0) {}
 
+  // Row-major with leading dimensions: op(A) is M x K with strides (lda, 1), or (1, lda) when
+  // A is stored transposed; likewise op(B) and C. oneDNN takes strided plain layouts directly.
+  static memory::desc strided(int rows, int cols, int ld, bool trans, memory::data_type t) {
+    return {{rows, cols}, t, trans ? memory::dims{1, ld} : memory::dims{ld, 1}};
+  }
+  // `batch` rows x cols matrices interleaved row by row ([rows][batch][cols]), or transposed
+  // ([cols][batch][rows]): dims (1, batch, rows, cols) in oneDNN's acbd or adbc order.
+  static memory::desc interleaved(int batch, int rows, int cols, bool trans, memory::data_type t) {
+    using tag = memory::format_tag;
+    return {{1, batch, rows, cols}, t, trans ? tag::adbc : tag::acbd};
+  }
+
   std::shared_ptr<const Matmul> create(const Key& k) const {
-    // Row-major with leading dimensions: op(A) is M x K with strides (lda, 1), or (1, lda) when
-    // A is stored transposed; likewise op(B) and C. oneDNN takes strided plain layouts directly.
-    const memory::dims a_strides = k.ta ? memory::dims{1, k.lda} : memory::dims{k.lda, 1};
-    const memory::dims b_strides = k.tb ? memory::dims{1, k.ldb} : memory::dims{k.ldb, 1};
-    const auto c_dt = k.c_type == DType::F32 ? memory::data_type::f32 : memory::data_type::bf16;
-    memory::desc a({k.M, k.K}, memory::data_type::bf16, a_strides);
-    memory::desc b({k.K, k.N}, memory::data_type::bf16, b_strides);
-    memory::desc c({k.M, k.N}, c_dt, memory::dims{k.ldc, 1});
+    const auto bf = memory::data_type::bf16;
+    const auto c_dt = k.c_type == DType::F32 ? memory::data_type::f32 : bf;
+    const bool inter = k.batch > 0;
+    const memory::desc a =
+        inter ? interleaved(k.batch, k.M, k.K, k.ta, bf) : strided(k.M, k.K, k.lda, k.ta, bf);
+    const memory::desc b =
+        inter ? interleaved(k.batch, k.K, k.N, k.tb, bf) : strided(k.K, k.N, k.ldb, k.tb, bf);
+    const memory::desc c =
+        inter ? interleaved(k.batch, k.M, k.N, false, c_dt) : strided(k.M, k.N, k.ldc, false, c_dt);
     dnnl::primitive_attr attr;
+    // The scratchpad is the calling thread's (run()): with the library's own, which this
+    // oneDNN build shares between primitives, two threads running brgemm kernels at once
+    // (attention's head groups) overwrite each other's packed tiles.
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     float alpha, beta;
     std::memcpy(&alpha, &k.alpha, sizeof alpha);
     std::memcpy(&beta, &k.beta, sizeof beta);
@@ -126,12 +147,13 @@ class Onednn {
     }
     try {
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine_);
-      return std::make_shared<const Matmul>(Matmul{dnnl::matmul(pd), a, b, c});
+      return std::make_shared<const Matmul>(
+          Matmul{dnnl::matmul(pd), a, b, c, pd.scratchpad_desc()});
     } catch (const dnnl::error& e) {
       throw Error(fmt::format(
-          "gemm_mixed: oneDNN matmul {}x{}x{} (trans_a {}, trans_b {}, lda {} "
+          "gemm_mixed: oneDNN matmul {}x{}x{} (batch {}, trans_a {}, trans_b {}, lda {} "
           "ldb {} ldc {}, {} result): {}",
-          k.M, k.N, k.K, k.ta, k.tb, k.lda, k.ldb, k.ldc, dtype_name(k.c_type), e.what()));
+          k.M, k.N, k.K, k.batch, k.ta, k.tb, k.lda, k.ldb, k.ldc, dtype_name(k.c_type), e.what()));
     }
   }
 
@@ -157,19 +179,74 @@ size_t onednn_cache_size() {
   return Onednn::get().size();
 }
 
-void gemm_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const void* A, int lda,
-                 const void* B, int ldb, float beta, void* C, int ldc, DType c_type) {
+namespace {
+
+void run(const Matmul& mm, const void* A, const void* B, void* C) {
   auto& dnn = Onednn::get();
-  const auto mm =
-      dnn.find_or_create({ta, tb, M, N, K, lda, ldb, ldc, c_type, bits_of(alpha), bits_of(beta)});
   // A stream is not meant to be shared between threads; one per thread, on the one engine.
   thread_local dnnl::stream stream(dnn.engine());
   // oneDNN's memory objects take non-const handles; matmul only reads SRC and WEIGHTS.
-  memory a(mm->a, dnn.engine(), const_cast<void*>(A));
-  memory b(mm->b, dnn.engine(), const_cast<void*>(B));
-  memory c(mm->c, dnn.engine(), C);
-  mm->prim.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+  memory a(mm.a, dnn.engine(), const_cast<void*>(A));
+  memory b(mm.b, dnn.engine(), const_cast<void*>(B));
+  memory c(mm.c, dnn.engine(), C);
+  // Grown to the largest scratchpad this thread's primitives need, kept until it exits.
+  thread_local std::vector<unsigned char> pad;
+  if (pad.size() < mm.scratchpad.get_size()) pad.resize(mm.scratchpad.get_size());
+  memory s(mm.scratchpad, dnn.engine(), pad.data());
+  mm.prim.execute(
+      stream,
+      {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}, {DNNL_ARG_SCRATCHPAD, s}});
   stream.wait();
+}
+
+}  // namespace
+
+void gemm_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const void* A, int lda,
+                 const void* B, int ldb, float beta, void* C, int ldc, DType c_type) {
+  const auto mm = Onednn::get().find_or_create(
+      {ta, tb, 0, M, N, K, lda, ldb, ldc, c_type, bits_of(alpha), bits_of(beta)});
+  run(*mm, A, B, C);
+}
+
+void gemm_onednn_interleaved(bool ta, bool tb, int batch, int M, int N, int K, float alpha,
+                             const void* A, const void* B, float beta, void* C, DType c_type) {
+  ZT_CHECK(batch > 0 && M > 0 && N > 0 && K > 0, "gemm_onednn_interleaved: size {} x {}x{}x{}",
+           batch, M, N, K);
+  ZT_CHECK(c_type == DType::F32 || c_type == DType::BF16, "gemm_onednn_interleaved: a {} result",
+           dtype_name(c_type));
+  ZT_CHECK(onednn_bf16_available(),
+           "gemm_onednn_interleaved: the oneDNN path needs a CPU with AVX512-BF16 or AMX");
+  const auto mm = Onednn::get().find_or_create(
+      {ta, tb, batch, M, N, K, 0, 0, 0, c_type, bits_of(alpha), bits_of(beta)});
+  run(*mm, A, B, C);
+}
+
+std::string onednn_isa_name() {
+  using isa = dnnl::cpu_isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case isa::sse41:
+      return "sse41";
+    case isa::avx:
+      return "avx";
+    case isa::avx2:
+      return "avx2";
+    case isa::avx2_vnni:
+      return "avx2_vnni";
+    case isa::avx512_mic:
+      return "avx512_mic";
+    case isa::avx512_mic_4ops:
+      return "avx512_mic_4ops";
+    case isa::avx512_core:
+      return "avx512_core";
+    case isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "other";
+  }
 }
 
 }  // namespace zt::cpu::detail

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/common/dropout.h"
+#include "kernels/cpu/gemm_mixed.h"
 #include "kernels/cpu/ops.h"
 #include "src/core/half.h"
 #include "tests/support/half_vectors.h"
@@ -167,6 +168,44 @@ INSTANTIATE_TEST_SUITE_P(Shapes, KernelsAttention,
                                            AttnCase{1, 70, 8, 2, 0.2f},    // a partial tile
                                            AttnCase{2, 130, 64, 4, 0.1f},  // three tiles
                                            AttnCase{1, 200, 256, 2, 0.0f}  // hd 128
+                                           ));
+
+// bf16 on a CPU with AVX512-BF16 takes the batched path: groups of heads, key blocks of 64 with
+// the query rows below each block's diagonal in chunks of 256, T padded to a whole block. These
+// shapes cross every edge of it: T one past a block and a chunk, T not a multiple of the block
+// over several chunks, one exact block, head counts that leave a smaller last group, hd 16 to
+// 128. Checked against the double reference (the tolerance of Bf16MatchesNaive) and against
+// the fp32 kernel on the same inputs.
+class KernelsAttentionBatched : public ::testing::TestWithParam<AttnCase> {};
+
+TEST_P(KernelsAttentionBatched, Bf16MatchesNaiveAndFp32) {
+  if (!cpu::detail::onednn_bf16_available())
+    GTEST_SKIP() << "no AVX512-BF16: bf16 attention takes the per-tile path (Shapes/*)";
+  const AttnCase s = GetParam();
+  const DropoutParams d{s.p, 4321, 3};
+  const Outputs r = run<bf16>(s, d, 11);
+  const auto dout = to_double(r.dout);
+  const Reference ref(to_double(r.qkv), s, d, &dout);
+  EXPECT_LE(rel_err(r.out, ref.out), 2e-2);
+  EXPECT_TRUE(all_close(r.lse, ref.lse, 1e-5, 1e-5));
+  EXPECT_LE(rel_err(r.dqkv, ref.dqkv), 2e-2);
+  // The fp32 kernel on the same (bf16-representable) inputs.
+  std::vector<float> out(r.out.size()), lse(r.lse.size()), delta(lse.size()), dqkv(r.qkv.size());
+  cpu::Kernels::attention_forward(out.data(), lse.data(), r.qkv.data(), s.B, s.T, s.C, s.NH, d);
+  cpu::Kernels::attention_backward(dqkv.data(), delta.data(), r.dout.data(), r.qkv.data(),
+                                   out.data(), lse.data(), s.B, s.T, s.C, s.NH, d);
+  EXPECT_LE(test::max_rel_error(r.out.data(), out.data(), out.size()), 2e-2);
+  EXPECT_TRUE(all_close(r.lse, lse, 1e-5, 1e-5));
+  EXPECT_LE(test::max_rel_error(r.dqkv.data(), dqkv.data(), dqkv.size()), 2e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, KernelsAttentionBatched,
+                         ::testing::Values(AttnCase{2, 257, 96, 3, 0.1f},   // a one-row block
+                                           AttnCase{1, 300, 80, 5, 0.0f},   // 5 heads, hd 16
+                                           AttnCase{3, 64, 64, 2, 0.0f},    // one exact block
+                                           AttnCase{1, 520, 128, 2, 0.0f},  // three row chunks
+                                           AttnCase{2, 129, 256, 4, 0.2f},  // hd 64, dropout
+                                           AttnCase{1, 200, 512, 4, 0.0f}   // hd 128
                                            ));
 
 // The closed-form reference backward against central finite differences of its forward.

@@ -211,6 +211,54 @@ TEST(KernelsGemmMixed, AutoTakesOnednnForBf16Only) {
   }
 }
 
+// The interleaved batched product (attention's bf16 path): every transpose x (alpha, beta) x
+// result type, odd sizes, each problem of the batch checked against the double reference with
+// the tolerance of check(): the batch is `batch` independent products, not one.
+TEST(KernelsGemmMixed, OnednnInterleavedBatch) {
+  if (!cpu::detail::onednn_bf16_available()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  const int batch = 5, M = 19, N = 23, K = 37;
+  const std::pair<float, float> scalars[] = {{1.0f, 0.0f}, {0.5f, -0.75f}};
+  uint32_t seed = 500;
+  for (DType ct : {DType::F32, DType::BF16})
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (const auto& [alpha, beta] : scalars) {
+          const Stored A(DType::BF16, size_t(batch) * M * K, seed += 3);
+          const Stored B(DType::BF16, size_t(batch) * K * N, seed + 1);
+          Stored C(ct, size_t(batch) * M * N, seed + 2);
+          const Stored C0 = C;
+          cpu::detail::gemm_onednn_interleaved(ta, tb, batch, M, N, K, alpha, A.data(), B.data(),
+                                               beta, C.data(), ct);
+          // Element (r, c) of problem p of an R x Cn matrix: [R][batch][Cn], or [Cn][batch][R]
+          // stored transposed.
+          const auto at = [&](bool t, int r, int c, int p, int R, int Cn) {
+            return t ? (size_t(c) * batch + p) * R + r : (size_t(r) * batch + p) * Cn + c;
+          };
+          int bad = 0;
+          for (int p = 0; p < batch; ++p)
+            for (int i = 0; i < M; ++i)
+              for (int j = 0; j < N; ++j) {
+                double sum = 0, mag = 0;
+                for (int k = 0; k < K; ++k) {
+                  const double a = A.value[at(ta, i, k, p, M, K)];
+                  const double b = B.value[at(tb, k, j, p, K, N)];
+                  sum += a * b;
+                  mag += std::fabs(a * b);
+                }
+                const size_t ci = at(false, i, j, p, M, N);
+                const double c0 = beta == 0 ? 0.0 : C0.value[ci];
+                const double want = double(alpha) * sum + double(beta) * c0;
+                mag = std::fabs(double(alpha)) * mag + std::fabs(double(beta) * c0);
+                const double got = C.get(ci);
+                const double tol = kAccUlps * kU32 * std::sqrt(K + 2.0) * mag +
+                                   0.5 * ulp(ct, std::max(std::fabs(want), std::fabs(got)));
+                if (!(std::fabs(got - want) <= tol)) ++bad;
+              }
+          EXPECT_EQ(bad, 0) << "ta " << ta << " tb " << tb << " alpha " << alpha << " beta " << beta
+                            << " -> " << dtype_name(ct);
+        }
+}
+
 // Every transpose x type pair x (alpha, beta) x path, with odd sizes, padded leading dimensions
 // and small fallback tiles (3 tiles along each of M, N and K, the last one partial).
 TEST(KernelsGemmMixed, AllTransposesTypesBetasAndPaths) {
