@@ -24,13 +24,7 @@ std::vector<FlagSpec> plan_flag_specs() {
 
 std::optional<PlanArgs> parse_plan_args(std::string_view command,
                                         const std::vector<FlagSpec>& specs, Args args) {
-  PlanArgs a{parse_train_flags(command, args,
-                               [&](std::string_view name) {
-                                 const FlagSpec* s = find_spec(specs, name);
-                                 return s == nullptr ? std::nullopt
-                                                     : std::optional<FlagArity>(arity_of(*s));
-                               }),
-             {}};
+  PlanArgs a{parse_train_flags(command, args, arity_of(specs)), {}};
   if (a.train.help) {
     print_usage(command, specs);
     std::printf(

@@ -20,6 +20,13 @@ const FlagSpec* find_spec(const std::vector<FlagSpec>& specs, std::string_view n
   return nullptr;
 }
 
+FlagArityOf arity_of(const std::vector<FlagSpec>& specs) {
+  return [&specs](std::string_view name) {
+    const FlagSpec* s = find_spec(specs, name);
+    return s == nullptr ? std::nullopt : std::optional<FlagArity>(arity_of(*s));
+  };
+}
+
 void print_usage(std::string_view command, const std::vector<FlagSpec>& specs) {
   fmt::print("usage: zerotron {} [flags]\n\nflags:\n", command);
   for (const auto& s : specs)
@@ -30,10 +37,7 @@ void print_usage(std::string_view command, const std::vector<FlagSpec>& specs) {
 std::optional<ParsedFlags> ParsedFlags::parse(std::string_view command,
                                               const std::vector<FlagSpec>& specs,
                                               std::span<const std::string_view> args) {
-  const FlagScan scan = scan_flags(command, args, [&](std::string_view name) {
-    const FlagSpec* s = find_spec(specs, name);
-    return s == nullptr ? std::nullopt : std::optional<FlagArity>(arity_of(*s));
-  });
+  const FlagScan scan = scan_flags(command, args, arity_of(specs));
   if (scan.help) {
     print_usage(command, specs);
     return std::nullopt;

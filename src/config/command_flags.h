@@ -28,6 +28,9 @@ struct FlagSpec {
 FlagArity arity_of(const FlagSpec& spec);
 // The spec named `name` (without "--") in `specs`, or null.
 const FlagSpec* find_spec(const std::vector<FlagSpec>& specs, std::string_view name);
+// The scanner's view of `specs`: each flag's arity, nullopt for a name not among them. `specs`
+// must outlive the function.
+FlagArityOf arity_of(const std::vector<FlagSpec>& specs);
 // "usage: zerotron {command} [flags]" and a line per spec.
 void print_usage(std::string_view command, const std::vector<FlagSpec>& specs);
 

@@ -87,10 +87,7 @@ TEST(FlagScan, PlannerCommandsSplitTheLineOverBothTables) {
   const TrainFlags f = parse_train_flags(
       "estimate",
       std::vector<std::string_view>{"--num-layers", "3", "--json", "--count=4", "--bf16"},
-      [](std::string_view name) {
-        const FlagSpec* s = find_spec(kSpecs, name);
-        return s == nullptr ? std::nullopt : std::optional<FlagArity>(arity_of(*s));
-      });
+      arity_of(kSpecs));
   EXPECT_EQ(f.options.num_layers, 3);
   EXPECT_TRUE(f.options.bf16);
   EXPECT_TRUE(f.has("num-layers"));
