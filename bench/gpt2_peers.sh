@@ -41,24 +41,12 @@ for r in $(seq "$rounds"); do
   fi
 done
 cut -d' ' -f1-3 /proc/loadavg >"$tmp/load_after"
-python3 - "$tmp" <<'PY'
-import json, statistics, sys
-from pathlib import Path
-tmp = Path(sys.argv[1])
-def load(name):
-    p = tmp / f"{name}.jsonl"
-    return [json.loads(l) for l in p.read_text().splitlines()] if p.exists() else []
-runs = {k: load(k) for k in ("zt_fp32", "zt_bf16", "llmc", "pt_fp32", "pt_bf16", "base_zt_fp32",
-                              "base_zt_bf16")}
-med = {k: statistics.median(r["median_step_ms"] for r in v) for k, v in runs.items() if v}
-rss = {k: max(r["peak_rss_bytes"] for r in v) for k, v in runs.items() if v}
-first = runs["zt_bf16"][0]
-out = {"cpu": first.get("cpu"), "onednn_isa": first.get("onednn_isa"),
-       "threads": first.get("threads"),
-       "load_average_before": (tmp / "load_before").read_text().split(),
-       "load_average_after": (tmp / "load_after").read_text().split(),
-       "torch_version": runs["pt_bf16"][0]["torch_version"] if runs["pt_bf16"] else None,
-       "median_step_ms": med, "peak_rss_bytes": rss}
+python3 - "$tmp" "$root/bench/peers" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from step_runs import summary
+kinds = ("zt_fp32", "zt_bf16", "llmc", "pt_fp32", "pt_bf16", "base_zt_fp32", "base_zt_bf16")
+med, _, out = summary(sys.argv[1], kinds)
 for k in med:
     if k.endswith(("zt_fp32", "zt_bf16")):
         if "llmc" in med:

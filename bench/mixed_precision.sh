@@ -39,24 +39,12 @@ for r in $(seq "$rounds"); do
   fi
 done
 cut -d' ' -f1-3 /proc/loadavg >"$tmp/load_after"
-python3 - "$tmp" <<'PY'
-import json, statistics, sys
-from pathlib import Path
-tmp = Path(sys.argv[1])
-def load(name):
-    p = tmp / f"{name}.jsonl"
-    return [json.loads(l) for l in p.read_text().splitlines()] if p.exists() else []
-runs = {k: load(k) for k in ("zt_fp32", "zt_bf16", "pt_fp32", "pt_bf16", "base_zt_fp32",
-                              "base_zt_bf16")}
-med = {k: statistics.median(r["median_step_ms"] for r in v) for k, v in runs.items() if v}
-rss = {k: max(r["peak_rss_bytes"] for r in v) for k, v in runs.items() if v}
-first = runs["zt_bf16"][0]
-out = {"cpu": first.get("cpu"), "onednn_isa": first.get("onednn_isa"),
-       "threads": first.get("threads"),
-       "load_average_before": (tmp / "load_before").read_text().split(),
-       "load_average_after": (tmp / "load_after").read_text().split(),
-       "torch_version": runs["pt_bf16"][0]["torch_version"] if runs["pt_bf16"] else None,
-       "median_step_ms": med, "peak_rss_bytes": rss}
+python3 - "$tmp" "$root/bench/peers" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from step_runs import summary
+med, rss, out = summary(sys.argv[1], ("zt_fp32", "zt_bf16", "pt_fp32", "pt_bf16", "base_zt_fp32",
+                                      "base_zt_bf16"))
 for p in ("", "base_") if "base_zt_bf16" in med else ("",):
     out[p + "zerotron_bf16_over_fp32_step"] = med[p + "zt_bf16"] / med[p + "zt_fp32"]
     out[p + "zerotron_bf16_over_fp32_rss"] = rss[p + "zt_bf16"] / rss[p + "zt_fp32"]
