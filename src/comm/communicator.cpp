@@ -48,6 +48,16 @@ std::pair<Handle, Handle> Communicator::send_recv_async(Tensor send, int send_pe
   return {std::move(s), std::move(r)};
 }
 
+std::vector<Handle> Communicator::batch_async(std::span<const PeerOp> ops) {
+  std::vector<Handle> out(ops.size());
+  for (bool sends : {false, true})
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].send == sends)
+        out[i] = sends ? send_async(ops[i].t, ops[i].peer, ops[i].tag)
+                       : recv_async(ops[i].t, ops[i].peer, ops[i].tag);
+  return out;
+}
+
 void Communicator::all_gather(Tensor output) {
   const int64_t m = output.numel() / size();
   all_gather(output.slice(rank() * m, Shape{m}), output);

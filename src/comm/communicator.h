@@ -25,8 +25,10 @@
 // Async forms and progress: see Handle and MpiCommunicator (progress engine).
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "src/comm/comm_stats.h"
 #include "src/comm/timeline.h"
@@ -131,6 +133,18 @@ class Communicator {
   // Returns {send, receive}.
   virtual std::pair<Handle, Handle> send_recv_async(Tensor send, int send_peer, int send_tag,
                                                     Tensor recv, int recv_peer, int recv_tag);
+  // Several sends and receives as one group (Megatron-LM's batch_isend_irecv): none waits for
+  // another to be matched before the rest are posted, so the order they are listed in is not an
+  // order they complete in. NCCL: one ncclGroupStart/End, every handle completing with the group.
+  // Here (MPI): every receive posted, then every send, all nonblocking, each its own handle.
+  // Returns one handle per operation, in the order given.
+  struct PeerOp {
+    bool send = false;
+    Tensor t;
+    int peer = -1;
+    int tag = 0;
+  };
+  virtual std::vector<Handle> batch_async(std::span<const PeerOp> ops);
 
   virtual void barrier() = 0;
   virtual Handle barrier_async() = 0;

@@ -490,6 +490,30 @@ std::pair<Handle, Handle> NcclCommunicator::send_recv_async(Tensor send, int sen
   return {work(CommOp::Send, in), work(CommOp::Recv, in)};
 }
 
+std::vector<Handle> NcclCommunicator::batch_async(std::span<const PeerOp> ops) {
+  std::vector<Handle> out;
+  if (ops.empty()) return out;
+  for (const PeerOp& op : ops) {
+    check_tensor(op.t, op.send ? "send" : "recv");
+    check_peer(op.peer, op.send ? "send" : "recv");
+    ctx_->stats->record(kind_, op.send ? CommOp::Send : CommOp::Recv,
+                        static_cast<uint64_t>(op.t.numel()), dtype_size(op.t.dtype()), 2);
+  }
+  // One group: NCCL progresses every operation together, and they complete as one.
+  const Issued in = enqueue("send/recv batch", [&](ncclComm_t c, cudaStream_t s) {
+    for (const PeerOp& op : ops) {
+      const auto n = static_cast<size_t>(op.t.numel());
+      if (op.send)
+        ZT_NCCL_ISSUE(ncclSend(op.t.data(), n, nccl_type(op.t.dtype()), op.peer, c, s));
+      else
+        ZT_NCCL_ISSUE(ncclRecv(op.t.data(), n, nccl_type(op.t.dtype()), op.peer, c, s));
+    }
+  });
+  out.reserve(ops.size());
+  for (const PeerOp& op : ops) out.push_back(work(op.send ? CommOp::Send : CommOp::Recv, in));
+  return out;
+}
+
 void NcclCommunicator::send(Tensor t, int peer, int tag) {
   send_async(t, peer, tag).wait();
 }

@@ -121,6 +121,9 @@ class NcclCommunicator final : public Communicator {
   // One ncclGroupStart/End: the send and the receive progress together (tags ignored).
   std::pair<Handle, Handle> send_recv_async(Tensor send, int send_peer, int send_tag, Tensor recv,
                                             int recv_peer, int recv_tag) override;
+  // One ncclGroupStart/End for all of them (tags ignored): the k-th send to a peer matches its
+  // k-th receive from this rank, across groups and inside one.
+  std::vector<Handle> batch_async(std::span<const PeerOp> ops) override;
   // An event on the compute stream (timeline.h).
   StampRef stamp() override;
   void barrier() override;

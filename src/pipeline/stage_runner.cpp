@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "src/core/error.h"
+#include "src/pipeline/exchange.h"
 
 namespace zt::pipeline {
 namespace {
@@ -29,8 +30,8 @@ size_t StageRunner::buffer_bytes(const GptConfig& c, int micro_batch, int tp_siz
   const size_t batch = holds_batch(shape, stage) ? Arena::aligned(static_cast<size_t>(n) * 8) : 0;
   const bool last = stage == shape.stages - 1;
   const auto slots = static_cast<size_t>(max_in_flight(shape, stage));
-  const auto sends = static_cast<size_t>(
-      std::max(train_sends(shape, stage).buffers, eval_sends(shape, stage).buffers));
+  const auto sends = static_cast<size_t>(std::max(exchange_sends(shape, stage, true).buffers,
+                                                  exchange_sends(shape, stage, false).buffers));
   return slots * (rows * (last ? 2 : 1) + batch) + rows * (sends + 1);
 }
 
@@ -54,8 +55,10 @@ StageRunner::StageRunner(Gpt& model, ActivationStore& acts, comm::Communicator& 
            shape_.stages);
   train_steps_ = stage_schedule(shape_, stage_);
   eval_steps_ = forward_only_schedule(shape_);
-  train_plan_ = train_sends(shape_, stage_);
-  eval_plan_ = eval_sends(shape_, stage_);
+  train_plan_ = exchange_sends(shape_, stage_, true);
+  eval_plan_ = exchange_sends(shape_, stage_, false);
+  train_ends_ = round_ends(shape_, train_steps_);
+  eval_ends_ = round_ends(shape_, eval_steps_);
   const DType t = model.config().dtype;
   auto carve = [&] { return Ref(arena_.carve({rows_}, t).data(), t); };
   slots_.resize(static_cast<size_t>(max_in_flight(shape_, stage_)));
@@ -111,9 +114,39 @@ Tensor StageRunner::receive_buffer(const Step& st, int slot) {
   return st.kind == Step::Forward ? rows(slots_[static_cast<size_t>(slot)].input) : rows(dout_);
 }
 
-void StageRunner::run_step(const std::vector<Step>& steps, size_t i, const SendPlan& plan,
-                           Result& r, ParamSource& params, const LoadBatch& load, float dloss,
-                           const Seeds* seeds) {
+void StageRunner::exchange(const std::vector<Step>& steps, const std::vector<int>& ends, int begin,
+                           int end) {
+  std::vector<comm::Communicator::PeerOp> ops;
+  std::vector<comm::Handle*> into;
+  for (int k = begin; k < end; ++k)
+    if (sends_[static_cast<size_t>(k)].buffer >= 0 && !sends_[static_cast<size_t>(k)].issued) {
+      const P2pOp op = send_of(shape_, stage_, steps[static_cast<size_t>(k)]);
+      Send& out = sends_[static_cast<size_t>(k)];
+      ops.push_back({true, rows(send_buffers_[static_cast<size_t>(out.buffer)]), op.peer, tag(op)});
+      into.push_back(&out.handle);
+      out.issued = true;
+    }
+  // The next round's receives, each into the slot its step will use.
+  const int n = static_cast<int>(steps.size());
+  const int from = end, to = end < n ? ends[static_cast<size_t>(end)] : n;
+  for (int k = from; k < to; ++k) {
+    const Step& nx = steps[static_cast<size_t>(k)];
+    if (!step_receives(shape_, stage_, nx)) continue;
+    int& slot = slot_of_[static_cast<size_t>(nx.micro_batch * shape_.chunks + nx.chunk)];
+    if (nx.kind == Step::Forward) slot = take_slot();
+    const P2pOp in = receive_of(shape_, stage_, nx);
+    ops.push_back({false, receive_buffer(nx, slot), in.peer, tag(in)});
+    into.push_back(&incoming_[static_cast<size_t>(k)]);
+  }
+  if (ops.empty()) return;
+  std::vector<comm::Handle> handles = pp_.batch_async(ops);
+  for (size_t k = 0; k < handles.size(); ++k) *into[k] = std::move(handles[k]);
+}
+
+void StageRunner::run_step(const std::vector<Step>& steps, const std::vector<int>& ends, size_t i,
+                           const SendPlan& plan, Result& r, ParamSource& params,
+                           const LoadBatch& load, float dloss, const Seeds* seeds) {
+  if (i == 0) exchange(steps, ends, 0, 0);  // the first round's receives, alone
   const Step& st = steps[i];
   const int m = st.micro_batch, c = st.chunk;
   const bool forward = st.kind == Step::Forward;
@@ -122,13 +155,9 @@ void StageRunner::run_step(const std::vector<Step>& steps, size_t i, const SendP
   ZT_CHECK(where >= 0, "pipeline stage {}: backward of micro-batch {} before its forward", stage_,
            m);
   Slot& s = slots_[static_cast<size_t>(where)];
-  // Receive (posted here, or with the previous step's send); then join the sends its arrival
-  // proves received (schedule.h).
-  comm::Handle incoming = std::move(posted_);
-  if (step_receives(shape_, stage_, st) && incoming.done()) {
-    const P2pOp in = receive_of(shape_, stage_, st);
-    incoming = pp_.recv_async(receive_buffer(st, where), in.peer, tag(in));
-  }
+  // The receive went out with the previous round's batch (exchange.h); its arrival proves the
+  // sends plan_sends() names received (schedule.h), which are joined here.
+  comm::Handle incoming = std::move(incoming_[i]);
   const Ref dout = !forward && !last_virtual(c) ? dout_ : s.dout;
   if (forward && (first_virtual(c) || last_virtual(c))) load(m, s.batch);
   wait(incoming, r);
@@ -161,27 +190,18 @@ void StageRunner::run_step(const std::vector<Step>& steps, size_t i, const SendP
     free_.push_back(where);
     where = -1;
   }
-  if (!sends) return;
-  const P2pOp op = send_of(shape_, stage_, st);
-  if (!send_pairs_with_next_receive(shape_, stage_, steps, i)) {
-    sends_[i].handle = pp_.send_async(rows(out), op.peer, tag(op));
-    return;
+  // The round's last step: its sends and the next round's receives, as one batch.
+  const int end = ends[i];
+  if (static_cast<int>(i) + 1 == end) {
+    int begin = static_cast<int>(i);
+    while (begin > 0 && ends[static_cast<size_t>(begin - 1)] == end) --begin;
+    exchange(steps, ends, begin, end);
   }
-  // The next step's receive goes out in one group with this send (schedule.h), into the slot
-  // that step will use.
-  const Step& nx = steps[i + 1];
-  int& next_slot = slot_of_[static_cast<size_t>(nx.micro_batch * shape_.chunks + nx.chunk)];
-  if (nx.kind == Step::Forward) next_slot = take_slot();
-  const P2pOp in = receive_of(shape_, stage_, nx);
-  auto [sent, received] = pp_.send_recv_async(rows(out), op.peer, tag(op),
-                                              receive_buffer(nx, next_slot), in.peer, tag(in));
-  sends_[i].handle = std::move(sent);
-  posted_ = std::move(received);
 }
 
-StageRunner::Result StageRunner::run(const std::vector<Step>& steps, const SendPlan& plan,
-                                     ParamSource& params, const LoadBatch& load, float dloss,
-                                     const Seeds* seeds) {
+StageRunner::Result StageRunner::run(const std::vector<Step>& steps, const std::vector<int>& ends,
+                                     const SendPlan& plan, ParamSource& params,
+                                     const LoadBatch& load, float dloss, const Seeds* seeds) {
   const comm::StampRef start = pp_.stamp();
   Result r;
   free_.clear();
@@ -190,8 +210,10 @@ StageRunner::Result StageRunner::run(const std::vector<Step>& steps, const SendP
   for (int k = static_cast<int>(send_buffers_.size()) - 1; k >= 0; --k) free_buffers_.push_back(k);
   sends_.clear();
   sends_.resize(steps.size());
-  posted_ = comm::Handle();
-  for (size_t i = 0; i < steps.size(); ++i) run_step(steps, i, plan, r, params, load, dloss, seeds);
+  incoming_.clear();
+  incoming_.resize(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i)
+    run_step(steps, ends, i, plan, r, params, load, dloss, seeds);
   join(nullptr, 0, r);
   r.total.add(start, pp_.stamp());
   return r;
@@ -200,13 +222,13 @@ StageRunner::Result StageRunner::run(const std::vector<Step>& steps, const SendP
 StageRunner::Result StageRunner::train(ParamSource& params, const LoadBatch& load, float dloss,
                                        const Seeds& seeds, const BeginRun& begin) {
   begin(true);
-  return run(train_steps_, train_plan_, params, load, dloss, &seeds);
+  return run(train_steps_, train_ends_, train_plan_, params, load, dloss, &seeds);
 }
 
 void StageRunner::evaluate(ParamSource& params, const LoadBatch& load, const BeginRun& begin,
                            double& loss_sum) {
   begin(true);
-  loss_sum += run(eval_steps_, eval_plan_, params, load, 0.0f, nullptr).loss;
+  loss_sum += run(eval_steps_, eval_ends_, eval_plan_, params, load, 0.0f, nullptr).loss;
 }
 
 }  // namespace zt::pipeline

@@ -8,11 +8,11 @@
 // backward. Each sits in a slot: its activations (the ActivationStore's slot of the same index),
 // its chunk input [Nl, C] (kept for the backward), on the last stage its output's gradient
 // [Nl, C] (made by the forward of the last virtual stage) and, on the stages that hold the first
-// or last virtual stage, its tokens and targets. A step receives, then joins the sends
-// plan_sends() says that receive proves matched, then computes; what it sends is written into a
-// send buffer held until that join (schedule.h: no wait depends on a stage's later steps, and
-// the buffers are a constant number per stage). A send goes out in one group with the next
-// step's receive where that step receives (send_pairs_with_next_receive: NCCL's issue order).
+// or last virtual stage, its tokens and targets. A step waits for its receive, then joins the
+// sends exchange_sends() says that receive proves matched, then computes; what it sends is
+// written into a send buffer held until that join (schedule.h: no wait depends on a stage's
+// later steps, and the buffers are a constant number per stage). After a round's last step
+// (exchange.h) its sends and the next round's receives go out as one batch.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -53,6 +53,7 @@ class StageRunner final : public MicroBatchRunner {
   };
   struct Send {
     int buffer = -1;
+    bool issued = false;
     comm::Handle handle;
   };
   bool first_virtual(int chunk) const { return stage_ == 0 && chunk == 0; }
@@ -68,11 +69,16 @@ class StageRunner final : public MicroBatchRunner {
   // buffers.
   void join(const SendPlan* plan, int step, Result& r);
   void wait(comm::Handle& h, Result& r);
-  // One step of `steps` (index i): receive, join, compute, send.
-  void run_step(const std::vector<Step>& steps, size_t i, const SendPlan& plan, Result& r,
-                ParamSource& params, const LoadBatch& load, float dloss, const Seeds* seeds);
-  Result run(const std::vector<Step>& steps, const SendPlan& plan, ParamSource& params,
-             const LoadBatch& load, float dloss, const Seeds* seeds);
+  // One batch: the sends of steps [begin, end) not yet issued and the receives of the round
+  // that starts at `end` (`ends`: round_ends of `steps`).
+  void exchange(const std::vector<Step>& steps, const std::vector<int>& ends, int begin, int end);
+  // One step of `steps` (index i): wait for its receive, join, compute; at a round's end, the
+  // batch.
+  void run_step(const std::vector<Step>& steps, const std::vector<int>& ends, size_t i,
+                const SendPlan& plan, Result& r, ParamSource& params, const LoadBatch& load,
+                float dloss, const Seeds* seeds);
+  Result run(const std::vector<Step>& steps, const std::vector<int>& ends, const SendPlan& plan,
+             ParamSource& params, const LoadBatch& load, float dloss, const Seeds* seeds);
 
   Gpt& model_;
   ActivationStore& acts_;
@@ -88,11 +94,12 @@ class StageRunner final : public MicroBatchRunner {
   Ref dout_;                  // [Nl, C] a received output gradient
   std::vector<int> slot_of_;  // by m·chunks + chunk during a step, -1 when none
   std::vector<Step> train_steps_, eval_steps_;
+  std::vector<int> train_ends_, eval_ends_;  // round_ends (exchange.h)
   SendPlan train_plan_, eval_plan_;
   std::vector<Ref> send_buffers_;  // [Nl, C] each
   std::vector<int> free_buffers_;
-  std::vector<Send> sends_;  // by step index of the running list
-  comm::Handle posted_;      // the next step's receive, posted with this step's send
+  std::vector<Send> sends_;             // by step index of the running list
+  std::vector<comm::Handle> incoming_;  // by step index: its receive, once posted
 };
 
 }  // namespace zt::pipeline

@@ -3,7 +3,7 @@
 #include "src/comm/self_communicator.h"
 #include "src/config/derive.h"
 #include "src/core/slab_allocator.h"
-#include "src/pipeline/schedule.h"
+#include "src/pipeline/exchange.h"
 
 #if ZT_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -80,19 +80,20 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
     return;
   }
   // NCCL matches point-to-point messages in issue order and a send holds its stream until the
-  // peer receives: a stage issues each send with the next step's receive (schedule.h), which
-  // orders every 1F1B shape; a shape it cannot order is refused before anything is allocated.
+  // peer receives: a stage issues each round's sends with the next round's receives as one batch
+  // (pipeline/exchange.h), which orders 1F1B and the interleaved schedule; a schedule it could
+  // not order is refused before anything is allocated.
   if (o.pipeline_model_parallel_size > 1) {
     const int world = rt != nullptr ? rt->world_size() : 1;
     const pipeline::ScheduleShape shape{o.pipeline_model_parallel_size,
                                         batch_config(o, data_parallel_size(o, world)).accumulation,
                                         model_chunks(o)};
-    ZT_REQUIRE(pipeline::check_paired_p2p(shape).empty(),
-               "--device cuda: the interleaved pipeline schedule with {} micro-batches per step "
-               "over {} stages would deadlock in NCCL's point-to-point order; use as many "
-               "micro-batches per step as stages, or 1F1B (no "
-               "--num-layers-per-virtual-pipeline-stage)",
-               shape.micro_batches, shape.stages);
+    const std::string why = pipeline::check_exchange(shape);
+    ZT_REQUIRE(why.empty(),
+               "--device cuda: the pipeline schedule with {} micro-batches per step over {} stages "
+               "and {} model chunks would deadlock in NCCL's point-to-point order ({}); use 1F1B "
+               "(no --num-layers-per-virtual-pipeline-stage)",
+               shape.micro_batches, shape.stages, shape.chunks, why);
   }
 #if ZT_HAVE_CUDA
   // One GPU per rank on a node, chosen before anything touches the device.

@@ -105,6 +105,24 @@ TEST(TrainPp, InterleavedOverFourStagesMatchesOneRank) {
   expect_same(run(o, l), alone(o), 1e-5, name(l, W));
 }
 
+// The interleaved schedule with as many micro-batches as stages (every forward first) and with
+// two and three times as many (a steady phase whose rounds exchange up to four messages in one
+// batch, pipeline/exchange.h), over every rank as a stage: the single rank's losses. CI also runs
+// it with synchronous sends (ZT_SYNCHRONOUS_SENDS=1), where no send may rely on MPI's buffering.
+TEST(TrainPp, InterleavedMicroBatchCountsMatchOneRank) {
+  const int W = dist::world().size();
+  const int P = W >= 4 ? 4 : W;
+  if (P < 2 || W % P != 0) GTEST_SKIP() << "needs 2 pipeline stages";
+  TrainOptions o = small(2 * P);  // 2 chunks of 1 layer per stage
+  o.train_iters = 6;
+  for (int mult : {1, 2, 3}) {
+    o.global_batch_size = mult * P * (W / P);  // micro-batch 1: mult·P per data-parallel rank
+    const Layout l{P, 1, 2, 1};
+    expect_same(run(o, l), alone(o), 1e-5,
+                name(l, W) + fmt::format(", {} micro-batches", mult * P));
+  }
+}
+
 // The measured bubble (1 - mean stage compute time / the longest stage's schedule time, as
 // StepMetrics reports it) against the schedule's: every step made to take a known time (40 ms per
 // micro-batch forward, 80 ms backward through a stage), so the model's own compute (well under
