@@ -222,6 +222,9 @@ if [[ -n ${nsys_bin} ]]; then
   trace_model=(--vocab-size 50257 --num-layers 12 --hidden-size 1024 --num-attention-heads 16
     --seq-length 1024 --micro-batch-size 4 --bf16 --device cuda --mock-data --train-iters 6
     --lr 1e-4 --log-interval 1)
+  # The SQLite export, not `nsys stats` reports: overlap_trace.py reads the export's documented
+  # columns (CUPTI_ACTIVITY_KIND_KERNEL / _MEMCPY: start, end in ns, deviceId, and the kernel's
+  # shortName or demangledName as a StringIds id; NVIDIA's "SQLite Export Schema Reference").
   # shellcheck disable=SC2054 # --trace takes a comma-separated list
   nsys_args=(profile --trace=cuda,nvtx --sample=none --cpuctxsw=none --export=sqlite
     --force-overwrite=true -o "${work}/overlap")

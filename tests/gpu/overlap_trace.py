@@ -10,7 +10,16 @@ wait() only enqueues a stream wait).
 Kernels whose name contains "nccl" are communication, every other kernel is compute; device-host
 copies (CUPTI_ACTIVITY_KIND_MEMCPY) are the offloads and fetches of --cpu-checkpointing and the
 staging. For each: busy milliseconds (the union of its intervals) and the part of it during which
-some compute kernel ran, and their ratio (hidden_fraction; null when there is none).
+some compute kernel ran on the same GPU, and their ratio (hidden_fraction; null when there is
+none). A two-rank trace holds both GPUs: intervals are compared per deviceId, then summed.
+
+The columns read, as NVIDIA's SQLite export schema reference for nsys documents them (Nsight
+Systems documentation, "SQLite Export Schema Reference", CUDA section): CUPTI_ACTIVITY_KIND_KERNEL
+and CUPTI_ACTIVITY_KIND_MEMCPY have start and end (INT NOT NULL, nanoseconds) and deviceId (the
+device the kernel or copy ran on); a kernel's name is a StringIds id (StringIds: id INTEGER
+PRIMARY KEY, value TEXT) in shortName or demangledName, whichever the version exports (looked up
+with PRAGMA table_info, not assumed). This reads the export (nsys profile --export=sqlite), not
+nsys stats' report tables, whose column headings change between versions.
 Standard library only.
 """
 import json
@@ -66,23 +75,33 @@ def analyse(path):
     name_column = next((c for c in ("shortName", "demangledName", "name") if c in columns), None)
     if name_column is None:
         return {"trace": path, "error": f"no kernel name column among {columns}"}
-    comm, compute = [], []
-    for start, end, name in db.execute(
-            f"SELECT start, end, {name_column} FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+    device = "deviceId" if "deviceId" in columns else "0"
+    comm, compute = {}, {}
+    for start, end, name, dev in db.execute(
+            f"SELECT start, end, {name_column}, {device} FROM CUPTI_ACTIVITY_KIND_KERNEL"):
         text = str(names.get(name, name))
-        (comm if "nccl" in text.lower() else compute).append((start, end))
-    copies = []
+        (comm if "nccl" in text.lower() else compute).setdefault(dev, []).append((start, end))
+    copies = {}
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in have:
-        copies = list(db.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY"))
-    busy = union(compute)
+        copy_columns = [r[1] for r in db.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_MEMCPY)")]
+        copy_device = "deviceId" if "deviceId" in copy_columns else "0"
+        for start, end, dev in db.execute(
+                f"SELECT start, end, {copy_device} FROM CUPTI_ACTIVITY_KIND_MEMCPY"):
+            copies.setdefault(dev, []).append((start, end))
+    busy = {dev: union(iv) for dev, iv in compute.items()}
 
-    def part(intervals):
-        u = union(intervals)
-        total, hidden = length(u), intersection(u, busy)
-        return {"count": len(intervals), "busy_ms": total / 1e6, "under_compute_ms": hidden / 1e6,
+    def part(by_device):
+        count = total = hidden = 0
+        for dev, intervals in by_device.items():
+            u = union(intervals)
+            count += len(intervals)
+            total += length(u)
+            hidden += intersection(u, busy.get(dev, []))
+        return {"count": count, "busy_ms": total / 1e6, "under_compute_ms": hidden / 1e6,
                 "hidden_fraction": hidden / total if total else None}
 
-    return {"trace": path, "compute_busy_ms": length(busy) / 1e6, "nccl_kernels": part(comm),
+    return {"trace": path, "compute_busy_ms": sum(length(u) for u in busy.values()) / 1e6,
+            "nccl_kernels": part(comm),
             "copies": part(copies)}
 
 
@@ -93,19 +112,21 @@ def selftest():
         db.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")
         db.executemany("INSERT INTO StringIds VALUES (?, ?)",
                        [(1, "gemm_kernel"), (2, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")])
-        db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, shortName INT)")
-        # compute 0-10 ms and 20-30 ms; NCCL 5-15 ms (5 hidden) and 25-27 ms (2 hidden)
+        db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL "
+                   "(start INT, end INT, deviceId INT, shortName INT)")
+        # GPU 0: compute 0-10 ms and 20-30 ms; NCCL 5-15 ms (5 hidden) and 25-27 ms (2 hidden).
+        # GPU 1: compute 10-20 ms, which hides nothing of GPU 0's.
         ms = 1_000_000
-        db.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?)",
-                       [(0, 10 * ms, 1), (20 * ms, 30 * ms, 1), (5 * ms, 15 * ms, 2),
-                        (25 * ms, 27 * ms, 2)])
-        db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INT, end INT)")
-        db.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?)",
-                       [(12 * ms, 18 * ms), (16 * ms, 22 * ms)])  # 12-22 ms, 2 under compute
+        db.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, ?)",
+                       [(0, 10 * ms, 0, 1), (20 * ms, 30 * ms, 0, 1), (5 * ms, 15 * ms, 0, 2),
+                        (25 * ms, 27 * ms, 0, 2), (10 * ms, 20 * ms, 1, 1)])
+        db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INT, end INT, deviceId INT)")
+        db.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, ?)",
+                       [(12 * ms, 18 * ms, 0), (16 * ms, 22 * ms, 0)])  # 12-22 ms, 2 hidden
         db.commit()
         db.close()
         r = analyse(path)
-    want = {"compute": 20.0, "nccl": (12.0, 7.0), "copies": (10.0, 2.0)}
+    want = {"compute": 30.0, "nccl": (12.0, 7.0), "copies": (10.0, 2.0)}
     got_ok = (abs(r["compute_busy_ms"] - want["compute"]) < 1e-9
               and abs(r["nccl_kernels"]["busy_ms"] - want["nccl"][0]) < 1e-9
               and abs(r["nccl_kernels"]["under_compute_ms"] - want["nccl"][1]) < 1e-9
