@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/plan_flags.h"
+#include "src/comm/nccl_groups.h"
 #include "src/core/error.h"
 #include "src/planner/max_model.h"
 
@@ -27,6 +28,7 @@ nlohmann::json stage_json(const MemoryPlan& p, double device) {
           {"buffers_bytes", p.buffers},
           {"total_bytes", p.device_total()},
           {"nccl_communicators", p.nccl_communicators},
+          {"nccl_bytes", p.nccl_bytes},
           {"fits", device <= 0 || plan_fits(p, device, FitCriterion::Device)},
           {"comm_bytes_per_step", {{"dp", p.comm_dp}, {"tp", p.comm_tp}, {"pp", p.comm_pp}}}};
 }
@@ -54,14 +56,17 @@ nlohmann::json plan_json(const PlanInput& in, const std::vector<MemoryPlan>& sta
   return j;
 }
 
-// NCCL's own device memory is not planned (NCCL sizes it from NCCL_BUFFSIZE, its channels and
-// the peers): say how many communicators take it and where the figure comes from.
+// NCCL's own device memory, planned per communicator (comm/nccl_groups.h), on its own line:
+// outside the pool's total and --device-memory.
 void print_nccl_line(const MemoryPlan& p) {
   if (p.nccl_communicators > 0)
     fmt::print(
-        "NCCL: {} communicators per rank; their device memory is NCCL's own, outside the total "
-        "above and --device-memory (train measures it at start-up)\n",
-        p.nccl_communicators);
+        "NCCL (outside the total and --device-memory): {} communicators x {:.0f} MiB planned = "
+        "{:.2f} GB ({} channels x 2 ring connections x NCCL_BUFFSIZE 4 MiB each; train measures "
+        "it at start-up)\n",
+        p.nccl_communicators,
+        static_cast<double>(comm::kNcclPlannedBytesPerCommunicator) / (1 << 20),
+        static_cast<double>(p.nccl_bytes) / 1e9, comm::kNcclPlannedChannels);
 }
 
 }  // namespace

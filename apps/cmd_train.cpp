@@ -12,6 +12,7 @@
 #include "src/checkpoint/access_probe.h"
 #include "src/checkpoint/checkpoint.h"
 #include "src/checkpoint/directory.h"
+#include "src/comm/nccl_groups.h"
 #include "src/comm/placement.h"
 #include "src/comm/runtime.h"
 #include "src/comm/topology.h"
@@ -133,11 +134,22 @@ int train(Args args) {
       }
     });
     if (built != 0) return built;
-    if (device->nccl_communicators() > 0)
+    if (device->nccl_communicators() > 0) {
+      const size_t planned = comm::nccl_planned_bytes(device->nccl_communicators());
       log::info(
           " NCCL: {} communicators, {:.1f} MiB of device memory outside the pool on rank 0 "
-          "(its free device memory before and after creating them)",
-          device->nccl_communicators(), static_cast<double>(device->nccl_bytes()) / (1 << 20));
+          "(its free device memory before and after creating them; planned {:.1f} MiB)",
+          device->nccl_communicators(), static_cast<double>(device->nccl_bytes()) / (1 << 20),
+          static_cast<double>(planned) / (1 << 20));
+      // NCCL connects lazily (a peer's buffers come at the first operation with it): more may
+      // follow this measurement, never less.
+      if (device->nccl_bytes() > planned)
+        log::info(
+            " warning: NCCL took more device memory at start-up than planned ({:.1f} > {:.1f} "
+            "MiB): leave at least that much of the device outside --device-memory",
+            static_cast<double>(device->nccl_bytes()) / (1 << 20),
+            static_cast<double>(planned) / (1 << 20));
+    }
     if (!o.load.empty()) {
       if (std::filesystem::exists(std::filesystem::path(o.load) / "latest")) {
         const auto t0 = std::chrono::steady_clock::now();

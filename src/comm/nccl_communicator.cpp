@@ -11,6 +11,7 @@
 #include "src/comm/mpi_check.h"
 #include "src/comm/nccl_check.h"
 #include "src/comm/nccl_groups.h"
+#include "src/comm/self_communicator.h"
 #include "src/core/cuda_check.h"
 #include "src/core/log.h"
 
@@ -545,6 +546,16 @@ std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key, GroupK
   {
     auto guard = ctx_->watchdog->arm("split", name());
     ZT_MPI(MPI_Comm_split(comm_.c, color, key, &c));
+  }
+  int members = 0;
+  ZT_MPI(MPI_Comm_size(c, &members));
+  if (!group_needs_nccl(members)) {
+    ZT_MPI(MPI_Comm_free(&c));
+    ZT_CHECK(ctx_->backend != nullptr,
+             "split of group {}: a group of one needs NcclContext::backend to copy with", name());
+    int world_rank = 0;
+    ZT_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+    return SelfCommunicator::member(*ctx_->backend, kind, *ctx_->stats, world_rank);
   }
   return std::make_unique<NcclCommunicator>(c, kind, *ctx_);
 }

@@ -2,6 +2,10 @@
 // NcclCommunicator: Communicator on NCCL (CUDA backend; device tensors), bootstrapped over MPI.
 // Select the device first (cuda::select_device): NCCL binds a communicator to the current one.
 //
+// Groups of one. split() returns a SelfCommunicator (no NCCL) for a group that holds only this rank
+// (group_needs_nccl, nccl_groups.h): counted in the same CommStats, copying with
+// NcclContext::backend in stream order.
+//
 // Groups. Each NcclCommunicator owns an MPI communicator with the same members in the same order
 // (its bootstrap): the group's rank 0 calls ncclGetUniqueId and MPI_Bcasts it, every member calls
 // ncclCommInitRank. split() is MPI_Comm_split of the bootstrap followed by the same bootstrap of
@@ -60,6 +64,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/backend.h"
 #include "src/comm/communicator.h"
 #include "src/comm/watchdog.h"
 #include "src/core/cuda_stream.h"
@@ -75,6 +80,9 @@ struct NcclContext {
   // its first barrier: may be set after the communicators are made.
   MemoryPool* device_pool = nullptr;
   cudaStream_t compute = nullptr;  // where compute kernels run; nullptr: legacy default stream
+  // The CUDA backend a group of one copies with (split: nccl_groups.h); needed only by a split
+  // that yields one.
+  Backend* backend = nullptr;
 };
 
 class NcclCommunicator final : public Communicator {

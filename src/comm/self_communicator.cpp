@@ -9,12 +9,20 @@ SelfCommunicator::SelfCommunicator(Backend& backend)
     : SelfCommunicator(backend, GroupKind::World, std::make_shared<CommStats>()) {}
 
 SelfCommunicator::SelfCommunicator(Backend& backend, GroupKind kind,
-                                   std::shared_ptr<CommStats> stats)
-    : backend_(&backend), kind_(kind), stats_(std::move(stats)) {}
+                                   std::shared_ptr<CommStats> stats, int world_rank)
+    : backend_(&backend), kind_(kind), stats_(std::move(stats)), world_rank_(world_rank) {}
+
+std::unique_ptr<SelfCommunicator> SelfCommunicator::member(Backend& backend, GroupKind kind,
+                                                           CommStats& stats, int world_rank) {
+  // Not owned: the world's communicators own the counters.
+  std::shared_ptr<CommStats> shared(std::shared_ptr<CommStats>(), &stats);
+  return std::unique_ptr<SelfCommunicator>(
+      new SelfCommunicator(backend, kind, std::move(shared), world_rank));
+}
 
 int SelfCommunicator::world_rank_of(int group_rank) const {
   ZT_CHECK(group_rank == 0, "group {} of one rank has no member {}", name(), group_rank);
-  return 0;
+  return world_rank_;
 }
 
 void SelfCommunicator::record(CommOp op, const Tensor& t) {
@@ -108,7 +116,7 @@ Handle SelfCommunicator::barrier_async() {
 std::unique_ptr<Communicator> SelfCommunicator::split(int color, int key, GroupKind kind) {
   (void)color;  // every split of a group of one is that one rank
   (void)key;
-  return std::unique_ptr<Communicator>(new SelfCommunicator(*backend_, kind, stats_));
+  return std::unique_ptr<Communicator>(new SelfCommunicator(*backend_, kind, stats_, world_rank_));
 }
 
 SelfWorld::SelfWorld(Backend& backend) : world_(backend), topology_(world_, 1) {}

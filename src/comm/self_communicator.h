@@ -20,6 +20,11 @@ class SelfCommunicator final : public Communicator {
   // The world: owns the counters its splits share. `backend` (which must outlive it and its
   // splits) copies the device tensors of the reductions and gathers that are not in place.
   explicit SelfCommunicator(Backend& backend);
+  // A group of one inside a larger world (e.g. the tp group at tp 1): the same collectives,
+  // counted in that world's `stats` (which must outlive it), world_rank_of(0) = `world_rank`.
+  // NcclCommunicator::split makes these instead of an NCCL communicator of one (nccl_groups.h).
+  static std::unique_ptr<SelfCommunicator> member(Backend& backend, GroupKind kind,
+                                                  CommStats& stats, int world_rank);
 
   int rank() const override { return 0; }
   int size() const override { return 1; }
@@ -47,7 +52,8 @@ class SelfCommunicator final : public Communicator {
   std::unique_ptr<Communicator> split(int color, int key, GroupKind kind) override;
 
  private:
-  SelfCommunicator(Backend& backend, GroupKind kind, std::shared_ptr<CommStats> stats);
+  SelfCommunicator(Backend& backend, GroupKind kind, std::shared_ptr<CommStats> stats,
+                   int world_rank = 0);
   void record(CommOp op, const Tensor& t);
   // `output` takes `input`'s elements unless it already holds them (in place).
   void copy(const Tensor& input, const Tensor& output, bool in_place);
@@ -56,6 +62,7 @@ class SelfCommunicator final : public Communicator {
   Backend* backend_;
   GroupKind kind_;
   std::shared_ptr<CommStats> stats_;
+  int world_rank_ = 0;
 };
 
 // A process on its own: a world of one rank and the Topology over it.

@@ -51,11 +51,11 @@ struct MemoryPlan {
   // Of `buffers`, what the CUDA backend takes for itself rather than the training stack: its
   // GEMM workspace (kernels/backend_memory.h). 0 on the CPU backend.
   size_t backend_buffers = 0;
-  // NCCL communicators this rank creates (CUDA; comm/nccl_groups.h). Their device memory is
-  // NCCL's own (cudaMalloc inside ncclCommInitRank, sized by NCCL_BUFFSIZE, channels and peers),
-  // outside the MemoryPool and --device-memory and not in device_total(): the CUDA TrainDevice
-  // creates them before the pool and measures it (TrainDevice::nccl_bytes()).
+  // NCCL communicators this rank creates (CUDA; comm/nccl_groups.h: none for a group of one)
+  // and the device memory planned for them (comm::nccl_planned_bytes): NCCL's own, outside the
+  // MemoryPool, --device-memory and device_total(); TrainDevice measures it beside this figure.
   int nccl_communicators = 0;
+  size_t nccl_bytes = 0;
   size_t model_states() const { return params + grads + optimizer; }
   // What the device holds at the peak: model states, activations, device checkpoints, buffers.
   size_t device_total() const { return model_states() + activations + checkpoints + buffers; }

@@ -12,6 +12,7 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/ops.h"
 #include "src/comm/nccl_communicator.h"
+#include "src/comm/nccl_groups.h"
 #include "src/core/cuda_allocator.h"
 #include "src/core/cuda_check.h"
 #include "src/core/cuda_device.h"
@@ -108,14 +109,21 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
   // none. A world of one needs no NCCL: every group is this rank alone.
   if (rt != nullptr && rt->world_size() > 1) {
     host_world_ = rt->world(*host_pool_);
-    cuda_->nccl = comm::NcclContext{&rt->stats(), &rt->watchdog(), nullptr, compute};
+    cuda_->nccl =
+        comm::NcclContext{&rt->stats(), &rt->watchdog(), nullptr, compute, &cuda_->backend};
     const cuda::DeviceMemory before = cuda::device_memory();
     world_ = comm::NcclCommunicator::world(cuda_->nccl);
     topo_ = std::make_unique<comm::Topology>(*world_, o.tensor_model_parallel_size,
                                              o.pipeline_model_parallel_size, host_world_.get());
     ZT_CUDA_CHECK(cudaDeviceSynchronize());  // NCCL's lazy setup done before the second look
     const cuda::DeviceMemory after = cuda::device_memory();
-    nccl_communicators_ = 1 + topo_->groups();
+    // The world and the groups with another rank (a group of one is a SelfCommunicator).
+    nccl_communicators_ = 1;
+    for (comm::GroupKind k :
+         {comm::GroupKind::Tp, comm::GroupKind::Dp, comm::GroupKind::Pp, comm::GroupKind::Mp})
+      nccl_communicators_ += comm::group_needs_nccl(topo_->group(k).size()) ? 1 : 0;
+    if (const comm::Communicator* e = topo_->embedding(); e != nullptr)
+      nccl_communicators_ += comm::group_needs_nccl(e->size()) ? 1 : 0;
     nccl_bytes_ = before.free > after.free ? before.free - after.free : 0;
   }
   CudaAllocatorOptions a;

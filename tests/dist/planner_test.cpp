@@ -188,7 +188,8 @@ TEST(Planner, CudaPathsAllocateTheCudaPlan) {
     EXPECT_EQ(device.peak(MemCategory::Activations), p.activations) << what;
     EXPECT_EQ(device.peak(MemCategory::Checkpoints), p.checkpoints) << what;
     EXPECT_EQ(device.peak(MemCategory::Buffers) + p.backend_buffers, p.buffers) << what;
-    EXPECT_EQ(p.nccl_communicators, comm::nccl_communicators(world, 1)) << what;
+    EXPECT_EQ(p.nccl_communicators, comm::nccl_communicators(1, world, 1, 0)) << what;
+    EXPECT_EQ(p.nccl_bytes, comm::nccl_planned_bytes(p.nccl_communicators)) << what;
     if (world > 1) {
       EXPECT_GE(host.current(MemCategory::Buffers),
                 comm::ScalarReducer::bytes(world, kNumMemCategories + 2) +

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "src/comm/runtime.h"
 #include "src/core/cuda_allocator.h"
 #include "src/core/cuda_check.h"
@@ -31,12 +32,14 @@ struct World {
     host = std::make_unique<MemoryPool>(make_host_allocator());
     dev = std::make_unique<MemoryPool>(make_cuda_allocator());
     mpi = rt->world(*host);
-    ctx = NcclContext{&rt->stats(), &rt->watchdog(), dev.get(), nullptr};
+    backend = std::make_unique<CudaBackend>();
+    ctx = NcclContext{&rt->stats(), &rt->watchdog(), dev.get(), nullptr, backend.get()};
     nccl = NcclCommunicator::world(ctx);
   }
   ~World() {  // communicators before the pools, everything before MPI_Finalize
     nccl.reset();
     mpi.reset();
+    backend.reset();
     dev.reset();
     host.reset();
     rt.reset();
@@ -46,6 +49,7 @@ struct World {
   std::unique_ptr<MpiRuntime> rt;
   std::unique_ptr<MemoryPool> host, dev;
   std::unique_ptr<MpiCommunicator> mpi;
+  std::unique_ptr<CudaBackend> backend;  // copies for the groups of one split from the world
   NcclContext ctx;
   std::unique_ptr<NcclCommunicator> nccl;
 };
@@ -81,6 +85,8 @@ TEST(NcclWorldOfOne, SizeRankAndGroups) {
   EXPECT_EQ(dp->size(), 1);
   EXPECT_EQ(dp->kind(), GroupKind::Dp);
   EXPECT_EQ(&dp->stats(), &c.stats());  // one set of counters per world
+  // A group of one gets no NCCL communicator (nccl_groups.h).
+  EXPECT_EQ(dynamic_cast<NcclCommunicator*>(dp.get()), nullptr);
 }
 
 TEST(NcclWorldOfOne, CollectivesHaveTheirSemantics) {

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "src/comm/nccl_communicator.h"
+#include "src/comm/nccl_groups.h"
 #include "src/comm/topology.h"
 #include "src/core/cuda_allocator.h"
 #include "src/core/cuda_check.h"
@@ -27,10 +29,13 @@ struct Gpu {
   Gpu() {
     cuda::select_device(dist::runtime().local_rank());
     dev = std::make_unique<MemoryPool>(make_cuda_allocator());
-    ctx = NcclContext{&dist::runtime().stats(), &dist::runtime().watchdog(), dev.get(), nullptr};
+    backend = std::make_unique<CudaBackend>();
+    ctx = NcclContext{&dist::runtime().stats(), &dist::runtime().watchdog(), dev.get(), nullptr,
+                      backend.get()};
     world = NcclCommunicator::world(ctx);
   }
   std::unique_ptr<MemoryPool> dev;
+  std::unique_ptr<CudaBackend> backend;  // copies for the groups of one split from the world
   NcclContext ctx;
   std::unique_ptr<NcclCommunicator> world;
 };
@@ -134,6 +139,28 @@ TEST(NcclMultiRank, SendRecvRing) {
   EXPECT_EQ(in.host(), values(256, (r + p - 1) % p));
 }
 
+// The interleaved pipeline's steady-phase batch (pipeline/exchange.h): every rank sends to both
+// neighbours and receives from both in one group, messages of 16 MiB (beyond NCCL's buffering,
+// NCCL_BUFFSIZE 4 MiB by default), so no order inside the batch may wait for another. On two
+// ranks both messages go to the same peer: matched in the order listed.
+TEST(NcclMultiRank, BatchOfFourCompletesBeyondBuffering) {
+  ZT_REQUIRE_GPU_PER_RANK();
+  NcclCommunicator& n = *gpu().world;
+  const int r = n.rank(), p = n.size(), next = (r + 1) % p, prev = (r + p - 1) % p;
+  const size_t count = size_t{1} << 22;
+  DeviceVec<float> fwd(values(count, r), DType::F32, *gpu().dev),
+      bwd(values(count, r + p), DType::F32, *gpu().dev),
+      from_prev(std::vector<float>(count, 0.0f), DType::F32, *gpu().dev),
+      from_next(std::vector<float>(count, 0.0f), DType::F32, *gpu().dev);
+  const std::vector<Communicator::PeerOp> ops{{true, fwd.t, next, 0},
+                                              {true, bwd.t, prev, 1},
+                                              {false, from_prev.t, prev, 0},
+                                              {false, from_next.t, next, 1}};
+  for (Handle& h : n.batch_async(ops)) h.wait();
+  EXPECT_EQ(from_prev.host(), values(count, prev));
+  EXPECT_EQ(from_next.host(), values(count, next + p));
+}
+
 TEST(NcclMultiRank, AsyncOpsOverlapAndComplete) {
   ZT_REQUIRE_GPU_PER_RANK();
   NcclCommunicator& n = *gpu().world;
@@ -189,7 +216,11 @@ TEST(NcclMultiRank, TopologyGroupsMatchMpi) {
   NcclCommunicator& n = *gpu().world;
   if (n.size() % 2 != 0) GTEST_SKIP() << "needs an even world for tp=2";
   Topology tn(n, 2), tm(dist::world(), 2);
-  for (GroupKind k : {GroupKind::Tp, GroupKind::Dp, GroupKind::Mp}) {
+  for (GroupKind k : {GroupKind::Tp, GroupKind::Dp, GroupKind::Pp, GroupKind::Mp}) {
+    // NCCL only where the group has another rank (nccl_groups.h).
+    EXPECT_EQ(dynamic_cast<NcclCommunicator*>(&tn.group(k)) != nullptr,
+              group_needs_nccl(tn.group(k).size()))
+        << group_kind_name(k);
     ASSERT_EQ(tn.group(k).size(), tm.group(k).size());
     EXPECT_EQ(tn.group(k).rank(), tm.group(k).rank());
     for (int i = 0; i < tn.group(k).size(); ++i)

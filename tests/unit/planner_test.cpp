@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/backend_memory.h"
+#include "src/comm/nccl_groups.h"
 #include "src/comm/scalar_reducer.h"
 #include "src/core/error.h"
 #include "src/planner/cluster.h"
@@ -59,7 +60,8 @@ ClusterSpec one_node() {
 // The CUDA backend's own device memory: its GEMM workspace in buffers, and with Pa+cpu the
 // device buffer the next span's input is prefetched into (the CPU reads host checkpoints in
 // place); the scalar reducers leave the device buffers (pinned host memory on CUDA); nothing
-// else of the plan moves. NCCL: the world and the four groups, each a communicator.
+// else of the plan moves. NCCL: the world and the dp group (tp, pp and mp are one rank each, no
+// NCCL), each with its planned memory.
 TEST(Planner, CudaAddsTheGemmWorkspaceAndThePrefetchBuffer) {
   PlanInput in = gpt_input(1e9, 1, 4, 2);
   in.micro_batch = 2;
@@ -75,8 +77,10 @@ TEST(Planner, CudaAddsTheGemmWorkspaceAndThePrefetchBuffer) {
   EXPECT_EQ(gpu.buffers + reducers, cpu.buffers + kCudaGemmWorkspaceBytes);
   EXPECT_EQ(gpu.backend_buffers, kCudaGemmWorkspaceBytes);
   EXPECT_EQ(cpu.backend_buffers, 0u);
-  EXPECT_EQ(gpu.nccl_communicators, 5);
+  EXPECT_EQ(gpu.nccl_communicators, 2);
+  EXPECT_EQ(gpu.nccl_bytes, 2 * comm::kNcclPlannedBytesPerCommunicator);
   EXPECT_EQ(cpu.nccl_communicators, 0);
+  EXPECT_EQ(cpu.nccl_bytes, 0u);
   EXPECT_EQ(gpu.activations - cpu.activations,
             size_t{2} * 1024 * static_cast<size_t>(in.model.hidden) * 2);  // fp16 [2, 1024, h]
   EXPECT_EQ(gpu.model_states(), cpu.model_states());

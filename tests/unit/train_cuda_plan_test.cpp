@@ -5,15 +5,20 @@
 // takes (MemoryPlan::backend_buffers: its GEMM workspace, kernels/backend_memory.h), which no
 // CPU kernel allocates. The same variants as tests/gpu/train_cuda_test's
 // MemoryIsThePlanPlusTheGrownScratch, which checks the rest on a GPU. A world of one: no NCCL
-// communicator (tests/dist/planner_test.cpp checks the scalar reducers on two ranks).
+// communicator (tests/dist/planner_test.cpp checks the scalar reducers on two ranks). Which groups
+// get an NCCL communicator, and NCCL's planned memory, for several layouts.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "kernels/backend.h"
 #include "kernels/backend_memory.h"
 #include "src/comm/nccl_groups.h"
 #include "src/comm/self_communicator.h"
+#include "src/comm/topology.h"
 #include "src/planner/train_plan.h"
 #include "src/train/trainer.h"
 #include "tests/support/train_options.h"
@@ -60,6 +65,7 @@ TEST(CudaPlan, DevicePoolIsThePlanLessTheBackendsOwnBuffers) {
     EXPECT_EQ(p.backend_buffers, kCudaGemmWorkspaceBytes) << what;
     EXPECT_EQ(peak(MemCategory::Buffers) + p.backend_buffers, p.buffers) << what;
     EXPECT_EQ(p.nccl_communicators, 0) << what << ": a world of one has no NCCL communicator";
+    EXPECT_EQ(p.nccl_bytes, 0u) << what;
   }
 }
 
@@ -70,19 +76,70 @@ TEST(CudaPlan, TheCpuPlanHasNoBackendBuffersOrNccl) {
   EXPECT_EQ(p.nccl_communicators, 0);
 }
 
-// NCCL communicators per rank: none alone; the world and every group the Topology splits (size-one
-// groups included) otherwise — counted on a real Topology.
-TEST(CudaPlan, NcclCommunicatorsAreTheWorldAndTheTopologysGroups) {
-  comm::SelfWorld one;
-  EXPECT_EQ(one.topology().groups(), comm::Topology::split_groups(1));
-  EXPECT_EQ(comm::nccl_communicators(1, 1), 0);
-  EXPECT_EQ(comm::nccl_communicators(2, 1), 1 + one.topology().groups());
-  EXPECT_EQ(comm::nccl_communicators(8, 2), 1 + comm::Topology::split_groups(2));
+// Which groups get an NCCL communicator: the world and every group of more than one rank, for
+// every rank of a few layouts, against the grid's own group sizes (the sizes NcclCommunicator's
+// split sees), and the hand count of each layout.
+TEST(CudaPlan, OnlyGroupsOfMoreThanOneRankGetNccl) {
+  struct Case {
+    int tp, dp, pp;
+    std::vector<int> per_stage;  // NCCL communicators of a rank of each stage
+  };
+  const std::vector<Case> cases{
+      {1, 1, 1, {0}},           // a world of one: none
+      {1, 4, 1, {2}},           // world, dp (tp, pp, mp are one rank)
+      {4, 1, 1, {3}},           // world, tp, mp
+      {2, 2, 2, {6, 6}},        // world, tp, dp, pp, mp, embedding (both ends)
+      {1, 2, 3, {5, 4, 5}},     // world, dp, pp, mp, embedding (ends; the middle stage alone)
+      {1, 1, 4, {4, 4, 4, 4}},  // world, pp, mp, embedding (ends, and the two middle stages)
+      {2, 1, 2, {5, 5}},        // world, tp, pp, mp, embedding
+  };
+  for (const Case& c : cases) {
+    const comm::ParallelGrid grid(c.tp * c.dp * c.pp, c.tp, c.pp);
+    for (int rank = 0; rank < grid.world(); ++rank) {
+      const int stage = grid.coord_of(rank).pp;
+      const comm::NcclGroups g = comm::nccl_groups(c.tp, c.dp, c.pp, stage);
+      const std::string what = fmt::format("tp {} dp {} pp {} rank {}", c.tp, c.dp, c.pp, rank);
+      EXPECT_EQ(g.count(), c.per_stage[static_cast<size_t>(stage)]) << what;
+      EXPECT_EQ(g.world, grid.world() > 1) << what;
+      auto size = [&](comm::GroupKind k) {
+        return static_cast<int>(grid.group_ranks(k, rank).size());
+      };
+      if (grid.world() > 1) {
+        EXPECT_EQ(g.tp, comm::group_needs_nccl(size(comm::GroupKind::Tp))) << what;
+        EXPECT_EQ(g.dp, comm::group_needs_nccl(size(comm::GroupKind::Dp))) << what;
+        EXPECT_EQ(g.pp, comm::group_needs_nccl(size(comm::GroupKind::Pp))) << what;
+        EXPECT_EQ(g.mp, comm::group_needs_nccl(size(comm::GroupKind::Mp))) << what;
+      }
+    }
+  }
+  EXPECT_FALSE(comm::group_needs_nccl(1));
+  EXPECT_TRUE(comm::group_needs_nccl(2));
+}
+
+// The CUDA plan counts those communicators and plans NCCL's memory for each (nccl_groups.h: 32
+// channels x 2 ring connections x NCCL_BUFFSIZE 4 MiB = 256 MiB), outside the device total; the
+// CPU plan has neither.
+TEST(CudaPlan, NcclMemoryIsPlannedPerCommunicator) {
+  EXPECT_EQ(comm::kNcclPlannedBytesPerCommunicator, size_t{256} << 20);
   TrainOptions o = cuda_shaped(1);
   o.device = "cuda";
   PlanInput in = plan_input_from(o, 1);
   in.dp = 4;
-  EXPECT_EQ(plan_memory(in).nccl_communicators, 5);
+  const MemoryPlan p = plan_memory(in);
+  EXPECT_EQ(p.nccl_communicators, 2);
+  EXPECT_EQ(p.nccl_bytes, 2 * comm::kNcclPlannedBytesPerCommunicator);
+  o.num_layers = 4;
+  o.tensor_model_parallel_size = 2;
+  test::set_pipeline(o, 2, 1);
+  o.global_batch_size = 8;
+  const std::vector<MemoryPlan> stages = plan_stages(plan_input_from(o, 2));  // tp 2 dp 2 pp 2
+  ASSERT_EQ(stages.size(), 2u);
+  for (const MemoryPlan& stage : stages) {
+    EXPECT_EQ(stage.nccl_communicators, 6) << "stage " << stage.stage;
+    EXPECT_EQ(stage.nccl_bytes, 6 * comm::kNcclPlannedBytesPerCommunicator);
+  }
+  o.device = "cpu";
+  EXPECT_EQ(plan_stages(plan_input_from(o, 2))[0].nccl_bytes, 0u);
 }
 
 }  // namespace
