@@ -44,9 +44,10 @@ class TrainDevice {
   comm::Topology& topology() const { return *topo_; }
   // The CUDA device's name ("cpu" on the CPU backend).
   std::string device_name() const;
-  // CUDA: the NCCL communicators this rank made (none for a world of one, which needs none:
-  // comm::nccl_communicators) and the device memory they took, outside the pool (the drop of
-  // cudaMemGetInfo's free bytes across their creation, before the pool exists); 0 otherwise.
+  // CUDA: the NCCL communicators this rank made (the world and each group of more than one rank;
+  // none for a world of one: comm::nccl_communicators) and the device memory they took, outside
+  // the pool (the drop of cudaMemGetInfo's free bytes across their creation, before the pool
+  // exists; comm::nccl_planned_bytes is the plan's figure); 0 otherwise.
   int nccl_communicators() const { return nccl_communicators_; }
   size_t nccl_bytes() const { return nccl_bytes_; }
 

@@ -63,6 +63,29 @@ TEST(SelfCommunicator, SplitsShareTheWorldsCounters) {
   EXPECT_EQ(s.total().bytes, 0u);
 }
 
+// A group of one inside a larger world (what NcclCommunicator::split gives the tp group at tp 1):
+// its member is this rank's world rank, it counts into the world's counters, and its own splits
+// keep both.
+TEST(SelfCommunicator, MemberOfALargerWorldNamesItsRankAndSharesTheCounters) {
+  CommStats world_stats;
+  auto tp = SelfCommunicator::member(cpu_backend(), GroupKind::Tp, world_stats, 5);
+  EXPECT_EQ(tp->size(), 1);
+  EXPECT_EQ(tp->rank(), 0);
+  EXPECT_EQ(tp->world_rank_of(0), 5);
+  EXPECT_EQ(&tp->stats(), &world_stats);
+  std::vector<float> a = {1, 2, 3}, out(3);
+  tp->all_reduce(view(a));
+  tp->all_gather(view(a), view(out));
+  EXPECT_EQ(out, a);
+  const auto again = tp->split(0, 0, GroupKind::Mp);
+  EXPECT_EQ(again->world_rank_of(0), 5);
+  again->all_reduce(view(a));
+  const CommSnapshot& s = world_stats.snapshot();
+  EXPECT_EQ(s.at(GroupKind::Tp, CommOp::AllReduce).calls, 1u);
+  EXPECT_EQ(s.at(GroupKind::Tp, CommOp::AllGather).calls, 1u);
+  EXPECT_EQ(s.at(GroupKind::Mp, CommOp::AllReduce).calls, 1u);
+}
+
 TEST(SelfCommunicator, ScalarReducerOfOneLeavesTheValuesAndAllocatesNothing) {
   SelfCommunicator world(cpu_backend());
   MemoryPool pool(make_host_allocator());
