@@ -99,8 +99,9 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
     }
   }
   if (c.store == Store::Gathered) {
-    store_ = std::make_unique<GatheredParams>(layout_, part, working_, ctx_, dp,
-                                              zero_.param_persistence_threshold);
+    store_ = std::make_unique<GatheredParams>(
+        layout_, part, working_, ctx_, dp, zero_.param_persistence_threshold,
+        PrefetchLimits{zero_.prefetch_bucket_elems, zero_.max_live_parameters});
     store_->from_master(adam_->master());
   } else {
     store_ = std::make_unique<PaddedParams>(layout_, part, working_, ctx_, dp,
