@@ -82,6 +82,7 @@ void GatheredParams::start_gather(int u, bool ahead) {
   }
   slot->pending.wait();  // a dropped gather may still be landing
   slot->ahead = ahead;
+  slot->logged = false;
   const auto& pu = part_.units()[k];
   Tensor in = shard_.view({part_.shard_numel()}, working_).slice(pu.shard_offset, {pu.part_len});
   Tensor out = slot->buffer.view({pu.padded_len}, working_);
@@ -98,6 +99,15 @@ void GatheredParams::start_gather(int u, bool ahead) {
   stats_.peak_live_elems = std::max(stats_.peak_live_elems, live);
 }
 
+void GatheredParams::wait_needed(Slot& s) {
+  // Compute needs the unit now: what ran of its gather before this point was hidden.
+  comm::StampRef needed = s.logged ? nullptr : dp_.stamp();
+  s.pending.wait();
+  if (s.logged) return;
+  log_.add(s.pending, std::move(needed));
+  s.logged = true;
+}
+
 void GatheredParams::poll() {
   // Progress for gathers in flight behind compute (the manual progress mode), and their
   // completion seen as it happens rather than at the wait.
@@ -108,7 +118,7 @@ void GatheredParams::poll() {
 CRef GatheredParams::acquire(const Span& s) {
   const int64_t off = layout_offset(layout_, s);
   const int u = part_.unit_of(off);
-  if (first_step_) stats_.first_step.push_back({u, true});
+  if (recording_) stats_.first_step.push_back({u, true});
   const PrefetchPolicy::Actions a = policy_.acquire(u);
   for (int f : a.freed) {
     Slot& x = slot_of(f);
@@ -119,7 +129,7 @@ CRef GatheredParams::acquire(const Span& s) {
   }
   if (a.demand >= 0) start_gather(a.demand, false);
   Slot& slot = slot_of(u);
-  slot.pending.wait();
+  wait_needed(slot);
   slot.ahead = false;
   for (int v : a.prefetch) start_gather(v, true);
   poll();
@@ -130,7 +140,7 @@ CRef GatheredParams::acquire(const Span& s) {
 
 void GatheredParams::release(const Span& s) {
   const int u = part_.unit_of(layout_offset(layout_, s));
-  if (first_step_) stats_.first_step.push_back({u, false});
+  if (recording_) stats_.first_step.push_back({u, false});
   policy_.release(u);
   poll();
 }
@@ -150,11 +160,14 @@ void GatheredParams::from_master(const float* master) {
 
 void GatheredParams::begin_step() {
   policy_.begin_step();
+  recording_ = !recorded_;
+  log_.clear(dp_.stamp());
 }
 
 void GatheredParams::end_step() {
   policy_.end_step();
-  first_step_ = false;
+  recorded_ = recorded_ || recording_;
+  recording_ = false;
 }
 
 }  // namespace zt

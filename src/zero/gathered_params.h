@@ -31,17 +31,20 @@ class GatheredParams final : public ParamStore {
   void begin_step() override;
   void end_step() override;
   const GatherStats* gather_stats() const override { return &stats_; }
+  comm::OverlapTiming gather_timing() const override { return log_.read(); }
 
  private:
   struct Slot {
     Buffer buffer;
     int unit = -1;
     bool ahead = false;  // gathered ahead of its acquire, not acquired yet
+    bool logged = true;  // its gather's times are in the overlap log
     comm::Handle pending;
   };
   void start_gather(int unit, bool ahead);
   Slot& slot_of(int unit);
   void poll();
+  void wait_needed(Slot& s);
 
   const ParamLayout& layout_;
   const Partition& part_;
@@ -55,7 +58,8 @@ class GatheredParams final : public ParamStore {
   std::vector<char> persistent_;
   PrefetchPolicy policy_;
   GatherStats stats_;
-  bool first_step_ = true;
+  comm::OverlapLog log_;
+  bool recording_ = false, recorded_ = false;  // the first step's events into stats_
 };
 
 }  // namespace zt

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "src/comm/timeline.h"
 #include "src/core/tensor.h"
 #include "src/model/param_source.h"
 #include "src/zero/prefetch_policy.h"
@@ -45,6 +46,9 @@ class ParamStore {
   virtual Tensor layout_params() const { return {}; }
   // Stage 3 only.
   virtual const GatherStats* gather_stats() const { return nullptr; }
+  // The last step's parameter gathers against the compute that needed them (stage 3; read after
+  // the step): each from its start to its completion as the communicator saw it.
+  virtual comm::OverlapTiming gather_timing() const { return {}; }
 };
 
 }  // namespace zt

@@ -66,12 +66,12 @@ PrefetchPolicy::Actions PrefetchPolicy::acquire(int u) {
   for (size_t k = 0; k < elems_.size(); ++k)
     if (!persistent_[k] && state_[k] == State::Resident && held_[k] == 0 && k != i)
       drop(static_cast<int>(k), a.freed);
-  if (recording_) {
+  if (in_step_ && !recorded_) {
     trace_.push_back(u);
-  } else if (trace_valid_ && (pos_ >= trace_.size() || trace_[pos_] != u)) {
-    // The model changed its order: stop guessing; what was gathered ahead is dropped once it is
-    // not needed (the next acquire).
-    trace_valid_ = false;
+  } else if (following_ && (pos_ >= trace_.size() || trace_[pos_] != u)) {
+    // The model left the recorded order: no guessing until the next step; what was gathered
+    // ahead is dropped once it is not needed (the next acquire).
+    following_ = false;
     for (auto& s : state_)
       if (s == State::Ahead) s = State::Resident;
     ahead_ = 0;
@@ -82,7 +82,7 @@ PrefetchPolicy::Actions PrefetchPolicy::acquire(int u) {
       // Every slot taken by what is held and gathered ahead (only after a changed order): the
       // unit gathered ahead for the latest use gives its slot back.
       int victim = -1;
-      for (size_t j = pos_; j < trace_.size() && !recording_; ++j) {
+      for (size_t j = pos_; j < trace_.size() && recorded_; ++j) {
         const int v = trace_[j];
         if (state_[static_cast<size_t>(v)] == State::Ahead) victim = v;
       }
@@ -100,10 +100,8 @@ PrefetchPolicy::Actions PrefetchPolicy::acquire(int u) {
     ahead_elems_ -= elems_[i];
   }
   ++held_[i];
-  if (!recording_) {
-    if (trace_valid_) prefetch_from(pos_ + 1, a.prefetch);
-    ++pos_;
-  }
+  if (following_) prefetch_from(pos_ + 1, a.prefetch);
+  ++pos_;
   return a;
 }
 
@@ -130,12 +128,14 @@ void PrefetchPolicy::release(int u) {
 
 void PrefetchPolicy::begin_step() {
   pos_ = 0;
+  in_step_ = true;
+  following_ = recorded_ && !trace_.empty();
 }
 
 void PrefetchPolicy::end_step() {
-  if (!recording_) return;
-  recording_ = false;
-  trace_valid_ = true;
+  if (in_step_) recorded_ = true;
+  in_step_ = false;
+  following_ = false;  // acquires between steps (evaluation) are not in the order
 }
 
 void PrefetchPolicy::invalidate() {

@@ -63,7 +63,9 @@ class PrefetchPolicy {
   };
   Actions acquire(int unit);
   void release(int unit);
-  // Step boundaries: the first step's acquire order becomes the trace prefetching follows.
+  // Step boundaries: the first step's acquire order becomes the trace that later steps follow.
+  // Acquires outside a step (evaluation, generation) are neither recorded nor prefetched for;
+  // a step that leaves the order stops prefetching until the next step.
   void begin_step();
   void end_step();
   // Every gathered copy is stale (new parameters): all non-persistent units are dropped.
@@ -74,7 +76,7 @@ class PrefetchPolicy {
   int64_t peak_live_elems() const { return peak_live_; }
   int max_ahead_units() const { return max_ahead_; }
   int64_t gathers() const { return gathers_; }
-  bool prefetching() const { return trace_valid_; }
+  bool prefetching() const { return following_; }
   const std::vector<int>& trace() const { return trace_; }
 
  private:
@@ -98,7 +100,7 @@ class PrefetchPolicy {
   int64_t gathers_ = 0;
   std::vector<int> trace_;
   size_t pos_ = 0;
-  bool recording_ = true, trace_valid_ = false;
+  bool in_step_ = false, recorded_ = false, following_ = false;
 };
 
 struct PrefetchSummary {

@@ -151,6 +151,17 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale) {
   return r;
 }
 
+GradSyncTiming ZeroOptimizer::grad_sync_timing() const {
+  GradSyncTiming t = grads_->timing();
+  const comm::OverlapTiming g = store_->gather_timing();
+  if (g.comm_ms <= 0) return t;
+  const double hidden = t.hidden_fraction * t.comm_ms + g.hidden_fraction * g.comm_ms;
+  t.comm_ms += g.comm_ms;
+  t.exposed_ms += g.comm_ms * (1 - g.hidden_fraction);
+  t.hidden_fraction = hidden / t.comm_ms;
+  return t;
+}
+
 void ZeroOptimizer::gather_master(float* full) {
   if (!part_) {
     be_.copy_to_host(full, adam_->master(), static_cast<size_t>(layout_.numel()) * 4);

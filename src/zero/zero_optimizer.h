@@ -82,7 +82,10 @@ class ZeroOptimizer final : public ParamSource {
   void tie_grads();
   // Unscales by loss_scale, clips to the global norm, applies one AdamW step at lr.
   StepResult step(double lr, double loss_scale);
-  GradSyncTiming grad_sync_timing() const { return grads_->timing(); }
+  // The last step's data-parallel communication against compute: the gradient reductions and,
+  // at stage 3, the parameter gathers (each hidden for the part that ran before compute needed
+  // it; a gather's exposed time is the rest, which the acquire waited).
+  GradSyncTiming grad_sync_timing() const;
   // Stage 3: what the parameter store measured of its gathers; null in stages 0-2.
   const GatherStats* gather_stats() const { return store_->gather_stats(); }
   // The full fp32 master parameters in ParamLayout order into host memory, on every rank

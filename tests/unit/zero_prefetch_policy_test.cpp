@@ -134,6 +134,39 @@ TEST(PrefetchPolicy, HeldPairsAndPersistentUnits) {
   EXPECT_LE(two.peak_live_elems, 400);
 }
 
+TEST(PrefetchPolicy, AcquiresBetweenStepsAreOutsideTheOrder) {
+  // An evaluation pass between steps (forward only) neither joins the trace nor stops the
+  // next step's prefetching; and a step that left the order prefetches again at the next.
+  const std::vector<int64_t> sizes(6, 100);
+  const std::vector<char> persistent(6, 0);
+  PrefetchPolicy p(sizes, persistent, 100, {100, 1'000'000});
+  for (const auto& e : forward_backward(6)) e.acquire ? (void)p.acquire(e.unit) : p.release(e.unit);
+  EXPECT_TRUE(p.trace().empty());
+  p.begin_step();
+  for (const auto& e : forward_backward(6)) e.acquire ? (void)p.acquire(e.unit) : p.release(e.unit);
+  p.end_step();
+  EXPECT_EQ(p.trace().size(), 12u);
+  p.invalidate();
+  for (int u = 0; u < 6; ++u) {
+    EXPECT_TRUE(p.acquire(u).prefetch.empty());
+    p.release(u);
+  }
+  p.invalidate();
+  p.begin_step();
+  EXPECT_TRUE(p.prefetching());
+  EXPECT_EQ(p.acquire(0).prefetch, (std::vector<int>{1}));
+  p.release(0);
+  (void)p.acquire(3);  // off the order
+  p.release(3);
+  EXPECT_FALSE(p.prefetching());
+  p.end_step();
+  p.invalidate();
+  p.begin_step();
+  EXPECT_TRUE(p.prefetching());
+  EXPECT_EQ(p.acquire(0).prefetch, (std::vector<int>{1}));
+  EXPECT_EQ(p.trace().size(), 12u);
+}
+
 TEST(PrefetchPolicy, AChangedOrderStopsPrefetching) {
   const std::vector<int64_t> sizes(6, 100);
   const std::vector<char> persistent(6, 0);
