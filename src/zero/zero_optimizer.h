@@ -88,6 +88,7 @@ class ZeroOptimizer final : public ParamSource {
   GradSyncTiming grad_sync_timing() const;
   // Stage 3: what the parameter store measured of its gathers; null in stages 0-2.
   const GatherStats* gather_stats() const { return store_->gather_stats(); }
+  comm::OverlapTiming gather_timing() const { return store_->gather_timing(); }
   // The full fp32 master parameters in ParamLayout order into host memory, on every rank
   // (collective over dp). Host pointers here and in set_master / set_state_from_layout_order.
   void gather_master(float* full);

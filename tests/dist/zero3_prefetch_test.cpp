@@ -55,6 +55,15 @@ Measured run(const TrainOptions& o) {
     r.losses.push_back(m.lm_loss);
     r.dp_bytes += m.comm_bytes_dp;
   }
+  // The last step's gathers are in the overlap measure, each timed to its observed completion.
+  const comm::OverlapTiming gathers = t.optimizer().gather_timing();
+  const GradSyncTiming sync = t.optimizer().grad_sync_timing();
+  if (dp > 1) {
+    EXPECT_GT(gathers.comm_ms, 0);
+    EXPECT_GE(gathers.hidden_fraction, 0);
+    EXPECT_LE(gathers.hidden_fraction, 1);
+    EXPECT_GE(sync.comm_ms, gathers.comm_ms);
+  }
   const GatherStats* g = t.optimizer().gather_stats();
   EXPECT_NE(g, nullptr);
   if (g != nullptr) r.stats = *g;
