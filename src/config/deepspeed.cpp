@@ -45,6 +45,8 @@ constexpr Ignored kIgnored[] = {
     {"zero_optimization.cpu_offload_params", "false"},
     {"zero_optimization.cpu_offload_use_pin_memory", "*"},
     {"zero_optimization.sub_group_size", "*"},
+    // Gradient partitions are one pre-allocated buffer by construction (zero-stages.md).
+    {"zero_optimization.contiguous_gradients", "true"},
     {"zero_optimization.stage3_max_reuse_distance", "*"},
     {"zero_optimization.stage3_gather_16bit_weights_on_model_save", "false"},
     {"zero_optimization.stage3_gather_fp16_weights_on_model_save", "false"},

@@ -72,8 +72,7 @@ LossScalerConfig scaler_config(const TrainOptions& o) {
   return c;
 }
 
-// The options' part of ZeroConfig. --prefetch-bucket-size and --max-live-parameters are
-// accepted for DeepSpeed compatibility and not read: stage 3 prefetches one unit ahead.
+// The options' part of ZeroConfig.
 ZeroConfig zero_config(const TrainOptions& o) {
   ZeroConfig z;
   z.stage = o.zero_stage;
@@ -83,6 +82,8 @@ ZeroConfig zero_config(const TrainOptions& o) {
   // embedding's sum (DeepSpeed's pipeline order: tied gradients, then data-parallel gradients).
   z.overlap_comm = o.overlap_comm && o.pipeline_model_parallel_size == 1;
   z.param_persistence_threshold = o.param_persistence_threshold;
+  z.prefetch_bucket_elems = o.prefetch_bucket_size;
+  z.max_live_parameters = o.max_live_parameters;
   z.fp32_grads = o.accumulate_allreduce_grads_in_fp32;
   return z;
 }

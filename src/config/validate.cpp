@@ -64,9 +64,6 @@ void validate_layout_options(const TrainOptions& o, int dp) {
              "--cpu-checkpointing needs --partition-activations (DeepSpeed's rule)");
   ZT_REQUIRE(o.zero_stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got {}", o.zero_stage);
   validate_pipeline_options(o, batch.accumulation);
-  ZT_REQUIRE(o.contiguous_gradients,
-             "--contiguous-gradients false is not supported: zerotron always keeps gradients in "
-             "one contiguous pre-allocated buffer");
 }
 
 void validate_train_options(const TrainOptions& o, int dp) {

@@ -15,10 +15,10 @@
 #include "src/pipeline/stage_runner.h"
 #include "src/zero/activation_checkpointer.h"
 #include "src/zero/dp_grad_sync.h"
-#include "src/zero/gathered_params.h"
 #include "src/zero/grad_buckets.h"
 #include "src/zero/grad_staging.h"
 #include "src/zero/partition.h"
+#include "src/zero/prefetch_policy.h"
 #include "src/zero/reduce_scatter_grads.h"
 #include "src/zero/sharded_adam.h"
 
@@ -94,14 +94,15 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   if (staged_grads) b += mpi_staging_bytes(max_unit, dp, reductions);
   if (in.zero_stage >= 2) b += reductions * (max_unit + max_part) * eg;
   if (in.zero_stage == 3) {
-    bool shared = false;
+    int shared = 0;
     for (const auto& u : part.units()) {
       if (layout.blocks()[static_cast<size_t>(u.block)].numel() > in.param_persistence_threshold)
-        shared = true;
+        ++shared;
       else
         b += static_cast<size_t>(u.padded_len) * e;
     }
-    if (shared) b += static_cast<size_t>(GatheredParams::kSlots) * max_unit * e;
+    const PrefetchLimits limits{in.prefetch_bucket_elems, in.max_live_parameters};
+    b += static_cast<size_t>(gathered_slots(shared, part.max_unit(), limits)) * max_unit * e;
   }
   return b;
 }

@@ -32,6 +32,9 @@ struct PlanInput {
   bool partition_activations = false, cpu_checkpointing = false;
   int64_t reduce_bucket_elems = option_defaults::reduce_bucket_size;
   int64_t param_persistence_threshold = option_defaults::param_persistence_threshold;
+  // Stage 3's gather slots (zero/prefetch_policy.h).
+  int64_t prefetch_bucket_elems = option_defaults::prefetch_bucket_size;
+  int64_t max_live_parameters = option_defaults::max_live_parameters;
   // Whether half-precision reductions are widened into fp32 staging by the communicator
   // (MpiCommunicator, the CPU backend); NCCL reduces half tensors natively and stages nothing.
   bool staged_half_reductions = true;

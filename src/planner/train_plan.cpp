@@ -60,6 +60,8 @@ PlanInput plan_input_from(const TrainOptions& o, int dp) {
   in.cpu_checkpointing = d.checkpoint.cpu;
   in.reduce_bucket_elems = d.zero.reduce_bucket_elems;
   in.param_persistence_threshold = d.zero.param_persistence_threshold;
+  in.prefetch_bucket_elems = d.zero.prefetch_bucket_elems;
+  in.max_live_parameters = d.zero.max_live_parameters;
   in.staged_half_reductions = o.device != "cuda";
   in.cuda = o.device == "cuda";
   return in;

@@ -36,8 +36,10 @@ struct StepMetrics {
   double memory_fragmentation = 1.0;
   // Paper-convention bytes this rank sent per group during the step (CommStats).
   uint64_t comm_bytes_dp = 0, comm_bytes_tp = 0, comm_bytes_pp = 0;
-  double comm_hidden_fraction = 0;  // of data-parallel gradient communication, behind backward
-  double comm_exposed_ms = 0;       // time the step waited for it after backward
+  // Of data-parallel communication (gradient reductions; at stage 3 also the parameter gathers),
+  // the share that ran behind compute, by each operation's observed completion.
+  double comm_hidden_fraction = 0;
+  double comm_exposed_ms = 0;  // time the step waited for it (after backward; stage 3 acquires)
   // Pipeline parallelism: the share of the schedule's span the stages spent not computing (1 -
   // mean stage compute time / the longest stage's schedule time: pipeline::simulate's bubble
   // fraction, measured); 0 without a pipeline.

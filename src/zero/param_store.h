@@ -5,11 +5,26 @@
 //   PaddedParams    stages 1-2: every parameter, in the partition's padded space; after the step
 //                   each rank's updated parts are all-gathered unit by unit.
 //   GatheredParams  stage 3: only the own shard; a unit is all-gathered when the model acquires
-//                   a span in it.
+//                   a span in it, or ahead of that by the prefetch policy.
+#include <cstdint>
+#include <vector>
+
+#include "src/comm/timeline.h"
 #include "src/core/tensor.h"
 #include "src/model/param_source.h"
+#include "src/zero/prefetch_policy.h"
 
 namespace zt {
+
+// What stage 3's store measured on its own buffers and handles (not taken from the policy).
+struct GatherStats {
+  int slots = 0;                // shared gather buffers
+  int64_t slot_elems = 0;       // elements each
+  int max_ahead_units = 0;      // units gathered and not yet acquired, at most at once
+  int64_t peak_live_elems = 0;  // elements of the units in the shared buffers, at most at once
+  int64_t gathers = 0;          // all-gathers of shared units issued
+  std::vector<UnitEvent> first_step;  // the first step's acquires and releases, by unit
+};
 
 class ParamStore {
  public:
@@ -29,6 +44,11 @@ class ParamStore {
   // The working parameters in ParamLayout order, where this store keeps them so (stage 0);
   // empty otherwise.
   virtual Tensor layout_params() const { return {}; }
+  // Stage 3 only.
+  virtual const GatherStats* gather_stats() const { return nullptr; }
+  // The last step's parameter gathers against the compute that needed them (stage 3; read after
+  // the step): each from its start to its completion as the communicator saw it.
+  virtual comm::OverlapTiming gather_timing() const { return {}; }
 };
 
 }  // namespace zt

@@ -53,6 +53,8 @@ float* ReduceScatterAtStep::open(const Span& s) {
 }
 
 void ReduceScatterAtStep::close(const Span& s) {
+  for (size_t w = waited_; w < order_.size(); ++w)  // see ReduceScatterUnits::poll
+    (void)handles_[static_cast<size_t>(order_[w])].test();
   const int u = unit_of_span(layout_, part_, s);
   if (half()) {
     accumulate_f32(be_, at(grads_.data(), working_, part_.padded_of(layout_offset(layout_, s))),
@@ -146,6 +148,7 @@ ReduceScatterUnits::~ReduceScatterUnits() {
 }
 
 void ReduceScatterUnits::close(const Span& s) {
+  poll();
   const int u = unit_of_span(layout_, part_, s);
   const auto& pu = part_.units()[static_cast<size_t>(u)];
   Reduction& r = filling(u);
@@ -158,6 +161,13 @@ void ReduceScatterUnits::close(const Span& s) {
   if (left > 0) return;
   left = pu.real_len;
   launch(r);
+}
+
+void ReduceScatterUnits::poll() {
+  // Between backward's chunks: drives the reductions in flight (the manual progress mode) and
+  // takes each one's completion time when it is first seen complete, not when the step waits.
+  for (auto& r : reductions_)
+    if (r.state == Fill::InFlight) (void)r.handle.test();
 }
 
 ReduceScatterUnits::Reduction& ReduceScatterUnits::filling(int u) {

@@ -83,6 +83,7 @@ class ReduceScatterUnits final : public GradReducer {
     uint64_t order = 0;
   };
   Reduction& filling(int unit);
+  void poll();
   void launch(Reduction& r);
   void complete(Reduction& r);
 

@@ -99,8 +99,9 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
     }
   }
   if (c.store == Store::Gathered) {
-    store_ = std::make_unique<GatheredParams>(layout_, part, working_, ctx_, dp,
-                                              zero_.param_persistence_threshold);
+    store_ = std::make_unique<GatheredParams>(
+        layout_, part, working_, ctx_, dp, zero_.param_persistence_threshold,
+        PrefetchLimits{zero_.prefetch_bucket_elems, zero_.max_live_parameters});
     store_->from_master(adam_->master());
   } else {
     store_ = std::make_unique<PaddedParams>(layout_, part, working_, ctx_, dp,
@@ -148,6 +149,17 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale) {
                                    zero_.tp_rank, norm_.get(), norm_excluded_);
   if (!r.skipped) store_->from_master(adam_->master());
   return r;
+}
+
+GradSyncTiming ZeroOptimizer::grad_sync_timing() const {
+  GradSyncTiming t = grads_->timing();
+  const comm::OverlapTiming g = store_->gather_timing();
+  if (g.comm_ms <= 0) return t;
+  const double hidden = t.hidden_fraction * t.comm_ms + g.hidden_fraction * g.comm_ms;
+  t.comm_ms += g.comm_ms;
+  t.exposed_ms += g.comm_ms * (1 - g.hidden_fraction);
+  t.hidden_fraction = hidden / t.comm_ms;
+  return t;
 }
 
 void ZeroOptimizer::gather_master(float* full) {

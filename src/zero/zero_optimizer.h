@@ -49,7 +49,7 @@ struct ZeroConfig {
   int64_t reduce_bucket_elems = model_state_defaults::kReduceBucketElems;
   int64_t allgather_bucket_elems = model_state_defaults::kAllgatherBucketElems;
   bool overlap_comm = true;
-  // Stage 3.
+  // Stage 3 (prefetch_policy.h).
   int64_t prefetch_bucket_elems = model_state_defaults::kPrefetchBucketElems;
   int64_t param_persistence_threshold = model_state_defaults::kParamPersistenceThreshold;
   int64_t max_live_parameters = model_state_defaults::kMaxLiveParameters;
@@ -82,7 +82,13 @@ class ZeroOptimizer final : public ParamSource {
   void tie_grads();
   // Unscales by loss_scale, clips to the global norm, applies one AdamW step at lr.
   StepResult step(double lr, double loss_scale);
-  GradSyncTiming grad_sync_timing() const { return grads_->timing(); }
+  // The last step's data-parallel communication against compute: the gradient reductions and,
+  // at stage 3, the parameter gathers (each hidden for the part that ran before compute needed
+  // it; a gather's exposed time is the rest, which the acquire waited).
+  GradSyncTiming grad_sync_timing() const;
+  // Stage 3: what the parameter store measured of its gathers; null in stages 0-2.
+  const GatherStats* gather_stats() const { return store_->gather_stats(); }
+  comm::OverlapTiming gather_timing() const { return store_->gather_timing(); }
   // The full fp32 master parameters in ParamLayout order into host memory, on every rank
   // (collective over dp). Host pointers here and in set_master / set_state_from_layout_order.
   void gather_master(float* full);

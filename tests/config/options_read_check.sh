@@ -9,13 +9,9 @@ set -euo pipefail
 root=${1:?usage: options_read_check.sh SOURCE_DIR}
 cd "$root"
 
-# Accepted for DeepSpeed compatibility and read by nothing yet; their --help says so. Each
-# leaves this list when it gets its meaning.
-allowed=(
-  contiguous_gradients  # gradients are always in one contiguous buffer (false is refused)
-  prefetch_bucket_size  # stage 3 prefetches one unit ahead
-  max_live_parameters   # stage 3 prefetches one unit ahead
-)
+# Accepted and read by nothing yet; their --help says so. Each leaves this list when it gets
+# its meaning.
+allowed=()
 
 # Acted on inside src/config by design, so read there rather than by a consumer: --config and
 # --deepspeed-config name the JSON file the parser reads before the flags; --mock-data is the

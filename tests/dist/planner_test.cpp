@@ -226,6 +226,7 @@ TEST(Planner, BuffersDoNotGrowWithTheModel) {
         if (o.fp16) o.initial_loss_scale = 1024;
         o.reduce_bucket_size = 1500;
         o.param_persistence_threshold = 0;
+        o.prefetch_bucket_size = 3000;  // stage 3: two units ahead, whatever the model
         comm::Topology topo(dist::world(), 1);
         Trainer t(o, dist::pool(), topo);
         const StepMetrics m = t.run(false).back();
@@ -238,6 +239,7 @@ TEST(Planner, BuffersDoNotGrowWithTheModel) {
         in.micro_batch = o.micro_batch_size;
         in.reduce_bucket_elems = o.reduce_bucket_size;
         in.param_persistence_threshold = o.param_persistence_threshold;
+        in.prefetch_bucket_elems = o.prefetch_bucket_size;
         const std::string what = std::string(dtype_name(working)) + " stage " +
                                  std::to_string(stage) + " layers " + std::to_string(z.layers) +
                                  " hidden " + std::to_string(z.hidden) + " vocab " +

@@ -28,6 +28,7 @@ TrainOptions small(int stage) {
   o.allgather_bucket_size = 6000;
   o.overlap_comm = true;
   o.param_persistence_threshold = 200;  // the final layernorm stays gathered
+  o.prefetch_bucket_size = 6000;        // stage 3: two units ahead, whatever the depth
   return o;
 }
 

@@ -296,6 +296,12 @@ TEST(DeepSpeedConfig, ZeroTutorialConfigs) {
   EXPECT_EQ(z.reduce_bucket_size, 10000000);
   EXPECT_TRUE(
       warnings(R"({"zero_optimization": {"offload_optimizer": {"device": "none"}}})").empty());
+  // Gradients are one pre-allocated buffer here by construction: false changes nothing.
+  const std::vector<std::string> c =
+      warnings(R"({"zero_optimization": {"contiguous_gradients": false}})");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].find("'zero_optimization.contiguous_gradients' ignored"), std::string::npos)
+      << c[0];
   // ZeRO++'s quantized communication changes the values reduced: refused.
   EXPECT_NE(refusal(R"({"zero_optimization": {"stage": 3, "zero_quantized_gradients": true}})")
                 .find("zero_quantized_gradients"),
