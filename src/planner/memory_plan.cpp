@@ -72,8 +72,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
     b += std::min(staged_elems, static_cast<size_t>(comm::MpiCommunicator::kStagingSlice)) * 4;
   }
   b += ShardedAdam::workspace_bytes();  // this rank's share of the gradient norm
-  const auto span = static_cast<size_t>(longest_chunk(layout, in.reduce_bucket_elems));
-  const size_t staging = GradStaging::kSlots * span * 4;
+  const size_t staging = GradStaging::bytes(layout, in.reduce_bucket_elems);
   if (in.zero_stage == 0) {
     if (half_grads) b += staging;
     if (staged_grads && in.dp > 1) {
