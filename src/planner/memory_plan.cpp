@@ -236,6 +236,8 @@ MemoryPlan plan_memory(const PlanInput& in) {
   } else {
     p.activations += KeepAllActivations::bytes(c, in.micro_batch, in.tp, slots);
   }
+  // The CPU kernels' per-thread scratch, which the model takes from the pool on the CPU backend.
+  if (!in.cuda) p.activations += Gpt::kernel_scratch_bytes(c, in.micro_batch, in.tp);
   p.backend_buffers = in.cuda ? kCudaGemmWorkspaceBytes : 0;
   p.buffers = plan_buffers(in, layout, part) + p.backend_buffers;
   p.nccl_communicators = in.cuda ? comm::nccl_communicators(in.tp * in.dp * in.pp, in.pp) : 0;
