@@ -108,12 +108,27 @@ Dims make_dims(int B, int T, int C, int NH, const DropoutParams& drop) {
 template <typename T>
 constexpr bool kHalf = !std::is_same_v<T, float>;
 
+// The calling thread's binding, for its team's tasks (slices by omp_get_thread_num). A call from
+// inside a parallel region would run in a nested team whose thread numbers repeat across the
+// outer threads: it takes heap buffers instead.
+KernelScratch bound_scratch() {
+  return omp_in_parallel() ? KernelScratch{} : t_scratch;
+}
+
 // One task's scratch in elements: fp32 blocks, then blocks in T.
 struct Need {
   size_t f32 = 0, t = 0;
   size_t bytes(size_t t_size) const { return align(f32 * sizeof(float)) + t * t_size; }
   static size_t align(size_t b) { return (b + 63) / 64 * 64; }
 };
+
+// Before the parallel region (an exception cannot leave one): a bound scratch must hold `bytes`
+// per task and have a slice for every thread of the team.
+void check_scratch(const KernelScratch& ks, size_t bytes) {
+  ZT_CHECK(ks.base == nullptr || (bytes <= ks.per_thread && omp_get_max_threads() <= ks.threads),
+           "attention: {} threads need {} bytes of scratch each; {} threads of {} bytes are bound",
+           omp_get_max_threads(), bytes, ks.threads, ks.per_thread);
+}
 
 // Carves a task's blocks from the running thread's scratch: the fp32 blocks from the start, the
 // blocks in T after Need::f32 (64-byte aligned).
@@ -124,12 +139,8 @@ class Carver {
     const size_t bytes = need.bytes(sizeof(T));
     if (ks.base == nullptr) {
       base_ = detail::thread_buffer<unsigned char, kSlot>(bytes);
-    } else {
-      const int t = omp_get_thread_num();
-      ZT_CHECK(t < ks.threads && bytes <= ks.per_thread,
-               "attention: thread {} needs {} bytes of scratch; {} threads of {} bytes are bound",
-               t, bytes, ks.threads, ks.per_thread);
-      base_ = static_cast<unsigned char*>(ks.base) + size_t(t) * ks.per_thread;
+    } else {  // check_scratch() has checked the fit, on the calling thread
+      base_ = static_cast<unsigned char*>(ks.base) + size_t(omp_get_thread_num()) * ks.per_thread;
     }
     f_ = reinterpret_cast<float*>(base_);
     t_ = reinterpret_cast<T*>(base_ + Need::align(need.f32 * sizeof(float)));
@@ -569,15 +580,17 @@ template <typename T>
 void Kernels::attention_forward(T* out, float* lse, const T* qkv, int B, int Tn, int C, int NH,
                                 const DropoutParams& drop, Exec) {
   const Dims d = make_dims(B, Tn, C, NH, drop);
-  const KernelScratch ks = t_scratch;  // the calling thread's, for the team's tasks
+  const KernelScratch ks = bound_scratch();
   if (batched_path<T>()) {
     const int BH = B * NH, g = batched_group(d, false), groups = (BH + g - 1) / g;
+    check_scratch(ks, group_forward_need(d, g).bytes(sizeof(T)));
 #pragma omp parallel for schedule(dynamic)
     for (int k = 0; k < groups; ++k)
       forward_group(out, lse, qkv, d, k * g, std::min(g, BH - k * g), drop, ks);
     return;
   }
   const int nb = d.blocks_q(), tasks = B * NH * nb;
+  check_scratch(ks, tile_forward_need(d).bytes(sizeof(T)));
   detail::BlasSingleThreaded single;
 #pragma omp parallel for schedule(dynamic)
   for (int t = 0; t < tasks; ++t) {
@@ -592,15 +605,17 @@ void Kernels::attention_backward(T* dqkv, float* delta, const T* dout, const T* 
                                  const float* lse, int B, int Tn, int C, int NH,
                                  const DropoutParams& drop, Exec) {
   const Dims d = make_dims(B, Tn, C, NH, drop);
-  const KernelScratch ks = t_scratch;
+  const KernelScratch ks = bound_scratch();
   const int BH = B * NH;
   if (batched_path<T>()) {
     const int g = batched_group(d, true), groups = (BH + g - 1) / g;
+    check_scratch(ks, group_backward_need(d, g).bytes(sizeof(T)));
 #pragma omp parallel for schedule(dynamic)
     for (int k = 0; k < groups; ++k)
       backward_group(dqkv, delta, dout, qkv, out, lse, d, k * g, std::min(g, BH - k * g), drop, ks);
     return;
   }
+  check_scratch(ks, head_backward_need(d, kHalf<T>).bytes(sizeof(T)));
   detail::BlasSingleThreaded single;
 #pragma omp parallel for schedule(dynamic)
   for (int bh = 0; bh < BH; ++bh) backward_head(dqkv, delta, dout, qkv, out, lse, d, bh, drop, ks);
