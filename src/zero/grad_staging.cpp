@@ -7,10 +7,10 @@ namespace zt {
 
 namespace {
 
-// Elements of the two slots: the longest span, and the longest vector parameter (at most that).
+// Elements of the two slots: the longest span, and the vector slot (at most that).
 std::array<int64_t, GradStaging::kSlots> slot_elems(const ParamLayout& layout, int64_t max_span) {
   const int64_t longest = longest_chunk(layout, max_span);
-  int64_t vector = 0;
+  int64_t vector = GradStaging::kVectorSlotElems;
   for (const auto& p : layout.params())
     if (p.shape.rank() < 2) vector = std::max(vector, p.numel());
   return {longest, std::min(vector, longest)};

@@ -4,8 +4,8 @@
 // once and at most one of them is a chunk of a matrix (a weight with its bias, a layernorm's two
 // vectors; ParamSource). So one slot is of the longest span the model produces (the size follows
 // the bucket flag, not the largest layer or the vocabulary) and the other of the longest vector
-// parameter; a span takes the shortest free slot it fits. Two slots of the longest span would
-// hold a second word-embedding-sized fp32 region that no span ever uses.
+// parameter (kVectorSlotElems at least); a span takes the shortest free slot it fits. Two slots of
+// the longest span would hold a second word-embedding-sized fp32 region that no span ever uses.
 #include <array>
 #include <cstdint>
 
@@ -19,6 +19,10 @@ namespace zt {
 class GradStaging {
  public:
   static constexpr int kSlots = 2;
+  // The vector slot's length: the longest vector parameter, at least this (and at most the long
+  // slot), so that like the long slot it follows the flags, not the model: 64 K elements hold
+  // the MLP bias (4h) of any model up to hidden 16384.
+  static constexpr int64_t kVectorSlotElems = int64_t{1} << 16;
   GradStaging() = default;
   // The slots for `layout`'s spans under ParamSource::max_span() = max_span, fp32, category
   // buffers, in ctx.pool().
