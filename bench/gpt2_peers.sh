@@ -23,7 +23,7 @@ model=(--num-layers 12 --hidden-size 768 --num-attention-heads 12 --seq-length 6
 have_torch=0
 python3 -c "import torch" 2>/dev/null && have_torch=1
 cut -d' ' -f1-3 /proc/loadavg >"$tmp/load_before"
-for r in $(seq "$rounds"); do
+for _ in $(seq "$rounds"); do
   if [ -n "$base" ]; then
     "$base" --steps "$steps" --warmup 1 "${model[@]}" >>"$tmp/base_zt_fp32.jsonl"
     "$base" --steps "$steps" --warmup 1 --bf16 "${model[@]}" >>"$tmp/base_zt_bf16.jsonl"

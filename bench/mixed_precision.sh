@@ -24,7 +24,7 @@ base=${BASELINE_BENCH_STEP:-}
 have_torch=0
 python3 -c "import torch" 2>/dev/null && have_torch=1
 cut -d' ' -f1-3 /proc/loadavg >"$tmp/load_before"
-for r in $(seq "$rounds"); do
+for _ in $(seq "$rounds"); do
   if [ -n "$base" ]; then
     "$base" --steps "$steps" --warmup 1 >>"$tmp/base_zt_fp32.jsonl"
     "$base" --steps "$steps" --warmup 1 --bf16 >>"$tmp/base_zt_bf16.jsonl"

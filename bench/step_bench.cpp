@@ -149,9 +149,13 @@ static int run(int argc, char** argv) {
   zt::comm::SelfWorld alone;
   zt::Trainer trainer(o, pool, alone.topology());
   std::vector<double> ms;
+  nlohmann::json by_category;  // the last step's pool peak per category
   for (int s = 0; s < steps + warmup; ++s) {
     const zt::StepMetrics m = trainer.train_step();
     if (s >= warmup) ms.push_back(m.elapsed_ms);
+    for (size_t c = 0; c < zt::kNumMemCategories; ++c)
+      by_category[std::string(zt::mem_category_name(static_cast<zt::MemCategory>(c)))] =
+          m.memory_peak[c];
   }
   // Peak RSS of training, read before the sgemm reference allocates its own operands.
   rusage ru{};
@@ -180,6 +184,7 @@ static int run(int argc, char** argv) {
       {"sgemm_gflops_model_shapes", sgemm},
       {"model_over_sgemm", model_gflops / sgemm},
       {"peak_pool_bytes", pool.total_peak()},
+      {"peak_pool_bytes_by_category", by_category},
       {"peak_rss_bytes", static_cast<int64_t>(ru.ru_maxrss) * 1024},
       {"threads", omp_get_max_threads()},
       {"cpu", cpu_info()},

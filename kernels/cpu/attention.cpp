@@ -3,7 +3,11 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
+#include <omp.h>
+
+#include "kernels/backend_memory.h"
 #include "kernels/common/attention.h"
 #include "kernels/common/reduce.h"
 #include "kernels/cpu/gemm_mixed.h"
@@ -53,20 +57,32 @@
 // call, as above, which matters when the cores are oversubscribed), and the grouping does not
 // depend on the thread count, so neither do the bits. Memory per group (kBatchedGroupBytes
 // bounds it unless a single head needs more): O(T (hd + 1)) per head for the packed rows and
-// accumulators plus kRowChunk x kBk panels per head, nothing of size T x T; the buffers are the
-// running thread's (thread_buffer), like the tiles above.
-namespace zt::cpu {
+// accumulators plus kRowChunk x kBk panels per head, nothing of size T x T.
+//
+// Where the buffers live: a task's fp32 blocks and then its blocks in T are one region of the
+// running thread's slice of the KernelScratch bound to the calling thread (the model takes it
+// from its MemoryPool, sized by cpu_attention_scratch_per_thread, the same Need as the tasks
+// carve); with none bound (kernel tests, generation) a per-thread heap buffer of that size.
+namespace zt {
+namespace {
+// The calling thread's binding (ScopedKernelScratch).
+thread_local KernelScratch t_scratch;
+}  // namespace
+
+ScopedKernelScratch::ScopedKernelScratch(const KernelScratch& s) : prev_(t_scratch) {
+  t_scratch = s;
+}
+ScopedKernelScratch::~ScopedKernelScratch() {
+  t_scratch = prev_;
+}
+
+namespace cpu {
 namespace {
 
 constexpr int kBq = 64;  // query rows per tile
 constexpr int kBk = 64;  // keys per tile
-// thread_buffer slots of this file (layernorm and cross-entropy use slot 0): fp32 tiles, and
-// tiles of operands in T.
-constexpr int kSlotF32 = 5;
-constexpr int kSlotT = 6;
-// The batched path's buffers, on the thread running a group.
-constexpr int kSlotBatchedF32 = 7;
-constexpr int kSlotBatchedT = 8;
+// The thread_buffer slot of this file's unbound scratch (layernorm and cross-entropy use 0).
+constexpr int kSlot = 5;
 // The batched path: query rows per product (a multiple of kBk, so the products take at most
 // kRowChunk / kBk row counts and oneDNN's primitive cache holds them all whatever T is), and the
 // bound of one group's buffers (both slots) unless one head alone needs more.
@@ -89,23 +105,54 @@ Dims make_dims(int B, int T, int C, int NH, const DropoutParams& drop) {
   return Dims{B, T, C, NH, hd, 3 * int64_t{C}, 1.0f / std::sqrt(static_cast<float>(hd))};
 }
 
-// Carves consecutive blocks from one per-thread buffer of E.
-template <typename E, int Slot>
-class Carver {
- public:
-  explicit Carver(size_t total) : p_(detail::thread_buffer<E, Slot>(total)) {}
-  E* take(size_t n) {
-    E* r = p_;
-    p_ += n;
-    return r;
-  }
-
- private:
-  E* p_;
-};
-
 template <typename T>
 constexpr bool kHalf = !std::is_same_v<T, float>;
+
+// The calling thread's binding, for its team's tasks (slices by omp_get_thread_num). A call from
+// inside a parallel region would run in a nested team whose thread numbers repeat across the
+// outer threads: it takes heap buffers instead.
+KernelScratch bound_scratch() {
+  return omp_in_parallel() ? KernelScratch{} : t_scratch;
+}
+
+// One task's scratch in elements: fp32 blocks, then blocks in T.
+struct Need {
+  size_t f32 = 0, t = 0;
+  size_t bytes(size_t t_size) const { return align(f32 * sizeof(float)) + t * t_size; }
+  static size_t align(size_t b) { return (b + 63) / 64 * 64; }
+};
+
+// Before the parallel region (an exception cannot leave one): a bound scratch must hold `bytes`
+// per task and have a slice for every thread of the team.
+void check_scratch(const KernelScratch& ks, size_t bytes) {
+  ZT_CHECK(ks.base == nullptr || (bytes <= ks.per_thread && omp_get_max_threads() <= ks.threads),
+           "attention: {} threads need {} bytes of scratch each; {} threads of {} bytes are bound",
+           omp_get_max_threads(), bytes, ks.threads, ks.per_thread);
+}
+
+// Carves a task's blocks from the running thread's scratch: the fp32 blocks from the start, the
+// blocks in T after Need::f32 (64-byte aligned).
+template <typename T>
+class Carver {
+ public:
+  Carver(const KernelScratch& ks, const Need& need) {
+    const size_t bytes = need.bytes(sizeof(T));
+    if (ks.base == nullptr) {
+      base_ = detail::thread_buffer<unsigned char, kSlot>(bytes);
+    } else {  // check_scratch() has checked the fit, on the calling thread
+      base_ = static_cast<unsigned char*>(ks.base) + size_t(omp_get_thread_num()) * ks.per_thread;
+    }
+    f_ = reinterpret_cast<float*>(base_);
+    t_ = reinterpret_cast<T*>(base_ + Need::align(need.f32 * sizeof(float)));
+  }
+  float* f32(size_t n) { return std::exchange(f_, f_ + n); }
+  T* t(size_t n) { return std::exchange(t_, t_ + n); }
+
+ private:
+  unsigned char* base_ = nullptr;
+  float* f_ = nullptr;
+  T* t_ = nullptr;
+};
 
 // Row r of a tile of query rows i0.. against keys j0..: how many keys are at or left of the
 // diagonal (0 .. nk).
@@ -125,18 +172,29 @@ void drop_row(T* dst, const float* src, int n, int nk, const DropoutParams& drop
   for (int j = n; j < nk; ++j) dst[j] = from_float<T>(0.0f);
 }
 
+// forward_tile: S and the output accumulator; the dropped probabilities.
+Need tile_forward_need(const Dims& d) {
+  return {size_t(kBq) * kBk + size_t(kBq) * d.hd, size_t(kBq) * kBk};
+}
+
+// backward_head: P, dS, dK, dV and (half) the dQ accumulator; dropout(P) and dS in T.
+Need head_backward_need(const Dims& d, bool half) {
+  const size_t tile = size_t(d.T) * kBk;
+  return {2 * tile + 2 * size_t(kBk) * d.hd + (half ? size_t(d.T) * d.hd : 0), 2 * tile};
+}
+
 template <typename T>
 void forward_tile(T* out, float* lse, const T* qkv, const Dims& d, int bh, int qb,
-                  const DropoutParams& drop) {
+                  const DropoutParams& drop, const KernelScratch& ks) {
   const int b = bh / d.NH, h = bh % d.NH, hd = d.hd, ld3 = static_cast<int>(d.C3);
   const int i0 = qb * kBq, nq = std::min(kBq, d.T - i0), keys = i0 + nq;
   const T* q = qkv + int64_t{b} * d.T * d.C3 + int64_t{h} * hd;
-  Carver<float, kSlotF32> cf(size_t(kBq) * kBk + size_t(kBq) * hd);
-  float* S = cf.take(size_t(kBq) * kBk);
-  float* O = cf.take(size_t(kBq) * hd);
+  Carver<T> cv(ks, tile_forward_need(d));
+  float* S = cv.f32(size_t(kBq) * kBk);
+  float* O = cv.f32(size_t(kBq) * hd);
   // The product's left operand: S itself in fp32 without dropout, else dropout(P) in T.
   const bool in_place = !kHalf<T> && drop.p == 0.0f;
-  T* P = in_place ? nullptr : Carver<T, kSlotT>(size_t(kBq) * kBk).take(0);
+  T* P = in_place ? nullptr : cv.t(size_t(kBq) * kBk);
   OnlineSoftmax st[kBq];
   std::fill(O, O + size_t(nq) * hd, 0.0f);
   for (int j0 = 0; j0 < keys; j0 += kBk) {
@@ -180,7 +238,8 @@ void forward_tile(T* out, float* lse, const T* qkv, const Dims& d, int bh, int q
 
 template <typename T>
 void backward_head(T* dqkv, float* delta, const T* dout, const T* qkv, const T* out,
-                   const float* lse, const Dims& d, int bh, const DropoutParams& drop) {
+                   const float* lse, const Dims& d, int bh, const DropoutParams& drop,
+                   const KernelScratch& ks) {
   const int b = bh / d.NH, h = bh % d.NH, hd = d.hd, T_ = d.T, ld3 = static_cast<int>(d.C3);
   const int64_t qoff = int64_t{b} * T_ * d.C3 + int64_t{h} * hd;
   const int64_t ooff = int64_t{b} * T_ * d.C + int64_t{h} * hd;
@@ -201,22 +260,21 @@ void backward_head(T* dqkv, float* delta, const T* dout, const T* qkv, const T* 
   // A key block meets every query row from its diagonal down in one panel: a few large products
   // per key block instead of five per 64 x 64 tile (oneDNN's per-call cost dominated those).
   const size_t tile = size_t(T_) * kBk;
-  Carver<float, kSlotF32> cf(2 * tile + 2 * size_t(kBk) * hd + (kHalf<T> ? size_t(T_) * hd : 0));
-  float* P = cf.take(tile);   // probabilities
-  float* dS = cf.take(tile);  // dP, then dS
-  float* dK = cf.take(size_t(kBk) * hd);
-  float* dV = cf.take(size_t(kBk) * hd);
+  Carver<T> cv(ks, head_backward_need(d, kHalf<T>));
+  float* P = cv.f32(tile);   // probabilities
+  float* dS = cv.f32(tile);  // dP, then dS
+  float* dK = cv.f32(size_t(kBk) * hd);
+  float* dV = cv.f32(size_t(kBk) * hd);
   // dQ accumulates in fp32: in place in fp32 runs, else in a [T, hd] buffer.
-  float* dQ = cf.take(kHalf<T> ? size_t(T_) * hd : 0);
+  float* dQ = cv.f32(kHalf<T> ? size_t(T_) * hd : 0);
   int ldq = hd;
   if constexpr (!kHalf<T>) {
     dQ = dq;
     ldq = ld3;
   }
   // Operands in T: dropout(P) and dS (fp32 runs use the fp32 tiles where nothing changes).
-  Carver<T, kSlotT> ct(2 * tile);
-  T* Pd = ct.take(tile);
-  T* dSt = ct.take(tile);
+  T* Pd = cv.t(tile);
+  T* dSt = cv.t(tile);
   for (int i = 0; i < T_; ++i) std::fill(dQ + int64_t{i} * ldq, dQ + int64_t{i} * ldq + hd, 0.0f);
   for (int j0 = 0; j0 < T_; j0 += kBk) {
     const int nk = std::min(kBk, T_ - j0);
@@ -340,22 +398,37 @@ void gemm_heads(bool ta, bool tb, int g, int M, int N, int K, float alpha, const
   detail::gemm_onednn_interleaved(ta, tb, g, M, N, K, alpha, A, B, beta, C, DType::F32);
 }
 
+// forward_group over g heads: O, m, l of every row and S of a row chunk; q, a key and a value
+// block and the dropped probabilities of a row chunk in T.
+Need group_forward_need(const Dims& d, int g) {
+  const size_t hd = d.hd, rows = size_t(padded(d.T)) * g, kv = size_t(kBk) * g * hd,
+               chunk = size_t(kRowChunk) * g;
+  return {rows * (hd + 2) + chunk * kBk, rows * hd + 2 * kv + chunk * kBk};
+}
+
+// backward_group over g heads: dQ, dK, dV, P and dP in fp32; q, dout, a key and a value block and
+// one operand panel in T.
+Need group_backward_need(const Dims& d, int g) {
+  const size_t hd = d.hd, rows = size_t(padded(d.T)) * g, kv = size_t(kBk) * g * hd,
+               chunk = size_t(kRowChunk) * g;
+  return {rows * hd + 2 * kv + 2 * chunk * kBk, 2 * rows * hd + 2 * kv + chunk * kBk};
+}
+
 // Heads bh0 .. bh0 + g - 1, on the calling thread.
 template <typename T>
 void forward_group(T* out, float* lse, const T* qkv, const Dims& d, int bh0, int g,
-                   const DropoutParams& drop) {
+                   const DropoutParams& drop, const KernelScratch& ks) {
   const int hd = d.hd, Tp = padded(d.T);
   const size_t rows = size_t(Tp) * g, kv = size_t(kBk) * g * hd, chunk = size_t(kRowChunk) * g;
-  Carver<float, kSlotBatchedF32> cf(rows * (hd + 2) + chunk * kBk);
-  float* O = cf.take(rows * hd);
-  float* m = cf.take(rows);
-  float* l = cf.take(rows);
-  float* S = cf.take(chunk * kBk);
-  Carver<T, kSlotBatchedT> ct(rows * hd + 2 * kv + chunk * kBk);
-  T* Q = ct.take(rows * hd);
-  T* K = ct.take(kv);
-  T* V = ct.take(kv);
-  T* P = ct.take(chunk * kBk);
+  Carver<T> cv(ks, group_forward_need(d, g));
+  float* O = cv.f32(rows * hd);
+  float* m = cv.f32(rows);
+  float* l = cv.f32(rows);
+  float* S = cv.f32(chunk * kBk);
+  T* Q = cv.t(rows * hd);
+  T* K = cv.t(kv);
+  T* V = cv.t(kv);
+  T* P = cv.t(chunk * kBk);
   gather_rows(Q, qkv, d.C3, 0, d, bh0, g, 0, Tp);
   std::fill(O, O + rows * hd, 0.0f);
   std::fill(m, m + rows, kMaskedScore);
@@ -408,21 +481,21 @@ void forward_group(T* out, float* lse, const T* qkv, const Dims& d, int bh0, int
 
 template <typename T>
 void backward_group(T* dqkv, float* delta, const T* dout, const T* qkv, const T* out,
-                    const float* lse, const Dims& d, int bh0, int g, const DropoutParams& drop) {
+                    const float* lse, const Dims& d, int bh0, int g, const DropoutParams& drop,
+                    const KernelScratch& ks) {
   const int hd = d.hd, Tp = padded(d.T);
   const size_t rows = size_t(Tp) * g, kv = size_t(kBk) * g * hd, chunk = size_t(kRowChunk) * g;
-  Carver<float, kSlotBatchedF32> cf(rows * hd + 2 * kv + 2 * chunk * kBk);
-  float* dQ = cf.take(rows * hd);
-  float* dK = cf.take(kv);
-  float* dV = cf.take(kv);
-  float* P = cf.take(chunk * kBk);
-  float* dP = cf.take(chunk * kBk);  // dP, then dS
-  Carver<T, kSlotBatchedT> ct(2 * rows * hd + 2 * kv + chunk * kBk);
-  T* Q = ct.take(rows * hd);
-  T* dO = ct.take(rows * hd);
-  T* K = ct.take(kv);
-  T* V = ct.take(kv);
-  T* op = ct.take(chunk * kBk);  // dropout(P) for dV, then dS for dK and dQ
+  Carver<T> cv(ks, group_backward_need(d, g));
+  float* dQ = cv.f32(rows * hd);
+  float* dK = cv.f32(kv);
+  float* dV = cv.f32(kv);
+  float* P = cv.f32(chunk * kBk);
+  float* dP = cv.f32(chunk * kBk);  // dP, then dS
+  T* Q = cv.t(rows * hd);
+  T* dO = cv.t(rows * hd);
+  T* K = cv.t(kv);
+  T* V = cv.t(kv);
+  T* op = cv.t(chunk * kBk);  // dropout(P) for dV, then dS for dK and dQ
   gather_rows(Q, qkv, d.C3, 0, d, bh0, g, 0, Tp);
   gather_rows(dO, dout, d.C, 0, d, bh0, g, 0, Tp);
   std::fill(dQ, dQ + rows * hd, 0.0f);
@@ -507,20 +580,23 @@ template <typename T>
 void Kernels::attention_forward(T* out, float* lse, const T* qkv, int B, int Tn, int C, int NH,
                                 const DropoutParams& drop, Exec) {
   const Dims d = make_dims(B, Tn, C, NH, drop);
+  const KernelScratch ks = bound_scratch();
   if (batched_path<T>()) {
     const int BH = B * NH, g = batched_group(d, false), groups = (BH + g - 1) / g;
+    check_scratch(ks, group_forward_need(d, g).bytes(sizeof(T)));
 #pragma omp parallel for schedule(dynamic)
     for (int k = 0; k < groups; ++k)
-      forward_group(out, lse, qkv, d, k * g, std::min(g, BH - k * g), drop);
+      forward_group(out, lse, qkv, d, k * g, std::min(g, BH - k * g), drop, ks);
     return;
   }
   const int nb = d.blocks_q(), tasks = B * NH * nb;
+  check_scratch(ks, tile_forward_need(d).bytes(sizeof(T)));
   detail::BlasSingleThreaded single;
 #pragma omp parallel for schedule(dynamic)
   for (int t = 0; t < tasks; ++t) {
     // Largest blocks first: the long tasks start early and the short ones fill the tail.
     const int qb = nb - 1 - t / (B * NH), bh = t % (B * NH);
-    forward_tile(out, lse, qkv, d, bh, qb, drop);
+    forward_tile(out, lse, qkv, d, bh, qb, drop, ks);
   }
 }
 
@@ -529,18 +605,56 @@ void Kernels::attention_backward(T* dqkv, float* delta, const T* dout, const T* 
                                  const float* lse, int B, int Tn, int C, int NH,
                                  const DropoutParams& drop, Exec) {
   const Dims d = make_dims(B, Tn, C, NH, drop);
+  const KernelScratch ks = bound_scratch();
   const int BH = B * NH;
   if (batched_path<T>()) {
     const int g = batched_group(d, true), groups = (BH + g - 1) / g;
+    check_scratch(ks, group_backward_need(d, g).bytes(sizeof(T)));
 #pragma omp parallel for schedule(dynamic)
     for (int k = 0; k < groups; ++k)
-      backward_group(dqkv, delta, dout, qkv, out, lse, d, k * g, std::min(g, BH - k * g), drop);
+      backward_group(dqkv, delta, dout, qkv, out, lse, d, k * g, std::min(g, BH - k * g), drop, ks);
     return;
   }
+  check_scratch(ks, head_backward_need(d, kHalf<T>).bytes(sizeof(T)));
   detail::BlasSingleThreaded single;
 #pragma omp parallel for schedule(dynamic)
-  for (int bh = 0; bh < BH; ++bh) backward_head(dqkv, delta, dout, qkv, out, lse, d, bh, drop);
+  for (int bh = 0; bh < BH; ++bh) backward_head(dqkv, delta, dout, qkv, out, lse, d, bh, drop, ks);
 }
+
+template <typename T>
+size_t attention_scratch_per_thread(int B, int Tn, int C, int NH) {
+  const Dims d = make_dims(B, Tn, C, NH, DropoutParams{});
+  size_t need = 0;
+  if (batched_path<T>()) {
+    need = std::max(group_forward_need(d, batched_group(d, false)).bytes(sizeof(T)),
+                    group_backward_need(d, batched_group(d, true)).bytes(sizeof(T)));
+  } else {
+    need = std::max(tile_forward_need(d).bytes(sizeof(T)),
+                    head_backward_need(d, kHalf<T>).bytes(sizeof(T)));
+  }
+  return Need::align(need);
+}
+
+}  // namespace cpu
+
+size_t cpu_attention_scratch_per_thread(int B, int T, int C, int NH, DType t) {
+  switch (t) {
+    case DType::F32:
+      return cpu::attention_scratch_per_thread<float>(B, T, C, NH);
+    case DType::BF16:
+      return cpu::attention_scratch_per_thread<bf16>(B, T, C, NH);
+    case DType::F16:
+      return cpu::attention_scratch_per_thread<fp16>(B, T, C, NH);
+    default:
+      throw Error(fmt::format("attention scratch: no attention in {}", dtype_name(t)));
+  }
+}
+
+int cpu_kernel_threads() {
+  return omp_get_max_threads();
+}
+
+namespace cpu {
 
 #define ZT_ATTENTION(T)                                                                  \
   template void Kernels::attention_forward<T>(T*, float*, const T*, int, int, int, int,  \
@@ -553,4 +667,5 @@ ZT_ATTENTION(bf16)
 ZT_ATTENTION(fp16)
 #undef ZT_ATTENTION
 
-}  // namespace zt::cpu
+}  // namespace cpu
+}  // namespace zt

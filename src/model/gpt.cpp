@@ -22,6 +22,14 @@ bool Gpt::acquired_in_backward(const ParamSpec& p) {
            ends_with("mlp.proj.bias"));
 }
 
+size_t Gpt::kernel_scratch_bytes(const GptConfig& c, int micro_batch, int tp_size) {
+  // With tensor parallelism attention runs one sample per call (transformer_layer.cpp).
+  const TpDims d = TpDims::of(c, tp_size, 0);
+  const size_t per = cpu_attention_scratch_per_thread(tp_size > 1 ? 1 : micro_batch, c.seq_length,
+                                                      d.hidden, d.heads, c.dtype);
+  return per * static_cast<size_t>(cpu_kernel_threads());
+}
+
 size_t Gpt::arena_bytes(const GptConfig& c, int micro_batch, int tp_size,
                         const PipelinePart& part) {
   const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length);
@@ -89,6 +97,14 @@ Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
   if (ctx.needs_staging() && heads_) {
     host_staging_ = ctx.host().allocate({n}, DType::F32, MemCategory::Buffers);
     losses_host_ = static_cast<float*>(host_staging_.data());
+  }
+  // The CPU kernels' scratch (the CUDA kernels keep theirs in registers and shared memory; the
+  // CPU kernels behind a staging backend run unbound, as the plan of a CUDA run counts nothing).
+  if (be_.device() == Device::Cpu && be_.host_accessible()) {
+    const int threads = cpu_kernel_threads();
+    kernel_scratch_ = ctx.pool().allocate(
+        kernel_scratch_bytes(config, micro_batch, layout.tp_size()), MemCategory::Activations);
+    kernel_scratch_binding_ = {kernel_scratch_.data(), kernel_scratch_.bytes() / threads, threads};
   }
 }
 
@@ -179,6 +195,7 @@ void Gpt::embed_sequence_parallel(const int32_t* tokens, ParamSource& params) {
 
 CRef Gpt::layers_forward(const std::vector<int>& layers, CRef x, ParamSource& params,
                          ActivationStore& acts, const DropoutSeeds* rng) {
+  const ScopedKernelScratch scratch(kernel_scratch_binding_);
   for (int i : layers) {
     LayerActivations& a = acts.begin_forward(i);
     layer_forward(dims_, params, layers_[static_cast<size_t>(i)], x, a, scratch_, dropout(i, rng));
@@ -262,6 +279,7 @@ void Gpt::head_backward(ParamSource& params, Ref dres) {
 
 void Gpt::layers_backward(const std::vector<int>& layers, Ref dres, ParamSource& params,
                           ActivationStore& acts, const DropoutSeeds* rng) {
+  const ScopedKernelScratch scratch(kernel_scratch_binding_);
   for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
     const int i = *it;
     const ActivationStore::Restored r = acts.begin_backward(i);

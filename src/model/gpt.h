@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/backend_memory.h"
 #include "src/comm/communicator.h"
 #include "src/core/arena.h"
 #include "src/model/activation_store.h"
@@ -86,6 +87,9 @@ class Gpt {
   // backward scratch) for one of `tp_size` ranks holding pipeline part `part`: what the
   // constructor allocates (the embedding's output on the first stage only, the final layernorm,
   // logits and losses on the last only).
+  // The CPU kernels' scratch the model takes on the CPU backend (category activations, next to
+  // the arena): attention's per-thread tiles for this rank's heads, for every OpenMP thread.
+  static size_t kernel_scratch_bytes(const GptConfig& config, int micro_batch, int tp_size);
   static size_t arena_bytes(const GptConfig& config, int micro_batch, int tp_size,
                             const PipelinePart& part = {});
   // Whether backward acquires `p` again (the planner counts stage-3 gathers by it).
@@ -139,8 +143,10 @@ class Gpt {
   int vocab_local_ = 0;
   std::vector<LayerRefs> layers_;  // by model layer; only this part's are set
   ParamRef wte_, wpe_, lnf_w_, lnf_b_;
-  LinearRefs head_;  // the word embedding as the head's weight [Vp/tp, C], no bias
-  Arena arena_;      // embedding output, final layernorm, logits, losses, backward scratch
+  LinearRefs head_;        // the word embedding as the head's weight [Vp/tp, C], no bias
+  Arena arena_;            // embedding output, final layernorm, logits, losses, backward scratch
+  Buffer kernel_scratch_;  // kernel_scratch_bytes(), on the CPU backend
+  KernelScratch kernel_scratch_binding_;
   LayerScratch scratch_;
   Ref embed_out_;                // [N, C]
   Ref lnf_out_;                  // [N, C]

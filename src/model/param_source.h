@@ -32,7 +32,8 @@ class ParamSource {
   virtual void release(const Span& s) = 0;
   // An fp32 region for the span's gradient: the model adds into it and closes it. Every element
   // of every block is opened and closed exactly once per micro-batch's backward, which is how a
-  // policy knows a range is complete and may be reduced. At most two spans are open at once.
+  // policy knows a range is complete and may be reduced. At most two spans are open at once, at
+  // most one of them of a matrix (a weight's chunk with its bias, a layernorm's two vectors).
   virtual float* open_grads(const Span& s) = 0;
   virtual void close_grads(const Span& s) = 0;
 };

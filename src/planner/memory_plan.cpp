@@ -72,8 +72,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
     b += std::min(staged_elems, static_cast<size_t>(comm::MpiCommunicator::kStagingSlice)) * 4;
   }
   b += ShardedAdam::workspace_bytes();  // this rank's share of the gradient norm
-  const auto span = static_cast<size_t>(longest_chunk(layout, in.reduce_bucket_elems));
-  const size_t staging = GradStaging::kSlots * span * 4;
+  const size_t staging = GradStaging::bytes(layout, in.reduce_bucket_elems);
   if (in.zero_stage == 0) {
     if (half_grads) b += staging;
     if (staged_grads && in.dp > 1) {
@@ -238,6 +237,8 @@ MemoryPlan plan_memory(const PlanInput& in) {
   } else {
     p.activations += KeepAllActivations::bytes(c, in.micro_batch, in.tp, slots);
   }
+  // The CPU kernels' per-thread scratch, which the model takes from the pool on the CPU backend.
+  if (!in.cuda) p.activations += Gpt::kernel_scratch_bytes(c, in.micro_batch, in.tp);
   p.backend_buffers = in.cuda ? kCudaGemmWorkspaceBytes : 0;
   p.buffers = plan_buffers(in, layout, part) + p.backend_buffers;
   p.nccl_communicators = in.cuda ? comm::nccl_communicators(in.tp, in.dp, in.pp, in.stage) : 0;

@@ -11,7 +11,7 @@ AllReduceGrads::AllReduceGrads(const ParamLayout& layout, DType working, const D
                                comm::Communicator* dp, int64_t bucket_elems, bool overlap)
     : layout_(layout), working_(working), be_(ctx.backend()) {
   grads_ = ctx.pool().allocate({layout_.numel()}, working_, MemCategory::Grads);
-  if (half()) staging_ = GradStaging(ctx, longest_chunk(layout_, bucket_elems));
+  if (half()) staging_ = GradStaging(ctx, layout_, bucket_elems);
   for (const auto& b : layout_.blocks()) pending_.push_back(b.numel());
   if (dp == nullptr || dp->size() <= 1) return;
   if (half()) {

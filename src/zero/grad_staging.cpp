@@ -1,25 +1,57 @@
 #include "src/zero/grad_staging.h"
 
 #include <algorithm>
+#include <array>
 
 namespace zt {
 
-GradStaging::GradStaging(const DeviceContext& ctx, int64_t elems) : be_(&ctx.backend()) {
-  for (auto& s : slots_) s.buffer = ctx.pool().allocate({elems}, DType::F32, MemCategory::Buffers);
+namespace {
+
+// Elements of the two slots: the longest span, and the vector slot (at most that).
+std::array<int64_t, GradStaging::kSlots> slot_elems(const ParamLayout& layout, int64_t max_span) {
+  const int64_t longest = longest_chunk(layout, max_span);
+  int64_t vector = GradStaging::kVectorSlotElems;
+  for (const auto& p : layout.params())
+    if (p.shape.rank() < 2) vector = std::max(vector, p.numel());
+  return {longest, std::min(vector, longest)};
+}
+
+}  // namespace
+
+GradStaging::GradStaging(const DeviceContext& ctx, const ParamLayout& layout, int64_t max_span)
+    : be_(&ctx.backend()) {
+  const auto elems = slot_elems(layout, max_span);
+  for (size_t i = 0; i < slots_.size(); ++i)
+    slots_[i].buffer = ctx.pool().allocate({elems[i]}, DType::F32, MemCategory::Buffers);
+}
+
+size_t GradStaging::bytes(const ParamLayout& layout, int64_t max_span) {
+  size_t b = 0;
+  for (int64_t e : slot_elems(layout, max_span)) b += static_cast<size_t>(e) * 4;
+  return b;
 }
 
 float* GradStaging::open(const Span& s) {
+  const size_t need = static_cast<size_t>(s.len) * 4;
+  Slot* best = nullptr;
+  bool any_free = false;
   for (auto& slot : slots_) {
     if (slot.open) continue;
-    ZT_CHECK(slot.buffer.bytes() >= static_cast<size_t>(s.len) * 4,
-             "gradient span of {} elements exceeds the staging slot", s.len);
-    slot.span = s;
-    slot.open = true;
-    auto* p = static_cast<float*>(slot.buffer.data());
-    be_->fill_zero(p, static_cast<size_t>(s.len) * 4);
-    return p;
+    any_free = true;
+    if (slot.buffer.bytes() >= need &&
+        (best == nullptr || slot.buffer.bytes() < best->buffer.bytes()))
+      best = &slot;
   }
-  throw Error("more than two gradient spans open at once");
+  if (!any_free) throw Error("more than two gradient spans open at once");
+  ZT_CHECK(best != nullptr,
+           "gradient span of {} elements fits no free staging slot (at most one span of a matrix "
+           "may be open at a time)",
+           s.len);
+  best->span = s;
+  best->open = true;
+  auto* p = static_cast<float*>(best->buffer.data());
+  be_->fill_zero(p, need);
+  return p;
 }
 
 float* GradStaging::find(const Span& s) const {

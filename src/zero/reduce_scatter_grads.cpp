@@ -35,7 +35,7 @@ ReduceScatterAtStep::ReduceScatterAtStep(const ParamLayout& layout, const Partit
       dp_(dp),
       overlap_(overlap) {
   grads_ = ctx.pool().allocate({part_.padded_numel()}, working_, MemCategory::Grads);
-  if (half()) staging_ = GradStaging(ctx, longest_chunk(layout_, span_elems));
+  if (half()) staging_ = GradStaging(ctx, layout_, span_elems);
   for (const auto& u : part_.units()) pending_.push_back(u.real_len);
   handles_.resize(part_.units().size());
   launched_.assign(part_.units().size(), 0);
@@ -131,7 +131,7 @@ ReduceScatterUnits::ReduceScatterUnits(const ParamLayout& layout, const Partitio
       scratch_(scratch) {
   MemoryPool& pool = ctx.pool();
   shard_ = pool.allocate({part_.shard_numel()}, working_, MemCategory::Grads);
-  staging_ = GradStaging(ctx, longest_chunk(layout_, span_elems));
+  staging_ = GradStaging(ctx, layout_, span_elems);
   for (const auto& u : part_.units()) pending_.push_back(u.real_len);
   fill_.assign(part_.units().size(), -1);
   int64_t max_part = 0;

@@ -7,8 +7,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
+#include "kernels/backend_memory.h"
 #include "kernels/common/dropout.h"
 #include "kernels/cpu/gemm_mixed.h"
 #include "kernels/cpu/ops.h"
@@ -266,6 +268,49 @@ TEST(KernelsAttention, PerSampleCallsWithHeadOffsetsEqualTheBatch) {
   EXPECT_TRUE(testing::bitwise_equal(o1, o2));
   EXPECT_TRUE(testing::bitwise_equal(l1, l2));
   EXPECT_TRUE(testing::bitwise_equal(g1, g2));
+}
+
+// Bound scratch (what the model takes from its pool) gives the bits of the per-thread heap
+// buffers, for each path and precision; a slice smaller than cpu_attention_scratch_per_thread
+// is refused, not overrun.
+template <typename T>
+void expect_bound_scratch_same_bits(DType t) {
+  const AttnCase s{2, 130, 32, 4, 0.1f};
+  const DropoutParams d{0.1f, 3, 5};
+  const auto qkv = narrow<T>(random_floats(size_t(s.B) * s.T * 3 * s.C, 8));
+  const auto dout = narrow<T>(random_floats(size_t(s.B) * s.T * s.C, 9));
+  const size_t rows = size_t(s.NH) * s.T * s.B;
+  const auto run = [&](std::vector<T>& o, std::vector<float>& l, std::vector<T>& g) {
+    std::vector<float> w(rows);
+    o.assign(dout.size(), T{});
+    l.assign(rows, 0.0f);
+    g.assign(qkv.size(), T{});
+    cpu::Kernels::attention_forward(o.data(), l.data(), qkv.data(), s.B, s.T, s.C, s.NH, d);
+    cpu::Kernels::attention_backward(g.data(), w.data(), dout.data(), qkv.data(), o.data(),
+                                     l.data(), s.B, s.T, s.C, s.NH, d);
+  };
+  std::vector<T> o1, g1, o2, g2;
+  std::vector<float> l1, l2;
+  run(o1, l1, g1);
+  const size_t per = cpu_attention_scratch_per_thread(s.B, s.T, s.C, s.NH, t);
+  const int threads = cpu_kernel_threads();
+  std::vector<unsigned char> mem(per * threads + 64);
+  auto* base = mem.data() + (64 - reinterpret_cast<uintptr_t>(mem.data()) % 64) % 64;
+  {
+    const ScopedKernelScratch bind(KernelScratch{base, per, threads});
+    run(o2, l2, g2);
+  }
+  EXPECT_EQ(std::memcmp(o1.data(), o2.data(), o1.size() * sizeof(T)), 0) << dtype_name(t);
+  EXPECT_EQ(std::memcmp(g1.data(), g2.data(), g1.size() * sizeof(T)), 0) << dtype_name(t);
+  EXPECT_TRUE(testing::bitwise_equal(l1, l2)) << dtype_name(t);
+  const ScopedKernelScratch small(KernelScratch{base, per - 64, threads});
+  EXPECT_THROW(run(o2, l2, g2), Error) << dtype_name(t);
+}
+
+TEST(KernelsAttention, BoundScratchGivesTheSameBitsAndIsNotOverrun) {
+  expect_bound_scratch_same_bits<float>(DType::F32);
+  expect_bound_scratch_same_bits<bf16>(DType::BF16);
+  expect_bound_scratch_same_bits<fp16>(DType::F16);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "src/comm/nccl_groups.h"
 #include "src/comm/scalar_reducer.h"
 #include "src/core/error.h"
+#include "src/model/gpt.h"
 #include "src/planner/cluster.h"
 #include "src/planner/max_model.h"
 #include "src/planner/shape_rule.h"
@@ -59,9 +60,10 @@ ClusterSpec one_node() {
 
 // The CUDA backend's own device memory: its GEMM workspace in buffers, and with Pa+cpu the
 // device buffer the next span's input is prefetched into (the CPU reads host checkpoints in
-// place); the scalar reducers leave the device buffers (pinned host memory on CUDA); nothing
-// else of the plan moves. NCCL: the world and the dp group (tp, pp and mp are one rank each, no
-// NCCL), each with its planned memory.
+// place); the scalar reducers leave the device buffers (pinned host memory on CUDA); the CPU
+// kernels' scratch (attention's per-thread tiles) leaves the activations; nothing else of the
+// plan moves. NCCL: the world and the dp group (tp, pp and mp are one rank each, no NCCL), each
+// with its planned memory.
 TEST(Planner, CudaAddsTheGemmWorkspaceAndThePrefetchBuffer) {
   PlanInput in = gpt_input(1e9, 1, 4, 2);
   in.micro_batch = 2;
@@ -81,14 +83,18 @@ TEST(Planner, CudaAddsTheGemmWorkspaceAndThePrefetchBuffer) {
   EXPECT_EQ(gpu.nccl_bytes, 2 * comm::kNcclPlannedBytesPerCommunicator);
   EXPECT_EQ(cpu.nccl_communicators, 0);
   EXPECT_EQ(cpu.nccl_bytes, 0u);
-  EXPECT_EQ(gpu.activations - cpu.activations,
+  GptConfig c = in.model;
+  c.dtype = in.working;
+  const size_t scratch = Gpt::kernel_scratch_bytes(c, in.micro_batch, in.tp);
+  EXPECT_GT(scratch, 0u);
+  EXPECT_EQ(gpu.activations + scratch - cpu.activations,
             size_t{2} * 1024 * static_cast<size_t>(in.model.hidden) * 2);  // fp16 [2, 1024, h]
   EXPECT_EQ(gpu.model_states(), cpu.model_states());
   EXPECT_EQ(gpu.host_checkpoints, cpu.host_checkpoints);
   in.cpu_checkpointing = false;  // no offload: no prefetch buffer
   const MemoryPlan kept = plan_memory(in);
   in.cuda = false;
-  EXPECT_EQ(kept.activations, plan_memory(in).activations);
+  EXPECT_EQ(kept.activations + scratch, plan_memory(in).activations);
 }
 
 TEST(StepModel, DataParallelTimeIsTheRingFormulaOnThePlansVolume) {

@@ -19,6 +19,7 @@
 #include "src/comm/nccl_groups.h"
 #include "src/comm/self_communicator.h"
 #include "src/comm/topology.h"
+#include "src/model/gpt.h"
 #include "src/planner/train_plan.h"
 #include "src/train/trainer.h"
 #include "tests/support/train_options.h"
@@ -66,6 +67,48 @@ TEST(CudaPlan, DevicePoolIsThePlanLessTheBackendsOwnBuffers) {
     EXPECT_EQ(peak(MemCategory::Buffers) + p.backend_buffers, p.buffers) << what;
     EXPECT_EQ(p.nccl_communicators, 0) << what << ": a world of one has no NCCL communicator";
     EXPECT_EQ(p.nccl_bytes, 0u) << what;
+  }
+}
+
+// The same variants on the CPU backend itself: the pool's peak per category is the CPU plan,
+// whose activations include the CPU kernels' per-thread scratch (attention's tiles; in bf16 on
+// oneDNN the batched path's packed head groups), which the model takes from the pool. Without
+// that term in the plan, or with the kernels growing buffers of their own, the activations (or
+// the step, which checks each task's need against the bound slice) would differ. fp32 takes the
+// tiled path.
+TEST(CudaPlan, TheCpuPoolIsTheCpuPlanWithTheKernelScratch) {
+  for (int variant = 0; variant <= 5; ++variant) {
+    TrainOptions o = cuda_shaped(variant % 5);
+    if (variant == 5) o.bf16 = false;
+    MemoryPool pool(make_host_allocator());
+    comm::SelfWorld world;
+    Trainer t(o, pool, world.topology());
+    t.run(false);
+    PlanInput in = plan_input_from(o, 1);
+    in.staged_half_reductions = false;  // a world of one: no MPI staging
+    const MemoryPlan p = plan_memory(in);
+    const std::string what = "variant " + std::to_string(variant);
+    GptConfig c = t.config();
+    c.dtype = o.bf16 ? DType::BF16 : DType::F32;
+    const size_t scratch = Gpt::kernel_scratch_bytes(c, o.micro_batch_size, 1);
+    EXPECT_EQ(scratch,
+              cpu_attention_scratch_per_thread(o.micro_batch_size, o.seq_length, o.hidden_size,
+                                               o.num_attention_heads, c.dtype) *
+                  static_cast<size_t>(cpu_kernel_threads()))
+        << what;
+    EXPECT_GT(scratch, 0u) << what;
+    for (size_t k = 0; k < kNumMemCategories; ++k) {
+      const auto cat = static_cast<MemCategory>(k);
+      const size_t planned = cat == MemCategory::Params            ? p.params
+                             : cat == MemCategory::Grads           ? p.grads
+                             : cat == MemCategory::Optimizer       ? p.optimizer
+                             : cat == MemCategory::Activations     ? p.activations
+                             : cat == MemCategory::Checkpoints     ? p.checkpoints
+                             : cat == MemCategory::HostCheckpoints ? p.host_checkpoints
+                             : cat == MemCategory::Buffers         ? p.buffers
+                                                                   : 0;
+      EXPECT_EQ(pool.peak(cat), planned) << what << ": " << mem_category_name(cat);
+    }
   }
 }
 
