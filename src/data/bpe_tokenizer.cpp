@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 
 #include "src/core/error.h"
@@ -191,7 +192,13 @@ void BpeTokenizer::encode_added(std::string_view text, int pass, EncodeCache& ca
   const auto& by_byte = added_by_byte_[pass];
   const size_t n = text.size();
   size_t seg = 0;
+  const int only = added_first_[pass];
   for (size_t i = 0; i < n;) {
+    if (only >= 0) {  // all start with one byte ('<' in every family's specials): skip to it
+      const void* p = std::memchr(text.data() + i, only, n - i);
+      if (!p) break;
+      i = static_cast<size_t>(static_cast<const char*>(p) - text.data());
+    }
     const AddedToken* hit = nullptr;
     for (uint32_t k : by_byte[static_cast<uint8_t>(text[i])])
       if (text.substr(i).starts_with(added_[k].content)) {

@@ -116,6 +116,8 @@ class BpeTokenizer {
   // Per pass, per first byte: indices into added_, longest content first.
   std::array<std::array<std::vector<uint32_t>, 256>, 2> added_by_byte_;
   bool has_added_[2] = {false, false};
+  // Per pass, the first byte every added token shares, or -1.
+  int added_first_[2] = {-1, -1};
   std::vector<int32_t> prefix_ids_, suffix_ids_;
 };
 

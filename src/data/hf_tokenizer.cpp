@@ -359,6 +359,15 @@ BpeTokenizer BpeTokenizer::from_hf_json(std::string_view text, std::string_view 
         static_cast<uint32_t>(i));
     t.has_added_[pass] = true;
   }
+  for (int pass = 0; pass < 2; ++pass) {
+    int first = -1, firsts = 0;
+    for (int b = 0; b < 256; ++b)
+      if (!t.added_by_byte_[pass][b].empty()) {
+        first = b;
+        ++firsts;
+      }
+    t.added_first_[pass] = firsts == 1 ? first : -1;
+  }
   for (auto& pass : t.added_by_byte_)
     for (auto& list : pass)
       std::stable_sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
