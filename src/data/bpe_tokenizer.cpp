@@ -12,6 +12,7 @@
 #include "src/data/bpe_merge.h"
 #include "src/data/byte_unicode.h"
 #include "src/data/file_util.h"
+#include "src/data/normalize.h"
 #include "src/data/pretokenize.h"
 #include "src/data/unicode.h"
 
@@ -184,8 +185,8 @@ void BpeTokenizer::encode_text(std::string_view text, EncodeCache& cache,
 void BpeTokenizer::encode_added(std::string_view text, int pass, EncodeCache& cache,
                                 std::vector<int32_t>& out) const {
   auto between = [&](std::string_view seg) {
-    if (pass == 0 && has_added_[1])
-      encode_added(seg, 1, cache, out);
+    if (pass == 0)
+      encode_normalized(seg, cache, out);
     else
       encode_text(seg, cache, out);
   };
@@ -230,15 +231,30 @@ void BpeTokenizer::encode_added(std::string_view text, int pass, EncodeCache& ca
   between(text.substr(seg));
 }
 
+void BpeTokenizer::encode_normalized(std::string_view text, EncodeCache& cache,
+                                     std::vector<int32_t>& out) const {
+  auto rest = [&](std::string_view t) {
+    if (has_added_[1])
+      encode_added(t, 1, cache, out);
+    else
+      encode_text(t, cache, out);
+  };
+  if (nfc_ && !nfc_is_identity(text)) {
+    std::string normalized;
+    nfc(text, normalized);
+    rest(normalized);
+  } else {
+    rest(text);
+  }
+}
+
 void BpeTokenizer::encode(std::string_view text, EncodeCache& cache,
                           std::vector<int32_t>& out) const {
   out.insert(out.end(), prefix_ids_.begin(), prefix_ids_.end());
   if (has_added_[0])
     encode_added(text, 0, cache, out);
-  else if (has_added_[1])
-    encode_added(text, 1, cache, out);
   else
-    encode_text(text, cache, out);
+    encode_normalized(text, cache, out);
   out.insert(out.end(), suffix_ids_.begin(), suffix_ids_.end());
 }
 

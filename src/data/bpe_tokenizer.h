@@ -7,7 +7,8 @@
 //  - a Hugging Face tokenizer.json of the byte-level BPE kind (Megatron's HuggingFaceTokenizer):
 //    the ids of `tokenizers`' Tokenizer.encode(text) with its defaults, which are what Megatron's
 //    preprocessing stores: added tokens are matched in the text first (a literal
-//    "<|endoftext|>" is that token), then the pre-tokenizer's split rules, ignore_merges, and the
+//    "<|endoftext|>" is that token), then NFC if the file asks for it, the pre-tokenizer's split
+//    rules, ignore_merges, and the
 //    post-processor's template tokens (Llama 3's <|begin_of_text|>) around each document. The
 //    reader is src/data/hf_tokenizer.cpp; it refuses every setting it does not reproduce.
 // eod() is appended by the caller, after any template tokens.
@@ -88,6 +89,9 @@ class BpeTokenizer {
                      std::vector<int32_t>& out) const;
   void split_pieces(std::string_view text, size_t stage, EncodeCache& cache,
                     std::vector<int32_t>& out) const;
+  // Text between unnormalized added tokens: the normalizer, then the normalized added tokens.
+  void encode_normalized(std::string_view text, EncodeCache& cache,
+                         std::vector<int32_t>& out) const;
   // Matches the added tokens of pass `pass` (0: not normalized, 1: normalized) in `text`,
   // leftmost-longest, encoding the text between them with the next pass.
   void encode_added(std::string_view text, int pass, EncodeCache& cache,
@@ -98,6 +102,8 @@ class BpeTokenizer {
   PairMap merges_;
   std::optional<int32_t> eod_;
 
+  // The normalizer: NFC or none.
+  bool nfc_ = false;
   // Pre-tokenization: the split rules in order, each applied to the pieces of the one before;
   // with prefix_space_, a space is put before each piece that reaches ByteLevel (after the rules
   // of stages [0, prefix_stage_)) not starting with one.

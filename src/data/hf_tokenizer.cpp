@@ -12,6 +12,7 @@
 #include "src/core/json_input.h"
 #include "src/data/bpe_tokenizer.h"
 #include "src/data/byte_unicode.h"
+#include "src/data/normalize.h"
 
 namespace zt::data {
 namespace {
@@ -134,13 +135,22 @@ PreTokenizer read_pre_tokenizer(const Reader& r, const json& root) {
   return out;
 }
 
-void read_normalizer(const Reader& r, const json& root) {
+// Returns whether the text is put in NFC; no normalizer leaves it as it is.
+bool read_normalizer(const Reader& r, const json& root) {
   const json* n = r.member(root, "normalizer");
-  if (!n) return;
-  const std::string type = r.type(*n, "normalizer");
-  // An empty Sequence changes nothing; NFC and the rest would need Unicode tables zerotron has not.
-  if (type == "Sequence" && r.array(*n, "normalizers", "normalizer.normalizers").empty()) return;
-  r.unsupported("normalizer.type", type, " (only none)");
+  if (!n) return false;
+  auto one = [&](const json& m, const std::string& path) {
+    const std::string type = r.type(m, path);
+    if (type != "NFC") r.unsupported(path + ".type", type, " (only NFC)");
+  };
+  if (r.type(*n, "normalizer") != "Sequence") {
+    one(*n, "normalizer");
+    return true;
+  }
+  // NFC once or more (it is idempotent); nothing else.
+  const json& seq = r.array(*n, "normalizers", "normalizer.normalizers");
+  for (size_t i = 0; i < seq.size(); ++i) one(seq[i], fmt::format("normalizer.normalizers[{}]", i));
+  return !seq.empty();
 }
 
 void read_decoder(const Reader& r, const json& root) {
@@ -245,7 +255,7 @@ BpeTokenizer BpeTokenizer::from_hf_json(std::string_view text, std::string_view 
   const json& model = r.object(root, "model", "model");
   const std::string kind = r.string(model, "type", "model.type");
   if (kind != "BPE") r.unsupported("model.type", kind, " (only BPE)");
-  read_normalizer(r, root);
+  const bool nfc_text = read_normalizer(r, root);
   const PreTokenizer pre = read_pre_tokenizer(r, root);
   read_decoder(r, root);
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
@@ -263,6 +273,7 @@ BpeTokenizer BpeTokenizer::from_hf_json(std::string_view text, std::string_view 
   r.boolean(model, "byte_fallback", "model.byte_fallback", false);
 
   BpeTokenizer t;
+  t.nfc_ = nfc_text;
   t.rules_ = pre.rules;
   t.prefix_stage_ = pre.prefix_stage;
   t.prefix_space_ = pre.prefix_space;
@@ -331,6 +342,11 @@ BpeTokenizer BpeTokenizer::from_hf_json(std::string_view text, std::string_view 
     const bool normalized = r.boolean(a, "normalized", path + ".normalized", !special);
     const bool lstrip = r.boolean(a, "lstrip", path + ".lstrip", false);
     const bool rstrip = r.boolean(a, "rstrip", path + ".rstrip", false);
+    // `tokenizers` matches a normalized token after normalizing the text; one whose content
+    // NFC would change is left out rather than normalized here.
+    ZT_REQUIRE(!(normalized && nfc_text) || nfc_is_identity(content),
+               "{}: {}.content '{}' is not in NFC, which normalizer applies", name, path,
+               excerpt(content));
     claim(id, 2, content, path);
     t.id_to_bytes_[id] = content;  // decodes as its text
     if (content == eos_token || (eos_token.empty() && special && !t.eod_ &&

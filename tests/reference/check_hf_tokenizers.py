@@ -8,10 +8,10 @@ tests/fixtures/bpe_train_corpus.txt, then given each family's published structur
   llama3  Split(Llama 3 regex, Isolated) + ByteLevel(use_regex=false), ignore_merges with a vocab
           token the merges cannot reach, TemplateProcessing "<|begin_of_text|> $A", reserved
           special tokens, eos <|end_of_text|>
-  qwen2   Split(Qwen2 regex) + ByteLevel(use_regex=false), <|endoftext|> <|im_start|> <|im_end|>,
+  qwen2   NFC normalizer, Split(Qwen2 regex) + ByteLevel(use_regex=false), <|endoftext|> <|im_start|> <|im_end|>,
           eos from a tokenizer_config.json beside it (<|im_end|>)
-  neox    ByteLevel(add_prefix_space=true), non-special added tokens of runs of spaces, a special
-          token with lstrip and rstrip
+  neox    NFC normalizer, ByteLevel(add_prefix_space=true), non-special added tokens of runs of
+          spaces, a special token with lstrip and rstrip
   smollm  Sequence(Digits(individual_digits), ByteLevel)
 and compares, for each, `tokenizers`' Tokenizer.encode(text).ids (+ eos, --append-eod) with what
 `zerotron prepare-data` writes, on the nasty-text cases of tests/fixtures/make_tokenizer_fixture.py,
@@ -53,6 +53,8 @@ EXTRA = [
     "mask: a <mask> b  <mask>  c<mask>d",
     "runs of spaces:  two   three    four     five",
     "Jehovah Jehovah's JEHOVAH",
+    "nfc: e\u0301 a\u0301\u0316 a\u0316\u0301 \u212b \u2126 \u0958 \u1100\u1161\u11a8 "
+    "\uac00\u11a8 \u0344 \u0f73 \u00e9\u0301 \u0301start \u1e0b\u0323 \u0071\u0307\u0323",
 ]
 
 
@@ -65,6 +67,8 @@ def random_texts(n, seed=1234):
         "0123456789\u0660\u0966\u2460\u00bd\u2167\uff15",
         "!?.,;:-_()[]{}<>|@#$%^&*+=~`\"/\\",
         "abcXYZ\u00e9\u00df\u0391\u03c9\u0416\u05d0\u0627\u4e00\u3042\uac00",
+        # combining marks of several classes, Hangul jamo, singletons: what NFC changes
+        "\u0300\u0301\u0316\u0334\u0327\u05b0\u093c\u1161\u11a8\u1100\u3099\u212b\u0958",
     ]
     out = []
     for _ in range(n):
@@ -84,8 +88,8 @@ def random_texts(n, seed=1234):
 
 
 def build(kind, d):
-    from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers,
-                            processors, trainers)
+    from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers,
+                            pre_tokenizers, processors, trainers)
 
     specials = {
         "gpt2": ["<|endoftext|>"],
@@ -96,6 +100,8 @@ def build(kind, d):
         "smollm": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
     }[kind]
     tok = Tokenizer(models.BPE())
+    if kind in ("qwen2", "neox"):
+        tok.normalizer = normalizers.NFC()
     if kind == "llama3":
         tok.pre_tokenizer = pre_tokenizers.Sequence([
             pre_tokenizers.Split(Regex(LLAMA3), behavior="isolated", invert=False),

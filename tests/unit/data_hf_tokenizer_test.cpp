@@ -135,6 +135,19 @@ TEST(HfTokenizer, TemplateAndPrefixSpace) {
   EXPECT_EQ(t.encode(""), (std::vector<int32_t>{259}));
 }
 
+TEST(HfTokenizer, Nfc) {
+  auto j = base_json();
+  j["normalizer"] = {{"type", "NFC"}};
+  const auto t = load(j);
+  // e + U+0301 composes to U+00E9 (bytes C3 A9); U+212B (Angstrom sign) is U+00C5.
+  EXPECT_EQ(t.encode("e\u0301"), (std::vector<int32_t>{byte('\xC3'), byte('\xA9')}));
+  EXPECT_EQ(t.decode(t.encode("\u212B")), "\u00C5");
+  EXPECT_EQ(t.decode(t.encode("a\u0301\u0316")), "\u00E1\u0316");  // reordered, then composed
+  EXPECT_EQ(t.decode(t.encode("\u1100\u1161\u11A8")), "\uAC01");   // Hangul L V T
+  EXPECT_EQ(t.decode(t.encode("\xFF\u0301")), "\xFF\u0301");       // a bad byte blocks
+  EXPECT_EQ(t.decode(t.encode("<|endoftext|>e\u0301")), "<|endoftext|>\u00E9");
+}
+
 TEST(HfTokenizer, LstripRstrip) {
   auto j = base_json();
   j["added_tokens"].push_back(
@@ -160,8 +173,11 @@ TEST(HfTokenizer, RefusesOtherKindsNamingTheKey) {
   j["model"] = {{"type", "WordPiece"}, {"vocab", json::object()}};
   expect_refusal(j, "model.type 'WordPiece' is not supported");
   j = base_json();
-  j["normalizer"] = {{"type", "NFC"}};
-  expect_refusal(j, "normalizer.type 'NFC' is not supported");
+  j["normalizer"] = {{"type", "NFKC"}};
+  expect_refusal(j, "normalizer.type 'NFKC' is not supported");
+  j["normalizer"] = {{"type", "Sequence"},
+                     {"normalizers", json::array({{{"type", "NFC"}}, {{"type", "Lowercase"}}})}};
+  expect_refusal(j, "normalizer.normalizers[1].type 'Lowercase' is not supported");
   j = base_json();
   j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}};
   expect_refusal(j, "pre_tokenizer.type 'Metaspace' is not supported");
