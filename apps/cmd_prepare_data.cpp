@@ -4,7 +4,8 @@
 // text is empty becomes an empty document, and gets no eod, as there).
 // Tokenizers: GPT2BPETokenizer (vocab.json + merges.txt) or HuggingFaceTokenizer (a byte-level
 // BPE tokenizer.json; its template tokens, e.g. Llama 3's <|begin_of_text|>, start every
-// document, as Megatron's preprocessing stores them, and --append-eod then adds the eos token).
+// document, as Megatron's preprocessing stores them, and --append-eod then adds the eos token:
+// with such a template an empty text is the document <|begin_of_text|> <|end_of_text|>, as there).
 #include <chrono>
 #include <filesystem>
 #include <thread>

@@ -20,8 +20,9 @@ of `bible -f -l 'Gen1:1-Rev22:21'` when bible-kjv is installed, else the fixture
 Exit 77 (skip) without the `tokenizers` package.
 
 Usage: check_hf_tokenizers.py ZEROTRON [--keep DIR] [--all-code-points]
-  --all-code-points  also every Unicode scalar value c, as "c" "a" "c" "1" " " "c" " " (543 more
-                     documents: the class tables against Oniguruma's, minutes on a loaded machine)
+  --all-code-points  also every Unicode scalar value c in letter, number, space and combining-mark
+                     contexts (543 more documents: the class tables against Oniguruma's and the
+                     NFC tables against tokenizers'; minutes on a loaded machine)
 """
 import json
 import os
@@ -205,7 +206,8 @@ def main():
     texts = CASES + EXTRA + random_texts(400)
     if "--all-code-points" in sys.argv:
         cps = [c for c in range(1, 0x110000) if not 0xD800 <= c < 0xE000]
-        texts += ["".join(f"{chr(c)}a{chr(c)}1 {chr(c)} " for c in cps[i:i + 2048])
+        texts += ["".join(f"{chr(c)}a{chr(c)}1 {chr(c)} {chr(c)}\u0301{chr(c)}\u0316\u0300 "
+                          f"a{chr(c)}\u1161\u11a8 " for c in cps[i:i + 2048])
                   for i in range(0, len(cps), 2048)]
     docs = texts + kjv
     failed = 0
