@@ -183,9 +183,10 @@ void read_template(const Reader& r, const json& t, const std::string& path,
     const json* entry = r.member(specials, tok);
     ZT_REQUIRE(entry, "{}: {} names '{}', which {}.special_tokens does not define", r.name, at,
                excerpt(tok), path);
-    const json& ids = r.array(*entry, "ids", fmt::format("{}.special_tokens.{}.ids", path, tok));
+    const json& ids =
+        r.array(*entry, "ids", fmt::format("{}.special_tokens.{}.ids", path, excerpt(tok)));
     for (const auto& idj : ids) {
-      const int64_t id = r.id(idj, fmt::format("{}.special_tokens.{}.ids[]", path, tok));
+      const int64_t id = r.id(idj, fmt::format("{}.special_tokens.{}.ids[]", path, excerpt(tok)));
       ZT_REQUIRE(id >= 0 && id < vocab,
                  "{}: {}.special_tokens.{} has id {}, outside the vocab [0, {})", r.name, path,
                  excerpt(tok), id, vocab);
@@ -231,7 +232,8 @@ BpeTokenizer BpeTokenizer::from_hf_file(const std::string& tokenizer_json) {
   if (std::filesystem::is_regular_file(config, ec)) {
     const std::string where = config.string();
     const json c =
-        parse_json_input(read_input_file(where, 64 << 20, "tokenizer_config.json"), where);
+        parse_json_input(read_input_file(where, 64 << 20, "tokenizer_config.json"), where,
+                         JsonLimits{32, size_t{16} << 20});  // chat templates are long strings
     if (c.is_object() && c.contains("eos_token")) {
       const json& e = c["eos_token"];
       if (e.is_string())
