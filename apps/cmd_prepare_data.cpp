@@ -2,7 +2,12 @@
 // <prefix>_<key>_document.{bin,idx} per JSON key ("text" for plain text), the same names and
 // bytes as Megatron-LM's tools/preprocess_data.py (one sequence per document; a document whose
 // text is empty becomes an empty document, and gets no eod, as there).
+// Tokenizers: GPT2BPETokenizer (vocab.json + merges.txt) or HuggingFaceTokenizer (a byte-level
+// BPE tokenizer.json; its template tokens, e.g. Llama 3's <|begin_of_text|>, start every
+// document, as Megatron's preprocessing stores them, and --append-eod then adds the eos token:
+// with such a template an empty text is the document <|begin_of_text|> <|end_of_text|>, as there).
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "apps/commands.h"
@@ -30,10 +35,12 @@ int prepare_data(Args args) {
   const std::vector<FlagSpec> specs = {
       {"--input", "FILE", "plain text (blank-line-separated documents) or JSON lines", true},
       {"--output-prefix", "P", "writes P_<key>_document.bin/.idx", true},
-      {"--tokenizer-type", "T", "GPT2BPETokenizer", true},
-      {"--vocab-file", "V", "GPT-2 vocab.json", true},
-      {"--merge-file", "M", "GPT-2 merges.txt", true},
-      {"--append-eod", "", "append <|endoftext|> to every non-empty document"},
+      {"--tokenizer-type", "T", "GPT2BPETokenizer or HuggingFaceTokenizer", true},
+      {"--vocab-file", "V", "GPT-2 vocab.json (GPT2BPETokenizer)"},
+      {"--merge-file", "M", "GPT-2 merges.txt (GPT2BPETokenizer)"},
+      {"--tokenizer-model", "PATH",
+       "byte-level BPE tokenizer.json, or the directory holding it (HuggingFaceTokenizer)"},
+      {"--append-eod", "", "append the end-of-document token to every non-empty document"},
       {"--json-keys", "KEY...", "JSON fields to tokenize (default: text)", false, true},
       {"--input-format", "text|jsonl", "override the format guessed from the extension"},
       {"--workers", "N", "encoding threads (default: all cores)"},
@@ -41,8 +48,27 @@ int prepare_data(Args args) {
   auto flags = ParsedFlags::parse("prepare-data", specs, args);
   if (!flags) return 0;
   const std::string type = flags->str("--tokenizer-type");
-  ZT_REQUIRE(type == "GPT2BPETokenizer",
-             "prepare-data: --tokenizer-type {} is not supported (only GPT2BPETokenizer)", type);
+  const bool hf = type == "HuggingFaceTokenizer";
+  ZT_REQUIRE(hf || type == "GPT2BPETokenizer",
+             "prepare-data: --tokenizer-type {} is not supported (GPT2BPETokenizer or "
+             "HuggingFaceTokenizer)",
+             excerpt(type));
+  std::string model_path;
+  if (hf) {
+    ZT_REQUIRE(flags->has("--tokenizer-model") && !flags->has("--vocab-file") &&
+                   !flags->has("--merge-file"),
+               "prepare-data: --tokenizer-type HuggingFaceTokenizer takes --tokenizer-model "
+               "(a tokenizer.json), not --vocab-file/--merge-file");
+    model_path = flags->str("--tokenizer-model");
+    std::error_code ec;
+    if (std::filesystem::is_directory(model_path, ec))
+      model_path = (std::filesystem::path(model_path) / "tokenizer.json").string();
+  } else {
+    ZT_REQUIRE(flags->has("--vocab-file") && flags->has("--merge-file") &&
+                   !flags->has("--tokenizer-model"),
+               "prepare-data: --tokenizer-type GPT2BPETokenizer takes --vocab-file and "
+               "--merge-file, not --tokenizer-model");
+  }
   const int workers = static_cast<int>(
       flags->integer("--workers", std::max(1u, std::thread::hardware_concurrency()), 1, 1024));
   const std::string input = flags->str("--input");
@@ -57,7 +83,8 @@ int prepare_data(Args args) {
   if (format == data::InputFormat::kText) keys = {"text"};
 
   const auto tok =
-      data::BpeTokenizer::from_files(flags->str("--vocab-file"), flags->str("--merge-file"));
+      hf ? data::BpeTokenizer::from_hf_file(model_path)
+         : data::BpeTokenizer::from_files(flags->str("--vocab-file"), flags->str("--merge-file"));
   data::DocumentReader reader(input, format, keys);
   data::ParallelEncoder encoder(tok, workers, flags->has("--append-eod"));
   const auto dtype = data::optimal_dtype(tok.vocab_size());
@@ -117,8 +144,12 @@ int prepare_data(Args args) {
               prefix, k, data::dtype_name(dtype), tok.vocab_size());
   // The line to train on it, as `train` takes it: the prefix without .bin/.idx, and the
   // tokenizer the ids belong to.
-  log::info("prepare-data: train with --data-path {}_{}_document --vocab-file {} --merge-file {}",
-            prefix, keys.front(), flags->str("--vocab-file"), flags->str("--merge-file"));
+  if (hf)
+    log::info("prepare-data: the ids are for a vocabulary of {} tokens (tokenizer.json '{}')",
+              tok.vocab_size(), model_path);
+  else
+    log::info("prepare-data: train with --data-path {}_{}_document --vocab-file {} --merge-file {}",
+              prefix, keys.front(), flags->str("--vocab-file"), flags->str("--merge-file"));
   return 0;
 }
 

@@ -1,5 +1,8 @@
-// Tokenizer throughput: GPT-2 byte-level BPE encoding MB/s on 1 and 2 threads, printed as JSON.
-//   bench_tokenizer [--input FILE] [--vocab-file V --merge-file M] [--vocab-size N]
+// Tokenizer throughput: byte-level BPE encoding MB/s on 1 and 2 threads, and the pre-tokenizers'
+// split rules alone (GPT-2, Llama 3, Qwen2; 1 thread, median of 7), printed as JSON.
+//   bench_tokenizer [--input FILE] [--vocab-file V --merge-file M | --tokenizer-model J]
+//                   [--vocab-size N]
+// --tokenizer-model encodes with a Hugging Face tokenizer.json instead.
 // Without --input it reads the King James Bible from `bible -f -l 'Gen1:1-Rev22:21'` (Debian
 // package bible-kjv, 4.4 MB); without vocab files it first trains an N-id BPE (default 8192) on
 // the input. The text is cut into ~4 KB documents at line ends, since prepare-data parallelises
@@ -18,6 +21,7 @@
 #include "src/data/bpe_trainer.h"
 #include "src/data/file_util.h"
 #include "src/data/parallel_encode.h"
+#include "src/data/pretokenize.h"
 
 namespace {
 
@@ -47,7 +51,7 @@ std::vector<std::string> split_documents(const std::string& text, size_t target)
 }  // namespace
 
 static int run(int argc, char** argv) {
-  std::string input, vocab, merges;
+  std::string input, vocab, merges, model;
   int vocab_size = 8192;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -57,6 +61,8 @@ static int run(int argc, char** argv) {
       vocab = argv[i + 1];
     else if (a == "--merge-file")
       merges = argv[i + 1];
+    else if (a == "--tokenizer-model")
+      model = argv[i + 1];
     else if (a == "--vocab-size")
       vocab_size = std::stoi(argv[i + 1]);
     else {
@@ -71,7 +77,8 @@ static int run(int argc, char** argv) {
     return 2;
   }
   std::string vocab_json, merges_txt;
-  if (vocab.empty()) {
+  if (!model.empty()) {
+  } else if (vocab.empty()) {
     zt::data::BpeTrainer trainer;
     trainer.add_text(text);
     const auto model = trainer.train(vocab_size);
@@ -81,8 +88,42 @@ static int run(int argc, char** argv) {
     vocab_json = zt::data::read_file(vocab);
     merges_txt = zt::data::read_file(merges);
   }
-  const auto tok = zt::data::BpeTokenizer::from_strings(vocab_json, merges_txt);
+  const auto tok = model.empty() ? zt::data::BpeTokenizer::from_strings(vocab_json, merges_txt)
+                                 : zt::data::BpeTokenizer::from_hf_file(model);
   const auto docs = split_documents(text, 4096);
+
+  // The rules take turns, rotating which goes first, so that a noisy neighbour or a warming
+  // cache falls on all of them alike; each reports its median of 7.
+  using zt::data::SplitRule;
+  const std::pair<const char*, SplitRule> kRules[] = {
+      {"gpt2", SplitRule::kGpt2}, {"llama3", SplitRule::kLlama3}, {"qwen2", SplitRule::kQwen2}};
+  constexpr int kRuleCount = 3, kReps = 7;
+  std::vector<double> times[kRuleCount];
+  size_t pieces[kRuleCount] = {};
+  for (int rep = 0; rep < kReps; ++rep)
+    for (int k = 0; k < kRuleCount; ++k) {
+      const int r = (rep + k) % kRuleCount;
+      size_t n = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (const auto& d : docs) {
+        zt::data::Pretokenizer p(d, kRules[r].second);
+        std::string_view piece;
+        while (p.next(piece)) ++n;
+      }
+      times[r].push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      pieces[r] = n;
+    }
+  std::string rules;
+  for (int r = 0; r < kRuleCount; ++r) {
+    std::sort(times[r].begin(), times[r].end());
+    const double median = times[r][kReps / 2];
+    rules += fmt::format(
+        "{}{{\"rule\": \"{}\", \"pieces\": {}, \"median_seconds\": {:.4f}, "
+        "\"mb_per_s\": {:.1f}}}",
+        rules.empty() ? "" : ", ", kRules[r].first, pieces[r], median,
+        static_cast<double>(text.size()) / 1e6 / median);
+  }
 
   std::string runs;
   size_t tokens = 0;
@@ -106,9 +147,10 @@ static int run(int argc, char** argv) {
   }
   fmt::print(
       "{{\"bench\": \"tokenizer\", \"input\": \"{}\", \"bytes\": {}, \"documents\": {}, "
-      "\"vocab_size\": {}, \"tokens\": {}, \"runs\": [{}]}}\n",
+      "\"tokenizer\": \"{}\", \"vocab_size\": {}, \"tokens\": {}, \"runs\": [{}], "
+      "\"pretokenize\": [{}]}}\n",
       input.empty() ? "bible-kjv Gen1:1-Rev22:21" : input, text.size(), docs.size(),
-      tok.vocab_size(), tokens, runs);
+      model.empty() ? "vocab.json+merges.txt" : model, tok.vocab_size(), tokens, runs, rules);
   return 0;
 }
 

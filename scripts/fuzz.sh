@@ -10,8 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
-all=(idx_fuzz options_fuzz tokenizer_fuzz document_reader_fuzz blend_fuzz safetensors_fuzz
-  checkpoint_fuzz)
+all=(idx_fuzz options_fuzz tokenizer_fuzz hf_tokenizer_fuzz document_reader_fuzz blend_fuzz
+  safetensors_fuzz checkpoint_fuzz)
 fuzzers=("$@")
 ((${#fuzzers[@]})) || fuzzers=("${all[@]}")
 cxx=${CXX:-$(command -v clang++ || command -v clang++-14)}

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 
 #include "src/core/error.h"
@@ -11,7 +12,9 @@
 #include "src/data/bpe_merge.h"
 #include "src/data/byte_unicode.h"
 #include "src/data/file_util.h"
+#include "src/data/normalize.h"
 #include "src/data/pretokenize.h"
+#include "src/data/unicode.h"
 
 namespace zt::data {
 
@@ -129,19 +132,130 @@ void BpeTokenizer::encode_word(std::string_view word, EncodeCache& cache,
   }
   auto& s = cache.scratch_;
   s.clear();
-  for (char c : word) s.push_back(byte_id_[static_cast<uint8_t>(c)]);
-  bpe_merge(merges_, s);
+  if (auto it = ignore_merges_ ? word_id_.find(std::string(word)) : word_id_.end();
+      it != word_id_.end()) {
+    s.push_back(it->second);
+  } else {
+    for (char c : word) s.push_back(byte_id_[static_cast<uint8_t>(c)]);
+    bpe_merge(merges_, s);
+  }
   out.insert(out.end(), s.begin(), s.end());
   if (cache.map_.size() >= cache.max_entries_)
     cache.map_.clear();  // bounded memory on huge corpora
   cache.map_.emplace(std::string(word), s);
 }
 
+void BpeTokenizer::encode_pieces(std::string_view text, size_t stage, EncodeCache& cache,
+                                 std::vector<int32_t>& out) const {
+  if (stage == prefix_stage_ && prefix_space_ && text.front() != ' ') {
+    std::string spaced;
+    spaced.reserve(text.size() + 1);
+    spaced += ' ';
+    spaced += text;
+    split_pieces(spaced, stage, cache, out);
+  } else {
+    split_pieces(text, stage, cache, out);
+  }
+}
+
+void BpeTokenizer::split_pieces(std::string_view text, size_t stage, EncodeCache& cache,
+                                std::vector<int32_t>& out) const {
+  if (stage == rules_.size()) {
+    encode_word(text, cache, out);
+    return;
+  }
+  const SplitRule rule = rules_[stage];
+  // The common case, one rule and no prefix space, goes straight to BPE.
+  const bool last = stage + 1 == rules_.size() && !(prefix_space_ && prefix_stage_ == stage + 1);
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t end = next_piece(rule, text, pos);
+    if (last)
+      encode_word(text.substr(pos, end - pos), cache, out);
+    else
+      encode_pieces(text.substr(pos, end - pos), stage + 1, cache, out);
+    pos = end;
+  }
+}
+
+void BpeTokenizer::encode_text(std::string_view text, EncodeCache& cache,
+                               std::vector<int32_t>& out) const {
+  if (!text.empty()) encode_pieces(text, 0, cache, out);
+}
+
+void BpeTokenizer::encode_added(std::string_view text, int pass, EncodeCache& cache,
+                                std::vector<int32_t>& out) const {
+  auto between = [&](std::string_view seg) {
+    if (pass == 0)
+      encode_normalized(seg, cache, out);
+    else
+      encode_text(seg, cache, out);
+  };
+  const auto& by_byte = added_by_byte_[pass];
+  const size_t n = text.size();
+  size_t seg = 0;
+  const int only = added_first_[pass];
+  for (size_t i = 0; i < n;) {
+    if (only >= 0) {  // all start with one byte ('<' in every family's specials): skip to it
+      const void* p = std::memchr(text.data() + i, only, n - i);
+      if (!p) break;
+      i = static_cast<size_t>(static_cast<const char*>(p) - text.data());
+    }
+    const AddedToken* hit = nullptr;
+    for (uint32_t k : by_byte[static_cast<uint8_t>(text[i])])
+      if (text.substr(i).starts_with(added_[k].content)) {
+        hit = &added_[k];
+        break;
+      }
+    if (!hit) {
+      ++i;
+      continue;
+    }
+    size_t start = i, stop = i + hit->content.size();
+    // lstrip/rstrip: the token swallows the whitespace beside it, within the text around it.
+    while (hit->lstrip && start > seg) {
+      size_t q = start - 1;
+      while (q > seg && (static_cast<uint8_t>(text[q]) & 0xC0) == 0x80) --q;
+      const CodePoint c = decode_utf8(text, q);
+      if (q + c.len != start || char_class(c.cp) != kSpace) break;
+      start = q;
+    }
+    while (hit->rstrip && stop < n) {
+      const CodePoint c = decode_utf8(text, stop);
+      if (char_class(c.cp) != kSpace) break;
+      stop += c.len;
+    }
+    between(text.substr(seg, start - seg));
+    out.push_back(hit->id);
+    seg = i = stop;
+  }
+  between(text.substr(seg));
+}
+
+void BpeTokenizer::encode_normalized(std::string_view text, EncodeCache& cache,
+                                     std::vector<int32_t>& out) const {
+  auto rest = [&](std::string_view t) {
+    if (has_added_[1])
+      encode_added(t, 1, cache, out);
+    else
+      encode_text(t, cache, out);
+  };
+  if (nfc_ && !nfc_is_identity(text)) {
+    std::string normalized;
+    nfc(text, normalized);
+    rest(normalized);
+  } else {
+    rest(text);
+  }
+}
+
 void BpeTokenizer::encode(std::string_view text, EncodeCache& cache,
                           std::vector<int32_t>& out) const {
-  Pretokenizer p(text);
-  std::string_view word;
-  while (p.next(word)) encode_word(word, cache, out);
+  out.insert(out.end(), prefix_ids_.begin(), prefix_ids_.end());
+  if (has_added_[0])
+    encode_added(text, 0, cache, out);
+  else
+    encode_normalized(text, cache, out);
+  out.insert(out.end(), suffix_ids_.begin(), suffix_ids_.end());
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {

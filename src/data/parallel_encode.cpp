@@ -12,7 +12,8 @@ namespace zt::data {
 ParallelEncoder::ParallelEncoder(const BpeTokenizer& tok, int workers, bool append_eod)
     : tok_(tok), caches_(static_cast<size_t>(std::max(1, workers))), append_eod_(append_eod) {
   ZT_REQUIRE(!append_eod || tok.eod().has_value(),
-             "--append-eod: the vocab has no '<|endoftext|>' token");
+             "--append-eod: the tokenizer has no end-of-document token (a GPT-2 vocab's "
+             "'<|endoftext|>', a tokenizer.json's eos token)");
 }
 
 void ParallelEncoder::encode(const std::vector<std::string>& docs,

@@ -52,6 +52,46 @@ write("tokenizer_fuzz", "deep_vocab", '{"a": ' + DEEP + "}\0\0")
 write("tokenizer_fuzz", "duplicate_token",
       small_vocab[:-1] + ',"' + tokens[0] + '":' + str(len(tokens)) + "}\0\0text")
 
+# hf_tokenizer_fuzz: tokenizer.json, a 0 byte, text. The KJV fixture's 256 byte tokens and first
+# 32 merges in each family's structure (both merge forms), and hostile shapes.
+def hf_json(pre, merges, post=None, added=None, ignore_merges=False):
+    return json.dumps({
+        "version": "1.0", "added_tokens": added or [], "normalizer": None, "pre_tokenizer": pre,
+        "post_processor": post, "decoder": {"type": "ByteLevel"},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "byte_fallback": False,
+                  "ignore_merges": ignore_merges, "vocab": small, "merges": merges}},
+        ensure_ascii=False)
+
+
+small = json.loads(small_vocab)
+pairs = [m.split(" ") for m in merges]
+eot = {"id": len(small), "content": "<|endoftext|>", "single_word": False, "lstrip": False,
+       "rstrip": False, "normalized": False, "special": True}
+llama3_re = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+             r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+              "use_regex": True}
+write("hf_tokenizer_fuzz", "gpt2", hf_json(byte_level, merges, added=[eot]) + "\0" + text)
+write("hf_tokenizer_fuzz", "llama3",
+      hf_json({"type": "Sequence", "pretokenizers": [
+          {"type": "Split", "pattern": {"Regex": llama3_re},
+           "behavior": "Isolated", "invert": False},
+          dict(byte_level, use_regex=False)]}, pairs,
+          post={"type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}},
+                           {"Sequence": {"id": "A", "type_id": 0}}],
+                "pair": [], "special_tokens": {"<|endoftext|>": {
+                    "id": "<|endoftext|>", "ids": [len(small)], "tokens": ["<|endoftext|>"]}}},
+          added=[eot], ignore_merges=True) + "\0" + text + " <|endoftext|>1234")
+write("hf_tokenizer_fuzz", "smollm",
+      hf_json({"type": "Sequence", "pretokenizers": [
+          {"type": "Digits", "individual_digits": True}, dict(byte_level, add_prefix_space=True)]},
+          pairs, added=[dict(eot, lstrip=True, rstrip=True)]) + "\0" + text + " <|endoftext|> 12")
+write("hf_tokenizer_fuzz", "deep", '{"model": ' + DEEP + "}\0")
+write("hf_tokenizer_fuzz", "types",
+      '{"model": {"type": "BPE", "vocab": {"a": "0"}, "merges": 7}, "pre_tokenizer": 3}\0x')
+write("hf_tokenizer_fuzz", "unigram", '{"model": {"type": "Unigram", "vocab": [["a", -1]]}}\0a')
+
 # document_reader_fuzz: a format byte (bit 0: JSON lines, bit 1: also "title"), then the file.
 corpus = open(os.path.join(fx, "bpe_train_corpus.txt"), "rb").read()[:2000]
 write("document_reader_fuzz", "text", b"\0" + corpus)
