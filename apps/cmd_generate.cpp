@@ -56,6 +56,8 @@ const std::vector<FlagSpec>& generate_flags() {
       {"--seed", "N", "seed of the sampling draws (default 1234)"},
       {"--print-ids", "", "print the new token ids (comma-separated) instead of text"},
       {"--vocab-file", "FILE", "GPT-2 vocab.json (default: the one the checkpoint's run used)"},
+      {"--tokenizer-model", "PATH",
+       "tokenizer.json or its directory (default: the one the checkpoint's run used)"},
       {"--merge-file", "FILE", "GPT-2 merges.txt (default: the one the checkpoint's run used)"},
       {"--tensor-model-parallel-size", "N",
        "tensor-parallel ranks (= the mpirun ranks; default 1)"},
@@ -97,14 +99,29 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-// The tokenizer: --vocab-file/--merge-file, else the files the checkpoint's run recorded.
+// The tokenizer: --vocab-file/--merge-file or --tokenizer-model, else the files the checkpoint's
+// run recorded.
 std::optional<data::BpeTokenizer> find_tokenizer(const ParsedFlags& f, const nlohmann::json& meta,
                                                  const std::string& where) {
   ZT_REQUIRE(f.has("--vocab-file") == f.has("--merge-file"),
              "generate: --vocab-file and --merge-file go together");
+  ZT_REQUIRE(!(f.has("--vocab-file") && f.has("--tokenizer-model")),
+             "generate: --tokenizer-model and --vocab-file/--merge-file are exclusive");
   if (f.has("--vocab-file"))
     return data::BpeTokenizer::from_files(f.str("--vocab-file"), f.str("--merge-file"));
+  if (f.has("--tokenizer-model"))
+    return data::BpeTokenizer::from_hf_file(f.str("--tokenizer-model"));
   const nlohmann::json settings = meta.value("settings", nlohmann::json::object());
+  if (settings.is_object() && settings.contains("tokenizer-model")) {
+    const nlohmann::json& t = settings["tokenizer-model"];
+    ZT_REQUIRE(t.is_string(), "'{}': settings.tokenizer-model must be a file name", where);
+    std::error_code ec;
+    ZT_REQUIRE(fs::exists(t.get<std::string>(), ec),
+               "generate: the tokenizer '{}' the checkpoint's run used is gone; pass "
+               "--tokenizer-model",
+               excerpt(t.get<std::string>(), 200));
+    return data::BpeTokenizer::from_hf_file(t.get<std::string>());
+  }
   if (!settings.is_object() || !settings.contains("vocab-file")) return std::nullopt;
   const nlohmann::json &v = settings["vocab-file"],
                        &m = settings.value("merge-file", nlohmann::json());

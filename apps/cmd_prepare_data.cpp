@@ -60,9 +60,6 @@ int prepare_data(Args args) {
                "prepare-data: --tokenizer-type HuggingFaceTokenizer takes --tokenizer-model "
                "(a tokenizer.json), not --vocab-file/--merge-file");
     model_path = flags->str("--tokenizer-model");
-    std::error_code ec;
-    if (std::filesystem::is_directory(model_path, ec))
-      model_path = (std::filesystem::path(model_path) / "tokenizer.json").string();
   } else {
     ZT_REQUIRE(flags->has("--vocab-file") && flags->has("--merge-file") &&
                    !flags->has("--tokenizer-model"),

@@ -75,8 +75,14 @@ void validate_train_options(const TrainOptions& o, int dp) {
     ZT_REQUIRE(o.vocab_size >= 2, "--vocab-size must be at least 2");
   } else {
     // The files themselves are opened and checked by open_train_data (src/train/train_data.h).
-    ZT_REQUIRE(!o.vocab_file.empty() && !o.merge_file.empty(),
-               "--data-path needs --vocab-file and --merge-file");
+    if (o.tokenizer_type == "HuggingFaceTokenizer")
+      ZT_REQUIRE(!o.tokenizer_model.empty() && o.vocab_file.empty() && o.merge_file.empty(),
+                 "--data-path with --tokenizer-type HuggingFaceTokenizer needs --tokenizer-model "
+                 "(not --vocab-file/--merge-file)");
+    else
+      ZT_REQUIRE(!o.vocab_file.empty() && !o.merge_file.empty() && o.tokenizer_model.empty(),
+                 "--data-path needs --vocab-file and --merge-file (or --tokenizer-type "
+                 "HuggingFaceTokenizer --tokenizer-model FILE)");
     data::split_documents(o.split, 1);  // the form only; throws on a malformed --split
   }
   ZT_REQUIRE(o.min_lr <= o.lr, "--min-lr ({}) must not exceed --lr ({})", o.min_lr, o.lr);

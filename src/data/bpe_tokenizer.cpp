@@ -27,6 +27,23 @@ BpeTokenizer BpeTokenizer::from_files(const std::string& vocab_json,
                       merges_txt);
 }
 
+BpeTokenizer load_tokenizer(std::string_view type, const std::string& vocab_json,
+                            const std::string& merges_txt, const std::string& tokenizer_model) {
+  if (type == "HuggingFaceTokenizer") {
+    ZT_REQUIRE(!tokenizer_model.empty() && vocab_json.empty() && merges_txt.empty(),
+               "--tokenizer-type HuggingFaceTokenizer takes --tokenizer-model (a tokenizer.json), "
+               "not --vocab-file/--merge-file");
+    return BpeTokenizer::from_hf_file(tokenizer_model);
+  }
+  ZT_REQUIRE(type == "GPT2BPETokenizer",
+             "--tokenizer-type {} is not supported (GPT2BPETokenizer or HuggingFaceTokenizer)",
+             excerpt(type));
+  ZT_REQUIRE(!vocab_json.empty() && !merges_txt.empty() && tokenizer_model.empty(),
+             "--tokenizer-type GPT2BPETokenizer takes --vocab-file and --merge-file, not "
+             "--tokenizer-model");
+  return BpeTokenizer::from_files(vocab_json, merges_txt);
+}
+
 BpeTokenizer BpeTokenizer::from_strings(std::string_view vocab_json, std::string_view merges_txt,
                                         std::string_view vocab_name, std::string_view merges_name) {
   BpeTokenizer t;

@@ -55,8 +55,9 @@ class BpeTokenizer {
                                    std::string_view merges_name = "merges.txt");
   // A Hugging Face tokenizer.json (src/data/hf_tokenizer.cpp). Throws InputError naming the key
   // of anything that is not byte-level BPE or that zerotron does not reproduce exactly. The
-  // file's eod is the "eos_token" of a tokenizer_config.json beside it when there is one.
-  static BpeTokenizer from_hf_file(const std::string& tokenizer_json);
+  // file's eod is the "eos_token" of a tokenizer_config.json beside it when there is one. `path`
+  // is the file or the directory holding tokenizer.json.
+  static BpeTokenizer from_hf_file(const std::string& path);
   // `name` labels error messages; `eos_token` names eod() (empty: the first of the special
   // tokens <|endoftext|>, <|end_of_text|>, </s>, <eos> the file has).
   static BpeTokenizer from_hf_json(std::string_view tokenizer_json,
@@ -128,5 +129,11 @@ class BpeTokenizer {
 };
 
 inline constexpr std::string_view kEndOfText = "<|endoftext|>";
+
+// The tokenizer Megatron's flags name: GPT2BPETokenizer (vocab.json + merges.txt) or
+// HuggingFaceTokenizer (a tokenizer.json or its directory). Throws InputError naming the flag
+// that is missing or does not belong to the type.
+BpeTokenizer load_tokenizer(std::string_view type, const std::string& vocab_json,
+                            const std::string& merges_txt, const std::string& tokenizer_model);
 
 }  // namespace zt::data

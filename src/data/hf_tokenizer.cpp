@@ -220,7 +220,11 @@ void read_post_processor(const Reader& r, const json& root, std::vector<int32_t>
 
 }  // namespace
 
-BpeTokenizer BpeTokenizer::from_hf_file(const std::string& tokenizer_json) {
+BpeTokenizer BpeTokenizer::from_hf_file(const std::string& path) {
+  std::error_code dir_ec;
+  const std::string tokenizer_json = std::filesystem::is_directory(path, dir_ec)
+                                         ? (std::filesystem::path(path) / "tokenizer.json").string()
+                                         : path;
   // Llama 3's tokenizer.json is 9 MB; a 256k-token one about 20 MB.
   constexpr size_t kMaxBytes = size_t{256} << 20;
   const std::string text = read_input_file(tokenizer_json, kMaxBytes, "--tokenizer-model");

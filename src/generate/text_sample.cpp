@@ -12,8 +12,9 @@
 namespace zt {
 
 TextSample::TextSample(const TrainOptions& o) {
-  if (!o.vocab_file.empty() && !o.merge_file.empty())
-    tokenizer_ = data::BpeTokenizer::from_files(o.vocab_file, o.merge_file);
+  if ((!o.vocab_file.empty() && !o.merge_file.empty()) || !o.tokenizer_model.empty())
+    tokenizer_ =
+        data::load_tokenizer(o.tokenizer_type, o.vocab_file, o.merge_file, o.tokenizer_model);
 }
 
 std::string TextSample::run(const GptConfig& config, const ParamLayout& layout, ParamSource& params,

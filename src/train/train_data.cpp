@@ -58,15 +58,19 @@ TrainData open_train_data(TrainOptions& o) {
     return d;
   }
   const data::DataBlend blend = data::parse_data_path(o.data_path);
-  ZT_REQUIRE(o.tokenizer_type == "GPT2BPETokenizer",
-             "--tokenizer-type {} is not supported (only GPT2BPETokenizer)", o.tokenizer_type);
-  require_file("--vocab-file", o.vocab_file);
-  require_file("--merge-file", o.merge_file);
-  const int vocab = data::BpeTokenizer::from_files(o.vocab_file, o.merge_file).vocab_size();
+  const bool hf = o.tokenizer_type == "HuggingFaceTokenizer";
+  if (!hf) {
+    require_file("--vocab-file", o.vocab_file);
+    require_file("--merge-file", o.merge_file);
+  }
+  const int vocab =
+      data::load_tokenizer(o.tokenizer_type, o.vocab_file, o.merge_file, o.tokenizer_model)
+          .vocab_size();
   ZT_REQUIRE(o.vocab_size == 0 || o.vocab_size == vocab,
-             "--vocab-size {} disagrees with --vocab-file '{}', which has {} tokens (leave "
-             "--vocab-size out with --data-path)",
-             o.vocab_size, o.vocab_file, vocab);
+             "--vocab-size {} disagrees with {} '{}', which has {} tokens (leave --vocab-size out "
+             "with --data-path)",
+             o.vocab_size, hf ? "--tokenizer-model" : "--vocab-file",
+             hf ? o.tokenizer_model : o.vocab_file, vocab);
   o.vocab_size = vocab;
 
   auto corpus = std::make_shared<Corpus>();

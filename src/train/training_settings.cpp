@@ -17,11 +17,13 @@ nlohmann::json training_settings(const TrainOptions& o, int64_t global_batch) {
                       {"clip-grad", o.clip_grad},
                       {"global-batch-size", global_batch}};
   // The tokenizer the ids mean something in: what `zerotron generate` decodes with.
+  std::error_code ec;
   if (!o.vocab_file.empty() && !o.merge_file.empty()) {
-    std::error_code ec;
     s["vocab-file"] = std::filesystem::absolute(o.vocab_file, ec).string();
     s["merge-file"] = std::filesystem::absolute(o.merge_file, ec).string();
   }
+  if (!o.tokenizer_model.empty())
+    s["tokenizer-model"] = std::filesystem::absolute(o.tokenizer_model, ec).string();
   return s;
 }
 

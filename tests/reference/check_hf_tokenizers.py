@@ -190,6 +190,34 @@ def kjv_documents():
     return ["".join(lines[i:i + 40]) for i in range(0, len(lines), 40)], source
 
 
+def train_and_generate(binary, data_prefix, model_arg, vocab, d):
+    """Trains two steps on the prepared data (the vocabulary comes from the tokenizer.json) and
+    generates from the checkpoint with the tokenizer its run recorded. Returns 1 on failure."""
+    save = os.path.join(d, "ckpt")
+    train = [binary, "train", "--device", "cpu", "--num-layers", "1", "--hidden-size", "32",
+             "--num-attention-heads", "4", "--seq-length", "16", "--micro-batch-size", "2",
+             "--global-batch-size", "2", "--train-iters", "2", "--eval-iters", "0",
+             "--data-path", data_prefix, "--tokenizer-type", "HuggingFaceTokenizer",
+             "--tokenizer-model", model_arg, "--save", save, "--save-interval", "2"]
+    r = subprocess.run(train, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"train on tokenizer.json data failed ({r.returncode}): {r.stderr.strip()[-400:]}")
+        return 1
+    with open(os.path.join(save, "iter_0000002", "meta.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    if meta["model"]["vocab_size"] < vocab:
+        print(f"train: vocab {meta['model']['vocab_size']} < the tokenizer's {vocab}")
+        return 1
+    r = subprocess.run([binary, "generate", "--load", save, "--prompt", "In the beginning",
+                        "--max-new-tokens", "4", "--greedy"], capture_output=True, text=True)
+    if r.returncode != 0 or not r.stdout.startswith("In the beginning"):
+        print(f"generate with the recorded tokenizer.json failed ({r.returncode}): "
+              f"{r.stdout[:200]!r} {r.stderr.strip()[-400:]}")
+        return 1
+    print(f"llama3: trained 2 steps on its data (vocab {vocab}) and generated {r.stdout[:60]!r}")
+    return 0
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -243,6 +271,9 @@ def main():
             print(f"{kind}: {len(docs) - len(bad)}/{len(docs)} documents equal "
                   f"({n_ids} ids; {len(texts)} cases + {len(kjv)} KJV documents from {source})")
             failed += bool(bad)
+            if kind == "llama3" and not bad:
+                failed += train_and_generate(binary, prefix + "_text_document", model_arg,
+                                             tok.get_vocab_size(), d)
         if "--keep" in sys.argv:
             keep = sys.argv[sys.argv.index("--keep") + 1]
             shutil.copytree(d, keep, dirs_exist_ok=True)
