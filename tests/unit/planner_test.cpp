@@ -96,7 +96,7 @@ TEST(StepModel, DataParallelTimeIsTheRingFormulaOnThePlansVolume) {
   // A ring over p ranks moves (p-1)/p of the paper-convention bytes per rank.
   const double expected = 0.75 * static_cast<double>(r.memory.comm_dp) / (c.intra_node_gbps * 1e9);
   EXPECT_NEAR(r.dp_comm_ms, expected * 1e3, 1e-9 * expected * 1e3);
-  EXPECT_DOUBLE_EQ(r.dp_exposed_ms, r.dp_comm_ms);
+  EXPECT_NEAR(r.dp_exposed_ms, r.dp_comm_ms, 1e-9 * r.dp_comm_ms);  // nothing to hide behind
   opt.overlap_comm = true;
   const StepEstimate o = simulate_step(in, c, opt);
   EXPECT_LT(o.dp_exposed_ms, r.dp_exposed_ms);
