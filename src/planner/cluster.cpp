@@ -12,14 +12,24 @@ namespace {
 
 constexpr double kGiB = 1073741824.0;
 
-// Vendor figures (a "32 GB" HBM part holds 32 GiB = 32 x 2^30 bytes, so capacities are in GiB):
-// V100 SXM3 32 GiB (125 TFLOP/s fp16 tensor, 15.7 fp32, no TF32, 900 GB/s HBM2, NVSwitch 150 GB/s
-// per direction per GPU in a DGX-2, 8 x 100 Gb/s InfiniBand = 800 Gb/s per node as in the ZeRO
-// paper); A100 SXM 80 GiB (312 TFLOP/s bf16 dense, 19.5 fp32, 156 TF32 dense, 2039 GB/s, NVLink3
-// 300 GB/s, 8 x 200 Gb/s); H100 SXM 80 GiB (989 TFLOP/s bf16 dense, 67 fp32, 494.7 TF32 dense,
-// 3350 GB/s, NVLink4 450 GB/s, 8 x 400 Gb/s). TF32 on where the part has it, as Megatron does. The
-// GEMM efficiency ceilings are typical cuBLAS figures for large fp16/bf16 GEMMs on each part (about
-// 75% on V100, 80% on A100, 70% on H100 at these sizes); calibrate them on the real machine.
+// Vendor figures (a "32 GB" HBM part holds 32 GiB = 32 x 2^30 bytes, so capacities are in GiB),
+// from NVIDIA's datasheets: the Tesla V100 datasheet (SXM3 32 GB: 125 TFLOP/s fp16 tensor, 15.7
+// fp32, 900 GB/s HBM2) and the DGX-2 datasheet (NVSwitch: 150 GB/s per direction per GPU; 8 x 100
+// Gb/s InfiniBand = 800 Gb/s per node, as the ZeRO paper states for its cluster); the A100
+// datasheet (SXM 80 GB: 312 TFLOP/s bf16/fp16 dense, 19.5 fp32, 156 TF32 dense, 2039 GB/s) and
+// the DGX A100 datasheet (NVLink3 300 GB/s per direction per GPU; 8 x 200 Gb/s HDR); the H100
+// datasheet (SXM5: 989 TFLOP/s bf16 dense, 67 fp32, 494.7 TF32 dense, 3350 GB/s) and the DGX H100
+// datasheet (NVLink4 450 GB/s per direction; 8 x 400 Gb/s NDR). TF32 on where the part has it, as
+// Megatron does. Latencies and PCIe rates are typical figures, not the vendors'.
+//
+// Efficiency factors (gemm_efficiency, inter_node_efficiency and, for the A100, the per-hop
+// inter-node latency) are fitted by examples/scaling/published_points.py --fit PRESET on ONE named
+// set of published points each, and checked on the others (docs/results/simulate.md):
+//   dgx2-v100: the ZeRO paper's ZeRO-100B on 400 GPUs (38 TFLOP/s per GPU) and Megatron-40B over
+//              two DGX-2 nodes (5 TFLOP/s per GPU): 2019's software stack;
+//   dgx-a100:  Narayanan et al. 2021, Table 1's 1.7B row (137) and Table 2's ZeRO-3 174.6B on 384
+//              and 1536 GPUs (144 and 44): the fitted latency is ZeRO-3's cost per collective call.
+//   dgx-h100:  no published point here; the A100's fitted factors, unvalidated.
 ClusterSpec dgx2_v100() {
   ClusterSpec c;
   c.name = "dgx2-v100";
@@ -27,7 +37,8 @@ ClusterSpec dgx2_v100() {
   c.nodes = 25;
   c.peak_tflops = 125;
   c.fp32_peak_tflops = 15.7;
-  c.gemm_efficiency = 0.75;
+  c.gemm_efficiency = 0.7211;        // fitted (see above)
+  c.inter_node_efficiency = 0.1280;  // fitted
   c.gemm_half_dim = 64;
   c.hbm_bytes = 32.0 * kGiB;
   c.hbm_gbps = 900;
@@ -49,7 +60,9 @@ ClusterSpec dgx_a100() {
   c.fp32_peak_tflops = 19.5;
   c.tf32_peak_tflops = 156;
   c.tf32 = true;
-  c.gemm_efficiency = 0.8;
+  c.gemm_efficiency = 0.6110;        // fitted (see above)
+  c.inter_node_efficiency = 0.7869;  // fitted
+  c.inter_node_latency_us = 149.9;   // fitted
   c.gemm_half_dim = 96;
   c.hbm_bytes = 80.0 * kGiB;
   c.hbm_gbps = 2039;
@@ -66,8 +79,7 @@ ClusterSpec dgx_h100() {
   c.peak_tflops = 989;
   c.fp32_peak_tflops = 67;
   c.tf32_peak_tflops = 494.7;
-  c.gemm_efficiency = 0.7;
-  c.gemm_half_dim = 128;
+  c.gemm_half_dim = 128;  // efficiencies and latency: the A100's
   c.hbm_gbps = 3350;
   c.intra_node_gbps = 450;
   c.inter_node_gbps = 400;
@@ -196,6 +208,8 @@ ClusterSpec cluster_from_json(const nlohmann::json& j, ClusterSpec c) {
   take(j, "intra_node_latency_us", c.intra_node_latency_us);
   take(j, "inter_node_gbps", c.inter_node_gbps);
   take(j, "inter_node_latency_us", c.inter_node_latency_us);
+  take(j, "intra_node_efficiency", c.intra_node_efficiency);
+  take(j, "inter_node_efficiency", c.inter_node_efficiency);
   take(j, "pcie_gbps", c.pcie_gbps);
   take(j, "kernel_overhead_us", c.kernel_overhead_us);
   take(j, "shared_compute", c.shared_compute);
@@ -288,6 +302,8 @@ nlohmann::json cluster_to_json(const ClusterSpec& c) {
           {"intra_node_latency_us", c.intra_node_latency_us},
           {"inter_node_gbps", c.inter_node_gbps},
           {"inter_node_latency_us", c.inter_node_latency_us},
+          {"intra_node_efficiency", c.intra_node_efficiency},
+          {"inter_node_efficiency", c.inter_node_efficiency},
           {"pcie_gbps", c.pcie_gbps},
           {"kernel_overhead_us", c.kernel_overhead_us},
           {"shared_compute", c.shared_compute},

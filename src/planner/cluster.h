@@ -36,6 +36,10 @@ struct ClusterSpec {
   double intra_node_latency_us = 0;
   double inter_node_gbps = 0;  // per node (all its NICs), GB/s
   double inter_node_latency_us = 0;
+  // The fraction of the nominal bandwidths above that collectives reach (fitted to published
+  // runs for the presets; 1 = the vendor figure).
+  double intra_node_efficiency = 1;
+  double inter_node_efficiency = 1;
   double pcie_gbps = 0;           // device <-> host, per device (Pa+cpu offload)
   double kernel_overhead_us = 0;  // launch + tail per GEMM
   // True when the devices of a node share one compute peak (CPU ranks on the same cores): each

@@ -109,13 +109,14 @@ double ring_ms(double bytes, double p, double gbps, double latency_us, double ca
 // leaves the node (gpus_per_node / members-per-node of them).
 double group_gbps(const ClusterSpec& c, int size, int stride, double* latency_us) {
   const int g = c.gpus_per_node;
+  const double intra = c.intra_node_gbps * c.intra_node_efficiency;
   if (static_cast<int64_t>(size) * stride <= g) {
     *latency_us = c.intra_node_latency_us;
-    return c.intra_node_gbps;
+    return intra;
   }
   const double per_node = std::max(1, g / stride);  // members of one ring inside a node
   *latency_us = c.inter_node_latency_us;
-  return std::min(c.intra_node_gbps, c.inter_node_gbps * per_node / g);
+  return std::min(intra, c.inter_node_gbps * c.inter_node_efficiency * per_node / g);
 }
 
 // Collectives: the measured curve of the op and group size where the calibration has one, else
