@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "src/core/error.h"
+#include "src/planner/cluster.h"
 #include "src/planner/event_sim.h"
 #include "src/planner/prefetch_model.h"
 
@@ -125,6 +126,33 @@ TEST(PrefetchModel, MaxLiveParametersCapsWhatIsGatheredAtOnce) {
   EXPECT_EQ(zero3_gather_issue(u, 1000, 20), (std::vector<int>{0, 0, 1, 2}));
   // A unit larger than the bucket is still fetched, at its own start.
   EXPECT_EQ(zero3_gather_issue({10, 50, 10}, 20, 1000), (std::vector<int>{0, 1, 1}));
+}
+
+}  // namespace
+}  // namespace zt
+
+namespace zt {
+namespace {
+
+TEST(CalibrationTables, CollectivesInterpolateInLogSizeAndScaleBeyondTheLargest) {
+  ClusterSpec c;
+  c.comm_table = {{"all_gather", 4, 1000, 10}, {"all_gather", 4, 100000, 1000}};
+  EXPECT_NEAR(table_comm_ms(c, "all_gather", 4, 10000), 100e-3, 1e-9);  // halfway in log-log
+  EXPECT_DOUBLE_EQ(table_comm_ms(c, "all_gather", 4, 10), 10e-3);       // the smallest's time
+  EXPECT_DOUBLE_EQ(table_comm_ms(c, "all_gather", 4, 200000), 2.0);     // linear in bytes
+  EXPECT_DOUBLE_EQ(table_comm_ms(c, "all_gather", 8, 1000), 10e-3);     // nearest group size
+  EXPECT_LT(table_comm_ms(c, "all_reduce", 4, 1000), 0);                // not measured
+}
+
+TEST(CalibrationTables, GemmsTakeTheNearestMeasuredShapesRate) {
+  ClusterSpec c;
+  c.gemm_table = {{"fp32", "fwd", 512, 768, 256, 100}, {"fp32", "fwd", 512, 4096, 256, 50}};
+  // 2·512·768·256 flops at 100 GFLOP/s; a shape near the second takes its rate.
+  EXPECT_NEAR(table_gemm_ms(c, DType::F32, "fwd", 512, 768, 256),
+              2.0 * 512 * 768 * 256 / 1e11 * 1e3, 1e-12);
+  EXPECT_NEAR(table_gemm_ms(c, DType::F32, "fwd", 512, 4000, 256),
+              2.0 * 512 * 4000 * 256 / 5e10 * 1e3, 1e-12);
+  EXPECT_LT(table_gemm_ms(c, DType::BF16, "fwd", 512, 768, 256), 0);
 }
 
 }  // namespace
