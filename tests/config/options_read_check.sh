@@ -13,8 +13,6 @@ cd "$root"
 # leaves this list when it gets its meaning.
 allowed=(
   contiguous_gradients  # gradients are always in one contiguous buffer (false is refused)
-  prefetch_bucket_size  # stage 3 prefetches one unit ahead
-  max_live_parameters   # stage 3 prefetches one unit ahead
 )
 
 # Acted on inside src/config by design, so read there rather than by a consumer: --config and
