@@ -17,12 +17,15 @@
 //
 // Usage: launch/mpirun.sh -np N build/bin/bench_calibrate --hidden H --heads A --seq S
 //        --vocab V --micro-batch B [--tp 1,2] [--dtypes fp32,bf16] [--dropout P]
-//        [--max-bytes 16777216] [--repeats R]
+//        [--max-bytes 16777216] [--repeats R] [--passes P]
+// Compute samples: the median over P sweeps (3) of the median of R windows (3) each; collectives:
+// the median of R windows.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -46,7 +49,7 @@ using zt::DType;
 using zt::comm::Communicator;
 
 struct Args {
-  int hidden = 256, heads = 8, seq = 256, vocab = 4096, micro_batch = 4, repeats = 5;
+  int hidden = 256, heads = 8, seq = 256, vocab = 4096, micro_batch = 4, repeats = 3, passes = 3;
   std::vector<int> tp{1, 2};
   std::vector<std::string> dtypes{"fp32", "bf16"};
   float dropout = 0.1f;
@@ -78,6 +81,8 @@ Args parse(int argc, char** argv) {
       a.micro_batch = std::stoi(v);
     else if (f == "--repeats")
       a.repeats = std::stoi(v);
+    else if (f == "--passes")
+      a.passes = std::stoi(v);
     else if (f == "--dropout")
       a.dropout = std::stof(v);
     else if (f == "--max-bytes")
@@ -91,7 +96,7 @@ Args parse(int argc, char** argv) {
       throw zt::InputError("bench_calibrate: unknown flag " + f);
   }
   ZT_REQUIRE(a.hidden > 0 && a.heads > 0 && a.seq > 0 && a.vocab > 0 && a.micro_batch > 0 &&
-                 a.repeats > 0 && a.hidden % a.heads == 0,
+                 a.repeats > 0 && a.passes > 0 && a.hidden % a.heads == 0,
              "bench_calibrate: sizes must be positive and --hidden a multiple of --heads");
   return a;
 }
@@ -358,6 +363,20 @@ double triad_gbps(Communicator& world, int repeats) {
   return 3.0 * n * sizeof(float) / s / 1e9;
 }
 
+// The first pass's entries with `fields` replaced by their median over the passes.
+nlohmann::json median_of(const std::vector<nlohmann::json>& passes,
+                         std::initializer_list<const char*> fields) {
+  nlohmann::json out = passes.front();
+  for (size_t i = 0; i < out.size(); ++i)
+    for (const char* f : fields) {
+      std::vector<double> v;
+      for (const auto& p : passes) v.push_back(p.at(i).at(f).get<double>());
+      std::sort(v.begin(), v.end());
+      out[i][f] = v[v.size() / 2];
+    }
+  return out;
+}
+
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
   for (std::string line; std::getline(f, line);)
@@ -380,11 +399,25 @@ static int run(int argc, char** argv) {
     auto world = rt.world(ctx.pool());
     nlohmann::json gemm = nlohmann::json::array(), attn = nlohmann::json::array(),
                    ew = nlohmann::json::array(), comm = nlohmann::json::array();
-    for (DType t : types) {
-      gemms(ctx, *world, a, t, gemm);
-      attention(ctx, *world, a, t, attn);
-      elementwise(ctx, *world, a, t, ew);
+    // The compute samples in `passes` sweeps over all of them, each sample's value the median
+    // over the sweeps: a load spike on a shared machine then disturbs one sweep of every sample
+    // rather than every window of a few.
+    std::vector<nlohmann::json> g_passes, a_passes, e_passes;
+    for (int p = 0; p < a.passes; ++p) {
+      nlohmann::json g = nlohmann::json::array(), at = nlohmann::json::array(),
+                     e = nlohmann::json::array();
+      for (DType t : types) {
+        gemms(ctx, *world, a, t, g);
+        attention(ctx, *world, a, t, at);
+        elementwise(ctx, *world, a, t, e);
+      }
+      g_passes.push_back(g);
+      a_passes.push_back(at);
+      e_passes.push_back(e);
     }
+    gemm = median_of(g_passes, {"gflops"});
+    attn = median_of(a_passes, {"forward_ms", "backward_ms"});
+    ew = median_of(e_passes, {"ns_per_elem"});
     double busbw = 0;
     collectives(rt, *world, ctx.pool(), a, types, comm, &busbw);
     const double hbm = triad_gbps(*world, a.repeats);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Validates `zerotron simulate` against zerotron's own multi-rank training steps on this machine.
-#   1. One calibration from microbenchmarks only, every rank busy at once as in training
+#   1. One calibration from microbenchmarks only (run halfway through the measurements), every
+#      rank busy at once as in training
 #      (bench_calibrate under mpirun: the backend's linear layers at the model's GEMM shapes,
 #      attention, the layer's elementwise kernels, cross-entropy, AdamW, each collective by size
 #      over the job and over pairs, point-to-point, memcpy). No training step is timed for it.
@@ -28,10 +29,13 @@ model=(--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 256
   --vocab-size 4096 --make-vocab-size-divisible-by 128 --micro-batch-size 2
   --global-batch-size 16)
 
-# 1. Calibration.
-loads+=("$(load)")
-"$launch" -np "$np" "$bin/bench_calibrate" --hidden 256 --heads 8 --seq 256 --vocab 4096 \
-  --micro-batch 2 --tp 1,2 --dtypes fp32,bf16 >"$out/cpu_cluster.json"
+# The calibration, run once, in the middle of the measurements (so a load that drifts on a shared
+# machine is seen by it about as much as by the steps on either side).
+calibrate() {
+  cal_load=$(load)
+  "$launch" -np "$np" "$bin/bench_calibrate" --hidden 256 --heads 8 --seq 256 --vocab 4096 \
+    --micro-batch 2 --tp 1,2 --dtypes fp32,bf16 >"$out/cpu_cluster.json"
+}
 
 # 2. Layouts: name | tp | pp | zero stage | extra flags (both bench_train and simulate).
 layouts=(
@@ -50,29 +54,39 @@ layouts=(
 )
 csv=$out/cpu_validation.csv
 echo "layout,tp,dp,pp,zero_stage,flags,load,measured_ms,predicted_ms,error_pct" >"$csv"
-for spec in "${layouts[@]}"; do
-  IFS='|' read -r name tp pp stage extra <<<"$spec"
+flags_of() {  # spec -> the flags bench_train and simulate share
+  IFS='|' read -r name tp pp stage extra <<<"$1"
   dp=$((np / tp / pp))
   read -r -a xs <<<"$extra"
   flags=("${model[@]}" --tensor-model-parallel-size "$tp" --pipeline-model-parallel-size "$pp"
     "${xs[@]}")
+}
+measured=()
+for i in "${!layouts[@]}"; do
+  [[ $i -eq $((${#layouts[@]} / 2)) ]] && calibrate
+  flags_of "${layouts[$i]}"
   l=$(load)
   loads+=("$l")
-  measured=$("$launch" -np "$np" "$bin/bench_train" --stages "$stage" --steps 5 --warmup 2 \
+  measured+=("$("$launch" -np "$np" "$bin/bench_train" --stages "$stage" --steps 5 --warmup 2 \
     "${flags[@]}" --overlap-comm |
-    python3 -c 'import json,sys; print(json.loads([x for x in sys.stdin if x.startswith("{")][0])["median_step_ms"])')
+    python3 -c 'import json,sys; print(json.loads([x for x in sys.stdin if x.startswith("{")][0])["median_step_ms"])') $l")
+done
+for i in "${!layouts[@]}"; do
+  flags_of "${layouts[$i]}"
+  read -r m l <<<"${measured[$i]}"
   predicted=$("$bin/zerotron" simulate "${flags[@]}" --data-parallel-size "$dp" \
     --zero-stage "$stage" --device cpu --cluster "$out/cpu_cluster.json" --json |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["step_ms"])')
-  err=$(python3 -c "print(f'{($predicted - $measured) / $measured * 100:+.1f}')")
-  echo "$name,$tp,$dp,$pp,$stage,$extra,$l,$measured,$predicted,$err" >>"$csv"
+  err=$(python3 -c "print(f'{($predicted - $m) / $m * 100:+.1f}')")
+  echo "$name,$tp,$dp,$pp,$stage,$extra,$l,$m,$predicted,$err" >>"$csv"
 done
 
-python3 - "$csv" "$out/cpu_cluster.json" "${loads[*]}" <<'PY'
+python3 - "$csv" "$out/cpu_cluster.json" "${loads[*]}" "$cal_load" <<'PY'
 import csv, json, platform, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 cal = json.load(open(sys.argv[2]))
 loads = [float(x) for x in sys.argv[3].split()]
+cal_load = float(sys.argv[4])
 flags = open("/proc/cpuinfo").read().split("flags")[1].split("\n")[0]
 isa = [f for f in ("avx512f", "avx512_bf16", "amx_bf16", "avx2", "fma") if f" {f}" in flags]
 print(f"{'layout':16} {'tp':>2} {'dp':>2} {'pp':>2} {'ZeRO':>4} {'load':>5} | "
@@ -88,5 +102,6 @@ print(json.dumps({"max_abs_error": round(max(errs), 3),
                   "within_15pct": sum(e <= 0.15 for e in errs),
                   "cpu_model": cal.get("cpu_model"), "isa": isa,
                   "cores": __import__("os").cpu_count(),
-                  "load_min": min(loads), "load_max": max(loads)}))
+                  "calibration_load": cal_load, "load_min": min(loads),
+                  "load_max": max(loads)}))
 PY
