@@ -73,6 +73,8 @@ int simulate(Args args) {
   PlanInput in = plan_input_from_args(*a, kCommand);
   SimOptions opt;
   opt.overlap_comm = !f->has("--no-overlap-comm");
+  opt.prefetch_bucket_elems = a->train.options.prefetch_bucket_size;
+  opt.max_live_elems = a->train.options.max_live_parameters;
   ClusterSpec sized = cluster;
   if (a->train.has("device-memory")) sized.hbm_bytes = a->train.options.device_memory;
   if (f->has("--max-micro-batch")) {
@@ -111,6 +113,8 @@ int simulate(Args args) {
                         {"tp_comm_ms", r.tp_comm_ms},
                         {"dp_comm_ms", r.dp_comm_ms},
                         {"dp_exposed_ms", r.dp_exposed_ms},
+                        {"dp_hidden_fraction", r.dp_hidden_fraction},
+                        {"compute_busy_ms", r.compute_busy_ms},
                         {"offload_ms", r.offload_ms},
                         {"pipeline_ms", r.pipeline_ms},
                         {"bubble_fraction", r.bubble_fraction},

@@ -36,12 +36,66 @@ struct ClusterSpec {
   double intra_node_latency_us = 0;
   double inter_node_gbps = 0;  // per node (all its NICs), GB/s
   double inter_node_latency_us = 0;
+  // The fraction of the nominal bandwidths above that collectives reach (fitted to published
+  // runs for the presets; 1 = the vendor figure).
+  double intra_node_efficiency = 1;
+  double inter_node_efficiency = 1;
   double pcie_gbps = 0;           // device <-> host, per device (Pa+cpu offload)
   double kernel_overhead_us = 0;  // launch + tail per GEMM
   // True when the devices of a node share one compute peak (CPU ranks on the same cores): each
   // device then gets peak_tflops / devices_in_use_per_node.
   bool shared_compute = false;
+  // False where a collective's progress takes the compute's own cores (CPU ranks: the MPI
+  // progress thread copies and reduces on the cores the GEMMs run on), so communication and
+  // compute share one resource in the step's schedule; true where they have their own (GPU
+  // streams: copy engines and NVLink/IB run beside the SMs).
+  bool comm_overlaps_compute = true;
+  double memcpy_gbps = 0;  // host copies (Pa+cpu on the CPU backend); 0: pcie_gbps
+  // Ranks that share cores (CPU) run faster while the others wait: the most a rank speeds up
+  // when it is alone (ranks x threads / cores, from the calibration; 1 = devices of their own).
+  // A pipeline's bubble then costs less than its idle time: the waiting ranks lend their cores.
+  double shared_core_speedup = 1;
+
+  // Measured on the machine at hand (bench_calibrate); where a table has an entry the simulator
+  // interpolates it instead of the roofline or the ring model. Times are per rank with every
+  // rank of the calibration run busy at once (shared_compute is then already in them).
+  struct GemmSample {
+    std::string dtype;  // fp32, bf16, fp16
+    std::string pass;   // fwd (x W^T), dgrad (dy W), wgrad (dy^T x)
+    double m = 0, n = 0, k = 0, gflops = 0;
+  };
+  struct AttentionSample {
+    std::string dtype;
+    double batch = 0, heads = 0, seq = 0, head_dim = 0, forward_ms = 0, backward_ms = 0;
+  };
+  struct CommSample {
+    std::string op;  // all_reduce, reduce_scatter, all_gather (nccl-tests sizes), p2p, memcpy
+    int group = 0;
+    double bytes = 0, us = 0;
+  };
+  struct ElementwiseSample {
+    std::string dtype;
+    std::string kernel;  // layer_fwd, layer_bwd, adamw: ns per element (see bench_calibrate)
+    double ns_per_elem = 0;
+  };
+  std::vector<GemmSample> gemm_table;
+  std::vector<AttentionSample> attention_table;
+  std::vector<CommSample> comm_table;
+  std::vector<ElementwiseSample> elementwise_table;
 };
+
+// Lookups in the measured tables; a negative result means the table has nothing for it.
+// A GEMM [m,k] x [k,n] of `pass` in `dtype`: the rate of the measured shape nearest in log space.
+double table_gemm_ms(const ClusterSpec& c, DType dtype, std::string_view pass, double m, double n,
+                     double k);
+// One layer's attention (forward when !backward) for `batch` x `heads` heads of [seq, head_dim]:
+// the nearest measured (seq, head_dim) scaled by batch·heads and seq².
+double table_attention_ms(const ClusterSpec& c, DType dtype, bool backward, double batch,
+                          double heads, double seq, double head_dim);
+// One collective of `bytes` (nccl-tests convention) over `group` ranks, interpolated in
+// log(bytes)-log(time) between the measured sizes (linear in bytes beyond the largest).
+double table_comm_ms(const ClusterSpec& c, std::string_view op, int group, double bytes);
+double table_elementwise_ns(const ClusterSpec& c, DType dtype, std::string_view kernel);
 
 // The dense peak (TFLOP/s, before shared_compute's split) of a GEMM whose operands are `operands`.
 double gemm_peak_tflops(const ClusterSpec& c, DType operands);

@@ -8,6 +8,7 @@
 // ZeRO's freed memory buys — runs closer to peak. With pipeline parallelism each stage is planned
 // on its own, and the step is the schedule's makespan (pipeline::simulate: 1F1B or interleaved,
 // with its bubble) at the slowest stage's time per micro-batch.
+#include <cstdint>
 #include <vector>
 
 #include "src/planner/cluster.h"
@@ -17,6 +18,9 @@ namespace zt {
 
 struct SimOptions {
   bool overlap_comm = true;
+  // ZeRO-3's gather policy (DeepSpeed's meaning; src/planner/prefetch_model.h).
+  int64_t prefetch_bucket_elems = 50'000'000;
+  int64_t max_live_elems = 1'000'000'000;
 };
 
 struct StepEstimate {
@@ -29,6 +33,10 @@ struct StepEstimate {
   // time and the tied embedding's all-reduce. forward/recompute/backward/tp above: the slowest
   // stage's, summed over the micro-batches.
   double pipeline_ms = 0, bubble_fraction = 0, p2p_ms = 0, tied_ms = 0;
+  // The step's event schedule (src/planner/event_sim.h): busy time of the compute stream and of
+  // the communication streams, and how much of the data-parallel communication ran while the
+  // compute stream was busy (1 = fully hidden).
+  double compute_busy_ms = 0, comm_busy_ms = 0, dp_hidden_fraction = 0;
   double hardware_flops = 0;  // per device per step, recompute included
   double model_flops = 0;     // per device per step, 3 x forward
   double hardware_tflops_per_device = 0, model_tflops_per_device = 0;
