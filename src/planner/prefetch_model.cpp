@@ -1,6 +1,9 @@
 #include "src/planner/prefetch_model.h"
 
+#include <algorithm>
 #include <cstddef>
+
+#include "src/zero/prefetch_policy.h"
 
 namespace zt {
 
@@ -8,25 +11,22 @@ std::vector<int> zero3_gather_issue(const std::vector<int64_t>& elems,
                                     int64_t prefetch_bucket_elems, int64_t max_live_elems) {
   const int n = static_cast<int>(elems.size());
   std::vector<int> issue(static_cast<size_t>(n));
-  int next = 0;  // the first unit whose gather is not issued yet
-  for (int i = 0; i < n; ++i) {
-    if (next <= i) {  // nothing fetched it ahead: unit i is fetched at its own start
-      issue[static_cast<size_t>(i)] = i;
-      next = i + 1;
+  if (n == 0) return issue;
+  // The trainer's own policy: a first step records the order, the second follows it.
+  const int64_t max_unit = *std::max_element(elems.begin(), elems.end());
+  PrefetchPolicy policy(elems, std::vector<char>(static_cast<size_t>(n), 0), max_unit,
+                        PrefetchLimits{prefetch_bucket_elems, max_live_elems});
+  for (int pass = 0; pass < 2; ++pass) {
+    policy.begin_step();
+    for (int j = 0; j < n; ++j) {
+      const PrefetchPolicy::Actions a = policy.acquire(j);
+      if (pass == 1) {
+        if (a.demand == j) issue[static_cast<size_t>(j)] = j;
+        for (int p : a.prefetch) issue[static_cast<size_t>(p)] = j;
+      }
+      policy.release(j);
     }
-    int64_t ahead = 0, live = 0;
-    for (int k = i; k < next; ++k) {
-      live += elems[static_cast<size_t>(k)];
-      if (k > i) ahead += elems[static_cast<size_t>(k)];
-    }
-    while (next < n) {
-      const int64_t e = elems[static_cast<size_t>(next)];
-      if (ahead + e > prefetch_bucket_elems || live + e > max_live_elems) break;
-      ahead += e;
-      live += e;
-      issue[static_cast<size_t>(next)] = i;
-      ++next;
-    }
+    policy.end_step();
   }
   return issue;
 }

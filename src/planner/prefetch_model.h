@@ -1,10 +1,8 @@
 #pragma once
-// ZeRO-3's gather schedule as the simulator models it, with DeepSpeed's meaning of the flags:
-// when the step reaches unit i (in the recorded order: forward, or backward's reverse) it
-// fetches i if no gather of it is in flight, then issues the gathers of the following units, in
-// order, while the elements gathered ahead of i (i+1..j) stay within `prefetch_bucket_elems`
-// and everything live (i..j, each released after its use) within `max_live_elems`. One function
-// so the trainer's own policy can replace it.
+// ZeRO-3's gather schedule as the simulator models it: the trainer's PrefetchPolicy
+// (src/zero/prefetch_policy.h, DeepSpeed's meaning of --prefetch-bucket-size and
+// --max-live-parameters) run over one pass of the units in use order (forward, or backward's
+// reverse), after a first pass that records the order as the trainer's first step does.
 #include <cstdint>
 #include <vector>
 

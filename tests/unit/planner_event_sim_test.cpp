@@ -122,10 +122,12 @@ TEST(PrefetchModel, BucketSizeSetsHowFarAheadGathersGo) {
 
 TEST(PrefetchModel, MaxLiveParametersCapsWhatIsGatheredAtOnce) {
   const std::vector<int64_t> u{10, 10, 10, 10};
-  // Live = the unit in use and those gathered ahead; 20 lets one ahead whatever the bucket.
-  EXPECT_EQ(zero3_gather_issue(u, 1000, 20), (std::vector<int>{0, 0, 1, 2}));
-  // A unit larger than the bucket is still fetched, at its own start.
-  EXPECT_EQ(zero3_gather_issue({10, 50, 10}, 20, 1000), (std::vector<int>{0, 1, 1}));
+  // Two units' worth of the bound is what the model itself holds; the rest may be ahead.
+  EXPECT_EQ(zero3_gather_issue(u, 1000, 20), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(zero3_gather_issue(u, 1000, 30), (std::vector<int>{0, 0, 1, 2}));
+  // DeepSpeed's loop takes a unit while less than the bucket is ahead, so a unit larger than the
+  // bucket is still prefetched.
+  EXPECT_EQ(zero3_gather_issue({10, 50, 10}, 20, 1000), (std::vector<int>{0, 0, 1}));
 }
 
 }  // namespace
