@@ -114,10 +114,12 @@ TEST(EventSim, TransfersLengthenThePipeline) {
 
 TEST(PrefetchModel, BucketSizeSetsHowFarAheadGathersGo) {
   const std::vector<int64_t> u{10, 10, 10, 10};
-  EXPECT_EQ(zero3_gather_issue(u, 0, 1000), (std::vector<int>{0, 1, 2, 3}));     // no prefetch
-  EXPECT_EQ(zero3_gather_issue(u, 10, 1000), (std::vector<int>{0, 0, 1, 2}));    // one ahead
-  EXPECT_EQ(zero3_gather_issue(u, 20, 1000), (std::vector<int>{0, 0, 0, 1}));    // two ahead
-  EXPECT_EQ(zero3_gather_issue(u, 1000, 1000), (std::vector<int>{0, 0, 0, 0}));  // all at once
+  EXPECT_EQ(zero3_gather_issue(u, 0, 1000), (std::vector<int>{0, 1, 2, 3}));   // no prefetch
+  EXPECT_EQ(zero3_gather_issue(u, 10, 1000), (std::vector<int>{0, 0, 1, 2}));  // one ahead
+  EXPECT_EQ(zero3_gather_issue(u, 20, 1000), (std::vector<int>{0, 0, 0, 1}));  // two ahead
+  // A bucket larger than the model: as far as the slots go (four units, two of them for what the
+  // model holds, so two ahead).
+  EXPECT_EQ(zero3_gather_issue(u, 1000, 1000), (std::vector<int>{0, 0, 0, 1}));
 }
 
 TEST(PrefetchModel, MaxLiveParametersCapsWhatIsGatheredAtOnce) {
