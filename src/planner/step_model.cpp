@@ -18,12 +18,15 @@ struct Gemm {
 std::vector<Gemm> layer_gemms(const GptConfig& c, int micro_batch, int tp) {
   const double N = static_cast<double>(micro_batch) * c.seq_length, h = c.hidden;
   const double s = c.seq_length, hd = h / c.heads, heads = static_cast<double>(c.heads) / tp;
-  return {{N, 3 * h / tp, h, 1},            // qkv (column parallel)
+  // q of h rows and k, v of kv_hidden rows each (grouped-query attention: fewer); the MLP's
+  // first product has 2f rows under SwiGLU (gate and up: with the second, 3 matrices).
+  const double qkv = c.qkv_rows(), f = c.ffn_hidden(), f1 = c.fc_rows();
+  return {{N, qkv / tp, h, 1},              // qkv (column parallel)
           {s, s, hd, micro_batch * heads},  // q k^T
           {s, hd, s, micro_batch * heads},  // p v
           {N, h, h / tp, 1},                // attention projection (row parallel)
-          {N, 4 * h / tp, h, 1},            // fc1 (column parallel)
-          {N, h, 4 * h / tp, 1}};           // fc2 (row parallel)
+          {N, f1 / tp, h, 1},               // fc1 (column parallel; gate|up under SwiGLU)
+          {N, h, f / tp, 1}};               // fc2 (row parallel)
 }
 
 struct Cost {
@@ -123,8 +126,11 @@ StageCompute stage_compute(const PlanInput& in, const DeviceModel& dev, double L
   // Memory-bound kernels of a layer's forward: two layernorms (read + write [N,h]), bias+GeLU
   // ([N,4h/tp]), two dropout+residual adds (2 reads + 1 write of [N,h]), the masked softmax with
   // dropout (read + write the scores); backward moves about twice as much.
+  // (The MLP's element-wise traffic scales with its width: 2 [N, f/tp] for bias+GeLU, read 2f
+  // write f for SwiGLU.)
+  const double f = c.ffn_hidden(), mlp_ew = c.swiglu ? 3 * N * f / in.tp : 2 * N * f / in.tp;
   const double layer_bytes =
-      act_bytes * (4 * N * h + 8 * N * h / in.tp + 6 * N * h + 2 * in.micro_batch * heads * s * s);
+      act_bytes * (4 * N * h + mlp_ew + 6 * N * h + 2 * in.micro_batch * heads * s * s);
   // The logits are in the working precision too; cross-entropy reads them once, writes their
   // gradient once, and the head's output writes them once.
   const double logits_bytes =

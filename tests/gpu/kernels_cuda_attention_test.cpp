@@ -48,13 +48,15 @@ void check(const AttnCase& s, double tol_out, double tol_grad) {
   const auto dout = narrow<H>(random_floats(n_out, 21));
   std::vector<H> out(n_out), dqkv(n_qkv);
   std::vector<float> lse(rows), delta(rows);
-  cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, drop);
+  cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, s.NH,
+                                  drop);
   cpu::Kernels::attention_backward(dqkv.data(), delta.data(), dout.data(), qkv.data(), out.data(),
-                                   lse.data(), s.B, s.T, s.C, s.NH, drop);
+                                   lse.data(), s.B, s.T, s.C, s.NH, s.NH, drop);
 
   DeviceVector<H> dq(qkv), dd(dout), dO(n_out), dG(n_qkv);
   DeviceVector<float> dL(rows), dD(rows);
-  cuda::Kernels::attention_forward(dO.get(), dL.get(), dq.get(), s.B, s.T, s.C, s.NH, drop, 0);
+  cuda::Kernels::attention_forward(dO.get(), dL.get(), dq.get(), s.B, s.T, s.C, s.NH, s.NH, drop,
+                                   0);
   const auto got_out = dO.host();
   EXPECT_LE(rel_err(widen(got_out), widen(out)), tol_out) << "forward";
   EXPECT_LE(rel_err(dL.host(), lse), 1e-5) << "lse";
@@ -64,7 +66,7 @@ void check(const AttnCase& s, double tol_out, double tol_grad) {
   std::vector<H> first;
   for (int run = 0; run < 2; ++run) {
     cuda::Kernels::attention_backward(dG.get(), dD.get(), dd.get(), dq.get(), dO.get(), dL.get(),
-                                      s.B, s.T, s.C, s.NH, drop, 0);
+                                      s.B, s.T, s.C, s.NH, s.NH, drop, 0);
     const auto got = dG.host();
     EXPECT_LE(rel_err(widen(got), widen(dqkv)), tol_grad) << "backward";
     if (run == 0)
