@@ -232,7 +232,7 @@ std::vector<std::string> changed_model_settings(const GptConfig& saved, const Gp
   note("rotary-base", saved.rotary_base, now.rotary_base);
   note("norm-epsilon", saved.norm_epsilon, now.norm_epsilon);
   note("init-method-std", saved.init_method_std, now.init_method_std);
-  note("max-position-embeddings", saved.max_positions(), now.max_positions());
+  note("max-position-embeddings", saved.max_position_embeddings, now.max_position_embeddings);
   return lines;
 }
 

@@ -42,10 +42,7 @@ void validate_layout_options(const TrainOptions& o, int dp) {
              "--num-attention-heads ({}) must divide --hidden-size ({})", o.num_attention_heads,
              o.hidden_size);
   validate_tensor_parallel(gpt_config_from(o), o.tensor_model_parallel_size);
-  const GptConfig arch = gpt_config_from(o);
-  ZT_REQUIRE(o.sample_interval == 0 ||
-                 (arch.learned_positions() && !arch.rmsnorm() && !arch.swiglu &&
-                  arch.kv_heads() == arch.heads && !arch.untie_embeddings && arch.add_bias_linear),
+  ZT_REQUIRE(o.sample_interval == 0 || gpt_config_from(o).gpt2_architecture(),
              "--sample-interval: generation runs GPT-2-architecture models only (no rope, RMSNorm, "
              "SwiGLU, grouped-query attention, untied embeddings or --disable-bias-linear)");
   ZT_REQUIRE(!(o.fp16 && o.bf16), "--fp16 and --bf16 are exclusive");

@@ -63,6 +63,12 @@ struct GptConfig {
   int qkv_rows() const { return hidden + 2 * kv_hidden(); }
   // Parameters of the whole (unsharded) model, embeddings included, tied head counted once.
   int64_t num_parameters() const;
+  // Learned positions, LayerNorm, GeLU, multi-head attention, linear biases, a tied head: what
+  // generation's key/value cache and the GPT-2 Hugging Face format represent.
+  bool gpt2_architecture() const {
+    return learned_positions() && !rmsnorm() && !swiglu && kv_heads() == heads &&
+           !untie_embeddings && add_bias_linear && ffn_hidden() == 4 * hidden;
+  }
   // Training FLOPs per token (forward + backward): 6N for the dense part plus the attention
   // score and value products, 12·L·h·s (forward 2·2·s·h per layer and token, backward twice that).
   double flops_per_token() const;

@@ -51,9 +51,7 @@ GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int m
            layout.tp_rank(), layout.tp_size(), tp::rank_of(tp), tp::size_of(tp));
   // The key/value cache path is GPT-2's: learned positions, LayerNorm, GeLU, multi-head attention,
   // biases, a tied head.
-  ZT_REQUIRE(config.learned_positions() && !config.rmsnorm() && !config.swiglu &&
-                 config.kv_heads() == config.heads && !config.untie_embeddings &&
-                 config.add_bias_linear,
+  ZT_REQUIRE(config.gpt2_architecture(),
              "generation runs GPT-2-architecture models only (this model uses rope, RMSNorm, "
              "SwiGLU, grouped-query attention, untied embeddings or no linear biases)");
   config_.sequence_parallel = false;
