@@ -50,6 +50,7 @@ int evaluate(Args args) {
       o.seq_length = saved.seq_length;
       o.attention_dropout = saved.attention_dropout;
       o.hidden_dropout = saved.hidden_dropout;
+      set_architecture_options(o, saved);
       o.vocab_size = saved.vocab_size;  // the tokenizer of --vocab-file must agree
       o.save.clear();
       derive(o, rt.world_size());  // every check of the options and the layout

@@ -158,6 +158,11 @@ int export_model(Args args) {
   const std::string iter_dir = checkpoint_iteration_dir(flags->str("--load"), iteration, meta);
   SavedCheckpoint saved(iter_dir, meta);
   const GptConfig& c = saved.model();
+  ZT_REQUIRE(c.gpt2_architecture(),
+             "export: '{}' holds a model of another architecture than GPT-2's (rope, RMSNorm, "
+             "SwiGLU, grouped-query attention, untied head or no biases); export writes GPT-2 "
+             "models only",
+             iter_dir);
   const auto tokenizer = tokenizer_files(*flags, meta);
   std::optional<data::BpeTokenizer> tok;
   if (tokenizer) tok = checked_tokenizer(*tokenizer, c);

@@ -8,15 +8,21 @@
 #include "src/config/derive.h"
 #include "src/core/error.h"
 #include "src/core/input_file.h"
+#include "src/planner/model_presets.h"
 #include "src/planner/shape_rule.h"
 #include "src/planner/train_plan.h"
 
 namespace zt::app {
 
 std::vector<FlagSpec> plan_flag_specs() {
+  static const std::string preset_help =
+      "a published model's shape and architecture (its Hugging Face config.json; flags given "
+      "override it): " +
+      model_preset_names();
   return {
       {"--num-parameters", "P",
        "instead of --num-layers/--hidden-size: e.g. 7.5e9, shaped by head size 128, h~128L"},
+      {"--preset", "NAME", preset_help},
       {"--data-parallel-size", "D", "data-parallel ranks (default 1)"},
       {"--world-size", "W", "all ranks (data parallel = W / tensor parallel)"},
   };
@@ -39,6 +45,15 @@ std::optional<PlanArgs> parse_plan_args(std::string_view command,
 PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command) {
   const ParsedFlags& f = a.plan;
   TrainOptions o = a.train.options;
+  if (f.has("--preset")) {
+    ZT_REQUIRE(!f.has("--num-parameters"), "{}: give --preset or --num-parameters, not both",
+               command);
+    try {
+      apply_model_preset(f.str("--preset"), a.train, o);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: {}", command, e.what()));
+    }
+  }
   ZT_REQUIRE(o.vocab_size > 0, "{}: give --vocab-size (train takes it from --vocab-file)", command);
   ZT_REQUIRE(!(f.has("--data-parallel-size") && f.has("--world-size")),
              "{}: give --data-parallel-size or --world-size, not both", command);
@@ -75,7 +90,7 @@ PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command) {
     o.num_layers = shape.num_layers;
     o.hidden_size = shape.hidden;
     o.num_attention_heads = shape.heads;
-  } else {
+  } else if (!f.has("--preset")) {
     ZT_REQUIRE(
         a.train.has("num-layers") && a.train.has("hidden-size") &&
             a.train.has("num-attention-heads"),

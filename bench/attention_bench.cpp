@@ -152,10 +152,11 @@ nlohmann::json bench_one(zt::DeviceContext& ctx, const Args& a, DType t) {
   const zt::CRef q{qkv.data(), t}, dy{dout.data(), t};
   auto* l = static_cast<float*>(lse.data());
   auto* dl = static_cast<float*>(delta.data());
-  const Times tf =
-      time_calls(be, a.repeats, [&] { be.attention_forward(o, l, q, a.B, a.T, C, a.H, drop); });
-  const Times tb = time_calls(
-      be, a.repeats, [&] { be.attention_backward(g, dl, dy, q, o, l, a.B, a.T, C, a.H, drop); });
+  const Times tf = time_calls(be, a.repeats,
+                              [&] { be.attention_forward(o, l, q, a.B, a.T, C, a.H, a.H, drop); });
+  const Times tb = time_calls(be, a.repeats, [&] {
+    be.attention_backward(g, dl, dy, q, o, l, a.B, a.T, C, a.H, a.H, drop);
+  });
   const double fwd = tf.median, bwd = tb.median;
   const double gemm = 2.0 * a.B * a.H * (double(a.T) * a.T / 2) * a.D;
   nlohmann::json r;

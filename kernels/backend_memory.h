@@ -38,9 +38,10 @@ class ScopedKernelScratch {
 };
 
 // Bytes per thread the CPU attention kernels carve for one call over [B, T] with C channels in NH
-// heads in `t` (64-byte multiple): the tiled path's, or the batched path's where bf16 runs on
-// oneDNN (this machine's ISA decides, as it does for the kernel).
-size_t cpu_attention_scratch_per_thread(int B, int T, int C, int NH, DType t);
+// query heads sharing NKV key/value heads, in `t` (64-byte multiple): the tiled path's, or the
+// batched path's where bf16 runs on oneDNN (this machine's ISA decides, as it does for the
+// kernel).
+size_t cpu_attention_scratch_per_thread(int B, int T, int C, int NH, int NKV, DType t);
 // The OpenMP threads the CPU kernels run on (omp_get_max_threads).
 int cpu_kernel_threads();
 

@@ -92,17 +92,25 @@ constexpr int kMinGroups = 4;
 
 struct Dims {
   int B, T, C, NH, hd;
-  int64_t C3;   // row stride of qkv
+  int64_t C3;   // row stride of qkv: C + 2 Ckv
   float scale;  // 1 / sqrt(hd)
+  int NKV;      // key/value heads
+  int64_t Ckv;  // NKV * hd
   int blocks_q() const { return (T + kBq - 1) / kBq; }
+  int rep() const { return NH / NKV; }  // query heads per key/value head
+  // Offsets in a qkv row of the key and the value of query head h's key/value head.
+  int64_t k_off(int h) const { return C + int64_t{h / rep()} * hd; }
+  int64_t v_off(int h) const { return C + Ckv + int64_t{h / rep()} * hd; }
 };
 
-Dims make_dims(int B, int T, int C, int NH, const DropoutParams& drop) {
-  ZT_CHECK(B > 0 && T > 0 && NH > 0 && C > 0 && C % NH == 0,
-           "attention: bad shape B={} T={} C={} NH={}", B, T, C, NH);
+Dims make_dims(int B, int T, int C, int NH, int NKV, const DropoutParams& drop) {
+  ZT_CHECK(B > 0 && T > 0 && NH > 0 && C > 0 && C % NH == 0 && NKV > 0 && NH % NKV == 0,
+           "attention: bad shape B={} T={} C={} NH={} NKV={}", B, T, C, NH, NKV);
   ZT_CHECK(drop.p >= 0.0f && drop.p < 1.0f, "attention: dropout p={} outside [0, 1)", drop.p);
   const int hd = C / NH;
-  return Dims{B, T, C, NH, hd, 3 * int64_t{C}, 1.0f / std::sqrt(static_cast<float>(hd))};
+  const int64_t ckv = int64_t{NKV} * hd;
+  return Dims{B,   T,  C, NH, hd, int64_t{C} + 2 * ckv, 1.0f / std::sqrt(static_cast<float>(hd)),
+              NKV, ckv};
 }
 
 template <typename T>
@@ -177,10 +185,11 @@ Need tile_forward_need(const Dims& d) {
   return {size_t(kBq) * kBk + size_t(kBq) * d.hd, size_t(kBq) * kBk};
 }
 
-// backward_head: P, dS, dK, dV and (half) the dQ accumulator; dropout(P) and dS in T.
+// backward_kv_head: P, dS, dK, dV and (half) the dQ accumulators of its rep() query heads;
+// dropout(P) and dS in T.
 Need head_backward_need(const Dims& d, bool half) {
   const size_t tile = size_t(d.T) * kBk;
-  return {2 * tile + 2 * size_t(kBk) * d.hd + (half ? size_t(d.T) * d.hd : 0), 2 * tile};
+  return {2 * tile + 2 * size_t(kBk) * d.hd + (half ? size_t(d.T) * d.hd * d.rep() : 0), 2 * tile};
 }
 
 template <typename T>
@@ -188,7 +197,10 @@ void forward_tile(T* out, float* lse, const T* qkv, const Dims& d, int bh, int q
                   const DropoutParams& drop, const KernelScratch& ks) {
   const int b = bh / d.NH, h = bh % d.NH, hd = d.hd, ld3 = static_cast<int>(d.C3);
   const int i0 = qb * kBq, nq = std::min(kBq, d.T - i0), keys = i0 + nq;
-  const T* q = qkv + int64_t{b} * d.T * d.C3 + int64_t{h} * hd;
+  const T* row0 = qkv + int64_t{b} * d.T * d.C3;
+  const T* q = row0 + int64_t{h} * hd;
+  const T* kh = row0 + d.k_off(h);
+  const T* vh = row0 + d.v_off(h);
   Carver<T> cv(ks, tile_forward_need(d));
   float* S = cv.f32(size_t(kBq) * kBk);
   float* O = cv.f32(size_t(kBq) * hd);
@@ -199,8 +211,7 @@ void forward_tile(T* out, float* lse, const T* qkv, const Dims& d, int bh, int q
   std::fill(O, O + size_t(nq) * hd, 0.0f);
   for (int j0 = 0; j0 < keys; j0 += kBk) {
     const int nk = std::min(kBk, keys - j0);
-    gemm_t(false, true, nq, nk, hd, d.scale, q + i0 * d.C3, ld3, q + d.C + j0 * d.C3, ld3, 0.0f, S,
-           kBk);
+    gemm_t(false, true, nq, nk, hd, d.scale, q + i0 * d.C3, ld3, kh + j0 * d.C3, ld3, 0.0f, S, kBk);
     for (int r = 0; r < nq; ++r) {
       float* s = S + int64_t{r} * kBk;
       float* o = O + int64_t{r} * hd;
@@ -221,11 +232,11 @@ void forward_tile(T* out, float* lse, const T* qkv, const Dims& d, int bh, int q
     }
     if constexpr (!kHalf<T>) {
       if (in_place) {
-        gemm(false, false, nq, hd, nk, 1.0f, S, kBk, q + 2 * d.C + j0 * d.C3, ld3, 1.0f, O, hd);
+        gemm(false, false, nq, hd, nk, 1.0f, S, kBk, vh + j0 * d.C3, ld3, 1.0f, O, hd);
         continue;
       }
     }
-    gemm_t(false, false, nq, hd, nk, 1.0f, P, kBk, q + 2 * d.C + j0 * d.C3, ld3, 1.0f, O, hd);
+    gemm_t(false, false, nq, hd, nk, 1.0f, P, kBk, vh + j0 * d.C3, ld3, 1.0f, O, hd);
   }
   T* o = out + (int64_t{b} * d.T + i0) * d.C + int64_t{h} * hd;
   for (int r = 0; r < nq; ++r) {
@@ -236,51 +247,70 @@ void forward_tile(T* out, float* lse, const T* qkv, const Dims& d, int bh, int q
   }
 }
 
+// Key/value head kvh of sample b and its rep() query heads (one head without grouped-query
+// attention): the key block loop is outside, the query heads inside, so a shared key/value
+// head's dK and dV sum its query heads in head order in one fp32 accumulator.
 template <typename T>
-void backward_head(T* dqkv, float* delta, const T* dout, const T* qkv, const T* out,
-                   const float* lse, const Dims& d, int bh, const DropoutParams& drop,
-                   const KernelScratch& ks) {
-  const int b = bh / d.NH, h = bh % d.NH, hd = d.hd, T_ = d.T, ld3 = static_cast<int>(d.C3);
-  const int64_t qoff = int64_t{b} * T_ * d.C3 + int64_t{h} * hd;
-  const int64_t ooff = int64_t{b} * T_ * d.C + int64_t{h} * hd;
-  const T* q = qkv + qoff;
-  const T* k = q + d.C;
-  const T* v = q + 2 * d.C;
-  const T* dy = dout + ooff;
-  T* dq = dqkv + qoff;
-  const float* L = lse + int64_t{bh} * T_;
-  float* D = delta + int64_t{bh} * T_;
+void backward_kv_head(T* dqkv, float* delta, const T* dout, const T* qkv, const T* out,
+                      const float* lse, const Dims& d, int b, int kvh, const DropoutParams& drop,
+                      const KernelScratch& ks) {
+  const int hd = d.hd, T_ = d.T, ld3 = static_cast<int>(d.C3), rep = d.rep();
+  const int h0 = kvh * rep;
+  const int64_t row0 = int64_t{b} * T_ * d.C3;
+  const T* k = qkv + row0 + d.k_off(h0);
+  const T* v = qkv + row0 + d.v_off(h0);
   // D_i = rowsum(dO * O): the rowsum(dP * P) of the softmax backward (with or without dropout).
-  for (int i = 0; i < T_; ++i) {
-    float acc = 0.0f;
-    for (int e = 0; e < hd; ++e)
-      acc += to_float(dy[int64_t{i} * d.C + e]) * to_float(out[ooff + int64_t{i} * d.C + e]);
-    D[i] = acc;
+  for (int h = h0; h < h0 + rep; ++h) {
+    const int64_t ooff = int64_t{b} * T_ * d.C + int64_t{h} * hd;
+    float* D = delta + (int64_t{b} * d.NH + h) * T_;
+    for (int i = 0; i < T_; ++i) {
+      float acc = 0.0f;
+      for (int e = 0; e < hd; ++e)
+        acc += to_float(dout[ooff + int64_t{i} * d.C + e]) *
+               to_float(out[ooff + int64_t{i} * d.C + e]);
+      D[i] = acc;
+    }
   }
   // A key block meets every query row from its diagonal down in one panel: a few large products
   // per key block instead of five per 64 x 64 tile (oneDNN's per-call cost dominated those).
   const size_t tile = size_t(T_) * kBk;
+  const size_t dq_len = kHalf<T> ? size_t(T_) * hd * rep : 0;
   Carver<T> cv(ks, head_backward_need(d, kHalf<T>));
   float* P = cv.f32(tile);   // probabilities
   float* dS = cv.f32(tile);  // dP, then dS
   float* dK = cv.f32(size_t(kBk) * hd);
   float* dV = cv.f32(size_t(kBk) * hd);
-  // dQ accumulates in fp32: in place in fp32 runs, else in a [T, hd] buffer.
-  float* dQ = cv.f32(kHalf<T> ? size_t(T_) * hd : 0);
-  int ldq = hd;
-  if constexpr (!kHalf<T>) {
-    dQ = dq;
-    ldq = ld3;
-  }
+  // dQ accumulates in fp32: in place in fp32 runs, else in a [T, hd] buffer per query head.
+  float* dQ0 = cv.f32(dq_len);
   // Operands in T: dropout(P) and dS (fp32 runs use the fp32 tiles where nothing changes).
   T* Pd = cv.t(tile);
   T* dSt = cv.t(tile);
-  for (int i = 0; i < T_; ++i) std::fill(dQ + int64_t{i} * ldq, dQ + int64_t{i} * ldq + hd, 0.0f);
+  auto dq_of = [&](int h, int& ldq) -> float* {
+    if constexpr (!kHalf<T>) {
+      ldq = ld3;
+      return dqkv + row0 + int64_t{h} * hd;
+    } else {
+      ldq = hd;
+      return dQ0 + size_t(h - h0) * T_ * hd;
+    }
+  };
+  for (int h = h0; h < h0 + rep; ++h) {
+    int ldq = 0;
+    float* dQ = dq_of(h, ldq);
+    for (int i = 0; i < T_; ++i) std::fill(dQ + int64_t{i} * ldq, dQ + int64_t{i} * ldq + hd, 0.0f);
+  }
   for (int j0 = 0; j0 < T_; j0 += kBk) {
     const int nk = std::min(kBk, T_ - j0);
     std::fill(dK, dK + size_t(kBk) * hd, 0.0f);
     std::fill(dV, dV + size_t(kBk) * hd, 0.0f);
-    {
+    for (int h = h0; h < h0 + rep; ++h) {
+      const int bh = b * d.NH + h;
+      const T* q = qkv + row0 + int64_t{h} * hd;
+      const T* dy = dout + int64_t{b} * T_ * d.C + int64_t{h} * hd;
+      const float* L = lse + int64_t{bh} * T_;
+      const float* D = delta + int64_t{bh} * T_;
+      int ldq = 0;
+      float* dQ = dq_of(h, ldq);
       const int i0 = j0, nq = T_ - j0;  // the query rows that see this key block
       gemm_t(false, true, nq, nk, hd, d.scale, q + i0 * d.C3, ld3, k + j0 * d.C3, ld3, 0.0f, P,
              kBk);
@@ -325,8 +355,8 @@ void backward_head(T* dqkv, float* delta, const T* dout, const T* qkv, const T* 
              dQ + int64_t{i0} * ldq, ldq);
       }
     }
-    T* dk = dq + d.C + j0 * d.C3;
-    T* dv = dq + 2 * d.C + j0 * d.C3;
+    T* dk = dqkv + row0 + d.k_off(h0) + j0 * d.C3;
+    T* dv = dqkv + row0 + d.v_off(h0) + j0 * d.C3;
     for (int r = 0; r < nk; ++r)
       for (int e = 0; e < hd; ++e) {
         dk[r * d.C3 + e] = from_float<T>(dK[int64_t{r} * hd + e]);
@@ -334,17 +364,23 @@ void backward_head(T* dqkv, float* delta, const T* dout, const T* qkv, const T* 
       }
   }
   if constexpr (kHalf<T>) {
-    for (int i = 0; i < T_; ++i)
-      for (int e = 0; e < hd; ++e) dq[i * d.C3 + e] = from_float<T>(dQ[int64_t{i} * hd + e]);
+    for (int h = h0; h < h0 + rep; ++h) {
+      T* dq = dqkv + row0 + int64_t{h} * hd;
+      const float* dQ = dQ0 + size_t(h - h0) * T_ * hd;
+      for (int i = 0; i < T_; ++i)
+        for (int e = 0; e < hd; ++e) dq[i * d.C3 + e] = from_float<T>(dQ[int64_t{i} * hd + e]);
+    }
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // The batched path (bf16 on oneDNN; see the top of the file).
 
+// Multi-head attention only: with grouped-query attention several query heads share a key/value
+// head, whose gradient the per-group path above sums in order.
 template <typename T>
-bool batched_path() {
-  return std::is_same_v<T, bf16> && detail::onednn_bf16_available();
+bool batched_path(const Dims& d) {
+  return std::is_same_v<T, bf16> && detail::onednn_bf16_available() && d.NKV == d.NH;
 }
 
 int padded(int T) {
@@ -578,10 +614,10 @@ void backward_group(T* dqkv, float* delta, const T* dout, const T* qkv, const T*
 // one thread in a fixed order, so neither backend result depends on the schedule.
 template <typename T>
 void Kernels::attention_forward(T* out, float* lse, const T* qkv, int B, int Tn, int C, int NH,
-                                const DropoutParams& drop, Exec) {
-  const Dims d = make_dims(B, Tn, C, NH, drop);
+                                int NKV, const DropoutParams& drop, Exec) {
+  const Dims d = make_dims(B, Tn, C, NH, NKV, drop);
   const KernelScratch ks = bound_scratch();
-  if (batched_path<T>()) {
+  if (batched_path<T>(d)) {
     const int BH = B * NH, g = batched_group(d, false), groups = (BH + g - 1) / g;
     check_scratch(ks, group_forward_need(d, g).bytes(sizeof(T)));
 #pragma omp parallel for schedule(dynamic)
@@ -602,12 +638,12 @@ void Kernels::attention_forward(T* out, float* lse, const T* qkv, int B, int Tn,
 
 template <typename T>
 void Kernels::attention_backward(T* dqkv, float* delta, const T* dout, const T* qkv, const T* out,
-                                 const float* lse, int B, int Tn, int C, int NH,
+                                 const float* lse, int B, int Tn, int C, int NH, int NKV,
                                  const DropoutParams& drop, Exec) {
-  const Dims d = make_dims(B, Tn, C, NH, drop);
+  const Dims d = make_dims(B, Tn, C, NH, NKV, drop);
   const KernelScratch ks = bound_scratch();
   const int BH = B * NH;
-  if (batched_path<T>()) {
+  if (batched_path<T>(d)) {
     const int g = batched_group(d, true), groups = (BH + g - 1) / g;
     check_scratch(ks, group_backward_need(d, g).bytes(sizeof(T)));
 #pragma omp parallel for schedule(dynamic)
@@ -617,15 +653,17 @@ void Kernels::attention_backward(T* dqkv, float* delta, const T* dout, const T* 
   }
   check_scratch(ks, head_backward_need(d, kHalf<T>).bytes(sizeof(T)));
   detail::BlasSingleThreaded single;
+  const int tasks = B * NKV;
 #pragma omp parallel for schedule(dynamic)
-  for (int bh = 0; bh < BH; ++bh) backward_head(dqkv, delta, dout, qkv, out, lse, d, bh, drop, ks);
+  for (int t = 0; t < tasks; ++t)
+    backward_kv_head(dqkv, delta, dout, qkv, out, lse, d, t / NKV, t % NKV, drop, ks);
 }
 
 template <typename T>
-size_t attention_scratch_per_thread(int B, int Tn, int C, int NH) {
-  const Dims d = make_dims(B, Tn, C, NH, DropoutParams{});
+size_t attention_scratch_per_thread(int B, int Tn, int C, int NH, int NKV) {
+  const Dims d = make_dims(B, Tn, C, NH, NKV, DropoutParams{});
   size_t need = 0;
-  if (batched_path<T>()) {
+  if (batched_path<T>(d)) {
     need = std::max(group_forward_need(d, batched_group(d, false)).bytes(sizeof(T)),
                     group_backward_need(d, batched_group(d, true)).bytes(sizeof(T)));
   } else {
@@ -637,14 +675,14 @@ size_t attention_scratch_per_thread(int B, int Tn, int C, int NH) {
 
 }  // namespace cpu
 
-size_t cpu_attention_scratch_per_thread(int B, int T, int C, int NH, DType t) {
+size_t cpu_attention_scratch_per_thread(int B, int T, int C, int NH, int NKV, DType t) {
   switch (t) {
     case DType::F32:
-      return cpu::attention_scratch_per_thread<float>(B, T, C, NH);
+      return cpu::attention_scratch_per_thread<float>(B, T, C, NH, NKV);
     case DType::BF16:
-      return cpu::attention_scratch_per_thread<bf16>(B, T, C, NH);
+      return cpu::attention_scratch_per_thread<bf16>(B, T, C, NH, NKV);
     case DType::F16:
-      return cpu::attention_scratch_per_thread<fp16>(B, T, C, NH);
+      return cpu::attention_scratch_per_thread<fp16>(B, T, C, NH, NKV);
     default:
       throw Error(fmt::format("attention scratch: no attention in {}", dtype_name(t)));
   }
@@ -656,11 +694,11 @@ int cpu_kernel_threads() {
 
 namespace cpu {
 
-#define ZT_ATTENTION(T)                                                                  \
-  template void Kernels::attention_forward<T>(T*, float*, const T*, int, int, int, int,  \
-                                              const DropoutParams&, Kernels::Exec);      \
-  template void Kernels::attention_backward<T>(T*, float*, const T*, const T*, const T*, \
-                                               const float*, int, int, int, int,         \
+#define ZT_ATTENTION(T)                                                                      \
+  template void Kernels::attention_forward<T>(T*, float*, const T*, int, int, int, int, int, \
+                                              const DropoutParams&, Kernels::Exec);          \
+  template void Kernels::attention_backward<T>(T*, float*, const T*, const T*, const T*,     \
+                                               const float*, int, int, int, int, int,        \
                                                const DropoutParams&, Kernels::Exec);
 ZT_ATTENTION(float)
 ZT_ATTENTION(bf16)

@@ -52,9 +52,15 @@ constexpr int kPad = sizeof(E) == 2 ? 8 : 4;
 struct Shape {
   int T, C, NH, hd, hdp;  // hdp: hd rounded up to 16
   int64_t BH;             // B·NH, the heads of the folded grid
-  int64_t C3;             // row stride of qkv
+  int64_t C3;             // row stride of qkv: C + 2 Ckv
   float scale;
-  int bq, bk;  // query rows and keys per tile (multiples of 16)
+  int bq, bk;   // query rows and keys per tile (multiples of 16)
+  int NKV;      // key/value heads (grouped-query attention; NH without it)
+  int64_t Ckv;  // NKV · hd
+  __host__ __device__ int rep() const { return NH / NKV; }
+  // Offsets in a qkv row of query head h's key and value (its key/value head h / rep()).
+  __host__ __device__ int64_t k_off(int h) const { return C + int64_t{h / rep()} * hd; }
+  __host__ __device__ int64_t v_off(int h) const { return C + Ckv + int64_t{h / rep()} * hd; }
 };
 
 // Shared memory carved in 128-byte aligned regions; the same walk sizes it on the host.
@@ -243,7 +249,8 @@ __global__ void __launch_bounds__(kThreads)
   if (folded_y() >= s.BH) return;             // padding of the last grid plane
   const int bh = static_cast<int>(folded_y()), b = bh / s.NH, h = bh % s.NH;
   const int i0 = qb * s.bq, nq = min(s.bq, s.T - i0), keys = i0 + nq;
-  const E* q = qkv + int64_t{b} * s.T * s.C3 + int64_t{h} * s.hd;
+  const E* row0 = qkv + int64_t{b} * s.T * s.C3;
+  const E* q = row0 + int64_t{h} * s.hd;
   load_tile(t.q, t.ldh, q + i0 * s.C3, s.C3, nq, s.bq, s.hd, s.hdp);
   fill(t.o, t.ldo, s.bq, s.hdp, 0.0f);
   for (int r = threadIdx.x; r < s.bq; r += kThreads) {
@@ -253,8 +260,8 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int j0 = 0; j0 < keys; j0 += s.bk) {
     const int nk = min(s.bk, keys - j0);
-    load_tile(t.k, t.ldh, q + s.C + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
-    load_tile(t.v, t.ldh, q + 2 * s.C + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+    load_tile(t.k, t.ldh, row0 + s.k_off(h) + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+    load_tile(t.v, t.ldh, row0 + s.v_off(h) + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
     __syncthreads();
     tile_mma<E, false, true>(t.s, t.lds, t.q, t.ldh, t.k, t.ldh, s.bq, s.bk, s.hdp, s.scale, false);
     __syncthreads();
@@ -365,6 +372,8 @@ __device__ void store_tile(E* dst, int64_t ld, const float* src, int lds, int ro
   }
 }
 
+// One block per (key tile, b·NKV + key/value head): dK and dV of the tile sum the query tiles of
+// every query head of the group, in head order, in the block's fp32 accumulators.
 template <typename E>
 __global__ void __launch_bounds__(kThreads)
     dkdv_kernel(E* dqkv, const E* dout, const E* qkv, const float* lse, const float* delta, Shape s,
@@ -372,36 +381,39 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(128) unsigned char smem[];
   Carve c{smem};
   BwdSmem<E> t(c, s, true);
-  if (folded_y() >= s.BH) return;  // padding of the last grid plane
-  const int bh = static_cast<int>(folded_y()), b = bh / s.NH, h = bh % s.NH;
+  const int64_t bkv = folded_y();
+  if (bkv >= int64_t{s.BH / s.rep()}) return;  // padding of the last grid plane
+  const int b = static_cast<int>(bkv / s.NKV), h0 = static_cast<int>(bkv % s.NKV) * s.rep();
   const int j0 = blockIdx.x * s.bk, nk = min(s.bk, s.T - j0);
-  const int64_t qoff = int64_t{b} * s.T * s.C3 + int64_t{h} * s.hd;
-  const E* q = qkv + qoff;
-  const E* dy = dout + int64_t{b} * s.T * s.C + int64_t{h} * s.hd;
-  const float* L = lse + int64_t{bh} * s.T;
-  const float* D = delta + int64_t{bh} * s.T;
-  load_tile(t.k, t.ldh, q + s.C + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
-  load_tile(t.v, t.ldh, q + 2 * s.C + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+  const int64_t row0 = int64_t{b} * s.T * s.C3;
+  load_tile(t.k, t.ldh, qkv + row0 + s.k_off(h0) + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+  load_tile(t.v, t.ldh, qkv + row0 + s.v_off(h0) + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
   fill(t.acc_a, t.lda, s.bk, s.hdp, 0.0f);
   fill(t.acc_b, t.lda, s.bk, s.hdp, 0.0f);
-  for (int i0 = j0 / s.bq * s.bq; i0 < s.T; i0 += s.bq) {
-    const int nq = min(s.bq, s.T - i0);
-    load_query_tile(t, s, q, dy, L, D, i0, nq);
-    __syncthreads();
-    scores_and_dp(t, s);
-    __syncthreads();
-    probabilities_and_dscores(t, s, bh, i0, nq, j0, nk, drop);
-    __syncthreads();
-    // dV += dropout(P)^T dO, dK += dS^T Q scale
-    tile_mma<E, true, false>(t.acc_b, t.lda, t.p, t.ldp, t.dout, t.ldh, s.bk, s.hdp, s.bq, 1.0f,
-                             true);
-    tile_mma<E, true, false>(t.acc_a, t.lda, t.ds, t.ldp, t.q, t.ldh, s.bk, s.hdp, s.bq, s.scale,
-                             true);
-    __syncthreads();
+  for (int h = h0; h < h0 + s.rep(); ++h) {
+    const int bh = b * s.NH + h;
+    const E* q = qkv + row0 + int64_t{h} * s.hd;
+    const E* dy = dout + int64_t{b} * s.T * s.C + int64_t{h} * s.hd;
+    const float* L = lse + int64_t{bh} * s.T;
+    const float* D = delta + int64_t{bh} * s.T;
+    for (int i0 = j0 / s.bq * s.bq; i0 < s.T; i0 += s.bq) {
+      const int nq = min(s.bq, s.T - i0);
+      load_query_tile(t, s, q, dy, L, D, i0, nq);
+      __syncthreads();
+      scores_and_dp(t, s);
+      __syncthreads();
+      probabilities_and_dscores(t, s, bh, i0, nq, j0, nk, drop);
+      __syncthreads();
+      // dV += dropout(P)^T dO, dK += dS^T Q scale
+      tile_mma<E, true, false>(t.acc_b, t.lda, t.p, t.ldp, t.dout, t.ldh, s.bk, s.hdp, s.bq, 1.0f,
+                               true);
+      tile_mma<E, true, false>(t.acc_a, t.lda, t.ds, t.ldp, t.q, t.ldh, s.bk, s.hdp, s.bq, s.scale,
+                               true);
+      __syncthreads();
+    }
   }
-  E* dk = dqkv + qoff + s.C + j0 * s.C3;
-  store_tile(dk, s.C3, t.acc_a, t.lda, nk, s.hd);
-  store_tile(dk + s.C, s.C3, t.acc_b, t.lda, nk, s.hd);
+  store_tile(dqkv + row0 + s.k_off(h0) + j0 * s.C3, s.C3, t.acc_a, t.lda, nk, s.hd);
+  store_tile(dqkv + row0 + s.v_off(h0) + j0 * s.C3, s.C3, t.acc_b, t.lda, nk, s.hd);
 }
 
 template <typename E>
@@ -418,12 +430,13 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t qoff = int64_t{b} * s.T * s.C3 + int64_t{h} * s.hd;
   const E* q = qkv + qoff;
   const E* dy = dout + int64_t{b} * s.T * s.C + int64_t{h} * s.hd;
+  const E* row0 = qkv + int64_t{b} * s.T * s.C3;
   load_query_tile(t, s, q, dy, lse + int64_t{bh} * s.T, delta + int64_t{bh} * s.T, i0, nq);
   fill(t.acc_a, t.lda, s.bq, s.hdp, 0.0f);
   for (int j0 = 0; j0 < keys; j0 += s.bk) {
     const int nk = min(s.bk, keys - j0);
-    load_tile(t.k, t.ldh, q + s.C + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
-    load_tile(t.v, t.ldh, q + 2 * s.C + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+    load_tile(t.k, t.ldh, row0 + s.k_off(h) + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+    load_tile(t.v, t.ldh, row0 + s.v_off(h) + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
     __syncthreads();
     scores_and_dp(t, s);
     __syncthreads();
@@ -446,10 +459,10 @@ int smem_optin_limit() {
 
 // The shape with the largest square tile (64, 32 or 16) whose shared memory fits the device.
 template <typename SmemBytes>
-Shape make_shape(int B, int T, int C, int NH, const DropoutParams& drop, SmemBytes bytes,
+Shape make_shape(int B, int T, int C, int NH, int NKV, const DropoutParams& drop, SmemBytes bytes,
                  size_t* smem) {
-  ZT_CU_CHECK(B > 0 && T > 0 && NH > 0 && C > 0 && C % NH == 0,
-              cat("attention: bad shape B=", B, " T=", T, " C=", C, " NH=", NH));
+  ZT_CU_CHECK(B > 0 && T > 0 && NH > 0 && C > 0 && C % NH == 0 && NKV > 0 && NH % NKV == 0,
+              cat("attention: bad shape B=", B, " T=", T, " C=", C, " NH=", NH, " NKV=", NKV));
   ZT_CU_CHECK(drop.p >= 0.0f && drop.p < 1.0f,
               cat("attention: dropout p=", drop.p, " outside [0, 1)"));
   const int hd = C / NH;
@@ -461,10 +474,12 @@ Shape make_shape(int B, int T, int C, int NH, const DropoutParams& drop, SmemByt
                   hd,
                   (hd + 15) / 16 * 16,
                   int64_t{B} * NH,
-                  3 * int64_t{C},
+                  int64_t{C} + 2 * int64_t{NKV} * hd,
                   1.0f / std::sqrt(static_cast<float>(hd)),
                   tile,
-                  tile};
+                  tile,
+                  NKV,
+                  int64_t{NKV} * hd};
     *smem = bytes(s);
     if (*smem <= limit) return s;
   }
@@ -484,10 +499,10 @@ void allow_smem(Kernel kernel, size_t bytes) {
 
 template <typename E>
 void Kernels::attention_forward(E* out, float* lse, const E* qkv, int B, int T, int C, int NH,
-                                const DropoutParams& drop, cudaStream_t stream) {
+                                int NKV, const DropoutParams& drop, cudaStream_t stream) {
   size_t smem = 0;
   const detail::Shape s = detail::make_shape(
-      B, T, C, NH, drop, [](const detail::Shape& x) { return detail::fwd_smem_bytes<E>(x); },
+      B, T, C, NH, NKV, drop, [](const detail::Shape& x) { return detail::fwd_smem_bytes<E>(x); },
       &smem);
   detail::allow_smem(detail::forward_kernel<E>, smem);
   const dim3 grid = detail::fold_y(static_cast<unsigned>((T + s.bq - 1) / s.bq), s.BH);
@@ -497,18 +512,19 @@ void Kernels::attention_forward(E* out, float* lse, const E* qkv, int B, int T, 
 
 template <typename E>
 void Kernels::attention_backward(E* dqkv, float* delta, const E* dout, const E* qkv, const E* out,
-                                 const float* lse, int B, int T, int C, int NH,
+                                 const float* lse, int B, int T, int C, int NH, int NKV,
                                  const DropoutParams& drop, cudaStream_t stream) {
   size_t smem = 0;
   const detail::Shape s = detail::make_shape(
-      B, T, C, NH, drop, [](const detail::Shape& x) { return detail::bwd_smem_bytes<E>(x, true); },
-      &smem);
+      B, T, C, NH, NKV, drop,
+      [](const detail::Shape& x) { return detail::bwd_smem_bytes<E>(x, true); }, &smem);
   const int64_t rows = int64_t{B} * NH * T;
   detail::delta_kernel<E><<<static_cast<unsigned>((rows * 32 + 255) / 256), 256, 0, stream>>>(
       delta, dout, out, s, rows);
   ZT_CU_CUDA_CHECK(cudaGetLastError());
   detail::allow_smem(detail::dkdv_kernel<E>, smem);
-  const dim3 grid_k = detail::fold_y(static_cast<unsigned>((T + s.bk - 1) / s.bk), s.BH);
+  const dim3 grid_k =
+      detail::fold_y(static_cast<unsigned>((T + s.bk - 1) / s.bk), int64_t{B} * NKV);
   detail::dkdv_kernel<E>
       <<<grid_k, detail::kThreads, smem, stream>>>(dqkv, dout, qkv, lse, delta, s, drop);
   ZT_CU_CUDA_CHECK(cudaGetLastError());
@@ -520,11 +536,11 @@ void Kernels::attention_backward(E* dqkv, float* delta, const E* dout, const E* 
   ZT_CU_CUDA_CHECK(cudaGetLastError());
 }
 
-#define ZT_ATTENTION(E)                                                                  \
-  template void Kernels::attention_forward<E>(E*, float*, const E*, int, int, int, int,  \
-                                              const DropoutParams&, cudaStream_t);       \
-  template void Kernels::attention_backward<E>(E*, float*, const E*, const E*, const E*, \
-                                               const float*, int, int, int, int,         \
+#define ZT_ATTENTION(E)                                                                      \
+  template void Kernels::attention_forward<E>(E*, float*, const E*, int, int, int, int, int, \
+                                              const DropoutParams&, cudaStream_t);           \
+  template void Kernels::attention_backward<E>(E*, float*, const E*, const E*, const E*,     \
+                                               const float*, int, int, int, int, int,        \
                                                const DropoutParams&, cudaStream_t);
 ZT_ATTENTION(float)
 ZT_ATTENTION(bf16)

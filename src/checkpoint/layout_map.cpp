@@ -14,10 +14,11 @@ TpLocation locate_tp(const ParamSpec& p, int tp, int64_t f) {
     const int64_t within = col % local_cols;
     return {static_cast<int>(col / local_cols), row * local_cols + within, local_cols - within};
   }
-  // Rows split in `row_groups` stacked groups, each divided over the ranks (see full_index).
-  const int64_t group_full = p.full_shape[0] / p.row_groups, group_local = group_full / tp;
-  const int64_t g = row / group_full, within = row % group_full;
-  const int64_t r = within / group_local, local_row = g * group_local + within % group_local;
+  // Rows split in stacked groups, each divided over the ranks (see full_index).
+  const int g = p.row_group_of(row, false);
+  const int64_t group_local = p.full_group_rows(g) / tp, within = row - p.full_group_begin(g);
+  const int64_t r = within / group_local;
+  const int64_t local_row = p.full_group_begin(g) / tp + within % group_local;
   return {static_cast<int>(r), local_row * cols + col,
           (group_local - within % group_local) * cols - col};
 }
@@ -27,8 +28,10 @@ int64_t full_run(const ParamSpec& p, int64_t i) {
   if (p.split == TpSplit::Replicated || p.tp_size == 1) return n - i;
   const int64_t cols = p.shape.rank() == 2 ? p.shape[1] : 1;
   if (p.split == TpSplit::InputColumns) return cols - i % cols;
-  const int64_t group_local = p.shape[0] / p.row_groups;
-  return (group_local - (i / cols) % group_local) * cols - i % cols;
+  const int64_t row = i / cols;
+  const int g = p.row_group_of(row, true);
+  const int64_t group_local = p.full_group_rows(g) / p.tp_size;
+  return (group_local - (row - p.full_group_begin(g) / p.tp_size)) * cols - i % cols;
 }
 
 ShardLocation locate_shard(const Partition& part, int64_t layout_offset) {

@@ -304,6 +304,41 @@ std::vector<std::string> check_checkpoint_model(const nlohmann::json& meta, cons
                "checkpoint '{}' holds model of --{} {}, this run {}: a load keeps the "
                "parameters' shapes",
                where, f.flag, f.saved, f.run);
+  // The architecture choices that change the parameters or what they compute.
+  struct Choice {
+    const char* flag;
+    std::string saved, run;
+  };
+  auto name = [](const GptConfig& c, int which) -> std::string {
+    switch (which) {
+      case 0:
+        return c.rope() ? "rope" : "learned_absolute";
+      case 1:
+        return c.rmsnorm() ? "RMSNorm" : "LayerNorm";
+      case 2:
+        return c.swiglu ? "on" : "off";
+      case 3:
+        return std::to_string(c.ffn_hidden());
+      case 4:
+        return std::to_string(c.kv_heads());
+      case 5:
+        return c.untie_embeddings ? "on" : "off";
+      default:
+        return c.add_bias_linear ? "on" : "off";
+    }
+  };
+  const char* flags[] = {"position-embedding-type",
+                         "normalization",
+                         "swiglu",
+                         "ffn-hidden-size",
+                         "num-query-groups",
+                         "untie-embeddings-and-output-weights",
+                         "linear biases"};
+  for (int k = 0; k < 7; ++k)
+    ZT_REQUIRE(name(saved, k) == name(run, k),
+               "checkpoint '{}' holds a model of --{} {}, this run {}: a load keeps the "
+               "architecture",
+               where, flags[k], name(saved, k), name(run, k));
   ZT_REQUIRE(run.seq_length <= saved.seq_length,
              "--seq-length {} exceeds the {} learned positions of the checkpoint '{}'",
              run.seq_length, saved.seq_length, where);

@@ -47,15 +47,77 @@ int64_t int_field(const nlohmann::json& j, const std::string& key, int64_t lo, i
 }
 
 nlohmann::json model_to_json(const GptConfig& c) {
-  return {{"num_layers", c.num_layers},
-          {"hidden_size", c.hidden},
-          {"num_attention_heads", c.heads},
-          {"seq_length", c.seq_length},
-          {"vocab_size", c.vocab_size},
-          {"padded_vocab_size", c.padded_vocab_size},
-          {"attention_dropout", c.attention_dropout},
-          {"hidden_dropout", c.hidden_dropout}};
+  nlohmann::json j = {{"num_layers", c.num_layers},
+                      {"hidden_size", c.hidden},
+                      {"num_attention_heads", c.heads},
+                      {"seq_length", c.seq_length},
+                      {"vocab_size", c.vocab_size},
+                      {"padded_vocab_size", c.padded_vocab_size},
+                      {"attention_dropout", c.attention_dropout},
+                      {"hidden_dropout", c.hidden_dropout}};
+  // The architecture choices, each only where it is not GPT-2's (so a GPT-2 meta is unchanged
+  // and a meta without them reads as GPT-2).
+  const GptConfig gpt2;
+  if (c.rope()) {
+    j["position_embedding_type"] = "rope";
+    j["rotary_base"] = c.rotary_base;
+  }
+  if (c.rmsnorm()) j["normalization"] = "RMSNorm";
+  if (c.norm_epsilon != gpt2.norm_epsilon) j["norm_epsilon"] = c.norm_epsilon;
+  if (c.swiglu) j["swiglu"] = true;
+  if (c.ffn_hidden() != 4 * c.hidden) j["ffn_hidden_size"] = c.ffn_hidden();
+  if (c.kv_heads() != c.heads) j["num_query_groups"] = c.kv_heads();
+  if (c.untie_embeddings) j["untie_embeddings_and_output_weights"] = true;
+  if (!c.add_bias_linear) j["add_bias_linear"] = false;
+  if (c.max_position_embeddings > 0) j["max_position_embeddings"] = c.max_position_embeddings;
+  if (c.init_method_std != gpt2.init_method_std) j["init_method_std"] = c.init_method_std;
+  return j;
 }
+
+namespace {
+
+// The architecture keys of model_to_json, GPT-2's values where absent.
+void architecture_from_json(const nlohmann::json& j, GptConfig& c, const std::string& where) {
+  auto str = [&](const char* key, const char* def) {
+    if (!j.contains(key)) return std::string(def);
+    ZT_REQUIRE(j[key].is_string(), "'{}': field '{}' must be a string", where, key);
+    return j[key].get<std::string>();
+  };
+  auto num = [&](const char* key, double def) {
+    if (!j.contains(key)) return def;
+    ZT_REQUIRE(j[key].is_number() && j[key].get<double>() > 0,
+               "'{}': field '{}' must be a positive number", where, key);
+    return j[key].get<double>();
+  };
+  auto flag = [&](const char* key, bool def) {
+    if (!j.contains(key)) return def;
+    ZT_REQUIRE(j[key].is_boolean(), "'{}': field '{}' must be true or false", where, key);
+    return j[key].get<bool>();
+  };
+  auto count = [&](const char* key) {
+    return j.contains(key) ? static_cast<int>(int_field(j, key, 1, kMaxDim, where)) : 0;
+  };
+  const std::string pos = str("position_embedding_type", "learned_absolute");
+  ZT_REQUIRE(pos == "rope" || pos == "learned_absolute",
+             "'{}': position_embedding_type '{}' is not rope or learned_absolute", where, pos);
+  c.position_embedding =
+      pos == "rope" ? PositionEmbedding::Rope : PositionEmbedding::LearnedAbsolute;
+  c.rotary_base = static_cast<float>(num("rotary_base", 10000.0));
+  const std::string norm = str("normalization", "LayerNorm");
+  ZT_REQUIRE(norm == "RMSNorm" || norm == "LayerNorm",
+             "'{}': normalization '{}' is not LayerNorm or RMSNorm", where, norm);
+  c.normalization = norm == "RMSNorm" ? Normalization::RMSNorm : Normalization::LayerNorm;
+  c.norm_epsilon = static_cast<float>(num("norm_epsilon", 1e-5));
+  c.swiglu = flag("swiglu", false);
+  c.ffn_hidden_size = count("ffn_hidden_size");
+  c.num_query_groups = count("num_query_groups");
+  c.untie_embeddings = flag("untie_embeddings_and_output_weights", false);
+  c.add_bias_linear = flag("add_bias_linear", true);
+  c.max_position_embeddings = count("max_position_embeddings");
+  c.init_method_std = static_cast<float>(num("init_method_std", 0.02));
+}
+
+}  // namespace
 
 GptConfig model_from_json(const nlohmann::json& j, const std::string& where) {
   GptConfig c;
@@ -74,6 +136,12 @@ GptConfig model_from_json(const nlohmann::json& j, const std::string& where) {
              "'{}': the model is inconsistent (heads must divide hidden_size, padded_vocab_size "
              "must not be below vocab_size)",
              where);
+  architecture_from_json(j, c, where);
+  try {
+    validate_architecture(c);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("'{}': {}", where, e.what()));
+  }
   return c;
 }
 
@@ -161,6 +229,10 @@ std::vector<std::string> changed_model_settings(const GptConfig& saved, const Gp
   note("seq-length", saved.seq_length, now.seq_length);
   note("attention-dropout", saved.attention_dropout, now.attention_dropout);
   note("hidden-dropout", saved.hidden_dropout, now.hidden_dropout);
+  note("rotary-base", saved.rotary_base, now.rotary_base);
+  note("norm-epsilon", saved.norm_epsilon, now.norm_epsilon);
+  note("init-method-std", saved.init_method_std, now.init_method_std);
+  note("max-position-embeddings", saved.max_position_embeddings, now.max_position_embeddings);
   return lines;
 }
 

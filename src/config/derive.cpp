@@ -54,7 +54,35 @@ GptConfig gpt_config_from(const TrainOptions& o) {
   c.hidden_dropout = static_cast<float>(o.hidden_dropout);
   c.dtype = working_dtype(o);
   c.sequence_parallel = o.sequence_parallel;
+  c.position_embedding = o.position_embedding_type == "rope" ? PositionEmbedding::Rope
+                                                             : PositionEmbedding::LearnedAbsolute;
+  c.rotary_base = static_cast<float>(o.rotary_base);
+  c.normalization =
+      o.normalization == "RMSNorm" ? Normalization::RMSNorm : Normalization::LayerNorm;
+  c.norm_epsilon = static_cast<float>(o.norm_epsilon);
+  c.swiglu = o.swiglu;
+  c.ffn_hidden_size = o.ffn_hidden_size;
+  c.num_query_groups = o.group_query_attention ? o.num_query_groups : 0;
+  c.untie_embeddings = o.untie_embeddings_and_output_weights;
+  c.add_bias_linear = !o.disable_bias_linear;
+  c.max_position_embeddings = o.max_position_embeddings;
+  c.init_method_std = static_cast<float>(o.init_method_std);
   return c;
+}
+
+void set_architecture_options(TrainOptions& o, const GptConfig& c) {
+  o.position_embedding_type = c.rope() ? "rope" : "learned_absolute";
+  o.rotary_base = c.rotary_base;
+  o.normalization = c.rmsnorm() ? "RMSNorm" : "LayerNorm";
+  o.norm_epsilon = c.norm_epsilon;
+  o.swiglu = c.swiglu;
+  o.ffn_hidden_size = c.ffn_hidden_size;
+  o.group_query_attention = c.num_query_groups > 0;
+  o.num_query_groups = c.num_query_groups > 0 ? c.num_query_groups : 1;
+  o.untie_embeddings_and_output_weights = c.untie_embeddings;
+  o.disable_bias_linear = !c.add_bias_linear;
+  o.max_position_embeddings = c.max_position_embeddings;
+  o.init_method_std = c.init_method_std;
 }
 
 namespace {

@@ -26,7 +26,7 @@ size_t Gpt::kernel_scratch_bytes(const GptConfig& c, int micro_batch, int tp_siz
   // With tensor parallelism attention runs one sample per call (transformer_layer.cpp).
   const TpDims d = TpDims::of(c, tp_size, 0);
   const size_t per = cpu_attention_scratch_per_thread(tp_size > 1 ? 1 : micro_batch, c.seq_length,
-                                                      d.hidden, d.heads, c.dtype);
+                                                      d.hidden, d.heads, d.kv_heads, c.dtype);
   return per * static_cast<size_t>(cpu_kernel_threads());
 }
 
@@ -67,13 +67,15 @@ Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
     for (int i : chunk_layers_.back()) layers_[static_cast<size_t>(i)] = LayerRefs::of(layout, i);
   }
   // The first stage's word embedding, or the last stage's copy of it for the head.
-  if (embeds_ || heads_) wte_ = ParamRef::of(layout, "embedding.word");
-  if (embeds_) wpe_ = ParamRef::of(layout, "embedding.position");
+  const bool tied = !config.untie_embeddings;
+  if (embeds_ || (heads_ && tied)) wte_ = ParamRef::of(layout, "embedding.word");
+  if (embeds_) wpe_ = ParamRef::maybe(layout, "embedding.position");
   if (heads_) {
     lnf_w_ = ParamRef::of(layout, "final_ln.weight");
-    lnf_b_ = ParamRef::of(layout, "final_ln.bias");
+    lnf_b_ = ParamRef::maybe(layout, "final_ln.bias");
+    if (!tied) out_ = ParamRef::of(layout, "output_layer.weight");
   }
-  head_ = LinearRefs{wte_, ParamRef{}, config.hidden, vocab_local_};
+  head_ = LinearRefs{tied ? wte_ : out_, ParamRef{}, config.hidden, vocab_local_};
   const int64_t n = dims_.N(), h = config.hidden;
   const DType t = config.dtype;
   auto carve = [&](int64_t elems) { return Ref(arena_.carve({elems}, t).data(), t); };
@@ -132,9 +134,15 @@ LayerDropout Gpt::dropout(int layer, const DropoutSeeds* rng) const {
 void Gpt::embed(const int32_t* tokens, ParamSource& params) {
   const int N = dims_.N(), C = dims_.C;
   const tp::VocabRange vr{vocab_begin_, vocab_local_};
-  const int64_t step = wte_.chunk(params), pstep = wpe_.chunk(params);
+  const int64_t step = wte_.chunk(params), pstep = position_chunk(params);
   if (dims_.sequence_parallel) {
     embed_sequence_parallel(tokens, params);
+    return;
+  }
+  if (step == wte_.rows && !wpe_.present()) {
+    const Held e(params, wte_);
+    tp::vocab_parallel_embedding_forward(be_, dims_.tp, embed_out_, tokens, e.get(),
+                                         CRef(nullptr, e.get().t), dims_.B, dims_.T, C, vr);
     return;
   }
   if (step == wte_.rows && pstep == wpe_.rows) {
@@ -157,6 +165,10 @@ void Gpt::embed(const int32_t* tokens, ParamSource& params) {
   }
 }
 
+int64_t Gpt::position_chunk(const ParamSource& params) const {
+  return wpe_.present() ? wpe_.chunk(params) : 1;
+}
+
 void Gpt::embed_word_rows(const int32_t* tokens, ParamSource& params) {
   const int64_t step = wte_.chunk(params), nc = int64_t{dims_.N()} * dims_.C;
   for (int64_t r = 0; r < wte_.rows; r += step) {
@@ -174,7 +186,7 @@ void Gpt::embed_sequence_parallel(const int32_t* tokens, ParamSource& params) {
   // Each rank's vocabulary rows of every token, summed over tp and split by rows in one
   // reduce-scatter (Megatron-LM's sequence-parallel embedding), then the position rows of this
   // rank's tokens: wte row + 0 + ... + wpe row, rounded as tp = 1 rounds wte row + wpe row.
-  const int64_t pstep = wpe_.chunk(params);
+  const int64_t pstep = position_chunk(params);
   embed_word_rows(tokens, params);
   const Ref local = embed_out_ + dims_.first_row * C;
   tp::sequence_reduce_scatter_forward(be_, dims_.tp, local, embed_out_, N, C);
@@ -212,9 +224,8 @@ void Gpt::head_forward(CRef x, ParamSource& params) {
   // last layer's output.
   be_.copy(final_in_.p, x.p, x.bytes(int64_t{Nl} * C));
   {
-    const Held w(params, lnf_w_), b(params, lnf_b_);
-    be_.layernorm_forward(lnf_out_ + first, lnf_mean_, lnf_rstd_, final_in_, w.get(), b.get(), Nl,
-                          C);
+    const HeldNorm n(params, lnf_w_, lnf_b_, false);
+    norm_forward(dims_, lnf_out_ + first, lnf_mean_, lnf_rstd_, final_in_, n.w(), n.b(), Nl);
   }
   if (dims_.sequence_parallel)
     tp::sequence_gather_forward(be_, dims_.tp, lnf_out_, lnf_out_ + first, N, C);
@@ -264,6 +275,10 @@ void Gpt::head_backward(ParamSource& params, Ref dres) {
   // a partial d(lnf_out), all-reduced (copy-to-TP backward; under sequence parallelism
   // reduce-scattered to this rank's rows). d(wte) waits for the lookup's part.
   chunked_linear_backward_input(be_, params, head_, scratch_.d_a, logits_, N);
+  // The untied output layer's gradient now, before the final norm's (the layout's order from
+  // its end); the tied head's waits for the lookup's part (embedding_grads).
+  if (out_.present())
+    chunked_linear_backward_params(be_, params, head_, logits_, lnf_out_, scratch_.ones, N);
   Ref dlnf = scratch_.d_a;
   if (dims_.sequence_parallel) {
     tp::sequence_gather_backward(be_, dims_.tp, scratch_.d_b, scratch_.d_a, N, C);
@@ -271,9 +286,9 @@ void Gpt::head_backward(ParamSource& params, Ref dres) {
   } else {
     tp::copy_to_tp_backward(be_, dims_.tp, scratch_.d_a, int64_t{N} * C);
   }
-  const Held b(params, lnf_b_), w(params, lnf_w_);
+  const HeldNorm n(params, lnf_w_, lnf_b_, true);
   be_.fill_zero(dres.p, dres.bytes(int64_t{Nl} * C));
-  residual_layernorm_backward(dims_, params, lnf_w_, lnf_b_, w.get(), dres, dlnf, final_in_,
+  residual_layernorm_backward(dims_, params, lnf_w_, lnf_b_, n.w(), dres, dlnf, final_in_,
                               lnf_mean_, lnf_rstd_, scratch_);
 }
 
@@ -356,8 +371,9 @@ void Gpt::embedding_grads(const int32_t* tokens, ParamSource& params) {
   const int N = dims_.N(), C = dims_.C, B = dims_.B, T = dims_.T;
   // The embedding's part (first stage): position rows first (they follow the word embedding in
   // the layout), Σ over samples.
-  const int64_t pstep = embeds_ ? wpe_.chunk(params) : 1;
-  for (int64_t t0 = (wpe_.rows - 1) / pstep * pstep; embeds_ && t0 >= 0; t0 -= pstep) {
+  const bool positions = embeds_ && wpe_.present();
+  const int64_t pstep = positions ? wpe_.chunk(params) : 1;
+  for (int64_t t0 = (wpe_.rows - 1) / pstep * pstep; positions && t0 >= 0; t0 -= pstep) {
     const int64_t n = std::min(pstep, wpe_.rows - t0);
     const GradSpan g(params, wpe_.row_span(t0, n));
     if (n == T) {
@@ -368,14 +384,18 @@ void Gpt::embedding_grads(const int32_t* tokens, ParamSource& params) {
       be_.embedding_backward(nullptr, g.get(), dres_ + (int64_t{b} * T + t0) * C,
                              tokens + int64_t{b} * T + t0, 1, static_cast<int>(n), C, 0, 0);
   }
+  // The word embedding's gradient: the lookup's rows (first stage) and, tied, the head's
+  // product (last stage). An untied head made its own in head_backward.
+  const bool head = heads_ && !out_.present();
+  if (!embeds_ && !head) return;
   const int64_t step = wte_.chunk(params);
   for (int64_t r = (wte_.rows - 1) / step * step; r >= 0; r -= step) {
     const int64_t n = std::min(step, wte_.rows - r);
     const GradSpan g(params, wte_.row_span(r, n));
-    if (heads_ && n == wte_.rows)
+    if (head && n == wte_.rows)
       be_.linear_backward(Ref(nullptr, logits_.t), g.get(), nullptr, logits_, lnf_out_,
                           CRef(nullptr, logits_.t), N, C, vocab_local_, false);
-    else if (heads_)
+    else if (head)
       be_.gemm(true, false, static_cast<int>(n), C, N, 1.0f, CRef(logits_) + r, vocab_local_,
                lnf_out_, C, 1.0f, g.get(), C);
     if (embeds_)

@@ -1,8 +1,10 @@
 #pragma once
-// Gpt: token + position embedding -> layers -> final layernorm -> head tied to the word
-// embedding -> softmax cross-entropy. Forward and backward are explicit; parameters come from a
-// ParamSource and layer intermediates go to an ActivationStore, so the same code runs under
-// every memory policy.
+// Gpt: token (+ learned position) embedding -> layers -> final norm -> head (tied to the word
+// embedding, or its own output layer under --untie-embeddings-and-output-weights) -> softmax
+// cross-entropy. The architecture choices (rope, RMSNorm, SwiGLU, grouped-query attention, no
+// biases) are the GptConfig's; docs/design/llama.md lists the parameters of each. Forward and
+// backward are explicit; parameters come from a ParamSource and layer intermediates go to an
+// ActivationStore, so the same code runs under every memory policy.
 //
 // Under tensor parallelism (layout.tp_size() > 1, `tp` its group) every rank computes on its
 // shard: a vocab-parallel embedding, tensor-parallel layers (transformer_layer.h), a replicated
@@ -126,6 +128,8 @@ class Gpt {
   // This rank's vocabulary rows of every token into embed_out_ (0 for the others), chunk by
   // chunk: the partial sum tensor parallelism then reduces.
   void embed_word_rows(const int32_t* tokens, ParamSource& params);
+  // Rows per chunk of the learned position table (1 when there is none: rope).
+  int64_t position_chunk(const ParamSource& params) const;
   // The embedding into this rank's rows only (sequence parallelism).
   void embed_sequence_parallel(const int32_t* tokens, ParamSource& params);
   // The tied embedding's gradient: the head's dlogitsᵀ·lnf_out (dlogits stay in logits_ through
@@ -141,9 +145,10 @@ class Gpt {
   bool embeds_ = true, heads_ = true;  // holds the embedding / the final layernorm, head, loss
   int vocab_begin_ = 0;  // this rank's vocabulary rows [vocab_begin_, vocab_begin_ + vocab_local_)
   int vocab_local_ = 0;
-  std::vector<LayerRefs> layers_;  // by model layer; only this part's are set
-  ParamRef wte_, wpe_, lnf_w_, lnf_b_;
-  LinearRefs head_;        // the word embedding as the head's weight [Vp/tp, C], no bias
+  std::vector<LayerRefs> layers_;       // by model layer; only this part's are set
+  ParamRef wte_, wpe_, lnf_w_, lnf_b_;  // wpe_ empty under rope, lnf_b_ under RMSNorm
+  ParamRef out_;                        // the untied output layer [Vp/tp, C] (empty when tied)
+  LinearRefs head_;        // the head's weight [Vp/tp, C] (the word embedding or out_), no bias
   Arena arena_;            // embedding output, final layernorm, logits, losses, backward scratch
   Buffer kernel_scratch_;  // kernel_scratch_bytes(), on the CPU backend
   KernelScratch kernel_scratch_binding_;

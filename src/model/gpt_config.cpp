@@ -7,10 +7,13 @@
 namespace zt {
 
 int64_t GptConfig::num_parameters() const {
-  const int64_t h = hidden, f = ffn_hidden();
-  const int64_t per_layer =
-      2 * h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (f * h + f) + (h * f + h);
-  return int64_t{padded_vocab_size} * h + int64_t{seq_length} * h + num_layers * per_layer + 2 * h;
+  const int64_t h = hidden, f = ffn_hidden(), f1 = fc_rows(), qkv = qkv_rows();
+  const int64_t norm = rmsnorm() ? h : 2 * h, bias = add_bias_linear ? 1 : 0;
+  const int64_t per_layer = norm + (qkv * h + bias * qkv) + (h * h + bias * h) + norm +
+                            (f1 * h + bias * f1) + (h * f + bias * h);
+  const int64_t vh = int64_t{padded_vocab_size} * h;
+  return vh + (learned_positions() ? int64_t{seq_length} * h : 0) + num_layers * per_layer + norm +
+         (untie_embeddings ? vh : 0);
 }
 
 double GptConfig::flops_per_token() const {
@@ -49,16 +52,49 @@ int padded_vocab_size(int vocab_size, int divisible_by, int tp) {
   return static_cast<int>(padded);
 }
 
+void validate_architecture(const GptConfig& c) {
+  ZT_REQUIRE(c.heads >= 1 && c.hidden % c.heads == 0,
+             "--num-attention-heads {} must divide --hidden-size {}", c.heads, c.hidden);
+  ZT_REQUIRE(c.num_query_groups >= 0 && c.kv_heads() <= c.heads && c.heads % c.kv_heads() == 0,
+             "--num-query-groups {} must divide --num-attention-heads {}", c.num_query_groups,
+             c.heads);
+  ZT_REQUIRE(c.ffn_hidden() > 0,
+             "--swiglu: the default MLP width int(8/3 x --hidden-size / 64) x 64 is 0 for "
+             "--hidden-size {}; give --ffn-hidden-size",
+             c.hidden);
+  ZT_REQUIRE(c.norm_epsilon > 0.0f, "--norm-epsilon must be positive, got {}", c.norm_epsilon);
+  ZT_REQUIRE(c.rmsnorm() || c.norm_epsilon == 1e-5f,
+             "--norm-epsilon {}: LayerNorm runs with epsilon 1e-5 only (RMSNorm takes any)",
+             c.norm_epsilon);
+  ZT_REQUIRE(c.rotary_base > 0.0f, "--rotary-base must be positive, got {}", c.rotary_base);
+  ZT_REQUIRE(!c.rope() || c.head_dim() % 2 == 0,
+             "--position-embedding-type rope needs an even head dimension, got {}", c.head_dim());
+  ZT_REQUIRE(c.max_positions() >= c.seq_length,
+             "--max-position-embeddings {} is below --seq-length {}", c.max_positions(),
+             c.seq_length);
+  ZT_REQUIRE(c.rope() || c.max_positions() == c.seq_length,
+             "--max-position-embeddings {}: the learned position table has --seq-length {} rows; "
+             "give the same value (or --position-embedding-type rope)",
+             c.max_positions(), c.seq_length);
+  ZT_REQUIRE(c.init_method_std > 0.0f, "--init-method-std must be positive, got {}",
+             c.init_method_std);
+}
+
 void validate_tensor_parallel(const GptConfig& c, int tp) {
   ZT_REQUIRE(tp >= 1, "--tensor-model-parallel-size must be >= 1, got {}", tp);
+  validate_architecture(c);
   ZT_REQUIRE(c.heads % tp == 0,
              "--num-attention-heads {} is not divisible by --tensor-model-parallel-size {}; "
              "choose a tensor-parallel size that divides the number of heads",
              c.heads, tp);
+  ZT_REQUIRE(c.kv_heads() % tp == 0,
+             "--num-query-groups {} is not divisible by --tensor-model-parallel-size {}; each "
+             "tensor-parallel rank holds whole key/value groups (groups >= tp)",
+             c.kv_heads(), tp);
   ZT_REQUIRE(c.hidden % tp == 0,
              "--hidden-size {} is not divisible by --tensor-model-parallel-size {}", c.hidden, tp);
   ZT_REQUIRE(c.ffn_hidden() % tp == 0,
-             "the MLP width {} (4 x --hidden-size) is not divisible by "
+             "the MLP width {} (--ffn-hidden-size) is not divisible by "
              "--tensor-model-parallel-size {}",
              c.ffn_hidden(), tp);
   ZT_REQUIRE(
@@ -81,6 +117,8 @@ TpDims TpDims::of(const GptConfig& c, int tp_size, int tp_rank) {
   d.rank = tp_rank;
   d.heads = c.heads / tp_size;
   d.hidden = d.heads * c.head_dim();
+  d.kv_heads = c.kv_heads() / tp_size;
+  d.kv_hidden = d.kv_heads * c.head_dim();
   d.ffn = c.ffn_hidden() / tp_size;
   d.vocab = c.padded_vocab_size / tp_size;
   d.vocab_begin = tp_rank * d.vocab;

@@ -9,6 +9,12 @@
 
 namespace zt {
 
+// Megatron-LM's --position-embedding-type: a learned table added to the embedding (GPT-2), or
+// rotary embeddings applied to q and k inside attention (no parameters).
+enum class PositionEmbedding : uint8_t { LearnedAbsolute, Rope };
+// Megatron-LM's --normalization: LayerNorm (weight and bias) or RMSNorm (weight only).
+enum class Normalization : uint8_t { LayerNorm, RMSNorm };
+
 struct GptConfig {
   int num_layers = 2;
   int hidden = 64;
@@ -25,11 +31,44 @@ struct GptConfig {
   // tensor-parallel layers (layernorms, dropouts, residuals) are split over the tp ranks
   // (src/tensor_parallel/sequence_parallel.h). No effect at tp = 1.
   bool sequence_parallel = false;
+  // The architecture choices (docs/design/llama.md). The defaults are GPT-2.
+  PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;
+  float rotary_base = 10000.0f;  // theta of the rotary frequencies theta^(-2i/head_dim)
+  Normalization normalization = Normalization::LayerNorm;
+  float norm_epsilon = 1e-5f;
+  bool swiglu = false;              // gated MLP silu(x W_gate) * (x W_up) instead of gelu(x W_fc)
+  int ffn_hidden_size = 0;          // the MLP width; 0: 4·hidden (GeLU) or ffn_default() (SwiGLU)
+  int num_query_groups = 0;         // key/value heads (grouped-query attention); 0: one per head
+  bool untie_embeddings = false;    // a separate output layer instead of the word embedding
+  bool add_bias_linear = true;      // biases in the linear layers (--disable-bias-linear: false)
+  float init_method_std = 0.02f;    // std of the normal initialisation (Megatron's 0.02)
+  int max_position_embeddings = 0;  // positions the model is made for; 0: seq_length
 
   int head_dim() const { return hidden / heads; }
-  int ffn_hidden() const { return 4 * hidden; }
+  // Megatron-LM's default SwiGLU width (megatron/training/arguments.py):
+  // int((4 * hidden * 2 / 3) / 64) * 64, the 8/3·h rounded DOWN to a multiple of 64.
+  int ffn_default() const { return swiglu ? hidden / 24 * 64 : 4 * hidden; }
+  int ffn_hidden() const { return ffn_hidden_size > 0 ? ffn_hidden_size : ffn_default(); }
+  // Rows of the MLP's first weight: gate and up stacked under SwiGLU, else the fc width.
+  int fc_rows() const { return swiglu ? 2 * ffn_hidden() : ffn_hidden(); }
+  bool rope() const { return position_embedding == PositionEmbedding::Rope; }
+  bool rmsnorm() const { return normalization == Normalization::RMSNorm; }
+  bool learned_positions() const { return !rope(); }
+  int max_positions() const {
+    return max_position_embeddings > 0 ? max_position_embeddings : seq_length;
+  }
+  int kv_heads() const { return num_query_groups > 0 ? num_query_groups : heads; }
+  int kv_hidden() const { return kv_heads() * head_dim(); }
+  // Rows of the fused q|k|v weight: hidden for q, kv_hidden each for k and v.
+  int qkv_rows() const { return hidden + 2 * kv_hidden(); }
   // Parameters of the whole (unsharded) model, embeddings included, tied head counted once.
   int64_t num_parameters() const;
+  // Learned positions, LayerNorm, GeLU, multi-head attention, linear biases, a tied head: what
+  // generation's key/value cache and the GPT-2 Hugging Face format represent.
+  bool gpt2_architecture() const {
+    return learned_positions() && !rmsnorm() && !swiglu && kv_heads() == heads &&
+           !untie_embeddings && add_bias_linear && ffn_hidden() == 4 * hidden;
+  }
   // Training FLOPs per token (forward + backward): 6N for the dense part plus the attention
   // score and value products, 12·L·h·s (forward 2·2·s·h per layer and token, backward twice that).
   double flops_per_token() const;
@@ -42,8 +81,12 @@ int pad_vocab(int vocab_size, int divisible_by);
 // pad_vocab(vocab, divisible_by · tp), so every rank's vocabulary shard has the same size.
 int padded_vocab_size(int vocab_size, int divisible_by, int tp);
 
+// The checks of the architecture choices alone (query groups divide the heads, a SwiGLU width,
+// positive epsilon and rotary base), as zt::InputError naming the flag.
+void validate_architecture(const GptConfig& config);
+
 // The checks tensor parallelism puts on the shape, as zt::InputError naming the flag to change:
-// heads, hidden, ffn hidden and padded vocabulary divisible by tp.
+// heads, query groups, hidden, ffn hidden and padded vocabulary divisible by tp.
 void validate_tensor_parallel(const GptConfig& config, int tp);
 
 // Whether the tokens outside the tensor-parallel regions are split over the `tp_size` ranks.
@@ -58,12 +101,14 @@ inline int64_t local_rows(const GptConfig& c, int64_t n, int tp_size) {
 
 // One tensor-parallel rank's sizes (tp = 1: the whole model).
 struct TpDims {
-  int size = 1;    // tensor-parallel ranks
-  int rank = 0;    // this rank
-  int heads = 0;   // local attention heads
-  int hidden = 0;  // local attention width, heads · head_dim
-  int ffn = 0;     // local MLP width
-  int vocab = 0;   // local (padded) vocabulary rows
+  int size = 1;       // tensor-parallel ranks
+  int rank = 0;       // this rank
+  int heads = 0;      // local attention heads
+  int hidden = 0;     // local attention width, heads · head_dim
+  int kv_heads = 0;   // local key/value heads (= heads without grouped-query attention)
+  int kv_hidden = 0;  // local key/value width, kv_heads · head_dim
+  int ffn = 0;        // local MLP width
+  int vocab = 0;      // local (padded) vocabulary rows
   int vocab_begin = 0;
   static TpDims of(const GptConfig& config, int tp_size, int tp_rank);
 };

@@ -49,6 +49,11 @@ GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int m
   ZT_CHECK(tp::size_of(tp) == layout.tp_size() && tp::rank_of(tp) == layout.tp_rank(),
            "the layout is for tp rank {} of {} but the tensor-parallel group has rank {} of {}",
            layout.tp_rank(), layout.tp_size(), tp::rank_of(tp), tp::size_of(tp));
+  // The key/value cache path is GPT-2's: learned positions, LayerNorm, GeLU, multi-head attention,
+  // biases, a tied head.
+  ZT_REQUIRE(config.gpt2_architecture(),
+             "generation runs GPT-2-architecture models only (this model uses rope, RMSNorm, "
+             "SwiGLU, grouped-query attention, untied embeddings or no linear biases)");
   config_.sequence_parallel = false;
   for (int i = 0; i < config.num_layers; ++i) layers_.push_back(LayerRefs::of(layout, i));
   wte_ = ParamRef::of(layout, "embedding.word");

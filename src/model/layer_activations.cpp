@@ -9,12 +9,14 @@ namespace {
 template <typename F>
 void for_each_field(LayerActivations& a, const GptConfig& c, int micro_batch, int tp, F&& f) {
   const TpDims d = TpDims::of(c, tp, 0);
-  const int64_t n = int64_t{micro_batch} * c.seq_length, h = c.hidden, hl = d.hidden, f4 = d.ffn;
+  const int64_t n = int64_t{micro_batch} * c.seq_length, h = c.hidden, hl = d.hidden;
+  const int64_t qkv = hl + 2 * int64_t{d.kv_hidden};         // q|k|v of this rank's heads
+  const int64_t f4 = c.swiglu ? 2 * int64_t{d.ffn} : d.ffn;  // the MLP's first product
   const int64_t nl = local_rows(c, n, tp);  // the rows outside the tensor-parallel regions
   const int64_t rows = int64_t{micro_batch} * d.heads * c.seq_length;  // attention query rows
   f(a.ln1_mean, nl);
   f(a.ln1_rstd, nl);
-  f(a.qkv, 3 * n * hl);
+  f(a.qkv, n * qkv);
   f(a.lse, rows);
   f(a.atty, n * hl);
   f(a.res2, nl * h);

@@ -16,13 +16,13 @@ namespace zt {
 struct LayerActivations {
   float* ln1_mean = nullptr;  // [N]
   float* ln1_rstd = nullptr;  // [N]
-  Ref qkv;                    // [N, 3C/tp]
+  Ref qkv;                    // [N, (C + 2Ckv)/tp] q|k|v (q and k rotated under rope)
   float* lse = nullptr;       // [B, H, T] attention log-sum-exp per query row
   Ref atty;                   // [N, C/tp] attention output before the projection
   Ref res2;                   // [N, C] input + attention branch
   float* ln2_mean = nullptr;  // [N]
   float* ln2_rstd = nullptr;  // [N]
-  Ref fch;                    // [N, 4C/tp] before GeLU
+  Ref fch;                    // [N, F/tp] before GeLU; [N, 2F/tp] gate|up under SwiGLU
   Ref out;                    // [N, C] layer output (the next layer's input)
 
   // Bytes of one workspace for `micro_batch` sequences on one of `tp_size` tensor-parallel

@@ -13,13 +13,13 @@ void ParamLayout::begin_block(std::string name) {
 }
 
 void ParamLayout::add(std::string name, Shape full, TpSplit split, ParamInit init, float std,
-                      bool wd, int row_groups) {
+                      bool wd, std::vector<int64_t> group_rows) {
   ParamSpec p;
   p.name = std::move(name);
   p.full_shape = full;
   p.split = split;
   p.tp_replicated = split == TpSplit::Replicated;
-  p.row_groups = row_groups;
+  p.group_rows = std::move(group_rows);
   p.tp_size = tp_size_;
   p.tp_rank = tp_rank_;
   const int64_t n = tp_size_;
@@ -51,10 +51,29 @@ int64_t ParamSpec::full_index(int64_t i) const {
   const int64_t r = i / cols, c = i % cols;
   if (split == TpSplit::InputColumns) return r * full_shape[1] + int64_t{tp_rank} * cols + c;
   // Rows split, in groups: local row r is row `within` of group g's shard.
-  const int64_t group_local = shape[0] / row_groups, group_full = full_shape[0] / row_groups;
-  const int64_t g = r / group_local, within = r % group_local;
-  const int64_t full_row = g * group_full + int64_t{tp_rank} * group_local + within;
+  const int g = row_group_of(r, true);
+  const int64_t group_local = full_group_rows(g) / tp_size;
+  const int64_t within = r - full_group_begin(g) / tp_size;
+  const int64_t full_row = full_group_begin(g) + int64_t{tp_rank} * group_local + within;
   return full_row * cols + c;
+}
+
+int64_t ParamSpec::full_group_rows(int g) const {
+  return group_rows.empty() ? full_shape[0] : group_rows[static_cast<size_t>(g)];
+}
+
+int64_t ParamSpec::full_group_begin(int g) const {
+  int64_t b = 0;
+  for (int k = 0; k < g; ++k) b += full_group_rows(k);
+  return b;
+}
+
+int ParamSpec::row_group_of(int64_t r, bool local) const {
+  const int64_t div = local ? tp_size : 1;
+  int g = 0;
+  for (int64_t end = full_group_rows(0) / div; r >= end && g + 1 < num_row_groups();)
+    end += full_group_rows(++g) / div;
+  return g;
 }
 
 int64_t ParamLayout::replicated_numel() const {
@@ -95,46 +114,65 @@ ParamLayout ParamLayout::gpt(const GptConfig& c, int tp_size, int tp_rank,
   l.tp_size_ = tp_size;
   l.tp_rank_ = tp_rank;
   l.part_ = part;
-  const int64_t h = c.hidden, f = c.ffn_hidden();
-  constexpr float kStd = 0.02f;
-  // GPT-2 scales the residual-path projections by 1/sqrt(2L) so the residual stream's variance
-  // does not grow with depth.
-  const float proj_std = kStd / std::sqrt(2.0f * static_cast<float>(c.num_layers));
+  const int64_t h = c.hidden, f = c.ffn_hidden(), kv = c.kv_hidden();
+  const float std = c.init_method_std;
+  // GPT-2 (and Megatron's scaled init) scales the residual-path projections by 1/sqrt(2L) so the
+  // residual stream's variance does not grow with depth.
+  const float proj_std = std / std::sqrt(2.0f * static_cast<float>(c.num_layers));
+  const bool bias = c.add_bias_linear, ln_bias = !c.rmsnorm();
   using S = TpSplit;
   auto word_embedding = [&] {
-    l.add("embedding.word", {c.padded_vocab_size, h}, S::VocabRows, ParamInit::Normal, kStd, true);
+    l.add("embedding.word", {c.padded_vocab_size, h}, S::VocabRows, ParamInit::Normal, std, true);
+  };
+  // A norm's weight, and its bias for LayerNorm (RMSNorm has none).
+  auto norm = [&](const std::string& name) {
+    l.add(name + ".weight", {h}, S::Replicated, ParamInit::Ones, 0, false);
+    if (ln_bias) l.add(name + ".bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
   };
   if (part.first()) {
     l.begin_block("embedding");
     word_embedding();
-    l.add("embedding.position", {c.seq_length, h}, S::Replicated, ParamInit::Normal, kStd, true);
+    if (c.learned_positions())
+      l.add("embedding.position", {c.seq_length, h}, S::Replicated, ParamInit::Normal, std, true);
   }
   std::vector<int> layers;
   for (int chunk = 0; chunk < part.chunks; ++chunk)
     for (int i : part.layers(c, chunk)) layers.push_back(i);
+  // q|k|v stacked, each split by rows: a rank's rows are the q rows of its heads, then the k and
+  // v rows of its key/value groups (what the attention kernel reads as q|k|v).
+  const std::vector<int64_t> qkv_groups{h, kv, kv};
+  // SwiGLU: gate|up stacked, each split by rows, so a rank holds the gate and up rows of the same
+  // MLP columns.
+  const std::vector<int64_t> fc_groups =
+      c.swiglu ? std::vector<int64_t>{f, f} : std::vector<int64_t>{};
   for (int i : layers) {
     const std::string p = "layers." + std::to_string(i) + ".";
     l.begin_block("layers." + std::to_string(i));
-    l.add(p + "ln1.weight", {h}, S::Replicated, ParamInit::Ones, 0, false);
-    l.add(p + "ln1.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
-    // Column-parallel by heads: q, k and v are each split by rows, so a rank's 3h/tp rows are
-    // the q, k and v rows of its own heads (what the attention kernel reads as q|k|v).
-    l.add(p + "attn.qkv.weight", {3 * h, h}, S::OutputRows, ParamInit::Normal, kStd, true, 3);
-    l.add(p + "attn.qkv.bias", {3 * h}, S::OutputRows, ParamInit::Zeros, 0, false, 3);
+    norm(p + "ln1");
+    l.add(p + "attn.qkv.weight", {h + 2 * kv, h}, S::OutputRows, ParamInit::Normal, std, true,
+          qkv_groups);
+    if (bias)
+      l.add(p + "attn.qkv.bias", {h + 2 * kv}, S::OutputRows, ParamInit::Zeros, 0, false,
+            qkv_groups);
     l.add(p + "attn.proj.weight", {h, h}, S::InputColumns, ParamInit::Normal, proj_std, true);
-    l.add(p + "attn.proj.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
-    l.add(p + "ln2.weight", {h}, S::Replicated, ParamInit::Ones, 0, false);
-    l.add(p + "ln2.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
-    l.add(p + "mlp.fc.weight", {f, h}, S::OutputRows, ParamInit::Normal, kStd, true);
-    l.add(p + "mlp.fc.bias", {f}, S::OutputRows, ParamInit::Zeros, 0, false);
+    if (bias) l.add(p + "attn.proj.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
+    norm(p + "ln2");
+    l.add(p + "mlp.fc.weight", {c.fc_rows(), h}, S::OutputRows, ParamInit::Normal, std, true,
+          fc_groups);
+    if (bias)
+      l.add(p + "mlp.fc.bias", {c.fc_rows()}, S::OutputRows, ParamInit::Zeros, 0, false, fc_groups);
     l.add(p + "mlp.proj.weight", {h, f}, S::InputColumns, ParamInit::Normal, proj_std, true);
-    l.add(p + "mlp.proj.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
+    if (bias) l.add(p + "mlp.proj.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
   }
   if (part.last()) {
     l.begin_block("final_ln");
-    l.add("final_ln.weight", {h}, S::Replicated, ParamInit::Ones, 0, false);
-    l.add("final_ln.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
-    if (!part.first()) {
+    norm("final_ln");
+    if (c.untie_embeddings) {
+      // Its own vocab-parallel weight, on the last stage only: nothing to tie across stages.
+      l.begin_block("output_layer");
+      l.add("output_layer.weight", {c.padded_vocab_size, h}, S::VocabRows, ParamInit::Normal, std,
+            true);
+    } else if (!part.first()) {
       l.begin_block("head");
       word_embedding();
     }

@@ -45,15 +45,27 @@ struct ParamSpec {
   bool weight_decay = false;
   bool tp_replicated = true;  // identical on every tensor-parallel rank
   TpSplit split = TpSplit::Replicated;
-  // OutputRows only: dim 0 is `row_groups` stacked tensors each split separately — the fused
-  // QKV weight is q|k|v (3 groups), and a rank's shard holds the q, k and v rows of its heads.
-  int row_groups = 1;
+  // OutputRows only: dim 0 is stacked tensors of these full row counts, each split separately
+  // (empty: one tensor). The fused QKV weight is q|k|v ({h, g·d, g·d} with g key/value groups of
+  // d channels), so a rank's shard holds the q rows of its heads, then the k and v rows of its
+  // groups; SwiGLU's first weight is gate|up ({f, f}), so a rank holds matching halves.
+  std::vector<int64_t> group_rows;
   int tp_size = 1;
   int tp_rank = 0;
   ParamInit init = ParamInit::Zeros;
   float init_std = 0;
   int64_t numel() const { return shape.numel(); }
   int64_t full_numel() const { return full_shape.numel(); }
+  // The stacked row groups of an OutputRows split (one for every other parameter): how many,
+  // and group g's first full row and full row count. Every group's rows divide by tp, so group
+  // g's rows on a rank start at full_group_begin(g) / tp_size.
+  int num_row_groups() const {
+    return group_rows.empty() ? 1 : static_cast<int>(group_rows.size());
+  }
+  int64_t full_group_rows(int g) const;
+  int64_t full_group_begin(int g) const;
+  // The group holding local row `r` (`local`: rows of this rank's shard, else full rows).
+  int row_group_of(int64_t r, bool local) const;
   // The full tensor's row-major element index of local element `i` (i in [0, numel())).
   int64_t full_index(int64_t i) const;
   // A parameter as rows: dim 0 of a matrix (a word embedding's vocabulary entries, a weight's
@@ -75,9 +87,10 @@ struct BlockRange {
 // The part of the model one pipeline stage holds (Megatron-LM's layout). With `chunks` model
 // chunks per stage (the interleaved schedule), chunk c of stage s is virtual stage c·size + s and
 // holds layers [(c·size + s)·k, (c·size + s + 1)·k), k = L / (size·chunks). The first stage
-// also holds the embedding; the last the final layernorm and, when size > 1, its own copy of the
-// word embedding for the tied head (same name and values: initialisation is by name, and the two
-// copies' gradients are summed between the stages every step).
+// also holds the embedding; the last the final layernorm and either the untied output layer or,
+// when size > 1, its own copy of the word embedding for the tied head (same name and values:
+// initialisation is by name, and the two copies' gradients are summed between the stages every
+// step).
 struct PipelinePart {
   int size = 1;
   int rank = 0;
@@ -115,12 +128,14 @@ class ParamLayout {
   int final_block() const { return block_index("final_ln"); }
   // The last stage's copy of the word embedding (size > 1 only).
   int head_block() const { return block_index("head"); }
+  // The untied output layer (--untie-embeddings-and-output-weights; the last stage).
+  int output_block() const { return block_index("output_layer"); }
   int block_index(const std::string& name) const;
 
  private:
   void begin_block(std::string name);
   void add(std::string name, Shape full, TpSplit split, ParamInit init, float std,
-           bool weight_decay, int row_groups = 1);
+           bool weight_decay, std::vector<int64_t> group_rows = {});
   std::vector<ParamSpec> params_;
   std::vector<BlockRange> blocks_;
   int64_t numel_ = 0;

@@ -8,4 +8,10 @@ ParamRef ParamRef::of(const ParamLayout& layout, const std::string& name) {
   return {p.block, p.offset - begin, p.rows(), p.row_len()};
 }
 
+ParamRef ParamRef::maybe(const ParamLayout& layout, const std::string& name) {
+  for (const auto& p : layout.params())
+    if (p.name == name) return of(layout, name);
+  return {};
+}
+
 }  // namespace zt

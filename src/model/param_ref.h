@@ -15,6 +15,10 @@ struct ParamRef {
   int64_t rows = 0, row_len = 0;
 
   static ParamRef of(const ParamLayout& layout, const std::string& name);
+  // The same, or an empty reference (rows 0) where the layout has no such parameter (a linear
+  // bias under --disable-bias-linear, an RMSNorm's bias, the learned positions under rope).
+  static ParamRef maybe(const ParamLayout& layout, const std::string& name);
+  bool present() const { return rows > 0; }
   int64_t numel() const { return rows * row_len; }
   Span span() const { return {block, offset, numel()}; }
   Span row_span(int64_t row0, int64_t n) const {

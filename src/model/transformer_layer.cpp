@@ -16,14 +16,15 @@ Ref carve_typed(Arena& arena, int64_t n, DType t) {
 LayerRefs LayerRefs::of(const ParamLayout& layout, int layer) {
   const std::string p = "layers." + std::to_string(layer) + ".";
   auto ref = [&](const char* name) { return ParamRef::of(layout, p + name); };
+  auto maybe = [&](const char* name) { return ParamRef::maybe(layout, p + name); };
   auto linear = [&](const char* w, const char* b) {
     const ParamRef wr = ref(w);
-    return LinearRefs{wr, ref(b), static_cast<int>(wr.row_len), static_cast<int>(wr.rows)};
+    return LinearRefs{wr, maybe(b), static_cast<int>(wr.row_len), static_cast<int>(wr.rows)};
   };
   return LayerRefs{ref("ln1.weight"),
-                   ref("ln1.bias"),
+                   maybe("ln1.bias"),
                    ref("ln2.weight"),
-                   ref("ln2.bias"),
+                   maybe("ln2.bias"),
                    linear("attn.qkv.weight", "attn.qkv.bias"),
                    linear("attn.proj.weight", "attn.proj.bias"),
                    linear("mlp.fc.weight", "mlp.fc.bias"),
@@ -39,33 +40,44 @@ LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp
   d.sequence_parallel = splits_sequence(c, tp_size);
   d.Nl = static_cast<int>(local_rows(c, n, tp_size));
   d.first_row = d.sequence_parallel ? int64_t{d.Nl} * tp_rank : 0;
+  d.KV = t.kv_heads;
+  d.Ckv = t.kv_hidden;
+  d.rope = c.rope();
+  d.rope_base = c.rotary_base;
+  d.rmsnorm = c.rmsnorm();
+  d.norm_eps = c.norm_epsilon;
+  d.swiglu = c.swiglu;
   return d;
 }
 
 size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
   const TpDims t = TpDims::of(c, tp_size, 0);
   const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length);
-  const size_t h = static_cast<size_t>(c.hidden), hl = static_cast<size_t>(t.hidden);
-  const size_t f = static_cast<size_t>(t.ffn);
+  const size_t h = static_cast<size_t>(c.hidden);
+  const size_t qkv = static_cast<size_t>(t.hidden) + 2 * static_cast<size_t>(t.kv_hidden);
+  const size_t f = static_cast<size_t>(t.ffn), f1 = c.swiglu ? 2 * f : f;
   const size_t rows = static_cast<size_t>(micro_batch) * static_cast<size_t>(t.heads) *
                       static_cast<size_t>(c.seq_length);
   const size_t e = dtype_size(c.dtype);
-  return Arena::aligned(n * h * e) * 3 + Arena::aligned(n * f * e) * 2 +
-         Arena::aligned(n * 3 * hl * e) + Arena::aligned(rows * sizeof(float)) +
-         Arena::aligned(n * e) + (splits_sequence(c, tp_size) ? Arena::aligned(2 * h * 4) : 0);
+  return Arena::aligned(n * h * e) * 3 + Arena::aligned(n * f * e) + Arena::aligned(n * f1 * e) +
+         (c.swiglu ? Arena::aligned(n * f * e) : 0) + Arena::aligned(n * qkv * e) +
+         Arena::aligned(rows * sizeof(float)) + Arena::aligned(n * e) +
+         (splits_sequence(c, tp_size) ? Arena::aligned(2 * h * 4) : 0);
 }
 
 LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size) {
   const TpDims t = TpDims::of(c, tp_size, 0);
-  const int64_t n = int64_t{micro_batch} * c.seq_length, h = c.hidden, hl = t.hidden, f = t.ffn;
+  const int64_t n = int64_t{micro_batch} * c.seq_length, h = c.hidden, f = t.ffn;
+  const int64_t qkv = int64_t{t.hidden} + 2 * int64_t{t.kv_hidden}, f1 = c.swiglu ? 2 * f : f;
   const int64_t rows = int64_t{micro_batch} * t.heads * c.seq_length;
   LayerScratch s;
   s.ln = carve_typed(arena, n * h, c.dtype);
   s.ff = carve_typed(arena, n * f, c.dtype);
   s.d_a = carve_typed(arena, n * h, c.dtype);
   s.d_b = carve_typed(arena, n * h, c.dtype);
-  s.d_ff = carve_typed(arena, n * f, c.dtype);
-  s.d_qkv = carve_typed(arena, n * 3 * hl, c.dtype);
+  s.d_ff = carve_typed(arena, n * f1, c.dtype);
+  if (c.swiglu) s.d_sw = carve_typed(arena, n * f, c.dtype);
+  s.d_qkv = carve_typed(arena, n * qkv, c.dtype);
   s.delta = arena.carve({rows}, DType::F32).f32();
   s.ones = carve_typed(arena, n, c.dtype);
   if (splits_sequence(c, tp_size)) s.ln_grads = arena.carve({2 * h}, DType::F32).f32();
@@ -81,26 +93,27 @@ namespace {
 void attention_forward(const LayerDims& d, Ref out, float* lse, CRef qkv,
                        const DropoutParams& drop) {
   if (!tp::active(d.tp)) {
-    d.be->attention_forward(out, lse, qkv, d.B, d.T, d.Cl, d.H, drop);
+    d.be->attention_forward(out, lse, qkv, d.B, d.T, d.Cl, d.H, d.KV, drop);
     return;
   }
   const int64_t rows = int64_t{d.H} * d.T;
   for (int b = 0; b < d.B; ++b)
     d.be->attention_forward(out + int64_t{b} * d.T * d.Cl, lse + b * rows,
-                            qkv + int64_t{b} * d.T * 3 * d.Cl, 1, d.T, d.Cl, d.H,
+                            qkv + int64_t{b} * d.T * d.qkv_width(), 1, d.T, d.Cl, d.H, d.KV,
                             tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
 }
 
 void attention_backward(const LayerDims& d, Ref dqkv, float* delta, CRef dout, CRef qkv, CRef out,
                         const float* lse, const DropoutParams& drop) {
   if (!tp::active(d.tp)) {
-    d.be->attention_backward(dqkv, delta, dout, qkv, out, lse, d.B, d.T, d.Cl, d.H, drop);
+    d.be->attention_backward(dqkv, delta, dout, qkv, out, lse, d.B, d.T, d.Cl, d.H, d.KV, drop);
     return;
   }
-  const int64_t rows = int64_t{d.H} * d.T, q = int64_t{d.T} * 3 * d.Cl, o = int64_t{d.T} * d.Cl;
+  const int64_t rows = int64_t{d.H} * d.T, q = int64_t{d.T} * d.qkv_width();
+  const int64_t o = int64_t{d.T} * d.Cl;
   for (int b = 0; b < d.B; ++b)
     d.be->attention_backward(dqkv + b * q, delta + b * rows, dout + b * o, qkv + b * q, out + b * o,
-                             lse + b * rows, 1, d.T, d.Cl, d.H,
+                             lse + b * rows, 1, d.T, d.Cl, d.H, d.KV,
                              tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
 }
 
@@ -142,15 +155,44 @@ Ref row_parallel_forward(const LayerDims& d, ParamSource& src, const LinearRefs&
   chunked_linear_forward(*d.be, src, l, y, x, d.N(), false);
   if (!d.sequence_parallel) {
     tp::reduce_from_tp_forward(*d.be, d.tp, y, int64_t{d.N()} * l.out);
-    chunked_add_bias(*d.be, src, l, y, d.N());
+    if (l.has_bias()) chunked_add_bias(*d.be, src, l, y, d.N());
     return y;
   }
   tp::sequence_reduce_scatter_forward(*d.be, d.tp, local, y, d.N(), l.out);
-  chunked_add_bias(*d.be, src, l, local, d.Nl);
+  if (l.has_bias()) chunked_add_bias(*d.be, src, l, local, d.Nl);
   return local;
 }
 
+// The MLP's first product and its activation: fch = ln·W1ᵀ (+ b1), then y = gelu(fch), or under
+// SwiGLU y = silu(gate) * up of fch's two halves.
+void mlp_in_forward(const LayerDims& d, ParamSource& src, const LinearRefs& fc, Ref y, Ref fch,
+                    CRef x) {
+  if (!d.swiglu) {
+    chunked_linear_gelu_forward(*d.be, src, fc, y, fch, x, d.N());
+    return;
+  }
+  chunked_linear_forward(*d.be, src, fc, fch, x, d.N(), true);
+  d.be->swiglu_forward(y, fch, d.N(), d.F);
+}
+
 }  // namespace
+
+HeldNorm::HeldNorm(ParamSource& src, const ParamRef& w, const ParamRef& b, bool backward) {
+  const ParamRef& a = backward && b.present() ? b : w;
+  const ParamRef& z = backward && b.present() ? w : b;
+  first_.emplace(src, a);
+  if (z.present()) second_.emplace(src, z);
+  w_ = &w == &a ? &*first_ : &*second_;
+  if (b.present()) b_ = &b == &a ? &*first_ : &*second_;
+}
+
+void norm_forward(const LayerDims& d, Ref out, float* mean, float* rstd, CRef x, CRef w, CRef b,
+                  int rows) {
+  if (d.rmsnorm)
+    d.be->rmsnorm_forward(out, rstd, x, w, rows, d.C, d.norm_eps);
+  else
+    d.be->layernorm_forward(out, mean, rstd, x, w, b, rows, d.C);
+}
 
 // The backward of a layernorm over this rank's rows. Under sequence parallelism the parameter
 // gradients of these rows are a partial sum: they are made in scratch, summed over tp, then
@@ -159,6 +201,20 @@ void residual_layernorm_backward(const LayerDims& d, ParamSource& src, const Par
                                  const ParamRef& b_ref, CRef w, Ref dx, CRef dout, CRef x,
                                  const float* mean, const float* rstd, const LayerScratch& s) {
   Backend& be = *d.be;
+  if (d.rmsnorm) {
+    if (!d.sequence_parallel) {
+      const GradSpan gw(src, w_ref);
+      be.rmsnorm_backward(dx, gw.get(), dout, x, w, rstd, d.Nl, d.C);
+      return;
+    }
+    float* dw = s.ln_grads;
+    be.fill_zero(dw, static_cast<size_t>(d.C) * 4);
+    be.rmsnorm_backward(dx, dw, dout, x, w, rstd, d.Nl, d.C);
+    tp::all_reduce(be, d.tp, Ref(dw, DType::F32), d.C);
+    const GradSpan gw(src, w_ref);
+    be.add_inplace(gw.get(), dw, d.C);
+    return;
+  }
   if (!d.sequence_parallel) {
     const GradSpan gb(src, b_ref), gw(src, w_ref);
     be.layernorm_backward(dx, gw.get(), gb.get(), dout, x, w, mean, rstd, d.Nl, d.C);
@@ -180,24 +236,31 @@ void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRe
   const int N = d.N(), C = d.C, Nl = d.Nl;
   const int64_t nc = int64_t{N} * C, nlc = int64_t{Nl} * C;
   {
-    const Held w(src, p.ln1_w), b(src, p.ln1_b);
-    be.layernorm_forward(own_rows(d, s.ln), a.ln1_mean, a.ln1_rstd, x, w.get(), b.get(), Nl, C);
+    const HeldNorm n(src, p.ln1_w, p.ln1_b, false);
+    norm_forward(d, own_rows(d, s.ln), a.ln1_mean, a.ln1_rstd, x, n.w(), n.b(), Nl);
   }
   gather_rows(d, s.ln);
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
   chunked_linear_forward(be, src, p.qkv, a.qkv, s.ln, N, true);
+  // Rotary embeddings on q and k, kept rotated: attention's backward reads them as they were.
+  if (d.rope) be.rope_forward(a.qkv, d.B, d.T, d.H, d.KV, d.head_dim(), d.rope_base);
   attention_forward(d, a.atty, a.lse, a.qkv, drop.attention);
   // Backward scratch is free during forward.
   Ref proj = row_parallel_forward(d, src, p.proj, s.d_a, a.atty, s.d_b);
   {
-    // res2 = x + drop(proj) and ln2(res2) in one pass (bitwise the two ops on the CPU).
-    const Held w(src, p.ln2_w), b(src, p.ln2_b);
-    be.dropout_add_layernorm_forward(a.res2, own_rows(d, s.ln), a.ln2_mean, a.ln2_rstd, x, proj,
-                                     w.get(), b.get(), Nl, C, drop.attn_out);
+    const HeldNorm n(src, p.ln2_w, p.ln2_b, false);
+    if (d.rmsnorm) {
+      be.dropout_add_forward(a.res2, x, proj, nlc, drop.attn_out);
+      norm_forward(d, own_rows(d, s.ln), a.ln2_mean, a.ln2_rstd, a.res2, n.w(), n.b(), Nl);
+    } else {
+      // res2 = x + drop(proj) and ln2(res2) in one pass (bitwise the two ops on the CPU).
+      be.dropout_add_layernorm_forward(a.res2, own_rows(d, s.ln), a.ln2_mean, a.ln2_rstd, x, proj,
+                                       n.w(), n.b(), Nl, C, drop.attn_out);
+    }
   }
   gather_rows(d, s.ln);
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
-  chunked_linear_gelu_forward(be, src, p.fc, s.ff, a.fch, s.ln, N);
+  mlp_in_forward(d, src, p.fc, s.ff, a.fch, s.ln);
   proj = row_parallel_forward(d, src, p.fcproj, s.d_a, s.ff, s.d_b);
   be.dropout_add_forward(a.out, a.res2, proj, nlc, drop.mlp_out);
 }
@@ -208,12 +271,18 @@ void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CR
   Backend& be = *d.be;
   const int N = d.N(), C = d.C, Nl = d.Nl;
   const int64_t nlc = int64_t{Nl} * C, nf = int64_t{N} * d.F;
-  // MLP branch: out = res2 + drop(fcproj(gelu(fc(ln2(res2))))). The row-parallel layer's output
+  // MLP branch: out = res2 + drop(fcproj(act(fc(ln2(res2))))). The row-parallel layer's output
   // gradient: this rank's rows, all-gathered under sequence parallelism.
   be.dropout_backward(own_rows(d, s.d_a), dres, nlc, drop.mlp_out);
   gather_rows(d, s.d_a);
-  be.gelu_forward(s.ff, a.fch, nf);
-  chunked_linear_backward_input_gelu(be, src, p.fcproj, s.d_ff, s.d_a, a.fch, N);
+  if (d.swiglu) {
+    be.swiglu_forward(s.ff, a.fch, N, d.F);
+    chunked_linear_backward_input(be, src, p.fcproj, s.d_sw, s.d_a, N);
+    be.swiglu_backward(s.d_ff, s.d_sw, a.fch, N, d.F);
+  } else {
+    be.gelu_forward(s.ff, a.fch, nf);
+    chunked_linear_backward_input_gelu(be, src, p.fcproj, s.d_ff, s.d_a, a.fch, N);
+  }
   chunked_linear_backward_params(be, src, p.fcproj, s.d_a, s.ff, s.ones, N);
   // copy-to-TP backward: the all-reduce of d(ln2 out) (a reduce-scatter to this rank's rows under
   // sequence parallelism) comes before the layernorm backward, so its input gradient is
@@ -224,12 +293,11 @@ void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CR
     // The layernorm is recomputed from the kept mean and rstd: the same bits as in forward. It is
     // held from here to its backward, so backward reaches the parameters from the last to the
     // first (bias before weight), each partition unit in one run.
-    const Held b(src, p.ln2_b), w(src, p.ln2_w);
-    be.layernorm_forward(own_rows(d, s.ln), a.ln2_mean, a.ln2_rstd, a.res2, w.get(), b.get(), Nl,
-                         C);
+    const HeldNorm n(src, p.ln2_w, p.ln2_b, true);
+    norm_forward(d, own_rows(d, s.ln), a.ln2_mean, a.ln2_rstd, a.res2, n.w(), n.b(), Nl);
     gather_rows(d, s.ln);
     chunked_linear_backward_params(be, src, p.fc, s.d_ff, s.ln, s.ones, N);
-    residual_layernorm_backward(d, src, p.ln2_w, p.ln2_b, w.get(), dres, dln2, a.res2, a.ln2_mean,
+    residual_layernorm_backward(d, src, p.ln2_w, p.ln2_b, n.w(), dres, dln2, a.res2, a.ln2_mean,
                                 a.ln2_rstd, s);
   }
   // Attention branch: res2 = x + drop(proj(attn(ln1(x))))
@@ -238,14 +306,15 @@ void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CR
   chunked_linear_backward_input(be, src, p.proj, s.d_b, s.d_a, N);
   chunked_linear_backward_params(be, src, p.proj, s.d_a, a.atty, s.ones, N);
   attention_backward(d, s.d_qkv, s.delta, s.d_b, a.qkv, a.atty, a.lse, drop.attention);
+  if (d.rope) be.rope_backward(s.d_qkv, d.B, d.T, d.H, d.KV, d.head_dim(), d.rope_base);
   chunked_linear_backward_input(be, src, p.qkv, s.d_a, s.d_qkv, N);
   const Ref dln1 = sum_input_grad(d, s.d_a, s.d_b);
   {
-    const Held b(src, p.ln1_b), w(src, p.ln1_w);
-    be.layernorm_forward(own_rows(d, s.ln), a.ln1_mean, a.ln1_rstd, x, w.get(), b.get(), Nl, C);
+    const HeldNorm n(src, p.ln1_w, p.ln1_b, true);
+    norm_forward(d, own_rows(d, s.ln), a.ln1_mean, a.ln1_rstd, x, n.w(), n.b(), Nl);
     gather_rows(d, s.ln);
     chunked_linear_backward_params(be, src, p.qkv, s.d_qkv, s.ln, s.ones, N);
-    residual_layernorm_backward(d, src, p.ln1_w, p.ln1_b, w.get(), dres, dln1, x, a.ln1_mean,
+    residual_layernorm_backward(d, src, p.ln1_w, p.ln1_b, n.w(), dres, dln1, x, a.ln1_mean,
                                 a.ln1_rstd, s);
   }
 }

@@ -13,6 +13,7 @@
 // the weight gradient, as Megatron-LM does); the layernorms' parameter gradients, partial sums
 // over this rank's rows, are all-reduced over tp.
 #include <cstdint>
+#include <optional>
 
 #include "kernels/backend.h"
 #include "kernels/common/dropout.h"
@@ -24,7 +25,8 @@
 
 namespace zt {
 
-// A layer's parameters as the model reaches them through a ParamSource.
+// A layer's parameters as the model reaches them through a ParamSource. The norms' biases are
+// empty under RMSNorm, the linear biases under --disable-bias-linear.
 struct LayerRefs {
   ParamRef ln1_w, ln1_b, ln2_w, ln2_b;
   LinearRefs qkv, proj, fc, fcproj;
@@ -41,14 +43,15 @@ struct LayerDropout {
 // Cl = its attention width C/tp, H its heads.
 struct LayerScratch {
   Ref ln;                  // [N, C] a layernorm output, produced again in backward
-  Ref ff;                  // [N, F] the GeLU output, produced again in backward
+  Ref ff;                  // [N, F] the GeLU (SwiGLU) output, produced again in backward
   Ref d_a;                 // [N, C]
   Ref d_b;                 // [N, C]
-  Ref d_ff;                // [N, F]
-  Ref d_qkv;               // [N, 3Cl]
+  Ref d_ff;                // [N, F] ([N, 2F] under SwiGLU: the gate and up gradients)
+  Ref d_sw;                // [N, F] the SwiGLU output's gradient (SwiGLU only)
+  Ref d_qkv;               // [N, Cl + 2Ckv]
   float* delta = nullptr;  // [B, H, T] attention backward workspace (rowsum(dO * O))
   Ref ones;                // [N] ones: the bias gradient beside a chunked weight (set by the model)
-  float* ln_grads = nullptr;  // [2C] a layernorm's partial gradients (sequence parallelism only)
+  float* ln_grads = nullptr;  // [2C] a norm's partial gradients (sequence parallelism only)
   static size_t bytes(const GptConfig& c, int micro_batch, int tp_size = 1);
   static LayerScratch carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);
 };
@@ -59,7 +62,7 @@ struct LayerDims {
   int B, T, C;
   int H;                             // this rank's attention heads
   int Cl;                            // this rank's attention width H · head_dim (C at tp = 1)
-  int F;                             // this rank's MLP width (4C at tp = 1)
+  int F;                             // this rank's MLP width (ffn_hidden at tp = 1)
   int heads_total;                   // heads of the whole layer
   int head_begin;                    // global index of this rank's first head
   comm::Communicator* tp = nullptr;  // the tensor-parallel group; null at tp = 1
@@ -69,15 +72,48 @@ struct LayerDims {
   bool sequence_parallel = false;
   int Nl = 0;
   int64_t first_row = 0;
+  // The architecture (GptConfig): key/value heads and width of this rank (H and Cl without
+  // grouped-query attention), rotary embeddings, RMSNorm and SwiGLU.
+  int KV = 0;
+  int Ckv = 0;
+  bool rope = false;
+  float rope_base = 10000.0f;
+  bool rmsnorm = false;
+  float norm_eps = 1e-5f;
+  bool swiglu = false;
   int N() const { return B * T; }
+  int head_dim() const { return Cl / H; }
+  int qkv_width() const { return Cl + 2 * Ckv; }  // a row of this rank's q|k|v
+  int fc_width() const { return swiglu ? 2 * F : F; }
   static LayerDims of(const GptConfig& c, int micro_batch, int tp_size, int tp_rank,
                       comm::Communicator* tp, Backend& be);
 };
 
-// The backward of a layernorm of the residual stream over this rank's Nl rows: dx += the input
-// gradient; the parameter gradients go to the source's spans (bias, then weight), summed over
-// tp first under sequence parallelism, where this rank's rows give only a part of them
-// (s.ln_grads is the scratch).
+// A norm's parameters held whole: the weight and (LayerNorm) the bias, acquired in forward order
+// (weight, bias) or backward order (bias, weight) and released in the reverse.
+class HeldNorm {
+ public:
+  HeldNorm(ParamSource& src, const ParamRef& w, const ParamRef& b, bool backward);
+  HeldNorm(const HeldNorm&) = delete;
+  HeldNorm& operator=(const HeldNorm&) = delete;
+  CRef w() const { return w_->get(); }
+  CRef b() const { return b_ != nullptr ? b_->get() : CRef(nullptr, w().t); }
+
+ private:
+  std::optional<Held> first_, second_;
+  const Held* w_ = nullptr;
+  const Held* b_ = nullptr;
+};
+
+// A norm's forward over `rows` rows of C: LayerNorm (mean and rstd kept) or RMSNorm (rstd kept,
+// mean not written), per d.rmsnorm. `b` is ignored under RMSNorm.
+void norm_forward(const LayerDims& d, Ref out, float* mean, float* rstd, CRef x, CRef w, CRef b,
+                  int rows);
+
+// The backward of a norm (LayerNorm or RMSNorm) of the residual stream over this rank's Nl rows:
+// dx += the input gradient; the parameter gradients go to the source's spans (bias, then
+// weight; RMSNorm has no bias: b_ref empty), summed over tp first under sequence parallelism,
+// where this rank's rows give only a part of them (s.ln_grads is the scratch).
 void residual_layernorm_backward(const LayerDims& d, ParamSource& src, const ParamRef& w_ref,
                                  const ParamRef& b_ref, CRef w, Ref dx, CRef dout, CRef x,
                                  const float* mean, const float* rstd, const LayerScratch& s);

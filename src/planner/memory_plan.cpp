@@ -53,7 +53,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   // The tied word embedding's gradient all-reduce between the first and last stage
   // (ZeroOptimizer::tie_grads: chunk by chunk of whole rows, the largest first) on a communicator
   // of its own, which stages a half chunk in fp32 as the tensor-parallel one does.
-  if (staged_grads && in.pp > 1 && layout.pipeline().size > 1 &&
+  if (staged_grads && in.pp > 1 && layout.pipeline().size > 1 && !in.model.untie_embeddings &&
       (layout.pipeline().first() || layout.pipeline().last())) {
     const ParamSpec& word = layout.find("embedding.word");
     const auto chunk = static_cast<size_t>(
@@ -129,8 +129,10 @@ std::array<Gathers, 2> stage3_gathers(const PlanInput& in, const ParamLayout& la
     return layout.blocks()[static_cast<size_t>(block)].numel() <= in.param_persistence_threshold;
   };
   const auto& units = part.units();
-  // Per unit: does it hold the word embedding (the head's weight); does backward acquire in it.
-  const ParamSpec& word = layout.find("embedding.word");
+  // Per unit: does it hold the head's weight (the word embedding, or the untied output layer,
+  // which forward reaches once, not for the lookup too); does backward acquire in it.
+  const bool tied = !in.model.untie_embeddings;
+  const ParamSpec& word = layout.find(tied ? "embedding.word" : "output_layer.weight");
   std::vector<char> word_unit(units.size(), 0), bwd_unit(units.size(), 0);
   for (const auto& p : layout.params()) {
     if (p.numel() == 0) continue;
@@ -149,11 +151,12 @@ std::array<Gathers, 2> stage3_gathers(const PlanInput& in, const ParamLayout& la
       const auto i = static_cast<size_t>(k);
       g[0].add(u);
       if (word_unit[i]) {
-        g[0].add(u);  // the head's forward
-        g[1].add(u);  // the head's backward
+        if (tied) g[0].add(u);  // the head's forward (the lookup's is above)
+        g[1].add(u);            // the head's backward
         last_word = k;
+      } else if (b != layout.embedding_block() && bwd_unit[i]) {
+        g[1].add(u);
       }
-      if (b != layout.embedding_block() && bwd_unit[i]) g[1].add(u);
     }
     if (last_word >= 0) g[1].add(units[static_cast<size_t>(last_word)], -1);
   }
@@ -286,10 +289,10 @@ MemoryPlan plan_memory(const PlanInput& in) {
   // Sequence parallelism: per layer forward 2 all-gathers + 2 reduce-scatters of [N, h] (the
   // bytes of the 2 all-reduces); backward 4 all-gathers (2 output gradients, 2 recomputed
   // layernorm outputs), 2 reduce-scatters and 2 all-reduces of a layernorm's [2h] fp32
-  // gradients; the embedding (first stage) reduce-scatters forward and all-gathers its gradient,
-  // the final layernorm (last stage) all-gathers forward, reduce-scatters and all-reduces [2h]
-  // backward; a recomputing store repeats the 4 forward ones per layer; Pa moves nothing (the
-  // inputs are already split).
+  // gradients ([h] under RMSNorm: no bias); the embedding (first stage) reduce-scatters forward
+  // and all-gathers its gradient, the final layernorm (last stage) all-gathers forward,
+  // reduce-scatters and all-reduces [2h] ([h]) backward; a recomputing store repeats the 4 forward
+  // ones per layer; Pa moves nothing (the inputs are already split).
   const uint64_t first = stage.first() ? 1 : 0, last = stage.last() ? 1 : 0;
   const uint64_t N = static_cast<uint64_t>(in.micro_batch) * static_cast<uint64_t>(c.seq_length);
   const uint64_t h = static_cast<uint64_t>(c.hidden);
@@ -298,8 +301,9 @@ MemoryPlan plan_memory(const PlanInput& in) {
   if (in.tp > 1 && splits_sequence(c, in.tp)) {
     const uint64_t recompute = in.checkpoint_activations ? 4 * L : 0;
     const uint64_t units = 10 * L + 2 * first + 2 * last + recompute;  // [N, h] moves, each n
+    const uint64_t norm_params = c.rmsnorm() ? 1 : 2;  // a norm's parameter vectors of h
     const uint64_t bytes =
-        units * N * h * e + (2 * L + last) * 2 * 2 * h * 4 + last * 2 * 4 * 3 * N;
+        units * N * h * e + (2 * L + last) * 2 * norm_params * h * 4 + last * 2 * 4 * 3 * N;
     p.comm_tp = bytes * a;
     p.tp_collectives = (12 * L + 2 * first + 3 * last + 3 * last + recompute) * a;
   } else if (in.tp > 1) {
@@ -332,7 +336,7 @@ MemoryPlan plan_memory(const PlanInput& in) {
     const uint64_t rows = splits_sequence(c, in.tp) ? N / static_cast<uint64_t>(in.tp) : N;
     p.pp_messages = messages * a;
     p.comm_pp = p.pp_messages * rows * h * e;
-    if (stage.first() || stage.last()) {
+    if ((stage.first() || stage.last()) && !c.untie_embeddings) {
       // The tied word embedding's gradient, in its precision.
       p.tied_bytes = 2 * static_cast<uint64_t>(layout.find("embedding.word").numel()) *
                      dtype_size(in.grad_dtype());

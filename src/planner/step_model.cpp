@@ -24,10 +24,13 @@ struct Gemm {
 // [N, in] x [in, out] as (m = N, n = out, k = in).
 std::vector<Gemm> layer_linear_gemms(const GptConfig& c, int micro_batch, int tp) {
   const double N = static_cast<double>(micro_batch) * c.seq_length, h = c.hidden;
-  return {{N, 3 * h / tp, h, 1},   // qkv (column parallel)
-          {N, h, h / tp, 1},       // attention projection (row parallel)
-          {N, 4 * h / tp, h, 1},   // fc1 (column parallel)
-          {N, h, 4 * h / tp, 1}};  // fc2 (row parallel)
+  // q of h rows and k, v of kv_hidden rows each (grouped-query attention: fewer); the MLP's
+  // first product has 2f rows under SwiGLU (gate and up: with the second, 3 matrices).
+  const double qkv = c.qkv_rows(), f = c.ffn_hidden(), f1 = c.fc_rows();
+  return {{N, qkv / tp, h, 1},  // qkv (column parallel)
+          {N, h, h / tp, 1},    // attention projection (row parallel)
+          {N, f1 / tp, h, 1},   // fc1 (column parallel; gate|up under SwiGLU)
+          {N, h, f / tp, 1}};   // fc2 (row parallel)
 }
 
 // The attention's two batched products, for devices modelled as GEMMs (no measured table).
@@ -202,10 +205,12 @@ UnitCompute unit_compute(const PlanInput& in, const ClusterSpec& cl, const Devic
   // Memory-bound kernels of a layer's forward: two layernorms (read + write [N,h]), bias+GeLU
   // ([N,4h/tp]), two dropout+residual adds (2 reads + 1 write of [N,h]), the masked softmax with
   // dropout (read + write the scores, unless measured inside the attention); backward moves
-  // about twice as much. A calibration that measured the layer's elementwise kernels per
-  // [N, h] element replaces the byte count.
+  // about twice as much. The MLP's element-wise traffic scales with its width: 2 [N, f/tp] for
+  // bias+GeLU, read 2f write f for SwiGLU. A calibration that measured the layer's elementwise
+  // kernels per [N, h] element replaces the byte count.
   const double scores = attention_measured ? 0 : 2 * in.micro_batch * heads * s * s;
-  const double layer_bytes = act_bytes * (4 * N * h + 8 * N * h / in.tp + 6 * N * h + scores);
+  const double f = c.ffn_hidden(), mlp_ew = c.swiglu ? 3 * N * f / in.tp : 2 * N * f / in.tp;
+  const double layer_bytes = act_bytes * (4 * N * h + mlp_ew + 6 * N * h + scores);
   const double ns_f = table_elementwise_ns(cl, in.working, "layer_fwd");
   const double ns_b = table_elementwise_ns(cl, in.working, "layer_bwd");
   const double ew_f = ns_f >= 0 ? ns_f * N * h * 1e-6 : dev.memory_ms(layer_bytes);
@@ -236,13 +241,17 @@ UnitCompute unit_compute(const PlanInput& in, const ClusterSpec& cl, const Devic
 }
 
 // Parameters (elements, one tp rank) of the units ZeRO gathers and reduces, in forward order:
-// the embedding, each layer, the final layernorm (the head is tied to the embedding).
+// the embedding, each layer, the final norm (with the untied output layer).
 std::vector<int64_t> unit_elems(const GptConfig& c, int tp, int layers, bool first, bool last) {
-  const int64_t h = c.hidden;
+  const int64_t h = c.hidden, qkv = c.qkv_rows(), f = c.ffn_hidden(), f1 = c.fc_rows();
+  const int64_t vocab_rows = static_cast<int64_t>(c.padded_vocab_size) / tp;
+  const int64_t norm = c.rmsnorm() ? h : 2 * h;
+  const int64_t bias = c.add_bias_linear ? (qkv + f1) / tp + 2 * h : 0;
   std::vector<int64_t> u;
-  if (first) u.push_back(static_cast<int64_t>(c.padded_vocab_size) / tp * h + c.seq_length * h);
-  for (int l = 0; l < layers; ++l) u.push_back(12 * h * h / tp + 13 * h);
-  if (last) u.push_back(2 * h);
+  if (first) u.push_back(vocab_rows * h + (c.rope() ? 0 : int64_t{c.seq_length} * h));
+  for (int l = 0; l < layers; ++l)
+    u.push_back((qkv * h + h * h + f1 * h + h * f) / tp + bias + 2 * norm);
+  if (last) u.push_back(norm + (c.untie_embeddings ? vocab_rows * h : 0));
   return u;
 }
 

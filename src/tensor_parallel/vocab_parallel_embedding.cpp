@@ -24,7 +24,7 @@ void vocab_parallel_embedding_forward(Backend& be, comm::Communicator* tp, Ref o
   reduce_from_tp_forward(be, tp, out, int64_t{B} * T * C);
   // After the reduction, not before: added on every rank before the sum it would count tp times.
   // (wte row + 0 + … + wpe row rounds exactly like tp = 1's wte row + wpe row.)
-  be.add_broadcast(out, wpe, B, int64_t{T} * C);
+  if (wpe.p != nullptr) be.add_broadcast(out, wpe, B, int64_t{T} * C);  // none under rope
 }
 
 void vocab_parallel_embedding_backward(Backend& be, float* dwte, float* dwpe, CRef dout,

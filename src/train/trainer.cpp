@@ -74,7 +74,9 @@ ZeroConfig Trainer::zero_config() const {
   zero.dp = &topo_.dp();
   zero.world = &topo_.host_world();
   zero.tp_rank = topo_.tp_rank();
-  if (pp_ > 1) {  // derive() turned overlap_comm off: the tied embedding's sum comes first
+  // derive() turned overlap_comm off: the tied embedding's sum comes first. An untied head has
+  // nothing to sum between the stages.
+  if (pp_ > 1 && !config_.untie_embeddings) {
     const PipelinePart& part = layout_.pipeline();
     if (part.first() || part.last()) {
       zero.tied = topo_.embedding();

@@ -31,7 +31,21 @@ struct Case {
   int pp = 1;
   int layers_per_virtual_stage = 0;  // > 0: the interleaved schedule
   bool fp32_grads = false;           // --accumulate-allreduce-grads-in-fp32
+  bool llama = false;                // the Llama-shaped model (set_llama)
 };
+
+// Rope, RMSNorm, SwiGLU at Megatron's default width, 4 key/value groups of 8 heads, an untied
+// output layer, no linear biases.
+void set_llama(TrainOptions& o) {
+  o.num_attention_heads = 8;
+  o.position_embedding_type = "rope";
+  o.normalization = "RMSNorm";
+  o.swiglu = true;
+  o.group_query_attention = true;
+  o.num_query_groups = 4;
+  o.untie_embeddings_and_output_weights = true;
+  o.disable_bias_linear = true;
+}
 
 constexpr DType F32 = DType::F32, BF16 = DType::BF16, F16 = DType::F16;
 
@@ -78,7 +92,20 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
                         {2, 2, BF16, true, true, false, 2, false, 1, 0, true},
                         {1, 3, BF16, false, false, false, 2, false, 1, 0, true},
                         {2, 3, F16, true, false, false, 1, true, 1, 0, true},
-                        {1, 1, BF16, false, false, false, 2, false, 2, 0, true}};
+                        {1, 1, BF16, false, false, false, 2, false, 2, 0, true},
+                        // the Llama-shaped model: every stage, tp 1 and 2, sequence
+                        // parallelism, the activation policies, pp 2 (the untied head on the
+                        // last stage), each precision
+                        {1, 0, F32, false, false, false, 2, false, 1, 0, false, true},
+                        {1, 1, BF16, true, false, false, 1, false, 1, 0, false, true},
+                        {2, 2, F16, true, true, true, 2, false, 1, 0, false, true},
+                        {2, 3, BF16, true, true, false, 2, false, 1, 0, false, true},
+                        {1, 3, F32, false, false, false, 1, false, 1, 0, false, true},
+                        {2, 0, BF16, false, false, false, 1, true, 1, 0, false, true},
+                        {2, 3, F32, true, false, false, 2, true, 1, 0, false, true},
+                        {1, 1, BF16, true, true, false, 2, false, 2, 0, false, true},
+                        {2, 0, F32, false, false, false, 3, true, 2, 0, false, true},
+                        {2, 1, F16, true, true, true, 2, false, 2, 0, false, true}};
   for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
     const Case& k = cases[i];
     if (world % (k.tp * k.pp) != 0) continue;
@@ -103,6 +130,7 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     o.cpu_checkpointing = k.cpu;
     o.sequence_parallel = k.sequence_parallel;
     o.accumulate_allreduce_grads_in_fp32 = k.fp32_grads;
+    if (k.llama) set_llama(o);
     o.reduce_bucket_size = 2000;
     o.param_persistence_threshold = 200;
     validate_train_options(o, dp);
@@ -121,12 +149,14 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     const MemoryPlan p = plan_memory(in);
     if (topo.tp_rank() == 0 && topo.dp_rank() == 0)
       std::printf(
-          "case %d tp %d dp %d pp %d (this rank: stage %d) ZeRO %d %s%s%s%s: params %zu/%zu grads "
+          "case %d%s tp %d dp %d pp %d (this rank: stage %d) ZeRO %d %s%s%s%s: params %zu/%zu "
+          "grads "
           "%zu/%zu "
           "optimizer %zu/%zu activations %zu/%zu checkpoints %zu/%zu host %zu/%zu buffers "
           "%zu/%zu dp bytes %llu/%llu tp bytes %llu/%llu pp bytes %llu/%llu "
           "(measured/planned)\n",
-          i, k.tp, dp, k.pp, topo.pp_rank(), k.stage, std::string(dtype_name(k.working)).c_str(),
+          i, k.llama ? " llama" : "", k.tp, dp, k.pp, topo.pp_rank(), k.stage,
+          std::string(dtype_name(k.working)).c_str(),
           k.ckpt ? (k.cpu ? " Pa+cpu" : (k.pa ? " Pa" : " ckpt")) : "",
           k.sequence_parallel ? " sp" : "", k.layers_per_virtual_stage > 0 ? " interleaved" : "",
           measured.peak[0], p.params, measured.peak[1], p.grads, measured.peak[2], p.optimizer,

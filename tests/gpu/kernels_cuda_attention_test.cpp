@@ -9,7 +9,8 @@
 // Shapes: T not a multiple of the 64 (or smaller) tile, one token, several heads and batches,
 // head sizes not a multiple of 16 and up to 128, with and without dropout (a mask that
 // disagreed with the CPU's would give O(1) differences), and more heads (B·NH) than one grid
-// dimension holds. Backward run twice must give identical bits (no atomics).
+// dimension holds; grouped-query attention with 1 and 2 key/value heads. Backward run twice must
+// give identical bits (no atomics).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -37,24 +38,29 @@ using testing::same_bits;
 struct AttnCase {
   int B, T, C, NH;
   float p;
+  int G = 0;  // key/value heads (grouped-query attention); 0: NH
+  int kv() const { return G > 0 ? G : NH; }
 };
 
 template <typename H>
 void check(const AttnCase& s, double tol_out, double tol_grad) {
   const DropoutParams drop{s.p, 1234, 99};
-  const size_t n_qkv = size_t(s.B) * s.T * 3 * s.C, n_out = size_t(s.B) * s.T * s.C;
+  const size_t n_qkv = size_t(s.B) * s.T * (s.C + 2 * s.kv() * (s.C / s.NH));
+  const size_t n_out = size_t(s.B) * s.T * s.C;
   const size_t rows = size_t(s.B) * s.NH * s.T;
   const auto qkv = narrow<H>(random_floats(n_qkv, 20, -2.0f, 2.0f));
   const auto dout = narrow<H>(random_floats(n_out, 21));
   std::vector<H> out(n_out), dqkv(n_qkv);
   std::vector<float> lse(rows), delta(rows);
-  cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, drop);
+  cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, s.kv(),
+                                  drop);
   cpu::Kernels::attention_backward(dqkv.data(), delta.data(), dout.data(), qkv.data(), out.data(),
-                                   lse.data(), s.B, s.T, s.C, s.NH, drop);
+                                   lse.data(), s.B, s.T, s.C, s.NH, s.kv(), drop);
 
   DeviceVector<H> dq(qkv), dd(dout), dO(n_out), dG(n_qkv);
   DeviceVector<float> dL(rows), dD(rows);
-  cuda::Kernels::attention_forward(dO.get(), dL.get(), dq.get(), s.B, s.T, s.C, s.NH, drop, 0);
+  cuda::Kernels::attention_forward(dO.get(), dL.get(), dq.get(), s.B, s.T, s.C, s.NH, s.kv(), drop,
+                                   0);
   const auto got_out = dO.host();
   EXPECT_LE(rel_err(widen(got_out), widen(out)), tol_out) << "forward";
   EXPECT_LE(rel_err(dL.host(), lse), 1e-5) << "lse";
@@ -64,7 +70,7 @@ void check(const AttnCase& s, double tol_out, double tol_grad) {
   std::vector<H> first;
   for (int run = 0; run < 2; ++run) {
     cuda::Kernels::attention_backward(dG.get(), dD.get(), dd.get(), dq.get(), dO.get(), dL.get(),
-                                      s.B, s.T, s.C, s.NH, drop, 0);
+                                      s.B, s.T, s.C, s.NH, s.kv(), drop, 0);
     const auto got = dG.host();
     EXPECT_LE(rel_err(widen(got), widen(dqkv)), tol_grad) << "backward";
     if (run == 0)
@@ -99,7 +105,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
                                            AttnCase{1, 130, 256, 2, 0.0f},  // hd 128
                                            // B·NH = 65,600 heads: more than grid y's 65,535,
                                            // folded into two planes, the second mostly padding
-                                           AttnCase{8200, 3, 32, 8, 0.1f}));
+                                           AttnCase{8200, 3, 32, 8, 0.1f},
+                                           // grouped-query attention: 1 group, 2 groups of 3
+                                           // heads, T off the tiles, dropout
+                                           AttnCase{2, 70, 64, 4, 0.0f, 1},
+                                           AttnCase{1, 133, 96, 6, 0.1f, 2},
+                                           AttnCase{2, 200, 256, 4, 0.1f, 2}));
 
 }  // namespace
 }  // namespace zt

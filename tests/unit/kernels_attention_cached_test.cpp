@@ -37,7 +37,7 @@ void check(const Case& s, double tol) {
   const auto qkv = test::narrow<H>(testing::random_floats(size_t(s.T) * 3 * s.C, 31, -2.f, 2.f));
   std::vector<H> full(size_t(s.T) * s.C);
   std::vector<float> lse(size_t(s.NH) * s.T);
-  cpu::Kernels::attention_forward(full.data(), lse.data(), qkv.data(), 1, s.T, s.C, s.NH,
+  cpu::Kernels::attention_forward(full.data(), lse.data(), qkv.data(), 1, s.T, s.C, s.NH, s.NH,
                                   DropoutParams{});
   const auto k = part(qkv, s.T, s.C, 1), v = part(qkv, s.T, s.C, 2);
   for (int past : {0, s.T / 2, s.T - 1}) {

@@ -34,6 +34,10 @@ using testing::to_double;
 struct AttnCase {
   int B, T, C, NH;
   float p;
+  int G = 0;  // key/value heads (grouped-query attention); 0: NH
+  int kv() const { return G > 0 ? G : NH; }
+  // Elements of a qkv row: q of NH heads, k and v of kv() heads each.
+  int row() const { return C + 2 * kv() * (C / NH); }
 };
 
 // The naive algorithm in double. Forward: out [B,T,C] and lse [B,NH,T]. With dout given, also
@@ -44,13 +48,17 @@ struct Reference {
   std::vector<double> out, lse, dqkv;
   Reference(const std::vector<double>& qkv, const AttnCase& s, const DropoutParams& d,
             const std::vector<double>* dout = nullptr) {
-    const int B = s.B, T = s.T, C = s.C, NH = s.NH, hd = C / NH;
+    const int B = s.B, T = s.T, C = s.C, NH = s.NH, hd = C / NH, rep = NH / s.kv();
+    const int Ckv = s.kv() * hd;
     out.assign(size_t(B) * T * C, 0);
     lse.assign(size_t(B) * NH * T, 0);
     if (dout != nullptr) dqkv.assign(qkv.size(), 0);
     const double scale = 1.0 / std::sqrt(double(hd));
+    // Query head h reads key/value head h / rep, the same rows for every head of its group.
     auto at = [&](int b, int t, int part, int h) {
-      return (size_t(b) * T + t) * 3 * C + size_t(part) * C + size_t(h) * hd;
+      const size_t off =
+          part == 0 ? size_t(h) * hd : size_t(C) + size_t(part - 1) * Ckv + size_t(h / rep) * hd;
+      return (size_t(b) * T + t) * s.row() + off;
     };
     std::vector<double> P(size_t(T) * T), M(size_t(T) * T);
     for (int b = 0; b < B; ++b)
@@ -110,15 +118,16 @@ struct Outputs {
 template <typename H>
 Outputs run(const AttnCase& s, const DropoutParams& d, uint32_t seed) {
   Outputs r;
-  r.qkv = widen(narrow<H>(random_floats(size_t(s.B) * s.T * 3 * s.C, seed, -1.5f, 1.5f)));
+  r.qkv = widen(narrow<H>(random_floats(size_t(s.B) * s.T * s.row(), seed, -1.5f, 1.5f)));
   r.dout = widen(narrow<H>(random_floats(size_t(s.B) * s.T * s.C, seed + 1)));
   const auto qkv = narrow<H>(r.qkv), dout = narrow<H>(r.dout);
   std::vector<H> out(dout.size(), from_float<H>(7.0f)), dqkv(qkv.size(), from_float<H>(5.0f));
   r.lse.assign(size_t(s.B) * s.NH * s.T, 9.0f);
   std::vector<float> delta(r.lse.size(), -3.0f);
-  cpu::Kernels::attention_forward(out.data(), r.lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, d);
+  cpu::Kernels::attention_forward(out.data(), r.lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, s.kv(),
+                                  d);
   cpu::Kernels::attention_backward(dqkv.data(), delta.data(), dout.data(), qkv.data(), out.data(),
-                                   r.lse.data(), s.B, s.T, s.C, s.NH, d);
+                                   r.lse.data(), s.B, s.T, s.C, s.NH, s.kv(), d);
   r.out = widen(out);
   r.dqkv = widen(dqkv);
   return r;
@@ -163,14 +172,19 @@ TEST_P(KernelsAttention, Fp16MatchesNaive) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, KernelsAttention,
-                         ::testing::Values(AttnCase{1, 1, 4, 1, 0.0f},     // one token
-                                           AttnCase{2, 7, 12, 3, 0.0f},    // odd sizes
-                                           AttnCase{2, 7, 12, 3, 0.3f},    // with dropout
-                                           AttnCase{1, 64, 16, 2, 0.0f},   // exactly one tile
-                                           AttnCase{1, 70, 8, 2, 0.2f},    // a partial tile
-                                           AttnCase{2, 130, 64, 4, 0.1f},  // three tiles
-                                           AttnCase{1, 200, 256, 2, 0.0f}  // hd 128
-                                           ));
+                         ::testing::Values(AttnCase{1, 1, 4, 1, 0.0f},      // one token
+                                           AttnCase{2, 7, 12, 3, 0.0f},     // odd sizes
+                                           AttnCase{2, 7, 12, 3, 0.3f},     // with dropout
+                                           AttnCase{1, 64, 16, 2, 0.0f},    // exactly one tile
+                                           AttnCase{1, 70, 8, 2, 0.2f},     // a partial tile
+                                           AttnCase{2, 130, 64, 4, 0.1f},   // three tiles
+                                           AttnCase{1, 200, 256, 2, 0.0f},  // hd 128
+                                           // grouped-query attention: 1 group, 2 groups, a
+                                           // group per head, T off the tiles, with dropout
+                                           AttnCase{2, 70, 32, 4, 0.0f, 1},
+                                           AttnCase{1, 133, 48, 6, 0.2f, 2},
+                                           AttnCase{2, 65, 32, 4, 0.1f, 4},
+                                           AttnCase{1, 7, 16, 4, 0.0f, 2}));
 
 // bf16 on a CPU with AVX512-BF16 takes the batched path: groups of heads, key blocks of 64 with
 // the query rows below each block's diagonal in chunks of 256, T padded to a whole block. These
@@ -193,28 +207,31 @@ TEST_P(KernelsAttentionBatched, Bf16MatchesNaiveAndFp32) {
   EXPECT_LE(rel_err(r.dqkv, ref.dqkv), 2e-2);
   // The fp32 kernel on the same (bf16-representable) inputs.
   std::vector<float> out(r.out.size()), lse(r.lse.size()), delta(lse.size()), dqkv(r.qkv.size());
-  cpu::Kernels::attention_forward(out.data(), lse.data(), r.qkv.data(), s.B, s.T, s.C, s.NH, d);
+  cpu::Kernels::attention_forward(out.data(), lse.data(), r.qkv.data(), s.B, s.T, s.C, s.NH, s.kv(),
+                                  d);
   cpu::Kernels::attention_backward(dqkv.data(), delta.data(), r.dout.data(), r.qkv.data(),
-                                   out.data(), lse.data(), s.B, s.T, s.C, s.NH, d);
+                                   out.data(), lse.data(), s.B, s.T, s.C, s.NH, s.kv(), d);
   EXPECT_LE(test::max_rel_error(r.out.data(), out.data(), out.size()), 2e-2);
   EXPECT_TRUE(all_close(r.lse, lse, 1e-5, 1e-5));
   EXPECT_LE(test::max_rel_error(r.dqkv.data(), dqkv.data(), dqkv.size()), 2e-2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, KernelsAttentionBatched,
-                         ::testing::Values(AttnCase{2, 257, 96, 3, 0.1f},   // a one-row block
-                                           AttnCase{1, 300, 80, 5, 0.0f},   // 5 heads, hd 16
-                                           AttnCase{3, 64, 64, 2, 0.0f},    // one exact block
-                                           AttnCase{1, 520, 128, 2, 0.0f},  // three row chunks
-                                           AttnCase{2, 129, 256, 4, 0.2f},  // hd 64, dropout
-                                           AttnCase{1, 200, 512, 4, 0.0f}   // hd 128
+                         ::testing::Values(AttnCase{2, 257, 96, 3, 0.1f},     // a one-row block
+                                           AttnCase{1, 300, 80, 5, 0.0f},     // 5 heads, hd 16
+                                           AttnCase{3, 64, 64, 2, 0.0f},      // one exact block
+                                           AttnCase{1, 520, 128, 2, 0.0f},    // three row chunks
+                                           AttnCase{2, 129, 256, 4, 0.2f},    // hd 64, dropout
+                                           AttnCase{1, 200, 512, 4, 0.0f},    // hd 128
+                                           AttnCase{1, 257, 128, 4, 0.1f, 2}  // GQA: per-group
                                            ));
 
 // The closed-form reference backward against central finite differences of its forward.
 TEST(KernelsAttention, ReferenceBackwardMatchesFiniteDifferences) {
-  for (const AttnCase s : {AttnCase{2, 7, 12, 3, 0.0f}, AttnCase{1, 9, 8, 2, 0.3f}}) {
+  for (const AttnCase s :
+       {AttnCase{2, 7, 12, 3, 0.0f}, AttnCase{1, 9, 8, 2, 0.3f}, AttnCase{1, 6, 16, 4, 0.2f, 2}}) {
     const DropoutParams d{s.p, 99, 5};
-    const auto qkv = to_double(random_floats(size_t(s.B) * s.T * 3 * s.C, 2, -1.5f, 1.5f));
+    const auto qkv = to_double(random_floats(size_t(s.B) * s.T * s.row(), 2, -1.5f, 1.5f));
     const auto R = to_double(random_floats(size_t(s.B) * s.T * s.C, 3));  // L = sum R * out
     const Reference ref(qkv, s, d, &R);
     const auto g = finite_diff(
@@ -233,11 +250,11 @@ TEST(KernelsAttention, DropoutReproducibleAndOffsetDependent) {
   const AttnCase s{1, 16, 8, 2, 0.5f};
   const auto qkv = random_floats(size_t(s.B) * s.T * 3 * s.C, 4);
   std::vector<float> o1(size_t(s.T) * s.C), o2(o1.size()), o3(o1.size()), lse(size_t(s.NH) * s.T);
-  cpu::Kernels::attention_forward(o1.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH,
+  cpu::Kernels::attention_forward(o1.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, s.kv(),
                                   {0.5f, 1, 0});
-  cpu::Kernels::attention_forward(o2.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH,
+  cpu::Kernels::attention_forward(o2.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, s.kv(),
                                   {0.5f, 1, 0});
-  cpu::Kernels::attention_forward(o3.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH,
+  cpu::Kernels::attention_forward(o3.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, s.kv(),
                                   {0.5f, 1, 1});
   EXPECT_TRUE(testing::bitwise_equal(o1, o2));
   EXPECT_FALSE(testing::bitwise_equal(o1, o3));
@@ -253,17 +270,18 @@ TEST(KernelsAttention, PerSampleCallsWithHeadOffsetsEqualTheBatch) {
   const size_t rows = size_t(s.NH) * s.T;
   std::vector<float> o1(dout.size()), l1(s.B * rows), g1(qkv.size()), w(l1.size());
   std::vector<float> o2 = o1, l2 = l1, g2 = g1;
-  cpu::Kernels::attention_forward(o1.data(), l1.data(), qkv.data(), s.B, s.T, s.C, s.NH, d);
+  cpu::Kernels::attention_forward(o1.data(), l1.data(), qkv.data(), s.B, s.T, s.C, s.NH, s.kv(), d);
   cpu::Kernels::attention_backward(g1.data(), w.data(), dout.data(), qkv.data(), o1.data(),
-                                   l1.data(), s.B, s.T, s.C, s.NH, d);
+                                   l1.data(), s.B, s.T, s.C, s.NH, s.kv(), d);
   for (int b = 0; b < s.B; ++b) {
     DropoutParams db = d;
     db.offset += uint64_t(b) * s.NH * s.T * s.T;
     const size_t q = size_t(b) * s.T * 3 * s.C, o = size_t(b) * s.T * s.C;
     cpu::Kernels::attention_forward(o2.data() + o, l2.data() + b * rows, qkv.data() + q, 1, s.T,
-                                    s.C, s.NH, db);
+                                    s.C, s.NH, s.kv(), db);
     cpu::Kernels::attention_backward(g2.data() + q, w.data(), dout.data() + o, qkv.data() + q,
-                                     o2.data() + o, l2.data() + b * rows, 1, s.T, s.C, s.NH, db);
+                                     o2.data() + o, l2.data() + b * rows, 1, s.T, s.C, s.NH, s.kv(),
+                                     db);
   }
   EXPECT_TRUE(testing::bitwise_equal(o1, o2));
   EXPECT_TRUE(testing::bitwise_equal(l1, l2));
@@ -274,10 +292,10 @@ TEST(KernelsAttention, PerSampleCallsWithHeadOffsetsEqualTheBatch) {
 // buffers, for each path and precision; a slice smaller than cpu_attention_scratch_per_thread
 // is refused, not overrun.
 template <typename T>
-void expect_bound_scratch_same_bits(DType t) {
-  const AttnCase s{2, 130, 32, 4, 0.1f};
+void expect_bound_scratch_same_bits(DType t, int groups) {
+  const AttnCase s{2, 130, 32, 4, 0.1f, groups};
   const DropoutParams d{0.1f, 3, 5};
-  const auto qkv = narrow<T>(random_floats(size_t(s.B) * s.T * 3 * s.C, 8));
+  const auto qkv = narrow<T>(random_floats(size_t(s.B) * s.T * s.row(), 8));
   const auto dout = narrow<T>(random_floats(size_t(s.B) * s.T * s.C, 9));
   const size_t rows = size_t(s.NH) * s.T * s.B;
   const auto run = [&](std::vector<T>& o, std::vector<float>& l, std::vector<T>& g) {
@@ -285,14 +303,14 @@ void expect_bound_scratch_same_bits(DType t) {
     o.assign(dout.size(), T{});
     l.assign(rows, 0.0f);
     g.assign(qkv.size(), T{});
-    cpu::Kernels::attention_forward(o.data(), l.data(), qkv.data(), s.B, s.T, s.C, s.NH, d);
+    cpu::Kernels::attention_forward(o.data(), l.data(), qkv.data(), s.B, s.T, s.C, s.NH, s.kv(), d);
     cpu::Kernels::attention_backward(g.data(), w.data(), dout.data(), qkv.data(), o.data(),
-                                     l.data(), s.B, s.T, s.C, s.NH, d);
+                                     l.data(), s.B, s.T, s.C, s.NH, s.kv(), d);
   };
   std::vector<T> o1, g1, o2, g2;
   std::vector<float> l1, l2;
   run(o1, l1, g1);
-  const size_t per = cpu_attention_scratch_per_thread(s.B, s.T, s.C, s.NH, t);
+  const size_t per = cpu_attention_scratch_per_thread(s.B, s.T, s.C, s.NH, s.kv(), t);
   const int threads = cpu_kernel_threads();
   std::vector<unsigned char> mem(per * threads + 64);
   auto* base = mem.data() + (64 - reinterpret_cast<uintptr_t>(mem.data()) % 64) % 64;
@@ -308,9 +326,11 @@ void expect_bound_scratch_same_bits(DType t) {
 }
 
 TEST(KernelsAttention, BoundScratchGivesTheSameBitsAndIsNotOverrun) {
-  expect_bound_scratch_same_bits<float>(DType::F32);
-  expect_bound_scratch_same_bits<bf16>(DType::BF16);
-  expect_bound_scratch_same_bits<fp16>(DType::F16);
+  for (int groups : {0, 2}) {  // multi-head, and two query heads per key/value head
+    expect_bound_scratch_same_bits<float>(DType::F32, groups);
+    expect_bound_scratch_same_bits<bf16>(DType::BF16, groups);
+    expect_bound_scratch_same_bits<fp16>(DType::F16, groups);
+  }
 }
 
 }  // namespace

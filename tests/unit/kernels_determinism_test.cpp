@@ -110,10 +110,10 @@ TEST(KernelsDeterminism, Attention) {
         [&] {
           std::vector<float> out(size_t(N) * C), lse(size_t(B) * NH * T), delta(lse.size()),
               dqkv(qkv.size());
-          cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH,
+          cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, NH,
                                           {p, 3, 0});
           cpu::Kernels::attention_backward(dqkv.data(), delta.data(), dout.data(), qkv.data(),
-                                           out.data(), lse.data(), B, T, C, NH, {p, 3, 0});
+                                           out.data(), lse.data(), B, T, C, NH, NH, {p, 3, 0});
           return std::vector<std::vector<float>>{out, lse, dqkv};
         },
         true);
@@ -131,10 +131,10 @@ TEST(KernelsDeterminism, AttentionBf16) {
         [&] {
           std::vector<bf16> out(size_t(N) * C), dqkv(qkv.size());
           std::vector<float> lse(size_t(B) * NH * T), delta(lse.size());
-          cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH,
+          cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, NH,
                                           {p, 3, 0});
           cpu::Kernels::attention_backward(dqkv.data(), delta.data(), dout.data(), qkv.data(),
-                                           out.data(), lse.data(), B, T, C, NH, {p, 3, 0});
+                                           out.data(), lse.data(), B, T, C, NH, NH, {p, 3, 0});
           return std::vector<std::vector<float>>{test::widen(out), lse, test::widen(dqkv)};
         },
         true);

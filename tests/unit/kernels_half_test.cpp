@@ -193,8 +193,8 @@ TYPED_TEST(KernelsHalf, AttentionWithinAFewRoundings) {
   const size_t rows = size_t(B) * NH * T;
   std::vector<H> out(size_t(B) * T * C), dqkv(qkv.h.size());
   std::vector<float> outf(out.size()), dqkvf(dqkv.size()), lse(rows), lsef(rows), delta(rows);
-  cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.h.data(), B, T, C, NH, drop);
-  cpu::Kernels::attention_forward(outf.data(), lsef.data(), qkv.f.data(), B, T, C, NH, drop);
+  cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.h.data(), B, T, C, NH, NH, drop);
+  cpu::Kernels::attention_forward(outf.data(), lsef.data(), qkv.f.data(), B, T, C, NH, NH, drop);
   const std::vector<float> ow = widen(out);
   // The statistics are fp32 on the same (exactly widened) inputs: fp32 summation order only.
   const double e_lse = test::max_rel_error(lse.data(), lsef.data(), rows);
@@ -202,9 +202,9 @@ TYPED_TEST(KernelsHalf, AttentionWithinAFewRoundings) {
   EXPECT_LE(e_lse, 1e-6) << "log-sum-exp: fp32 statistics";
   EXPECT_LE(e_out, attention_tolerance<H>());
   cpu::Kernels::attention_backward(dqkv.data(), delta.data(), dout.h.data(), qkv.h.data(),
-                                   out.data(), lse.data(), B, T, C, NH, drop);
+                                   out.data(), lse.data(), B, T, C, NH, NH, drop);
   cpu::Kernels::attention_backward(dqkvf.data(), delta.data(), dout.f.data(), qkv.f.data(),
-                                   outf.data(), lsef.data(), B, T, C, NH, drop);
+                                   outf.data(), lsef.data(), B, T, C, NH, NH, drop);
   const std::vector<float> dw = widen(dqkv);
   const double e_grad = test::max_rel_error(dw.data(), dqkvf.data(), dqkvf.size());
   EXPECT_LE(e_grad, attention_tolerance<H>());

@@ -53,8 +53,8 @@ struct Fixture {
   std::vector<int32_t> tokens, targets;
 };
 
-TEST(Gpt, GradientsMatchFiniteDifferences) {
-  Fixture f(tiny_gpt());
+void expect_gradients_match_finite_differences(const GptConfig& c) {
+  Fixture f(c);
   f.backward();
   std::vector<float> grad(f.opt.working_grads().f32(),
                           f.opt.working_grads().f32() + f.layout.numel());
@@ -77,6 +77,51 @@ TEST(Gpt, GradientsMatchFiniteDifferences) {
       EXPECT_NEAR(g, fd, 2e-4 + 3e-2 * std::abs(fd)) << s.name << "[" << i << "]";
     }
   }
+}
+
+TEST(Gpt, GradientsMatchFiniteDifferences) {
+  expect_gradients_match_finite_differences(tiny_gpt());
+}
+
+// Every Llama-family choice together (rope, RMSNorm, SwiGLU, grouped-query attention with 1 and
+// 2 groups and as multi-head attention, untied head, no biases), and each alone on GPT-2.
+TEST(Gpt, LlamaGradientsMatchFiniteDifferences) {
+  for (int groups : {1, 2, 4}) {
+    SCOPED_TRACE(groups);
+    expect_gradients_match_finite_differences(test::tiny_llama(groups));
+  }
+  for (int choice = 0; choice < 6; ++choice) {
+    SCOPED_TRACE(choice);
+    GptConfig c = tiny_gpt();
+    c.heads = 4;
+    if (choice == 0) c.position_embedding = PositionEmbedding::Rope;
+    if (choice == 1) c.normalization = Normalization::RMSNorm;
+    if (choice == 2) c.swiglu = true, c.ffn_hidden_size = 40;
+    if (choice == 3) c.num_query_groups = 2;
+    if (choice == 4) c.untie_embeddings = true;
+    if (choice == 5) c.add_bias_linear = false;
+    expect_gradients_match_finite_differences(c);
+  }
+}
+
+// The Llama layout: names, shapes, counts. q|k|v rows h + 2·G·d, gate|up 2f, no biases, no
+// position table, RMSNorm weights only, the output layer after the final norm.
+TEST(Gpt, LlamaLayoutHasTheLlamaParameters) {
+  const GptConfig c = test::tiny_llama(2);
+  const ParamLayout l = ParamLayout::gpt(c);
+  int64_t total = 0;
+  for (const auto& p : l.params()) total += p.numel();
+  EXPECT_EQ(total, c.num_parameters());
+  EXPECT_EQ(l.find("layers.0.attn.qkv.weight").shape, (Shape{16 + 2 * 2 * 4, 16}));
+  EXPECT_EQ(l.find("layers.0.mlp.fc.weight").shape, (Shape{48, 16}));
+  EXPECT_EQ(l.find("layers.0.mlp.proj.weight").shape, (Shape{16, 24}));
+  EXPECT_EQ(l.find("output_layer.weight").shape, (Shape{32, 16}));
+  for (const char* absent : {"embedding.position", "layers.0.ln1.bias", "layers.1.attn.qkv.bias",
+                             "layers.1.mlp.proj.bias", "final_ln.bias"})
+    EXPECT_THROW(l.find(absent), Error) << absent;
+  EXPECT_EQ(l.params().back().name, "output_layer.weight");
+  // 2 layers x (2 norms + 4 weights) + embedding + final norm + output layer.
+  EXPECT_EQ(l.params().size(), size_t{15});
 }
 
 TEST(Gpt, ForwardBackwardIsBitwiseDeterministic) {

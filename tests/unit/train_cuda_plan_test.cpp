@@ -91,10 +91,10 @@ TEST(CudaPlan, TheCpuPoolIsTheCpuPlanWithTheKernelScratch) {
     GptConfig c = t.config();
     c.dtype = o.bf16 ? DType::BF16 : DType::F32;
     const size_t scratch = Gpt::kernel_scratch_bytes(c, o.micro_batch_size, 1);
-    EXPECT_EQ(scratch,
-              cpu_attention_scratch_per_thread(o.micro_batch_size, o.seq_length, o.hidden_size,
-                                               o.num_attention_heads, c.dtype) *
-                  static_cast<size_t>(cpu_kernel_threads()))
+    EXPECT_EQ(scratch, cpu_attention_scratch_per_thread(o.micro_batch_size, o.seq_length,
+                                                        o.hidden_size, o.num_attention_heads,
+                                                        o.num_attention_heads, c.dtype) *
+                           static_cast<size_t>(cpu_kernel_threads()))
         << what;
     EXPECT_GT(scratch, 0u) << what;
     for (size_t k = 0; k < kNumMemCategories; ++k) {

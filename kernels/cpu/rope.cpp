@@ -1,0 +1,58 @@
+#include <cstdint>
+
+#include "kernels/common/rope.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/parallel.h"
+#include "src/core/error.h"
+
+namespace zt::cpu {
+
+namespace {
+
+// Rotates the q heads and the k heads of every row of qkv by their positions: one task per
+// token row, the row's hd/2 angles computed once and applied to its NH + NKV heads.
+template <typename T>
+void rope_rows(T* qkv, int B, int Tn, int NH, int NKV, int hd, float base, float sign) {
+  ZT_CHECK(B > 0 && Tn > 0 && NH > 0 && NKV > 0 && hd > 0 && hd % 2 == 0,
+           "rope: bad shape B={} T={} NH={} NKV={} hd={}", B, Tn, NH, NKV, hd);
+  const int half = hd / 2, heads = NH + NKV;
+  const int64_t ld = int64_t{NH + 2 * NKV} * hd, rows = int64_t{B} * Tn;
+#pragma omp parallel for schedule(static) if (rows * heads * hd >= detail::kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* cs = detail::thread_buffer<float, 2>(static_cast<size_t>(hd));
+    const int pos = static_cast<int>(r % Tn);
+    for (int i = 0; i < half; ++i) rope_cos_sin(pos, i, hd, base, cs[i], cs[half + i]);
+    T* row = qkv + r * ld;
+    for (int h = 0; h < heads; ++h) {
+      T* x = row + int64_t{h} * hd;  // q heads, then the k heads right after them
+      for (int i = 0; i < half; ++i) {
+        float y0 = 0.0f, y1 = 0.0f;
+        rope_rotate(to_float(x[i]), to_float(x[half + i]), cs[i], cs[half + i], sign, y0, y1);
+        x[i] = from_float<T>(y0);
+        x[half + i] = from_float<T>(y1);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void Kernels::rope_forward(T* qkv, int B, int Tn, int NH, int NKV, int hd, float base, Exec) {
+  rope_rows(qkv, B, Tn, NH, NKV, hd, base, 1.0f);
+}
+
+template <typename T>
+void Kernels::rope_backward(T* dqkv, int B, int Tn, int NH, int NKV, int hd, float base, Exec) {
+  rope_rows(dqkv, B, Tn, NH, NKV, hd, base, -1.0f);
+}
+
+#define ZT_ROPE(T)                                                                           \
+  template void Kernels::rope_forward<T>(T*, int, int, int, int, int, float, Kernels::Exec); \
+  template void Kernels::rope_backward<T>(T*, int, int, int, int, int, float, Kernels::Exec);
+ZT_ROPE(float)
+ZT_ROPE(bf16)
+ZT_ROPE(fp16)
+#undef ZT_ROPE
+
+}  // namespace zt::cpu
