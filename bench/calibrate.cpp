@@ -212,13 +212,13 @@ void attention(zt::DeviceContext& ctx, Communicator& world, const Args& a, DType
     const zt::DropoutParams drop{a.dropout, 7, 0};
     const double f = timed(world, a.repeats, [&] {
       be.attention_forward(zt::Ref{out.data(), t}, static_cast<float*>(lse.data()),
-                           zt::CRef{qkv.data(), t}, B, T, C, NH, drop);
+                           zt::CRef{qkv.data(), t}, B, T, C, NH, NH, drop);
     });
     const double b = timed(world, a.repeats, [&] {
       be.attention_backward(zt::Ref{dqkv.data(), t}, static_cast<float*>(delta.data()),
                             zt::CRef{dout.data(), t}, zt::CRef{qkv.data(), t},
                             zt::CRef{out.data(), t}, static_cast<const float*>(lse.data()), B, T, C,
-                            NH, drop);
+                            NH, NH, drop);
     });
     table.push_back({{"dtype", zt::dtype_name(t)},
                      {"batch", B},
