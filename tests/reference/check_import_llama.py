@@ -10,10 +10,15 @@ so the q|k|v and gate|up row groups are split); zerotron trains one step from it
 sequence length 37, and its step-1 lm_loss (computed before the update) must equal transformers'
 loss on the same batch to 1e-5 relative (fp32). `zerotron export` of the imported checkpoint
 must give back every tensor bitwise, and LlamaForCausalLM.from_pretrained of the exported
-directory must compute the original model's logits exactly. Configurations zerotron cannot
-represent must be refused with one line, exit 2.
+directory must compute the original model's logits exactly. Then 5 AdamW steps (weight decay,
+clipping) of zerotron from the import against the same loop in torch: the losses to 1e-5
+relative, and the exported weights no further from a float64 run of the loop than 4x torch
+float32's own distance from it (both are ~1e-4 of a tensor's largest magnitude: Adam's first
+steps amplify rounding in the gradients' smallest elements). Configurations zerotron cannot
+represent must be refused with one line naming the key, exit 2.
 Exits 77 (CTest: skipped) without torch and transformers.
 """
+import copy
 import json
 import os
 import subprocess
@@ -32,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_export import mock_sample  # noqa: E402  (the mock data stream, in Python)
 
 SEQ, VOCAB, HIDDEN, HEADS, LAYERS, FFN, POSITIONS, GB, SEED = 37, 300, 64, 4, 2, 172, 64, 4, 7
-EPS, THETA = 1e-6, 500000.0
+EPS, THETA, STEPS = 1e-6, 500000.0, 5
 
 
 def make_model(kv_heads, tied, seed):
@@ -50,13 +55,15 @@ def make_model(kv_heads, tied, seed):
     return model
 
 
-def batch():
-    samples = [mock_sample(SEED, j, SEQ, VOCAB) for j in range(GB)]
+def batch(step=0):
+    samples = [mock_sample(SEED, step * GB + j, SEQ, VOCAB) for j in range(GB)]
     return (torch.tensor([s[:-1] for s in samples]), torch.tensor([s[1:] for s in samples]))
 
 
-def zt_train_loss(zt, mpirun, ckpt, work, kv_heads, tied, tp, ranks):
+def zt_train_losses(zt, mpirun, ckpt, work, kv_heads, tied, tp, ranks, extra=()):
     metrics = os.path.join(work, "m.jsonl")
+    if os.path.exists(metrics):
+        os.remove(metrics)
     args = [mpirun, "-np", str(ranks), zt, "train", "--device", "cpu", "--mock-data",
             "--vocab-size", str(VOCAB), "--num-layers", str(LAYERS), "--hidden-size",
             str(HIDDEN), "--num-attention-heads", str(HEADS), "--seq-length", str(SEQ),
@@ -66,12 +73,14 @@ def zt_train_loss(zt, mpirun, ckpt, work, kv_heads, tied, tp, ranks):
             "--num-query-groups", str(kv_heads), "--disable-bias-linear",
             "--micro-batch-size", "1", "--global-batch-size", str(GB), "--lr", "1e-3",
             "--attention-dropout", "0", "--hidden-dropout", "0",
-            "--tensor-model-parallel-size", str(tp), "--seed", str(SEED), "--train-iters", "1",
-            "--load", ckpt, "--metrics-file", metrics]
+            "--tensor-model-parallel-size", str(tp), "--seed", str(SEED), "--load", ckpt,
+            "--metrics-file", metrics] + list(extra)
+    if "--train-iters" not in extra:
+        args += ["--train-iters", "1"]
     if not tied:
         args.append("--untie-embeddings-and-output-weights")
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
-    return [json.loads(l) for l in open(metrics) if "lm_loss" in l][0]["lm_loss"]
+    return [json.loads(l)["lm_loss"] for l in open(metrics) if "lm_loss" in l]
 
 
 def check_case(zt, mpirun, kv_heads, tied, tp, ranks, seed):
@@ -84,7 +93,7 @@ def check_case(zt, mpirun, kv_heads, tied, tp, ranks, seed):
     subprocess.run([zt, "import", "--input", hf_dir, "--save", ckpt,
                     "--tensor-model-parallel-size", str(tp)], check=True,
                    stdout=subprocess.DEVNULL)
-    zt_loss = zt_train_loss(zt, mpirun, ckpt, work, kv_heads, tied, tp, ranks)
+    zt_loss = zt_train_losses(zt, mpirun, ckpt, work, kv_heads, tied, tp, ranks)[0]
     x, y = batch()
     with torch.no_grad():
         logits = model(x).logits
@@ -121,7 +130,70 @@ def check_case(zt, mpirun, kv_heads, tied, tp, ranks, seed):
         return 1
     print(f"{name}: {len(back)} tensors round-trip bitwise; from_pretrained of the export "
           f"gives the same logits")
+    return check_training(zt, mpirun, model, ckpt, work, name, kv_heads, tied, tp, ranks)
+
+
+def check_training(zt, mpirun, model, ckpt, work, name, kv_heads, tied, tp, ranks):
+    """STEPS AdamW steps of zerotron from the imported checkpoint against a torch loop on the
+    same batches: the losses, and the exported weights against a float64 run."""
+    lr, wd, b1, b2, eps, clip = 1e-3, 0.1, 0.9, 0.95, 1e-8, 1.0
+    trained = os.path.join(work, "trained")
+    losses = zt_train_losses(zt, mpirun, ckpt, work, kv_heads, tied, tp, ranks, [
+        "--train-iters", str(STEPS), "--lr", str(lr), "--lr-decay-style", "constant",
+        "--lr-warmup-iters", "0", "--weight-decay", str(wd), "--adam-beta1", str(b1),
+        "--adam-beta2", str(b2), "--adam-eps", str(eps), "--clip-grad", str(clip),
+        "--save", trained, "--save-interval", str(STEPS)])
+    out_dir = os.path.join(work, "trained_hf")
+    subprocess.run([zt, "export", "--load", trained, "--output",
+                    os.path.join(out_dir, "model.safetensors")], check=True,
+                   stdout=subprocess.DEVNULL)
+    ours = load_file(os.path.join(out_dir, "model.safetensors"))
+    # The same loop in float32 (as zerotron) and in float64 (the exact math the fp32 runs
+    # approximate): zerotron's distance from float64 is judged against torch float32's own.
+    runs = {dtype: torch_training(copy.deepcopy(model).to(dtype), lr, wd, b1, b2, eps, clip)
+            for dtype in (torch.float32, torch.float64)}
+    theirs = runs[torch.float32][0]
+    worst_loss = max(abs(a - b) / b for a, b in zip(losses, theirs))
+    print(f"{name}: {STEPS} AdamW steps, zerotron losses {[f'{v:.7f}' for v in losses]}, "
+          f"torch {[f'{v:.7f}' for v in theirs]}, largest relative difference {worst_loss:.2e}")
+    if len(losses) != STEPS or worst_loss > 1e-5:
+        print(f"FAIL ({name}): zerotron's training losses differ from torch's")
+        return 1
+    exact, single = runs[torch.float64][1], runs[torch.float32][1]
+
+    def distance(weights):  # the largest max|diff| / max|exact| over the tensors
+        return max(((weights[k].double() - exact[k]).abs().max() / exact[k].abs().max()).item()
+                   for k in ours)
+    ours_err, torch_err = distance(ours), distance(single)
+    print(f"{name}: weights after {STEPS} steps, largest max|diff| / max|ref| against the "
+          f"float64 loop: zerotron {ours_err:.2e}, torch float32 {torch_err:.2e}")
+    if ours_err > max(1e-5, 4 * torch_err):
+        print(f"FAIL ({name}): zerotron's trained weights are further from the exact ones than "
+              f"4x torch float32's")
+        return 1
     return 0
+
+
+def torch_training(model, lr, wd, b1, b2, eps, clip):
+    """STEPS AdamW steps on the mock batches: (losses, final state_dict)."""
+    model.train()
+    params = list(model.parameters())
+    # Matrices and embeddings decay, the RMSNorm weights do not (as zerotron's layout says).
+    opt = torch.optim.AdamW(
+        [dict(params=[p for p in params if p.dim() == 2], weight_decay=wd),
+         dict(params=[p for p in params if p.dim() != 2], weight_decay=0.0)],
+        lr=lr, betas=(b1, b2), eps=eps)
+    losses = []
+    for step in range(STEPS):
+        x, y = batch(step)
+        opt.zero_grad()
+        logits = model(x).logits
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, clip)
+        opt.step()
+        losses.append(loss.item())
+    return losses, {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
 def check_refusals(zt):
