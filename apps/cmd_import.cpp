@@ -120,6 +120,8 @@ int import_model(Args args) {
   const int divisible =
       static_cast<int>(flags->integer("--make-vocab-size-divisible-by", 128, 1, 1 << 20));
   const fs::path input = flags->str("--input");
+  std::error_code ec;
+  ZT_REQUIRE(fs::exists(input, ec), "import: --input '{}' does not exist", input.string());
   const fs::path config = (fs::is_directory(input) ? input : input.parent_path()) / "config.json";
   GptConfig model = hf_model_from_config(
       read_small_file(config.parent_path(), config.filename().string(), uint64_t{1} << 20),

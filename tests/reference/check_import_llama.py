@@ -83,12 +83,19 @@ def zt_train_losses(zt, mpirun, ckpt, work, kv_heads, tied, tp, ranks, extra=())
     return [json.loads(l)["lm_loss"] for l in open(metrics) if "lm_loss" in l]
 
 
-def check_case(zt, mpirun, kv_heads, tied, tp, ranks, seed):
+def check_case(zt, mpirun, kv_heads, tied, tp, ranks, seed, sharded):
     name = f"kv_heads {kv_heads}, {'tied' if tied else 'untied'}, tp {tp}"
     work = tempfile.mkdtemp()
     model = make_model(kv_heads, tied, seed)
     hf_dir = os.path.join(work, "hf")
-    model.save_pretrained(hf_dir, safe_serialization=True)
+    if sharded:  # several files and model.safetensors.index.json
+        name += ", sharded"
+        model.save_pretrained(hf_dir, safe_serialization=True, max_shard_size="100KB")
+        if not os.path.exists(os.path.join(hf_dir, "model.safetensors.index.json")):
+            print(f"FAIL ({name}): transformers wrote one file: {os.listdir(hf_dir)}")
+            return 1
+    else:
+        model.save_pretrained(hf_dir, safe_serialization=True)
     ckpt = os.path.join(work, "ckpt")
     subprocess.run([zt, "import", "--input", hf_dir, "--save", ckpt,
                     "--tensor-model-parallel-size", str(tp)], check=True,
@@ -232,9 +239,10 @@ def main():
     zt, mpirun = sys.argv[1], sys.argv[2]
     torch.set_num_threads(1)
     failures = check_refusals(zt)
-    for kv_heads, tied, tp, ranks, seed in ((2, False, 2, 2, 1), (1, True, 1, 1, 2),
-                                            (4, False, 1, 1, 3), (4, True, 2, 2, 4)):
-        failures += check_case(zt, mpirun, kv_heads, tied, tp, ranks, seed)
+    for kv_heads, tied, tp, ranks, seed, sharded in (
+            (2, False, 2, 2, 1, False), (1, True, 1, 1, 2, False), (4, False, 1, 1, 3, True),
+            (4, True, 2, 2, 4, False)):
+        failures += check_case(zt, mpirun, kv_heads, tied, tp, ranks, seed, sharded)
     if failures:
         return 1
     print("PASS")
