@@ -1,8 +1,9 @@
 // zerotron export --load DIR [--iteration N] --output model.safetensors [--bf16|--fp16]: one
 // saved iteration (default: `latest`'s), consolidated (every pipeline, tensor-parallel and ZeRO
-// shard found through the saved layout) into one safetensors file with Hugging Face GPT-2 names and
-// layout, plus a config.json beside it, so transformers.GPT2LMHeadModel.from_pretrained(<that
-// directory>) loads it, and the tokenizer's files (vocab.json, merges.txt, tokenizer_config.json,
+// shard found through the saved layout) into one safetensors file with Hugging Face GPT-2 or
+// Llama names and layout (by the model's architecture), plus a config.json beside it, so
+// transformers' GPT2LMHeadModel or LlamaForCausalLM .from_pretrained(<that directory>) loads
+// it, and the tokenizer's files (vocab.json, merges.txt, tokenizer_config.json,
 // special_tokens_map.json) when the run's are known, so AutoTokenizer and pipeline() load the
 // directory too. One process, no MPI. Streaming: tensor by tensor, each in chunks of at
 // most kChunkElems, so host memory is bounded whatever the model size.
@@ -14,7 +15,7 @@
 #include "apps/commands.h"
 #include "src/checkpoint/checkpoint.h"
 #include "src/checkpoint/file.h"
-#include "src/checkpoint/hf_gpt2.h"
+#include "src/checkpoint/hf_llama.h"
 #include "src/checkpoint/reader.h"
 #include "src/config/command_flags.h"
 #include "src/core/error.h"
@@ -31,7 +32,7 @@ constexpr int64_t kChunkElems = int64_t{16} << 20;  // 64 MiB of fp32
 struct Out {
   const HfTensor* map;
   const SavedTensor* saved;
-  int64_t rows, cols;  // of zerotron's tensor, without the vocabulary padding (cols 1: a vector)
+  int64_t row_begin, rows, cols;  // the rows of zerotron's tensor written (cols 1: a vector)
 };
 
 // Writes `n` floats in the output dtype.
@@ -54,11 +55,11 @@ void stream_tensor(SavedCheckpoint& saved, const Out& o, Fd& f, DType dt, Progre
   std::vector<float> buf, row;
   std::vector<char> scratch;
   if (!o.map->transpose) {  // the same row-major order: copy in chunks
-    const int64_t n = o.rows * o.cols;
+    const int64_t n = o.rows * o.cols, first = o.row_begin * o.cols;
     for (int64_t at = 0; at < n; at += kChunkElems) {
       const int64_t m = std::min(kChunkElems, n - at);
       buf.resize(static_cast<size_t>(m));
-      saved.read_full(*o.saved, 0, at, m, buf.data());
+      saved.read_full(*o.saved, 0, first + at, m, buf.data());
       emit(f, buf.data(), m, dt, scratch, progress);
     }
     return;
@@ -158,18 +159,13 @@ int export_model(Args args) {
   const std::string iter_dir = checkpoint_iteration_dir(flags->str("--load"), iteration, meta);
   SavedCheckpoint saved(iter_dir, meta);
   const GptConfig& c = saved.model();
-  ZT_REQUIRE(c.gpt2_architecture(),
-             "export: '{}' holds a model of another architecture than GPT-2's (rope, RMSNorm, "
-             "SwiGLU, grouped-query attention, untied head or no biases); export writes GPT-2 "
-             "models only",
-             iter_dir);
+  const std::vector<HfTensor> names = hf_tensors(c, fmt::format("export: '{}'", iter_dir));
   const auto tokenizer = tokenizer_files(*flags, meta);
   std::optional<data::BpeTokenizer> tok;
   if (tokenizer) tok = checked_tokenizer(*tokenizer, c);
   const size_t elem = dt == DType::F32 ? 4 : 2;
   const char* hf_dtype = dt == DType::F32 ? "F32" : dt == DType::BF16 ? "BF16" : "F16";
 
-  const std::vector<HfTensor> names = gpt2_tensors(c.num_layers);
   std::vector<Out> outs;
   nlohmann::json header = nlohmann::json::object();
   header["__metadata__"] = {{"format", "pt"},
@@ -180,8 +176,8 @@ int export_model(Args args) {
     const SavedTensor* t = saved.find(m.ours);
     ZT_REQUIRE(t != nullptr, "export: checkpoint '{}' has no tensor '{}'", iter_dir, m.ours);
     const Shape& s = t->spec->full_shape;
-    // Drop the vocabulary padding: Hugging Face's wte has exactly vocab_size rows.
-    const int64_t rows = m.ours == "embedding.word" ? c.vocab_size : s[0];
+    // Drop the vocabulary padding: Hugging Face's embedding and head have vocab_size rows.
+    const int64_t rows = m.rows >= 0 ? m.rows : m.ours == "embedding.word" ? c.vocab_size : s[0];
     const int64_t cols = s.rank() == 2 ? s[1] : 1;
     std::vector<int64_t> shape;
     if (s.rank() == 1)
@@ -194,7 +190,7 @@ int export_model(Args args) {
     header[m.theirs] = {
         {"dtype", hf_dtype}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
-    outs.push_back({&m, t, rows, cols});
+    outs.push_back({&m, t, m.row_begin, rows, cols});
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
@@ -222,7 +218,7 @@ int export_model(Args args) {
   const char* torch_dtype = dt == DType::F32    ? "float32"
                             : dt == DType::BF16 ? "bfloat16"
                                                 : "float16";
-  write_file_atomically(out_dir, "config.json", gpt2_config(c, torch_dtype).dump(2) + "\n");
+  write_file_atomically(out_dir, "config.json", hf_config(c, torch_dtype).dump(2) + "\n");
   if (tokenizer) write_tokenizer(*tokenizer, *tok, c, out_dir);
   fmt::print("zerotron: exported {} tensors ({} bytes, {}) of iteration {} to {} and {}\n",
              outs.size(), offset, torch_dtype, meta.at("iteration").get<int64_t>(), output.string(),

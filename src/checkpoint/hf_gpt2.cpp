@@ -12,15 +12,6 @@
 namespace zt {
 namespace {
 
-int config_int(const nlohmann::json& c, const char* key, const std::string& where) {
-  const auto it = c.find(key);
-  ZT_REQUIRE(it != c.end() && it->is_number_integer() && it->get<int64_t>() > 0 &&
-                 it->get<int64_t>() < (int64_t{1} << 24),
-             "import: '{}' needs a positive integer '{}' below 2^24{}", where, key,
-             it == c.end() ? "" : fmt::format(", got {}", json_excerpt(*it)));
-  return static_cast<int>(it->get<int64_t>());
-}
-
 double config_prob(const nlohmann::json& c, const char* key, const std::string& where) {
   const auto it = c.find(key);
   if (it == c.end() || it->is_null()) return 0.1;  // GPT2Config's default
@@ -28,17 +19,6 @@ double config_prob(const nlohmann::json& c, const char* key, const std::string& 
              "import: '{}': '{}' must be a number in [0, 1), got {}", where, key,
              json_excerpt(*it));
   return it->get<double>();
-}
-
-// A field that must be absent or hold `want` (of the same JSON type).
-void config_is(const nlohmann::json& c, const char* key, const nlohmann::json& want,
-               const std::string& where, std::string_view why) {
-  const auto it = c.find(key);
-  if (it == c.end()) return;
-  const bool same = want.is_number_float() && it->is_number()
-                        ? std::abs(it->get<double>() - want.get<double>()) < 1e-12
-                        : *it == want;
-  ZT_REQUIRE(same, "import: '{}': {}, '{}' is {}", where, why, key, json_excerpt(*it));
 }
 
 // Bytes per element of each safetensors dtype.
@@ -53,6 +33,25 @@ size_t element_bytes(std::string_view dtype) {
 }
 
 }  // namespace
+
+int hf_config_int(const nlohmann::json& c, const char* key, const std::string& where) {
+  const auto it = c.find(key);
+  ZT_REQUIRE(it != c.end() && it->is_number_integer() && it->get<int64_t>() > 0 &&
+                 it->get<int64_t>() < (int64_t{1} << 24),
+             "import: '{}' needs a positive integer '{}' below 2^24{}", where, key,
+             it == c.end() ? "" : fmt::format(", got {}", json_excerpt(*it)));
+  return static_cast<int>(it->get<int64_t>());
+}
+
+void hf_config_is(const nlohmann::json& c, const char* key, const nlohmann::json& want,
+                  const std::string& where, std::string_view why) {
+  const auto it = c.find(key);
+  if (it == c.end()) return;
+  const bool same = want.is_number_float() && it->is_number()
+                        ? std::abs(it->get<double>() - want.get<double>()) < 1e-12
+                        : *it == want;
+  ZT_REQUIRE(same, "import: '{}': {}, '{}' is {}", where, why, key, json_excerpt(*it));
+}
 
 std::vector<HfTensor> gpt2_tensors(int layers) {
   std::vector<HfTensor> m = {{"embedding.word", "transformer.wte.weight", false},
@@ -105,22 +104,22 @@ GptConfig gpt2_model_from_config(std::string_view text, const std::string& where
   ZT_REQUIRE(c.is_object(), "import: '{}' must hold a JSON object, got {}", where,
              json_type_name(c));
   GptConfig g;
-  g.hidden = config_int(c, "n_embd", where);
-  g.num_layers = config_int(c, "n_layer", where);
-  g.heads = config_int(c, "n_head", where);
-  g.vocab_size = config_int(c, "vocab_size", where);
-  g.seq_length = config_int(c, "n_positions", where);
+  g.hidden = hf_config_int(c, "n_embd", where);
+  g.num_layers = hf_config_int(c, "n_layer", where);
+  g.heads = hf_config_int(c, "n_head", where);
+  g.vocab_size = hf_config_int(c, "vocab_size", where);
+  g.seq_length = hf_config_int(c, "n_positions", where);
   g.padded_vocab_size = g.vocab_size;
   g.hidden_dropout = static_cast<float>(config_prob(c, "resid_pdrop", where));
   g.attention_dropout = static_cast<float>(config_prob(c, "attn_pdrop", where));
   ZT_REQUIRE(g.hidden % g.heads == 0, "import: '{}': n_head must divide n_embd", where);
   if (const auto it = c.find("n_inner"); it != c.end() && !it->is_null())
-    config_is(c, "n_inner", int64_t{4} * g.hidden, where, "zerotron's MLP is 4 x n_embd wide");
-  config_is(c, "activation_function", "gelu_new", where,
-            "zerotron computes GeLU with the tanh approximation (gelu_new)");
-  config_is(c, "layer_norm_epsilon", 1e-5, where, "zerotron's layernorm epsilon is 1e-5");
-  config_is(c, "tie_word_embeddings", true, where,
-            "zerotron ties the output head to the word embedding");
+    hf_config_is(c, "n_inner", int64_t{4} * g.hidden, where, "zerotron's MLP is 4 x n_embd wide");
+  hf_config_is(c, "activation_function", "gelu_new", where,
+               "zerotron computes GeLU with the tanh approximation (gelu_new)");
+  hf_config_is(c, "layer_norm_epsilon", 1e-5, where, "zerotron's layernorm epsilon is 1e-5");
+  hf_config_is(c, "tie_word_embeddings", true, where,
+               "zerotron ties the output head to the word embedding");
   return g;
 }
 

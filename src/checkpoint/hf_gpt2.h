@@ -18,9 +18,13 @@
 
 namespace zt {
 
+// One Hugging Face tensor: zerotron's tensor `ours`, or its rows [row_begin, row_begin + rows)
+// (rows -1: all of them) where zerotron stacks several of Hugging Face's tensors in one (Llama's
+// q|k|v and gate|up), transposed where Hugging Face keeps [in, out].
 struct HfTensor {
   std::string ours, theirs;
   bool transpose;
+  int64_t row_begin = 0, rows = -1;
 };
 std::vector<HfTensor> gpt2_tensors(int layers);
 
@@ -31,6 +35,13 @@ nlohmann::json gpt2_config(const GptConfig& c, const std::string& dtype);
 // where zerotron's GPT differs (MLP width, activation, layernorm epsilon, untied head).
 // padded_vocab_size is left to the caller (it follows the layout).
 GptConfig gpt2_model_from_config(std::string_view text, const std::string& where);
+
+// A config.json field that must be a positive integer below 2^24 (InputError naming `key`).
+int hf_config_int(const nlohmann::json& c, const char* key, const std::string& where);
+// A config.json field that must be absent or hold `want` (numbers compared as numbers); else
+// InputError naming `key` and saying `why`.
+void hf_config_is(const nlohmann::json& c, const char* key, const nlohmann::json& want,
+                  const std::string& where, std::string_view why);
 
 // One tensor of a safetensors file, inside the file's bytes.
 struct SafetensorsTensor {

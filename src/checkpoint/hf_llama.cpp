@@ -1,0 +1,213 @@
+#include "src/checkpoint/hf_llama.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+
+#include "src/core/error.h"
+#include "src/core/input_file.h"
+#include "src/core/json_input.h"
+
+namespace zt {
+namespace {
+
+// A float as the shortest decimal that reads back to it (1e-06, not 9.99999997e-07), so
+// config.json shows the value the user gave.
+double shortest(float v) {
+  return std::stod(fmt::format("{}", v));
+}
+
+double config_number(const nlohmann::json& c, const char* key, double fallback, bool positive,
+                     const std::string& where) {
+  const auto it = c.find(key);
+  if (it == c.end() || it->is_null()) return fallback;
+  ZT_REQUIRE(it->is_number() && std::isfinite(it->get<double>()) &&
+                 (positive ? it->get<double>() > 0 : it->get<double>() >= 0),
+             "import: '{}': '{}' must be a {} number, got {}", where, key,
+             positive ? "positive" : "non-negative", json_excerpt(*it));
+  return it->get<double>();
+}
+
+// A key that must be absent or null: zerotron has nothing that represents it.
+void config_absent(const nlohmann::json& c, const char* key, const std::string& where,
+                   std::string_view why) {
+  const auto it = c.find(key);
+  ZT_REQUIRE(it == c.end() || it->is_null(), "import: '{}': {}, '{}' is {}", where, why, key,
+             it == c.end() ? "" : json_excerpt(*it));
+}
+
+// theta of the rotary frequencies: transformers 5's rope_parameters {rope_type, rope_theta}, or
+// the older top-level rope_theta with rope_scaling. Only the unscaled ("default") rotation.
+double rope_theta(const nlohmann::json& c, const std::string& where) {
+  const auto p = c.find("rope_parameters");
+  if (p == c.end() || p->is_null()) {
+    config_absent(c, "rope_scaling", where, "zerotron has no rotary scaling");
+    return config_number(c, "rope_theta", 10000.0, true, where);
+  }
+  ZT_REQUIRE(p->is_object(), "import: '{}': 'rope_parameters' must be an object, got {}", where,
+             json_excerpt(*p));
+  // The rotation's type first: a scaled one names itself rather than its first parameter.
+  if (const auto t = p->find("rope_type"); t != p->end())
+    ZT_REQUIRE(*t == "default",
+               "import: '{}': zerotron has no rotary scaling, 'rope_parameters.rope_type' is {}",
+               where, json_excerpt(*t));
+  for (const auto& [key, value] : p->items()) {
+    if (key == "rope_theta" || key == "rope_type") continue;
+    if (key == "partial_rotary_factor" && value.is_number() && value.get<double>() == 1.0) continue;
+    throw InputError(
+        fmt::format("import: '{}': zerotron rotates with theta alone, 'rope_parameters.{}' is {}",
+                    where, excerpt(key), json_excerpt(value)));
+  }
+  config_absent(c, "rope_scaling", where, "zerotron has no rotary scaling");
+  return config_number(*p, "rope_theta", 10000.0, true, where);
+}
+
+}  // namespace
+
+bool llama_architecture(const GptConfig& c) {
+  return c.rope() && c.rmsnorm() && c.swiglu && !c.add_bias_linear;
+}
+
+std::vector<HfTensor> llama_tensors(const GptConfig& c) {
+  const int64_t h = c.hidden, kv = c.kv_hidden(), f = c.ffn_hidden(), v = c.vocab_size;
+  std::vector<HfTensor> m = {{"embedding.word", "model.embed_tokens.weight", false, 0, v}};
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string z = "layers." + std::to_string(i) + ".",
+                      l = "model.layers." + std::to_string(i) + ".";
+    m.push_back({z + "ln1.weight", l + "input_layernorm.weight", false});
+    m.push_back({z + "attn.qkv.weight", l + "self_attn.q_proj.weight", false, 0, h});
+    m.push_back({z + "attn.qkv.weight", l + "self_attn.k_proj.weight", false, h, kv});
+    m.push_back({z + "attn.qkv.weight", l + "self_attn.v_proj.weight", false, h + kv, kv});
+    m.push_back({z + "attn.proj.weight", l + "self_attn.o_proj.weight", false});
+    m.push_back({z + "ln2.weight", l + "post_attention_layernorm.weight", false});
+    m.push_back({z + "mlp.fc.weight", l + "mlp.gate_proj.weight", false, 0, f});
+    m.push_back({z + "mlp.fc.weight", l + "mlp.up_proj.weight", false, f, f});
+    m.push_back({z + "mlp.proj.weight", l + "mlp.down_proj.weight", false});
+  }
+  m.push_back({"final_ln.weight", "model.norm.weight", false});
+  if (c.untie_embeddings) m.push_back({"output_layer.weight", "lm_head.weight", false, 0, v});
+  return m;
+}
+
+nlohmann::json llama_config(const GptConfig& c, const std::string& dtype) {
+  const double theta = shortest(c.rotary_base);
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"model_type", "llama"},
+          {"vocab_size", c.vocab_size},
+          {"hidden_size", c.hidden},
+          {"intermediate_size", c.ffn_hidden()},
+          {"num_hidden_layers", c.num_layers},
+          {"num_attention_heads", c.heads},
+          {"num_key_value_heads", c.kv_heads()},
+          {"head_dim", c.head_dim()},
+          {"hidden_act", "silu"},
+          {"max_position_embeddings", c.max_positions()},
+          {"rms_norm_eps", shortest(c.norm_epsilon)},
+          // Both spellings: transformers 5 reads rope_parameters, earlier versions rope_theta.
+          {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", theta}}},
+          {"rope_theta", theta},
+          {"rope_scaling", nullptr},
+          {"attention_bias", false},
+          {"attention_dropout", c.attention_dropout},
+          {"mlp_bias", false},
+          {"pretraining_tp", 1},
+          {"tie_word_embeddings", !c.untie_embeddings},
+          {"initializer_range", shortest(c.init_method_std)},
+          {"use_cache", true},
+          {"torch_dtype", dtype}};
+}
+
+GptConfig llama_model_from_config(const nlohmann::json& c, const std::string& where) {
+  GptConfig g;
+  g.position_embedding = PositionEmbedding::Rope;
+  g.normalization = Normalization::RMSNorm;
+  g.swiglu = true;
+  g.add_bias_linear = false;
+  g.hidden = hf_config_int(c, "hidden_size", where);
+  g.num_layers = hf_config_int(c, "num_hidden_layers", where);
+  g.heads = hf_config_int(c, "num_attention_heads", where);
+  g.vocab_size = hf_config_int(c, "vocab_size", where);
+  g.padded_vocab_size = g.vocab_size;
+  g.ffn_hidden_size = hf_config_int(c, "intermediate_size", where);
+  g.max_position_embeddings = hf_config_int(c, "max_position_embeddings", where);
+  g.seq_length = g.max_position_embeddings;
+  ZT_REQUIRE(g.hidden % g.heads == 0,
+             "import: '{}': num_attention_heads {} must divide hidden_size {}", where, g.heads,
+             g.hidden);
+  if (const auto it = c.find("num_key_value_heads"); it != c.end() && !it->is_null()) {
+    g.num_query_groups = hf_config_int(c, "num_key_value_heads", where);
+    ZT_REQUIRE(g.heads % g.num_query_groups == 0,
+               "import: '{}': num_key_value_heads {} must divide num_attention_heads {}", where,
+               g.num_query_groups, g.heads);
+  }
+  if (const auto it = c.find("head_dim"); it != c.end() && !it->is_null())
+    hf_config_is(c, "head_dim", int64_t{g.head_dim()}, where,
+                 "zerotron's head dimension is hidden_size / num_attention_heads");
+  ZT_REQUIRE(g.head_dim() % 2 == 0,
+             "import: '{}': the rotary embedding needs an even head "
+             "dimension, hidden_size / num_attention_heads is {}",
+             where, g.head_dim());
+  hf_config_is(c, "hidden_act", "silu", where, "zerotron's gated MLP is SwiGLU (silu)");
+  hf_config_is(c, "attention_bias", false, where, "zerotron's Llama layers have no biases");
+  hf_config_is(c, "mlp_bias", false, where, "zerotron's Llama layers have no biases");
+  hf_config_is(c, "pretraining_tp", int64_t{1}, where,
+               "zerotron computes the linear layers unsplit");
+  config_absent(c, "sliding_window", where,
+                "zerotron's attention is causal over the whole "
+                "sequence");
+  g.norm_epsilon = static_cast<float>(config_number(c, "rms_norm_eps", 1e-6, true, where));
+  g.rotary_base = static_cast<float>(rope_theta(c, where));
+  const double dropout = config_number(c, "attention_dropout", 0.0, false, where);
+  ZT_REQUIRE(dropout < 1, "import: '{}': 'attention_dropout' must be below 1, got {}", where,
+             dropout);
+  g.attention_dropout = static_cast<float>(dropout);
+  if (const auto it = c.find("tie_word_embeddings"); it != c.end()) {
+    ZT_REQUIRE(it->is_boolean(),
+               "import: '{}': 'tie_word_embeddings' must be true or false, got {}", where,
+               json_excerpt(*it));
+    g.untie_embeddings = !it->get<bool>();
+  } else {
+    g.untie_embeddings = true;  // LlamaConfig's default
+  }
+  return g;
+}
+
+GptConfig hf_model_from_config(std::string_view text, const std::string& where) {
+  const nlohmann::json c = parse_json_input(text, where);
+  ZT_REQUIRE(c.is_object(), "import: '{}' must hold a JSON object, got {}", where,
+             json_type_name(c));
+  std::string type;
+  if (const auto it = c.find("model_type"); it != c.end() && it->is_string()) {
+    type = it->get<std::string>();
+  } else if (const auto a = c.find("architectures");
+             a != c.end() && a->is_array() && a->size() == 1 && (*a)[0].is_string()) {
+    const std::string arch = (*a)[0].get<std::string>();
+    type = arch == "GPT2LMHeadModel" ? "gpt2" : arch == "LlamaForCausalLM" ? "llama" : arch;
+  }
+  if (type == "gpt2") return gpt2_model_from_config(text, where);
+  ZT_REQUIRE(type == "llama",
+             "import: '{}': model_type {} is not one zerotron imports (gpt2, llama)", where,
+             type.empty() ? "(none)" : json_excerpt(nlohmann::json(type)));
+  if (const auto a = c.find("architectures"); a != c.end() && !a->is_null())
+    ZT_REQUIRE(*a == nlohmann::json::array({"LlamaForCausalLM"}),
+               "import: '{}': 'architectures' is {}, zerotron imports LlamaForCausalLM", where,
+               json_excerpt(*a));
+  return llama_model_from_config(c, where);
+}
+
+std::vector<HfTensor> hf_tensors(const GptConfig& c, const std::string& where) {
+  if (c.gpt2_architecture()) return gpt2_tensors(c.num_layers);
+  ZT_REQUIRE(llama_architecture(c),
+             "{} holds a model neither Hugging Face GPT-2 nor Llama represents (GPT-2: learned "
+             "positions, LayerNorm, GeLU, biases, tied head; Llama: rope, RMSNorm, SwiGLU, no "
+             "biases)",
+             where);
+  return llama_tensors(c);
+}
+
+nlohmann::json hf_config(const GptConfig& c, const std::string& dtype) {
+  return c.gpt2_architecture() ? gpt2_config(c, dtype) : llama_config(c, dtype);
+}
+
+}  // namespace zt

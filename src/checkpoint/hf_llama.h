@@ -1,0 +1,40 @@
+#pragma once
+// Hugging Face LlamaForCausalLM naming and layout of zerotron's parameters, the one table
+// `export` and `import` use for Llama-architecture models (docs/design/llama.md). Every Linear
+// weight is [out, in] on both sides, so nothing is transposed; HF's q_proj, k_proj, v_proj are
+// the three row groups of attn.qkv.weight and gate_proj, up_proj the two of mlp.fc.weight.
+// zerotron's rotary embedding is HF's rotate_half, so q and k rows are not permuted.
+// Also the choice between the two Hugging Face formats (GPT-2, Llama) by config.json.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/checkpoint/hf_gpt2.h"
+#include "src/model/gpt_config.h"
+
+namespace zt {
+
+// What LlamaForCausalLM represents: rotary positions, RMSNorm, SwiGLU, no biases (tied or
+// untied head, any key/value head count).
+bool llama_architecture(const GptConfig& c);
+
+std::vector<HfTensor> llama_tensors(const GptConfig& c);
+
+// config.json of a LlamaForCausalLM with this shape (`dtype` as in gpt2_config).
+nlohmann::json llama_config(const GptConfig& c, const std::string& dtype);
+
+// The model a LlamaForCausalLM config.json describes; any key zerotron cannot represent (rope
+// scaling, a sliding window, biases, an activation other than silu, a head_dim other than
+// hidden / heads, ...) is refused as InputError naming it. seq_length is left at
+// max_position_embeddings, padded_vocab_size at vocab_size (the caller pads).
+GptConfig llama_model_from_config(const nlohmann::json& c, const std::string& where);
+
+// Either format, by config.json's model_type (or architectures where model_type is absent).
+GptConfig hf_model_from_config(std::string_view text, const std::string& where);
+// The tensor table and config.json of a model either format represents; InputError otherwise.
+// `what` opens the error line ("export: 'DIR'").
+std::vector<HfTensor> hf_tensors(const GptConfig& c, const std::string& what);
+nlohmann::json hf_config(const GptConfig& c, const std::string& dtype);
+
+}  // namespace zt
