@@ -25,9 +25,9 @@ constexpr Command kCommands[] = {
     {"estimate", zt::app::estimate, "per-rank memory and communication of a model and layout"},
     {"simulate", zt::app::simulate, "step time, TFLOP/s and memory of a layout on a cluster"},
     {"export", zt::app::export_model,
-     "consolidate a checkpoint into safetensors with Hugging Face GPT-2 names"},
+     "consolidate a checkpoint into Hugging Face GPT-2 or Llama safetensors"},
     {"import", zt::app::import_model,
-     "turn Hugging Face GPT-2 safetensors into a checkpoint for any layout"},
+     "turn Hugging Face GPT-2 or Llama safetensors into a checkpoint for any layout"},
 };
 
 int usage(FILE* out) {
