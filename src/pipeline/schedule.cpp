@@ -38,11 +38,12 @@ std::vector<Step> stage_schedule(const ScheduleShape& s, int stage) {
   validate(s);
   ZT_CHECK(stage >= 0 && stage < s.stages, "stage {} of {}", stage, s.stages);
   const int total = s.micro_batches * s.chunks;
+  // megatron-core's get_pp_rank_microbatches (micro-batch groups of P per chunk, its default):
+  // with m = P the later stages too run a steady phase, unlike Megatron-LM's older rule of every
+  // forward first whenever m = P.
   int warmup = 0;
   if (s.chunks == 1)
     warmup = std::min(s.stages - stage - 1, s.micro_batches);
-  else if (s.micro_batches == s.stages)
-    warmup = total;  // every forward first: the steady phase would have nothing to overlap
   else
     warmup = std::min((s.stages - stage - 1) * 2 + (s.chunks - 1) * s.stages, total);
   auto step = [&](int k, Step::Kind kind) {

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -70,6 +73,36 @@ TEST(PipelineSchedule, InterleavedOrderIsMegatrons) {
       {K::Forward, 2, 1},  {K::Backward, 0, 0}, {K::Forward, 3, 1},  {K::Backward, 1, 0},
       {K::Backward, 2, 1}, {K::Backward, 3, 1}, {K::Backward, 2, 0}, {K::Backward, 3, 0}};
   EXPECT_EQ(stage_schedule(s, 0), want);
+}
+
+// megatron-core 0.16's order, from tests/fixtures/make_megatron_core_schedule.py's port of its
+// scheduling logic: every rank of every shape there (m = P included, where its warm-up rule
+// differs from Megatron-LM's older every-forward-first).
+TEST(PipelineSchedule, InterleavedOrderIsMegatronCore016s) {
+  std::ifstream f(std::string(ZT_FIXTURES) + "/megatron_core_interleaved_orders.txt");
+  ASSERT_TRUE(f.good());
+  int shapes = 0, with_m_equal_p = 0;
+  for (std::string line; std::getline(f, line);) {
+    std::istringstream in(line);
+    int p = 0, v = 0, m = 0, rank = 0;
+    char colon = 0;
+    in >> p >> v >> m >> rank >> colon;
+    ASSERT_EQ(colon, ':') << line;
+    std::vector<Step> want;
+    for (std::string w; in >> w;) {
+      const size_t dot = w.find('.');
+      want.push_back({w[0] == 'F' ? K::Forward : K::Backward, std::stoi(w.substr(1, dot - 1)),
+                      std::stoi(w.substr(dot + 1))});
+    }
+    EXPECT_EQ(stage_schedule({p, m, v}, rank), want)
+        << "P " << p << " v " << v << " m " << m << " rank " << rank;
+    if (rank == 0) {
+      ++shapes;
+      with_m_equal_p += m == p ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(shapes, 48);
+  EXPECT_EQ(with_m_equal_p, 12);
 }
 
 TEST(PipelineSchedule, FirstStageHoldsTheMostActivations) {
