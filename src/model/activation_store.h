@@ -17,6 +17,10 @@ namespace zt {
 struct ActivationSlots {
   int slots = 1;
   int layers = 0;  // 0: config.num_layers
+  // The caller keeps each slot's first layer input (a pipeline stage's received chunk input)
+  // unchanged until that slot's backward: a checkpointing store keeps it as the slot's first
+  // checkpoint, as megatron-core does with the received tensor, instead of copying it.
+  bool inputs_kept = false;
   int per_slot(const GptConfig& c) const { return layers > 0 ? layers : c.num_layers; }
 };
 

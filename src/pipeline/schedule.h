@@ -70,6 +70,21 @@ struct SendPlan {
   int buffers = 0;
 };
 SendPlan plan_sends(const ScheduleShape& s, const std::vector<std::vector<Step>>& steps, int stage);
+// Whether every stage runs its `steps[stage]` to the end under the exchange's rules with
+// `plans[stage]`: a step posts its receive, waits until its sender has sent, joins the sends its
+// plan joins there (each waits until the receiver has posted that receive), computes and sends.
+// Every wait is on something that, once true, stays true, so when the run in which each stage
+// goes as far as it can finishes, every interleaving of the stages does (MPI with synchronous
+// sends; an eager send only completes earlier).
+bool sends_complete(const ScheduleShape& s, const std::vector<std::vector<Step>>& steps,
+                    const std::vector<SendPlan>& plans);
+// Megatron-core frees a stage's output once it is sent (deallocate_pipeline_outputs): a stage
+// keeps no sent output alive. Here a send completes asynchronously, so its buffer lives until its
+// join: `train_sends` joins each send at plan_sends' proof or, earlier, when the stage's k-th
+// next send needs a buffer, with k (the stage's send buffers) the smallest for which every
+// stage's plans still complete (sends_complete) — 1 for every 1F1B shape and most interleaved
+// ones, against up to (P-1)·2 + (v-1)·P + 1 on plan_sends' proofs alone. Computed once per
+// shape.
 // The training schedule's (stage_schedule of every stage) and the evaluation's
 // (forward_only_schedule; each send joined at the next step: one buffer).
 SendPlan train_sends(const ScheduleShape& s, int stage);

@@ -16,8 +16,9 @@ bool holds_batch(const ScheduleShape& s, int stage) {
 }  // namespace
 
 ActivationSlots StageRunner::slots(const GptConfig& config, const ScheduleShape& shape, int stage) {
+  // A slot's input stays in its buffer until the slot's backward: the first checkpoint.
   return ActivationSlots{max_in_flight(shape, stage),
-                         config.num_layers / (shape.stages * shape.chunks)};
+                         config.num_layers / (shape.stages * shape.chunks), true};
 }
 
 size_t StageRunner::buffer_bytes(const GptConfig& c, int micro_batch, int tp_size,

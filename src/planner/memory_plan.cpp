@@ -307,7 +307,9 @@ MemoryPlan plan_memory(const PlanInput& in) {
     if (in.checkpoint_activations && in.partition_activations) {
       const uint64_t per_chunk = L / static_cast<uint64_t>(in.chunks);
       const uint64_t span = static_cast<uint64_t>(in.checkpoint_num_layers);
-      const uint64_t spans = static_cast<uint64_t>(in.chunks) * ((per_chunk + span - 1) / span);
+      // A pipeline stage's first span of a chunk starts from the chunk input it keeps whole.
+      const uint64_t spans = static_cast<uint64_t>(in.chunks) *
+                             ((per_chunk + span - 1) / span - (slots.inputs_kept ? 1 : 0));
       bytes += spans * N * h * e;  // all-gather of n output elements counts n
       ops += spans;
     }

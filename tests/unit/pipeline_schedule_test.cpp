@@ -163,19 +163,27 @@ TEST(PipelineSchedule, ShapesWithoutASchedule) {
 // StageRunner's protocol, executed step by step for every stage at once: each step posts its
 // receive, waits for the message, joins the sends its plan joins there (a join waits until the
 // peer has posted that send's receive), computes and sends. Returns whether every stage
-// finished (no deadlock) and how many joins had to wait.
+// finished (no deadlock) and how many joins had to wait. Written apart from sends_complete, which
+// the plans are chosen by.
 struct Protocol {
   bool finished = true;
   int waiting_joins = 0;
 };
-Protocol run_protocol(const ScheduleShape& s, bool eval) {
-  const int P = s.stages, V = s.stages * s.chunks;
+std::vector<std::vector<Step>> all_steps(const ScheduleShape& s, bool eval) {
   std::vector<std::vector<Step>> steps;
-  std::vector<SendPlan> plans;
-  for (int st = 0; st < P; ++st) {
+  for (int st = 0; st < s.stages; ++st)
     steps.push_back(eval ? forward_only_schedule(s) : stage_schedule(s, st));
+  return steps;
+}
+std::vector<SendPlan> all_plans(const ScheduleShape& s, bool eval) {
+  std::vector<SendPlan> plans;
+  for (int st = 0; st < s.stages; ++st)
     plans.push_back(eval ? eval_sends(s, st) : train_sends(s, st));
-  }
+  return plans;
+}
+Protocol run_protocol(const ScheduleShape& s, const std::vector<std::vector<Step>>& steps,
+                      const std::vector<SendPlan>& plans) {
+  const int P = s.stages, V = s.stages * s.chunks;
   using Msg = std::tuple<int, int, int>;  // kind, micro-batch, receiving virtual stage
   std::set<Msg> posted, sent;
   auto in = [&](int st, const Step& x) -> std::pair<bool, Msg> {
@@ -232,28 +240,52 @@ Protocol run_protocol(const ScheduleShape& s, bool eval) {
   return r;
 }
 
-TEST(PipelineSends, ProtocolNeverWaitsOnTheScheduleAndBuffersAreConstant) {
+// The stages' plans complete under the protocol with one send buffer per stage under 1F1B and
+// with m = P, two for the interleaved steady phase (a forward's send to the next stage and a
+// backward's to the previous in flight together), where joining only on proof of the receive
+// (plan_sends) never waits but holds the whole warm-up's outputs.
+TEST(PipelineSends, ProtocolCompletesWithOneOrTwoBuffers) {
   for (int P : {2, 3, 4, 8})
     for (int v : {1, 2, 4})
       for (int mult : {1, 2, 8}) {
         const ScheduleShape s{P, P * mult, v};
         for (bool eval : {false, true}) {
-          const Protocol r = run_protocol(s, eval);
+          const auto steps = all_steps(s, eval);
+          const auto plans = all_plans(s, eval);
+          const Protocol r = run_protocol(s, steps, plans);
           EXPECT_TRUE(r.finished) << P << " stages, " << s.micro_batches << " micro-batches, " << v
                                   << " chunks, eval " << eval;
-          // Training joins only what a receive proved matched: no join ever waits.
-          if (eval) {
-            EXPECT_EQ(eval_sends(s, 0).buffers, 1);
-          } else {
-            EXPECT_EQ(r.waiting_joins, 0) << P << " " << s.micro_batches << " " << v;
-          }
+          EXPECT_TRUE(sends_complete(s, steps, plans));
+          int most = 0;
+          for (const SendPlan& p : plans) most = std::max(most, p.buffers);
+          EXPECT_EQ(most, eval || v == 1 || mult == 1 ? 1 : 2)
+              << P << " " << s.micro_batches << " " << v << " eval " << eval;
+          if (eval) continue;
+          std::vector<SendPlan> proven;
+          for (int st = 0; st < P; ++st) proven.push_back(plan_sends(s, steps, st));
+          const Protocol q = run_protocol(s, steps, proven);
+          EXPECT_TRUE(q.finished);
+          EXPECT_EQ(q.waiting_joins, 0) << P << " " << s.micro_batches << " " << v;
+          EXPECT_TRUE(sends_complete(s, steps, proven));
         }
-        // The send buffers do not grow with the micro-batches (1F1B holds one per micro-batch
-        // in flight at most; the interleaved schedule its larger warm-up).
-        int most = 0;
-        for (int st = 0; st < P; ++st) most = std::max(most, train_sends(s, st).buffers);
-        EXPECT_LE(most, max_in_flight(s, 0) + 1) << P << " " << s.micro_batches << " " << v;
       }
+}
+
+// Both models find the deadlock of joining every send before the next step computes in the
+// interleaved steady phase (one buffer): the plans' second buffer is needed.
+TEST(PipelineSends, OneBufferDeadlocksTheInterleavedSteadyPhase) {
+  const ScheduleShape s{4, 8, 2};
+  const auto steps = all_steps(s, false);
+  std::vector<SendPlan> eager;
+  for (int st = 0; st < s.stages; ++st) {
+    SendPlan p = plan_sends(s, steps, st);
+    for (size_t i = 0; i < p.join_at.size(); ++i)
+      if (p.join_at[i] >= 0) p.join_at[i] = static_cast<int>(i) + 1;
+    p.buffers = 1;
+    eager.push_back(p);
+  }
+  EXPECT_FALSE(run_protocol(s, steps, eager).finished);
+  EXPECT_FALSE(sends_complete(s, steps, eager));
 }
 
 TEST(PipelineSends, JoinsComeAfterTheSend) {
