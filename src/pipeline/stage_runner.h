@@ -35,7 +35,8 @@ class StageRunner final : public MicroBatchRunner {
                              const ScheduleShape& shape, int stage);
   // The activation slots a stage needs: one per micro-batch in flight, each slot's chunk input
   // kept until its backward (a checkpointing store's first checkpoint).
-  static ActivationSlots slots(const GptConfig& config, const ScheduleShape& shape, int stage);
+  static ActivationSlots slots(const GptConfig& config, const ScheduleShape& shape,
+                               const PipelinePart& part);
 
   // The whole schedule is one run: begin(true) once, before it (the data-parallel reduction
   // waits for the step's end).

@@ -52,6 +52,7 @@ ActivationCheckpointer::ActivationCheckpointer(const DeviceContext& ctx, const G
       spans_((per_slot_ + cp.span - 1) / cp.span),
       slots_(slots.slots),
       stored_spans_(spans_ - (slots.inputs_kept ? 1 : 0)),
+      shape_(slots),
       inputs_kept_(slots.inputs_kept),
       kept_inputs_(static_cast<size_t>(slots.inputs_kept ? slots.slots : 0)) {
   MemoryPool& device = ctx.pool();
@@ -93,7 +94,7 @@ void ActivationCheckpointer::join_offload() {
 LayerActivations& ActivationCheckpointer::workspace(int layer) {
   // span + 1 workspaces: the layers of one span never share one, and a layer's output (the
   // next layer's input) survives the next layer's forward.
-  return workspaces_[static_cast<size_t>(layer % per_slot_ % (cp_.span + 1))];
+  return workspaces_[static_cast<size_t>(shape_.local(config_, layer) % (cp_.span + 1))];
 }
 
 LayerActivations& ActivationCheckpointer::begin_forward(int layer) {
@@ -116,7 +117,7 @@ Ref ActivationCheckpointer::checkpoint(int span_index) const {
 }
 
 void ActivationCheckpointer::end_forward(int layer, CRef input) {
-  const int local = layer % per_slot_;
+  const int local = shape_.local(config_, layer);
   if (local % cp_.span != 0) return;
   if (local == 0 && inputs_kept_) {  // the caller keeps it whole until the slot's backward
     kept_inputs_[static_cast<size_t>(slot_)] = input;
@@ -169,7 +170,7 @@ void ActivationCheckpointer::restore(int span_index) {
 
 ActivationStore::Restored ActivationCheckpointer::begin_backward(int layer) {
   // Spans count within the slot's layers; the layers returned are the model's.
-  const int base = layer - layer % per_slot_;
+  const int base = layer - shape_.local(config_, layer);
   const int span = (layer - base) / cp_.span;
   const int first = base + span * cp_.span;
   const int last = std::min(first + cp_.span, base + per_slot_) - 1;

@@ -79,6 +79,7 @@ class ActivationCheckpointer final : public ActivationStore {
   // Spans whose input is kept here per slot: spans_, or spans_ - 1 when the caller keeps the
   // first span's input (kept_inputs_, per slot).
   int stored_spans_ = 0;
+  ActivationSlots shape_;
   bool inputs_kept_ = false;
   std::vector<CRef> kept_inputs_;
   int64_t input_elems_ = 0;       // N·C of one layer input
