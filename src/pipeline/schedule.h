@@ -82,9 +82,10 @@ bool sends_complete(const ScheduleShape& s, const std::vector<std::vector<Step>>
 // keeps no sent output alive. Here a send completes asynchronously, so its buffer lives until its
 // join: `train_sends` joins each send at plan_sends' proof or, earlier, when the stage's k-th
 // next send needs a buffer, with k (the stage's send buffers) the smallest for which every
-// stage's plans still complete (sends_complete) — 1 for every 1F1B shape and most interleaved
-// ones, against up to (P-1)·2 + (v-1)·P + 1 on plan_sends' proofs alone. Computed once per
-// shape.
+// stage's plans still complete (sends_complete), at least 2 when interleaved (one would make
+// stages wait on their receivers with m = P) — 1 for every 1F1B shape and 2 for the interleaved
+// ones tested, against up to (P-1)·2 + (v-1)·P + 1 on plan_sends' proofs alone. Computed once
+// per shape.
 // The training schedule's (stage_schedule of every stage) and the evaluation's
 // (forward_only_schedule; each send joined at the next step: one buffer).
 SendPlan train_sends(const ScheduleShape& s, int stage);
