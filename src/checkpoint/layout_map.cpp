@@ -50,7 +50,9 @@ ShardLocation locate_shard(const Partition& part, int64_t layout_offset) {
 
 SavedStage saved_stage(const CheckpointLayout& s, int pp_rank) {
   SavedStage st;
-  st.layout = ParamLayout::gpt(s.model, s.tp, 0, PipelinePart{s.pp, pp_rank, s.chunks});
+  st.layout = ParamLayout::gpt(
+      s.model, s.tp, 0,
+      PipelinePart{s.pp, pp_rank, s.chunks, s.first_stage_layers, s.last_stage_layers});
   const int head = st.layout.head_block();
   if (s.stage > 0) {
     st.part.emplace(st.layout, s.dp, 0, s.partition_unit);

@@ -203,12 +203,15 @@ ReadResult read_checkpoint(const std::string& dir, const CheckpointState& state,
   const ShardRole role = shard_role(state);
   const std::vector<std::string> model_changes = check_checkpoint_model(meta, state.model, where);
   const int stage = state.optimizer.stage();
-  const bool same = saved.tp() == role.tp && saved.pp() == role.pp &&
-                    saved.chunks() == state.optimizer.layout().pipeline().chunks &&
-                    saved.dp() == role.dp && saved.stage() == stage &&
-                    (stage == 0 || saved.partition_unit() == state.partition_unit) &&
-                    saved.model().padded_vocab_size == state.model.padded_vocab_size &&
-                    saved.model().seq_length == state.model.seq_length;
+  const bool same =
+      saved.tp() == role.tp && saved.pp() == role.pp &&
+      saved.chunks() == state.optimizer.layout().pipeline().chunks &&
+      saved.first_stage_layers() == state.optimizer.layout().pipeline().first_stage_layers &&
+      saved.last_stage_layers() == state.optimizer.layout().pipeline().last_stage_layers &&
+      saved.dp() == role.dp && saved.stage() == stage &&
+      (stage == 0 || saved.partition_unit() == state.partition_unit) &&
+      saved.model().padded_vocab_size == state.model.padded_vocab_size &&
+      saved.model().seq_length == state.model.seq_length;
   // The fp32 master weights always; Adam's two moments with the optimizer.
   const int tensors_read = scope.optimizer ? ShardHeader::kTensors : 1;
   if (same)

@@ -165,9 +165,13 @@ CheckpointLayout read_layout(const nlohmann::json& meta, const std::string& wher
   };
   s.pp = optional_size("pipeline_model_parallel_size");
   s.chunks = optional_size("virtual_pipeline_model_parallel_size");
-  ZT_REQUIRE(s.model.num_layers % (int64_t{s.pp} * s.chunks) == 0,
-             "'{}': {} layers do not divide into {} pipeline stages x {} model chunks", where,
-             s.model.num_layers, s.pp, s.chunks);
+  auto optional_layers = [&](const char* key) {
+    return lay.contains(key) ? static_cast<int>(int_field(lay, key, 0, kMaxLayers, where)) : 0;
+  };
+  s.first_stage_layers = optional_layers("decoder_first_pipeline_num_layers");
+  s.last_stage_layers = optional_layers("decoder_last_pipeline_num_layers");
+  const std::string why = split_problem(s.split());
+  ZT_REQUIRE(why.empty(), "'{}': {}", where, why);
   s.iteration = int_field(meta, "iteration", 0, int64_t{1} << 40, where);
   s.partition_unit = int_field(meta, "partition_unit_elems", 1, int64_t{1} << 40, where);
   return s;
@@ -186,6 +190,10 @@ std::string meta_json(const MetaRecord& r) {
                     {"data_parallel_size", l.dp},
                     {"zero_stage", l.stage},
                     {"precision", std::string(dtype_name(r.precision))}};
+  if (l.first_stage_layers > 0)
+    meta["layout"]["decoder_first_pipeline_num_layers"] = l.first_stage_layers;
+  if (l.last_stage_layers > 0)
+    meta["layout"]["decoder_last_pipeline_num_layers"] = l.last_stage_layers;
   meta["adam_step"] = r.adam_step;
   meta["partition_unit_elems"] = l.partition_unit;
   const TrainingRecord none;

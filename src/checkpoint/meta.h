@@ -11,6 +11,7 @@
 
 #include "src/core/dtype.h"
 #include "src/model/gpt_config.h"
+#include "src/model/pipeline_split.h"
 #include "src/zero/loss_scaler.h"
 
 namespace zt {
@@ -27,6 +28,13 @@ struct CheckpointLayout {
   // Pipeline stages and model chunks per stage (layout fields pipeline_model_parallel_size and
   // virtual_pipeline_model_parallel_size, Megatron's names; absent before pipelines: 1).
   int pp = 1, chunks = 1;
+  // The first / last stage's layers of an uneven split (layout fields
+  // decoder_first_pipeline_num_layers / decoder_last_pipeline_num_layers, written when set;
+  // absent: 0, an even split).
+  int first_stage_layers = 0, last_stage_layers = 0;
+  PipelineSplit split() const {
+    return {model.num_layers, pp, chunks, first_stage_layers, last_stage_layers};
+  }
   // The iteration its files record, and ZeRO's partition unit (--reduce-bucket-size of the run
   // that saved it, or will load it): what a reshaping load needs to find every element in the
   // stage 1-3 shards.

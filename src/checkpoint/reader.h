@@ -40,6 +40,8 @@ class SavedCheckpoint {
   int dp() const { return saved_.dp; }
   int pp() const { return saved_.pp; }
   int chunks() const { return saved_.chunks; }
+  int first_stage_layers() const { return saved_.first_stage_layers; }
+  int last_stage_layers() const { return saved_.last_stage_layers; }
   int stage() const { return saved_.stage; }
   int64_t partition_unit() const { return saved_.partition_unit; }
   // The saved tensor of that (global) name, or null. Each is saved once: "embedding.word" is

@@ -28,6 +28,8 @@ CheckpointLayout layout_of(const CheckpointState& s, const ShardRole& role) {
   l.dp = role.dp;
   l.pp = role.pp;
   l.chunks = s.optimizer.layout().pipeline().chunks;
+  l.first_stage_layers = s.optimizer.layout().pipeline().first_stage_layers;
+  l.last_stage_layers = s.optimizer.layout().pipeline().last_stage_layers;
   l.stage = s.optimizer.stage();
   l.iteration = s.loop.iteration;
   l.partition_unit = s.partition_unit;

@@ -125,6 +125,8 @@ DerivedConfig derive_validated(const TrainOptions& o, int dp) {
   d.dp = dp;
   d.world = d.tp * d.pp * dp;
   d.chunks = model_chunks(o);
+  d.first_stage_layers = o.decoder_first_pipeline_num_layers;
+  d.last_stage_layers = o.decoder_last_pipeline_num_layers;
   d.batch = batch_config(o, dp);
   d.lr_decay_iters = lr_decay_iters(o);
   d.working = working_dtype(o);

@@ -24,6 +24,8 @@ struct BatchConfig {
 struct DerivedConfig {
   int world = 1, tp = 1, pp = 1, dp = 1;
   int chunks = 1;  // model chunks per pipeline stage
+  // --decoder-first/last-pipeline-num-layers (0: even split; PipelineSplit's meaning).
+  int first_stage_layers = 0, last_stage_layers = 0;
   BatchConfig batch;
   int lr_decay_iters = 0;  // --lr-decay-iters, or --train-iters when 0
   DType working = DType::F32;

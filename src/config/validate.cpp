@@ -4,21 +4,36 @@
 
 #include "src/core/error.h"
 #include "src/data/gpt_dataset.h"
+#include "src/model/pipeline_split.h"
 #include "src/pipeline/schedule.h"
 
 namespace zt {
 
 void validate_pipeline_options(const TrainOptions& o, int micro_batches) {
   const int P = o.pipeline_model_parallel_size, k = o.num_layers_per_virtual_pipeline_stage;
+  const int first = o.decoder_first_pipeline_num_layers, last = o.decoder_last_pipeline_num_layers;
   if (P == 1) {
     ZT_REQUIRE(k == 0,
                "--num-layers-per-virtual-pipeline-stage needs "
                "--pipeline-model-parallel-size > 1");
+    ZT_REQUIRE(first == 0 && last == 0,
+               "--decoder-first/last-pipeline-num-layers need --pipeline-model-parallel-size > 1");
     return;
   }
-  ZT_REQUIRE(o.num_layers % P == 0,
-             "--num-layers ({}) must be a multiple of --pipeline-model-parallel-size ({})",
-             o.num_layers, P);
+  if (first > 0 || last > 0) {
+    // As megatron-core, which takes the virtual stages of an uneven split from
+    // --num-virtual-stages-per-pipeline-rank instead.
+    ZT_REQUIRE(k == 0,
+               "--decoder-first/last-pipeline-num-layers with "
+               "--num-layers-per-virtual-pipeline-stage is not supported: the chunks per stage "
+               "would differ between stages");
+    const std::string why = split_problem({o.num_layers, P, 1, first, last});
+    ZT_REQUIRE(why.empty(), "{}", why);
+  } else {
+    ZT_REQUIRE(o.num_layers % P == 0,
+               "--num-layers ({}) must be a multiple of --pipeline-model-parallel-size ({})",
+               o.num_layers, P);
+  }
   ZT_REQUIRE(k == 0 || (o.num_layers / P) % k == 0,
              "--num-layers-per-virtual-pipeline-stage ({}) must divide the {} layers of a stage", k,
              o.num_layers / P);

@@ -12,7 +12,9 @@ size_t KeepAllActivations::bytes(const GptConfig& config, int micro_batch, int t
 
 KeepAllActivations::KeepAllActivations(MemoryPool& pool, const GptConfig& config, int micro_batch,
                                        int tp_size, const ActivationSlots& slots)
-    : arena_(pool, bytes(config, micro_batch, tp_size, slots), MemCategory::Activations),
+    : config_(config),
+      shape_(slots),
+      arena_(pool, bytes(config, micro_batch, tp_size, slots), MemCategory::Activations),
       per_slot_(slots.per_slot(config)),
       slots_(slots.slots),
       inputs_(static_cast<size_t>(per_slot_) * static_cast<size_t>(slots_)) {
@@ -22,7 +24,7 @@ KeepAllActivations::KeepAllActivations(MemoryPool& pool, const GptConfig& config
 
 size_t KeepAllActivations::index(int layer) const {
   return static_cast<size_t>(slot_) * static_cast<size_t>(per_slot_) +
-         static_cast<size_t>(layer % per_slot_);
+         static_cast<size_t>(shape_.local(config_, layer));
 }
 
 void KeepAllActivations::select_slot(int slot) {

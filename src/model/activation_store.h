@@ -13,11 +13,23 @@ namespace zt {
 // Without pipeline parallelism: one slot of every layer. A pipeline stage holds up to
 // pipeline::max_in_flight micro-batches of one model chunk each (its forward ran, its backward
 // has not), so `slots` of `layers` = the layers of one chunk; layer i sits at position
-// i % layers of its slot (a chunk's layers are consecutive and chunk-aligned).
+// local(i) of its slot: a stage's chunks hold consecutive layers starting at first_layer,
+// first_layer + period, ... (pipeline_split.h; an uneven split does not align them to `layers`).
 struct ActivationSlots {
   int slots = 1;
   int layers = 0;  // 0: config.num_layers
+  // The caller keeps each slot's first layer input (a pipeline stage's received chunk input)
+  // unchanged until that slot's backward: a checkpointing store keeps it as the slot's first
+  // checkpoint, as megatron-core does with the received tensor, instead of copying it.
+  bool inputs_kept = false;
+  int first_layer = 0;  // the first layer of the stage's first chunk
+  int period = 0;       // layers from one of its chunks to the next (0: per_slot)
   int per_slot(const GptConfig& c) const { return layers > 0 ? layers : c.num_layers; }
+  // Layer `layer`'s position within its chunk.
+  int local(const GptConfig& c, int layer) const {
+    const int p = period > 0 ? period : per_slot(c);
+    return ((layer - first_layer) % p + p) % p;
+  }
 };
 
 class ActivationStore {
@@ -58,6 +70,8 @@ class KeepAllActivations final : public ActivationStore {
 
  private:
   size_t index(int layer) const;
+  GptConfig config_;
+  ActivationSlots shape_;
   Arena arena_;
   int per_slot_ = 0, slots_ = 1, slot_ = 0;
   std::vector<LayerActivations> layers_;  // slot-major

@@ -84,17 +84,15 @@ int64_t ParamLayout::replicated_numel() const {
 }
 
 std::vector<int> PipelinePart::layers(const GptConfig& c, int chunk) const {
-  const int k = c.num_layers / (size * chunks), first = virtual_stage(chunk) * k;
-  std::vector<int> out(static_cast<size_t>(k));
-  for (int i = 0; i < k; ++i) out[static_cast<size_t>(i)] = first + i;
+  const LayerSpan span = virtual_stage_layers(split(c), rank, chunk);
+  std::vector<int> out(static_cast<size_t>(span.count));
+  for (int i = 0; i < span.count; ++i) out[static_cast<size_t>(i)] = span.first + i;
   return out;
 }
 
 void validate_pipeline(const GptConfig& c, const PipelinePart& part) {
-  ZT_REQUIRE(part.size >= 1 && part.chunks >= 1, "pipeline sizes must be >= 1");
-  ZT_REQUIRE(c.num_layers % (part.size * part.chunks) == 0,
-             "--num-layers {} does not divide into {} pipeline stages x {} model chunks",
-             c.num_layers, part.size, part.chunks);
+  const std::string why = split_problem(part.split(c));
+  ZT_REQUIRE(why.empty(), "{}", why);
   ZT_CHECK(part.rank >= 0 && part.rank < part.size, "pipeline rank {} outside [0, {})", part.rank,
            part.size);
 }

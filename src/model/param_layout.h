@@ -14,6 +14,7 @@
 
 #include "src/core/tensor.h"
 #include "src/model/gpt_config.h"
+#include "src/model/pipeline_split.h"
 
 namespace zt {
 
@@ -85,19 +86,23 @@ struct BlockRange {
 };
 
 // The part of the model one pipeline stage holds (Megatron-LM's layout). With `chunks` model
-// chunks per stage (the interleaved schedule), chunk c of stage s is virtual stage c·size + s and
-// holds layers [(c·size + s)·k, (c·size + s + 1)·k), k = L / (size·chunks). The first stage
-// also holds the embedding; the last the final layernorm and either the untied output layer or,
-// when size > 1, its own copy of the word embedding for the tied head (same name and values:
-// initialisation is by name, and the two copies' gradients are summed between the stages every
-// step).
+// chunks per stage (the interleaved schedule), chunk c of stage s is virtual stage c·size + s;
+// which layers each holds is pipeline_split.h's (evenly k = L / (size·chunks) each, or the
+// first / last stage's own counts). The first stage also holds the embedding; the last the final
+// layernorm and either the untied output layer or, when size > 1, its own copy of the word
+// embedding for the tied head (same name and values: initialisation is by name, and the two
+// copies' gradients are summed between the stages every step).
 struct PipelinePart {
   int size = 1;
   int rank = 0;
   int chunks = 1;
+  int first_stage_layers = 0, last_stage_layers = 0;  // PipelineSplit's (0: even)
   bool first() const { return rank == 0; }
   bool last() const { return rank == size - 1; }
   int virtual_stage(int chunk) const { return chunk * size + rank; }
+  PipelineSplit split(const GptConfig& config) const {
+    return {config.num_layers, size, chunks, first_stage_layers, last_stage_layers};
+  }
   // Layers of chunk `chunk`, in forward order.
   std::vector<int> layers(const GptConfig& config, int chunk) const;
 };

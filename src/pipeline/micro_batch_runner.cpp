@@ -16,8 +16,9 @@ std::unique_ptr<MicroBatchRunner> make_runner(Gpt& model, ActivationStore& acts,
   return std::make_unique<StageRunner>(model, acts, *pp, shape, ctx, micro_batch);
 }
 
-ActivationSlots runner_slots(const GptConfig& config, const ScheduleShape& shape, int stage) {
-  return shape.stages > 1 ? StageRunner::slots(config, shape, stage) : ActivationSlots{};
+ActivationSlots runner_slots(const GptConfig& config, const ScheduleShape& shape,
+                             const PipelinePart& part) {
+  return shape.stages > 1 ? StageRunner::slots(config, shape, part) : ActivationSlots{};
 }
 
 size_t runner_buffer_bytes(const GptConfig& config, int micro_batch, int tp_size,

@@ -73,7 +73,8 @@ std::unique_ptr<MicroBatchRunner> make_runner(Gpt& model, ActivationStore& acts,
                                               const DeviceContext& ctx, int micro_batch,
                                               int32_t* batch);
 // The activation slots the runner of `stage` needs (one, of every layer, with one stage).
-ActivationSlots runner_slots(const GptConfig& config, const ScheduleShape& shape, int stage);
+ActivationSlots runner_slots(const GptConfig& config, const ScheduleShape& shape,
+                             const PipelinePart& part);
 // What make_runner allocates (for the planner): nothing with one stage.
 size_t runner_buffer_bytes(const GptConfig& config, int micro_batch, int tp_size,
                            const ScheduleShape& shape, int stage);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -38,11 +41,12 @@ std::vector<Step> stage_schedule(const ScheduleShape& s, int stage) {
   validate(s);
   ZT_CHECK(stage >= 0 && stage < s.stages, "stage {} of {}", stage, s.stages);
   const int total = s.micro_batches * s.chunks;
+  // megatron-core's get_pp_rank_microbatches (micro-batch groups of P per chunk, its default):
+  // with m = P the later stages too run a steady phase, unlike Megatron-LM's older rule of every
+  // forward first whenever m = P.
   int warmup = 0;
   if (s.chunks == 1)
     warmup = std::min(s.stages - stage - 1, s.micro_batches);
-  else if (s.micro_batches == s.stages)
-    warmup = total;  // every forward first: the steady phase would have nothing to overlap
   else
     warmup = std::min((s.stages - stage - 1) * 2 + (s.chunks - 1) * s.stages, total);
   auto step = [&](int k, Step::Kind kind) {
@@ -126,10 +130,114 @@ SendPlan plan_sends(const ScheduleShape& s, const std::vector<std::vector<Step>>
   return plan;
 }
 
-SendPlan train_sends(const ScheduleShape& s, int stage) {
+bool sends_complete(const ScheduleShape& s, const std::vector<std::vector<Step>>& steps,
+                    const std::vector<SendPlan>& plans) {
+  const int P = s.stages, V = s.stages * s.chunks, m = s.micro_batches;
+  // Per message (kind, micro-batch, receiving virtual stage): its receive posted, it sent.
+  const auto messages = static_cast<size_t>(2 * m * V);
+  std::vector<char> posted(messages, 0), sent(messages, 0);
+  auto id = [&](Step::Kind kind, int mb, int vs) {
+    return (static_cast<size_t>(kind) * static_cast<size_t>(m) + static_cast<size_t>(mb)) *
+               static_cast<size_t>(V) +
+           static_cast<size_t>(vs);
+  };
+  // The message step x of `stage` receives, or sends; messages.size() when none.
+  auto in = [&](int stage, const Step& x) {
+    const int vs = virtual_stage(s, stage, x.chunk);
+    if (x.kind == Step::Forward) return vs > 0 ? id(x.kind, x.micro_batch, vs) : messages;
+    return vs < V - 1 ? id(x.kind, x.micro_batch, vs) : messages;
+  };
+  auto out = [&](int stage, const Step& x) {
+    const int vs = virtual_stage(s, stage, x.chunk);
+    if (x.kind == Step::Forward) return vs < V - 1 ? id(x.kind, x.micro_batch, vs + 1) : messages;
+    return vs > 0 ? id(x.kind, x.micro_batch, vs - 1) : messages;
+  };
+  // Per stage and step: the earlier steps whose sends it joins.
+  std::vector<std::vector<std::vector<int>>> joins(static_cast<size_t>(P));
+  for (int st = 0; st < P; ++st) {
+    const auto u = static_cast<size_t>(st);
+    joins[u].resize(steps[u].size() + 1);
+    for (size_t i = 0; i < plans[u].join_at.size(); ++i)
+      if (plans[u].join_at[i] >= 0)
+        joins[u][static_cast<size_t>(plans[u].join_at[i])].push_back(static_cast<int>(i));
+  }
+  std::vector<size_t> next(static_cast<size_t>(P), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int st = 0; st < P; ++st) {
+      const auto u = static_cast<size_t>(st);
+      for (; next[u] <= steps[u].size(); ++next[u], progress = true) {
+        const bool end = next[u] == steps[u].size();
+        if (!end) {
+          const size_t msg = in(st, steps[u][next[u]]);
+          if (msg < messages) {
+            posted[msg] = 1;
+            if (!sent[msg]) break;
+          }
+        }
+        bool blocked = false;
+        for (int j : joins[u][next[u]])
+          blocked |= !posted[out(st, steps[u][static_cast<size_t>(j)])];
+        if (blocked) break;
+        if (end) continue;
+        if (const size_t msg = out(st, steps[u][next[u]]); msg < messages) sent[msg] = 1;
+      }
+    }
+  }
+  for (int st = 0; st < P; ++st)
+    if (next[static_cast<size_t>(st)] <= steps[static_cast<size_t>(st)].size()) return false;
+  return true;
+}
+
+namespace {
+
+// Each send joined at its proof or when the `buffers`-th send after it needs its buffer.
+SendPlan bound_sends(SendPlan plan, int buffers) {
+  std::vector<size_t> sends;
+  for (size_t i = 0; i < plan.join_at.size(); ++i)
+    if (plan.join_at[i] >= 0) sends.push_back(i);
+  for (size_t k = 0; k + static_cast<size_t>(buffers) < sends.size(); ++k) {
+    int& at = plan.join_at[sends[k]];
+    at = std::min(at, static_cast<int>(sends[k + static_cast<size_t>(buffers)]));
+  }
+  std::vector<int> live(plan.join_at.size(), 0);
+  for (size_t i = 0; i < plan.join_at.size(); ++i)
+    for (int x = static_cast<int>(i); x >= 0 && x < plan.join_at[i]; ++x)
+      ++live[static_cast<size_t>(x)];
+  plan.buffers = 0;
+  for (int l : live) plan.buffers = std::max(plan.buffers, l);
+  return plan;
+}
+
+std::vector<SendPlan> all_train_sends(const ScheduleShape& s) {
   std::vector<std::vector<Step>> steps;
   for (int st = 0; st < s.stages; ++st) steps.push_back(stage_schedule(s, st));
-  return plan_sends(s, steps, stage);
+  std::vector<SendPlan> proven;
+  int most = 0;
+  for (int st = 0; st < s.stages; ++st) {
+    proven.push_back(plan_sends(s, steps, st));
+    most = std::max(most, proven.back().buffers);
+  }
+  // Interleaved: one buffer can complete (m = P) but makes a stage wait for its receiver's
+  // compute in the warm-up; two never add to the bubble (pipeline_schedule_test).
+  for (int k = s.chunks > 1 ? 2 : 1; k < most; ++k) {
+    std::vector<SendPlan> bounded;
+    for (const SendPlan& p : proven) bounded.push_back(bound_sends(p, k));
+    if (sends_complete(s, steps, bounded)) return bounded;
+  }
+  return proven;
+}
+
+}  // namespace
+
+SendPlan train_sends(const ScheduleShape& s, int stage) {
+  // The planner asks for every stage of a shape in turn, and each answer needs every stage's.
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int>, std::vector<SendPlan>> cache;
+  const std::lock_guard<std::mutex> lock(mu);
+  auto [it, fresh] = cache.try_emplace({s.stages, s.micro_batches, s.chunks});
+  if (fresh) it->second = all_train_sends(s);
+  return it->second.at(static_cast<size_t>(stage));
 }
 
 SendPlan eval_sends(const ScheduleShape& s, int stage) {

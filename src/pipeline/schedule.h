@@ -36,8 +36,11 @@ void validate(const ScheduleShape& s);
 // The ordered steps of stage `stage`: every (micro-batch, chunk) forward and backward exactly
 // once. 1F1B (chunks == 1): P - stage - 1 warm-up forwards, then one forward and one backward
 // alternating, then the remaining backwards; at most P - stage micro-batches in flight.
-// Interleaved: warm-up (P - stage - 1)·2 + (v - 1)·P forwards, micro-batches taken in groups of
-// P per chunk.
+// Interleaved: megatron-core 0.16's order (forward_backward_pipelining_with_interleaving with
+// its default microbatch_group_size_per_vp_stage = P): warm-up min((P - stage - 1)·2 + (v - 1)·P,
+// v·m) forwards, micro-batches taken in groups of P per chunk, each backward on the oldest
+// micro-batch of the chunks in reverse. tests/support/megatron_core_schedule.py ports its
+// scheduling logic; pipeline_schedule_test compares the orders.
 std::vector<Step> stage_schedule(const ScheduleShape& s, int stage);
 
 // The virtual stage a step of `stage` runs as (its position in the model, 0 = first layers).
@@ -67,6 +70,22 @@ struct SendPlan {
   int buffers = 0;
 };
 SendPlan plan_sends(const ScheduleShape& s, const std::vector<std::vector<Step>>& steps, int stage);
+// Whether every stage runs its `steps[stage]` to the end under the exchange's rules with
+// `plans[stage]`: a step posts its receive, waits until its sender has sent, joins the sends its
+// plan joins there (each waits until the receiver has posted that receive), computes and sends.
+// Every wait is on something that, once true, stays true, so when the run in which each stage
+// goes as far as it can finishes, every interleaving of the stages does (MPI with synchronous
+// sends; an eager send only completes earlier).
+bool sends_complete(const ScheduleShape& s, const std::vector<std::vector<Step>>& steps,
+                    const std::vector<SendPlan>& plans);
+// Megatron-core frees a stage's output once it is sent (deallocate_pipeline_outputs): a stage
+// keeps no sent output alive. Here a send completes asynchronously, so its buffer lives until its
+// join: `train_sends` joins each send at plan_sends' proof or, earlier, when the stage's k-th
+// next send needs a buffer, with k (the stage's send buffers) the smallest for which every
+// stage's plans still complete (sends_complete), at least 2 when interleaved (one would make
+// stages wait on their receivers with m = P) — 1 for every 1F1B shape and 2 for the interleaved
+// ones tested, against up to (P-1)·2 + (v-1)·P + 1 on plan_sends' proofs alone. Computed once
+// per shape.
 // The training schedule's (stage_schedule of every stage) and the evaluation's
 // (forward_only_schedule; each send joined at the next step: one buffer).
 SendPlan train_sends(const ScheduleShape& s, int stage);

@@ -16,9 +16,13 @@ bool holds_batch(const ScheduleShape& s, int stage) {
 
 }  // namespace
 
-ActivationSlots StageRunner::slots(const GptConfig& config, const ScheduleShape& shape, int stage) {
-  return ActivationSlots{max_in_flight(shape, stage),
-                         config.num_layers / (shape.stages * shape.chunks)};
+ActivationSlots StageRunner::slots(const GptConfig& config, const ScheduleShape& shape,
+                                   const PipelinePart& part) {
+  // A slot's input stays in its buffer until the slot's backward: the first checkpoint.
+  const std::vector<int> first = part.layers(config, 0);
+  const int period = part.chunks > 1 ? part.layers(config, 1).front() - first.front() : 0;
+  return ActivationSlots{max_in_flight(shape, part.rank), static_cast<int>(first.size()), true,
+                         first.front(), period};
 }
 
 size_t StageRunner::buffer_bytes(const GptConfig& c, int micro_batch, int tp_size,

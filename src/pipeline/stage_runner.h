@@ -33,8 +33,10 @@ class StageRunner final : public MicroBatchRunner {
   // What the constructor allocates (for the planner).
   static size_t buffer_bytes(const GptConfig& config, int micro_batch, int tp_size,
                              const ScheduleShape& shape, int stage);
-  // The activation slots a stage needs: one per micro-batch in flight.
-  static ActivationSlots slots(const GptConfig& config, const ScheduleShape& shape, int stage);
+  // The activation slots a stage needs: one per micro-batch in flight, each slot's chunk input
+  // kept until its backward (a checkpointing store's first checkpoint).
+  static ActivationSlots slots(const GptConfig& config, const ScheduleShape& shape,
+                               const PipelinePart& part);
 
   // The whole schedule is one run: begin(true) once, before it (the data-parallel reduction
   // waits for the step's end).

@@ -183,7 +183,7 @@ std::array<Gathers, 2> stage3_gathers(const PlanInput& in, const ParamLayout& la
 
 MemoryPlan plan_memory(const PlanInput& in) {
   MemoryPlan p;
-  const PipelinePart stage{in.pp, in.stage, in.chunks};
+  const PipelinePart stage{in.pp, in.stage, in.chunks, in.first_stage_layers, in.last_stage_layers};
   const ParamLayout layout = ParamLayout::gpt(in.model, in.tp, 0, stage);
   p.stage = in.stage;
   const Partition part(layout, in.dp, 0, in.reduce_bucket_elems);
@@ -222,7 +222,7 @@ MemoryPlan plan_memory(const PlanInput& in) {
   // layers), and the StageRunner's chunk inputs, output gradients, batches and send buffers.
   const pipeline::ScheduleShape shape{in.pp, in.accumulation, in.chunks};
   const ActivationSlots slots =
-      in.pp > 1 ? pipeline::StageRunner::slots(c, shape, in.stage) : ActivationSlots{};
+      in.pp > 1 ? pipeline::StageRunner::slots(c, shape, stage) : ActivationSlots{};
   p.activations = Gpt::arena_bytes(c, in.micro_batch, in.tp, stage) +
                   static_cast<size_t>(2 * in.micro_batch * c.seq_length) * 4;  // the batch
   if (in.pp > 1)
@@ -296,7 +296,7 @@ MemoryPlan plan_memory(const PlanInput& in) {
   const uint64_t first = stage.first() ? 1 : 0, last = stage.last() ? 1 : 0;
   const uint64_t N = static_cast<uint64_t>(in.micro_batch) * static_cast<uint64_t>(c.seq_length);
   const uint64_t h = static_cast<uint64_t>(c.hidden);
-  const uint64_t L = static_cast<uint64_t>(c.num_layers / in.pp);
+  const uint64_t L = static_cast<uint64_t>(stage_layer_count(stage.split(c), in.stage));
   const uint64_t a = static_cast<uint64_t>(in.accumulation);
   if (in.tp > 1 && splits_sequence(c, in.tp)) {
     const uint64_t recompute = in.checkpoint_activations ? 4 * L : 0;
@@ -314,7 +314,9 @@ MemoryPlan plan_memory(const PlanInput& in) {
     if (in.checkpoint_activations && in.partition_activations) {
       const uint64_t per_chunk = L / static_cast<uint64_t>(in.chunks);
       const uint64_t span = static_cast<uint64_t>(in.checkpoint_num_layers);
-      const uint64_t spans = static_cast<uint64_t>(in.chunks) * ((per_chunk + span - 1) / span);
+      // A pipeline stage's first span of a chunk starts from the chunk input it keeps whole.
+      const uint64_t spans = static_cast<uint64_t>(in.chunks) *
+                             ((per_chunk + span - 1) / span - (slots.inputs_kept ? 1 : 0));
       bytes += spans * N * h * e;  // all-gather of n output elements counts n
       ops += spans;
     }

@@ -21,6 +21,8 @@ struct PlanInput {
   // Pipeline parallelism: `pp` stages of `chunks` model chunks each (the interleaved schedule
   // when > 1); a plan is that of one stage, `stage` (plan_stages: every one).
   int pp = 1, chunks = 1, stage = 0;
+  // The first / last stage's layers (PipelineSplit: 0, an even split).
+  int first_stage_layers = 0, last_stage_layers = 0;
   DType working = DType::F32;
   // The kept gradient in fp32 under half parameters (--accumulate-allreduce-grads-in-fp32).
   bool fp32_grads = false;

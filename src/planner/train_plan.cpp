@@ -49,6 +49,8 @@ PlanInput plan_input_from(const TrainOptions& o, int dp) {
   in.dp = d.dp;
   in.pp = d.pp;
   in.chunks = d.chunks;
+  in.first_stage_layers = d.first_stage_layers;
+  in.last_stage_layers = d.last_stage_layers;
   in.zero_stage = d.zero.stage;
   in.working = d.working;
   in.fp32_grads = d.zero.fp32_grads;

@@ -23,7 +23,8 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
       config_(derived_.model),
       layout_(
           ParamLayout::gpt(config_, topology.tp_size(), topology.tp_rank(),
-                           PipelinePart{topology.pp_size(), topology.pp_rank(), derived_.chunks})),
+                           PipelinePart{topology.pp_size(), topology.pp_rank(), derived_.chunks,
+                                        derived_.first_stage_layers, derived_.last_stage_layers})),
       schedule_{o_.lr, o_.min_lr, o_.lr_warmup_iters, derived_.lr_decay_iters, o_.lr_decay_style},
       scaler_(derived_.scaler),
       data_(std::move(data)),
@@ -46,7 +47,7 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
   optimizer_ = std::make_unique<ZeroOptimizer>(layout_, derived_.working, derived_.adam, ctx_,
                                                static_cast<uint64_t>(o_.seed), zero_config());
   const pipeline::ScheduleShape shape{pp_, accumulation_, derived_.chunks};
-  const ActivationSlots slots = pipeline::runner_slots(config_, shape, pp_rank_);
+  const ActivationSlots slots = pipeline::runner_slots(config_, shape, layout_.pipeline());
   if (derived_.checkpoint_activations) {
     CheckpointConfig cp = derived_.checkpoint;
     cp.tp = &topo_.tp();

@@ -26,7 +26,7 @@ size_t ActivationCheckpointer::workspace_bytes(const GptConfig& c, int micro_bat
 size_t ActivationCheckpointer::checkpoint_bytes(const GptConfig& c, int micro_batch, int tp_size,
                                                 const CheckpointConfig& cp,
                                                 const ActivationSlots& slots) {
-  const int spans = (slots.per_slot(c) + cp.span - 1) / cp.span;
+  const int spans = (slots.per_slot(c) + cp.span - 1) / cp.span - (slots.inputs_kept ? 1 : 0);
   return Arena::aligned(static_cast<size_t>(kept_elems(c, micro_batch, tp_size, cp)) *
                         dtype_size(c.dtype)) *
          static_cast<size_t>(spans) * static_cast<size_t>(slots.slots);
@@ -50,7 +50,11 @@ ActivationCheckpointer::ActivationCheckpointer(const DeviceContext& ctx, const G
       tp_rank_(cp.tp ? cp.tp->rank() : 0),
       per_slot_(slots.per_slot(config)),
       spans_((per_slot_ + cp.span - 1) / cp.span),
-      slots_(slots.slots) {
+      slots_(slots.slots),
+      stored_spans_(spans_ - (slots.inputs_kept ? 1 : 0)),
+      shape_(slots),
+      inputs_kept_(slots.inputs_kept),
+      kept_inputs_(static_cast<size_t>(slots.inputs_kept ? slots.slots : 0)) {
   MemoryPool& device = ctx.pool();
   MemoryPool& host = ctx.host();
   ZT_REQUIRE(cp.span >= 1, "--checkpoint-num-layers must be positive, got {}", cp.span);
@@ -72,7 +76,7 @@ ActivationCheckpointer::ActivationCheckpointer(const DeviceContext& ctx, const G
   checkpoint_arena_ =
       Arena(cp.cpu ? host : device, checkpoint_bytes(config, micro_batch, tp_size, cp, slots),
             cp.cpu ? MemCategory::HostCheckpoints : MemCategory::Checkpoints);
-  for (int s = 0; s < spans_ * slots_; ++s)
+  for (int s = 0; s < stored_spans_ * slots_; ++s)
     checkpoints_.emplace_back(checkpoint_arena_.carve({checkpoint_elems_}, t).data(), t);
   restore_buffers_[0] = restored_;
   if (const size_t b = prefetch_bytes(config, micro_batch, cp, ctx.needs_staging()); b > 0) {
@@ -90,7 +94,7 @@ void ActivationCheckpointer::join_offload() {
 LayerActivations& ActivationCheckpointer::workspace(int layer) {
   // span + 1 workspaces: the layers of one span never share one, and a layer's output (the
   // next layer's input) survives the next layer's forward.
-  return workspaces_[static_cast<size_t>(layer % per_slot_ % (cp_.span + 1))];
+  return workspaces_[static_cast<size_t>(shape_.local(config_, layer) % (cp_.span + 1))];
 }
 
 LayerActivations& ActivationCheckpointer::begin_forward(int layer) {
@@ -106,12 +110,22 @@ void ActivationCheckpointer::select_slot(int slot) {
   slot_ = slot;
 }
 
+Ref ActivationCheckpointer::checkpoint(int span_index) const {
+  const int first = inputs_kept_ ? 1 : 0;
+  ZT_CHECK(span_index >= first, "span {} has no checkpoint of its own", span_index);
+  return checkpoints_[static_cast<size_t>(slot_ * stored_spans_ + span_index - first)];
+}
+
 void ActivationCheckpointer::end_forward(int layer, CRef input) {
-  const int local = layer % per_slot_;
+  const int local = shape_.local(config_, layer);
   if (local % cp_.span != 0) return;
+  if (local == 0 && inputs_kept_) {  // the caller keeps it whole until the slot's backward
+    kept_inputs_[static_cast<size_t>(slot_)] = input;
+    return;
+  }
   // Pa: the input is identical on every tp rank; this rank keeps its slice.
   const int64_t offset = checkpoint_elems_ == input_elems_ ? 0 : tp_rank_ * checkpoint_elems_;
-  const Ref kept = checkpoints_[static_cast<size_t>(slot_ * spans_ + local / cp_.span)];
+  const Ref kept = checkpoint(local / cp_.span);
   const size_t bytes = kept.bytes(checkpoint_elems_);
   if (!cp_.cpu) {
     be_.copy(kept.p, (input + offset).p, bytes);
@@ -123,7 +137,7 @@ void ActivationCheckpointer::end_forward(int layer, CRef input) {
 }
 
 void ActivationCheckpointer::fetch(int span_index, Ref buffer) {
-  const Ref kept = checkpoints_[static_cast<size_t>(slot_ * spans_ + span_index)];
+  const Ref kept = checkpoint(span_index);
   const int64_t offset = checkpoint_elems_ == input_elems_ ? 0 : tp_rank_ * checkpoint_elems_;
   const size_t bytes = kept.bytes(checkpoint_elems_);
   if (cp_.cpu)
@@ -133,15 +147,21 @@ void ActivationCheckpointer::fetch(int span_index, Ref buffer) {
 }
 
 void ActivationCheckpointer::restore(int span_index) {
+  restored_span_ = span_index;
+  if (span_index == 0 && inputs_kept_) {
+    span_input_ = kept_inputs_[static_cast<size_t>(slot_)];
+    prefetched_span_ = -1;
+    return;
+  }
   const bool ahead = static_cast<bool>(restore_buffers_[1]);  // Pa+cpu with a second restore buffer
   restored_ = restore_buffers_[ahead ? span_index % 2 : 0];
   if (!ahead || prefetched_span_ != span_index) fetch(span_index, restored_);
   if (cp_.cpu) be_.join_copies();
   if (checkpoint_elems_ != input_elems_)
     cp_.tp->all_gather(Tensor(restored_.p, {input_elems_}, restored_.t, be_.device()));
-  restored_span_ = span_index;
+  span_input_ = restored_;
   prefetched_span_ = -1;
-  if (ahead && span_index > 0) {
+  if (ahead && span_index > (inputs_kept_ ? 1 : 0)) {
     // The other buffer last served the span after this one, whose backward is enqueued already.
     fetch(span_index - 1, restore_buffers_[(span_index - 1) % 2]);
     prefetched_span_ = span_index - 1;
@@ -150,7 +170,7 @@ void ActivationCheckpointer::restore(int span_index) {
 
 ActivationStore::Restored ActivationCheckpointer::begin_backward(int layer) {
   // Spans count within the slot's layers; the layers returned are the model's.
-  const int base = layer - layer % per_slot_;
+  const int base = layer - shape_.local(config_, layer);
   const int span = (layer - base) / cp_.span;
   const int first = base + span * cp_.span;
   const int last = std::min(first + cp_.span, base + per_slot_) - 1;
@@ -161,9 +181,9 @@ ActivationStore::Restored ActivationCheckpointer::begin_backward(int layer) {
     restore(span);
     r.recompute = true;
     r.recompute_from = first;
-    r.recompute_input = restored_;
+    r.recompute_input = span_input_;
   }
-  r.input = layer == first ? restored_ : workspace(layer - 1).out;
+  r.input = layer == first ? span_input_ : workspace(layer - 1).out;
   return r;
 }
 

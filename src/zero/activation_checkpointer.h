@@ -51,7 +51,8 @@ class ActivationCheckpointer final : public ActivationStore {
 
   // What the constructor allocates, for the planner: the workspace arena (activations) and the
   // checkpoint arena ((layers / span) · micro_batch · seq · hidden elements of the working
-  // precision, / tp with Pa; spans counted per slot's layers, times the slots).
+  // precision, / tp with Pa; spans counted per slot's layers, times the slots; with
+  // slots.inputs_kept each slot's first span keeps nothing here: its input is the caller's).
   static size_t workspace_bytes(const GptConfig& config, int micro_batch, int tp_size, int span);
   static size_t checkpoint_bytes(const GptConfig& config, int micro_batch, int tp_size,
                                  const CheckpointConfig& checkpoint,
@@ -66,6 +67,8 @@ class ActivationCheckpointer final : public ActivationStore {
   void restore(int span_index);
   // Starts bringing span `span_index`'s checkpoint into restore buffer `buffer`.
   void fetch(int span_index, Ref buffer);
+  // Span `span_index`'s checkpoint of the selected slot.
+  Ref checkpoint(int span_index) const;
   void join_offload();
 
   Backend& be_;
@@ -73,12 +76,19 @@ class ActivationCheckpointer final : public ActivationStore {
   CheckpointConfig cp_;
   int tp_size_, tp_rank_;
   int per_slot_ = 0, spans_ = 0, slot_ = 0, slots_ = 1;  // layers and spans of one slot
-  int64_t input_elems_ = 0;                              // N·C of one layer input
+  // Spans whose input is kept here per slot: spans_, or spans_ - 1 when the caller keeps the
+  // first span's input (kept_inputs_, per slot).
+  int stored_spans_ = 0;
+  ActivationSlots shape_;
+  bool inputs_kept_ = false;
+  std::vector<CRef> kept_inputs_;
+  int64_t input_elems_ = 0;       // N·C of one layer input
   int64_t checkpoint_elems_ = 0;  // kept per checkpoint (input_elems_ / tp with Pa)
   Arena workspace_arena_, checkpoint_arena_;
   std::vector<LayerActivations> workspaces_;  // span + 1: a span plus the input it consumed
   std::vector<Ref> checkpoints_;              // in the working precision, slot-major
-  Ref restored_;  // [N·C] the gathered input of the span being recomputed
+  Ref restored_;     // [N·C] the gathered input of the span being recomputed
+  CRef span_input_;  // that span's input: restored_, or the caller's kept input
   int restored_span_ = -1;
   // Pa+cpu where the host cannot reach the device: the second restore buffer, the span fetched
   // into it ahead of time (-1: none), and the source of the offload still in flight.

@@ -1,6 +1,7 @@
 // Checkpoints across pipeline stages: a pp 2 run (tp 1 or 2) stopped and resumed in its layout
 // gives bitwise the losses of the uninterrupted pp 2 run; a chain of reshapes tp2 x pp2 (ZeRO 1,
-// sequence parallel) -> pp1 (ZeRO 3) -> pp4 (ZeRO 0) -> pp2 interleaved (ZeRO 1) continues with the
+// sequence parallel) -> pp1 (ZeRO 3) -> pp2 split 1 + 3 (ZeRO 1) -> pp4 (ZeRO 0) -> pp2
+// interleaved (ZeRO 1) -> pp2 split 3 + 1 (ZeRO 0) continues with the
 // losses of one rank training uninterrupted (fp32, relative 1e-5), each load within the
 // loader's constant buffer; the two copies of the tied word embedding (first and last stage)
 // agree bitwise, so storing the first stage's alone loses nothing; swapped or missing stage
@@ -33,12 +34,16 @@ namespace fs = std::filesystem;
 struct Layout {
   int tp, pp, chunks, stage;
   bool sequence_parallel = false;
+  int first = 0, last = 0;  // --decoder-first/last-pipeline-num-layers
 };
 
 std::string name(const Layout& l) {
   return "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) + " chunks " +
          std::to_string(l.chunks) + " stage " + std::to_string(l.stage) +
-         (l.sequence_parallel ? " sp" : "");
+         (l.sequence_parallel ? " sp" : "") +
+         (l.first + l.last > 0
+              ? " first " + std::to_string(l.first) + " last " + std::to_string(l.last)
+              : "");
 }
 
 constexpr int kIters = 8;
@@ -58,6 +63,8 @@ TrainOptions options(const Layout& l, int train_iters) {
   o.tensor_model_parallel_size = l.tp;
   o.sequence_parallel = l.sequence_parallel;
   test::set_pipeline(o, l.pp, l.chunks);
+  o.decoder_first_pipeline_num_layers = l.first;
+  o.decoder_last_pipeline_num_layers = l.last;
   o.reduce_bucket_size = 3000;  // several partition units per block
   return o;
 }
@@ -129,7 +136,8 @@ TEST(CheckpointPipeline, ReshapesAcrossPipelineSizes) {
   const int world = dist::world().size();
   std::vector<Layout> chain;
   for (const Layout& l :
-       {Layout{2, 2, 1, 1, true}, Layout{1, 1, 1, 3}, Layout{1, 4, 1, 0}, Layout{1, 2, 2, 1}})
+       {Layout{2, 2, 1, 1, true}, Layout{1, 1, 1, 3}, Layout{1, 2, 1, 1, false, 1, 0},
+        Layout{1, 4, 1, 0}, Layout{1, 2, 2, 1}, Layout{1, 2, 1, 0, false, 0, 1}})
     if (world % (l.tp * l.pp) == 0) chain.push_back(l);
   ASSERT_GE(chain.size(), 2u);
   // The reference: this rank alone, uninterrupted, in its own pool.

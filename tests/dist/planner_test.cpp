@@ -31,6 +31,8 @@ struct Case {
   int pp = 1;
   int layers_per_virtual_stage = 0;  // > 0: the interleaved schedule
   bool fp32_grads = false;           // --accumulate-allreduce-grads-in-fp32
+  int layers = 0;                    // 0: 4 with a pipeline, else 3
+  int first = 0, last = 0;           // --decoder-first/last-pipeline-num-layers
   bool llama = false;                // the Llama-shaped model (set_llama)
 };
 
@@ -96,22 +98,31 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
                         // the Llama-shaped model: every stage, tp 1 and 2, sequence
                         // parallelism, the activation policies, pp 2 (the untied head on the
                         // last stage), each precision
-                        {1, 0, F32, false, false, false, 2, false, 1, 0, false, true},
-                        {1, 1, BF16, true, false, false, 1, false, 1, 0, false, true},
-                        {2, 2, F16, true, true, true, 2, false, 1, 0, false, true},
-                        {2, 3, BF16, true, true, false, 2, false, 1, 0, false, true},
-                        {1, 3, F32, false, false, false, 1, false, 1, 0, false, true},
-                        {2, 0, BF16, false, false, false, 1, true, 1, 0, false, true},
-                        {2, 3, F32, true, false, false, 2, true, 1, 0, false, true},
-                        {1, 1, BF16, true, true, false, 2, false, 2, 0, false, true},
-                        {2, 0, F32, false, false, false, 3, true, 2, 0, false, true},
-                        {2, 1, F16, true, true, true, 2, false, 2, 0, false, true}};
+                        {1, 0, F32, false, false, false, 2, false, 1, 0, false, 0, 0, 0, true},
+                        {1, 1, BF16, true, false, false, 1, false, 1, 0, false, 0, 0, 0, true},
+                        {2, 2, F16, true, true, true, 2, false, 1, 0, false, 0, 0, 0, true},
+                        {2, 3, BF16, true, true, false, 2, false, 1, 0, false, 0, 0, 0, true},
+                        {1, 3, F32, false, false, false, 1, false, 1, 0, false, 0, 0, 0, true},
+                        {2, 0, BF16, false, false, false, 1, true, 1, 0, false, 0, 0, 0, true},
+                        {2, 3, F32, true, false, false, 2, true, 1, 0, false, 0, 0, 0, true},
+                        {1, 1, BF16, true, true, false, 2, false, 2, 0, false, 0, 0, 0, true},
+                        {2, 0, F32, false, false, false, 3, true, 2, 0, false, 0, 0, 0, true},
+                        {2, 1, F16, true, true, true, 2, false, 2, 0, false, 0, 0, 0, true},
+                        // pipeline chunks of 2 layers (checkpoints past the kept input), uneven
+                        // splits
+                        {1, 1, BF16, true, false, false, 4, false, 2, 2, false, 8},
+                        {1, 1, BF16, true, false, false, 3, false, 2, 0, false, 5, 1, 0},
+                        {2, 1, BF16, true, true, true, 2, false, 2, 0, false, 5, 0, 1},
+                        {1, 0, F32, false, false, false, 4, false, 4, 0, false, 6, 1, 1},
+                        {1, 1, F16, true, false, false, 5, false, 4, 0, false, 6, 3, 0}};
   for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
     const Case& k = cases[i];
     if (world % (k.tp * k.pp) != 0) continue;
     const int dp = world / (k.tp * k.pp);
     TrainOptions o = test::small_gpt(0.1, 2);
-    o.num_layers = k.pp > 1 ? 4 : 3;
+    o.num_layers = k.layers > 0 ? k.layers : (k.pp > 1 ? 4 : 3);
+    o.decoder_first_pipeline_num_layers = k.first;
+    o.decoder_last_pipeline_num_layers = k.last;
     o.micro_batch_size = 2;
     o.global_batch_size = 2 * dp * k.accumulation;
     o.lr = 1e-4;

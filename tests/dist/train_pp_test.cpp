@@ -96,6 +96,31 @@ TEST(TrainPp, PipelineLayoutsMatchOneRank) {
   for (const Layout& l : layouts(W)) expect_same(run(o, l), want, 1e-5, name(l, W));
 }
 
+// Uneven splits (--decoder-first/last-pipeline-num-layers): 5 layers as 1 + 4 and 4 + 1 over 2
+// stages, 1 + 2 + 2 + 1 (first and last set) and 3 + 1 + 1 + 1 (first only) over 4, 1F1B, with
+// and without checkpointing (the received input as each slot's first checkpoint, a stage of
+// several spans after it): the one-rank run's losses and norms.
+TEST(TrainPp, UnevenSplitsMatchOneRank) {
+  const int W = dist::world().size();
+  const int P = W >= 4 ? 4 : 2;
+  if (W % P != 0 || W < 2) GTEST_SKIP() << "needs 2 or 4 ranks";
+  struct Uneven {
+    int layers, first, last;
+  };
+  const std::vector<Uneven> splits = P == 2 ? std::vector<Uneven>{{5, 1, 0}, {5, 0, 1}}
+                                            : std::vector<Uneven>{{6, 1, 1}, {6, 3, 0}};
+  for (const Uneven& u : splits)
+    for (bool ckpt : {false, true}) {
+      TrainOptions o = small(u.layers);
+      const std::vector<StepMetrics> want = alone(o);
+      o.decoder_first_pipeline_num_layers = u.first;
+      o.decoder_last_pipeline_num_layers = u.last;
+      const Layout l{P, 1, 1, 1, false, ckpt};
+      expect_same(run(o, l), want, 1e-5,
+                  name(l, W) + fmt::format(" first {} last {}", u.first, u.last));
+    }
+}
+
 // Interleaving over 4 stages (8 layers, 2 chunks of 1 layer per stage).
 TEST(TrainPp, InterleavedOverFourStagesMatchesOneRank) {
   const int W = dist::world().size();

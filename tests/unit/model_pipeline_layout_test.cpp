@@ -24,6 +24,60 @@ GptConfig model(int layers) {
   return c;
 }
 
+std::vector<int> counts(const PipelineSplit& s) {
+  std::vector<int> out;
+  for (int c = 0; c < s.chunks; ++c)
+    for (int st = 0; st < s.stages; ++st) out.push_back(virtual_stage_layers(s, st, c).count);
+  return out;
+}
+
+// megatron-core's get_num_layers_to_build / get_transformer_layer_offset: the first / last stage
+// its own count, the rest even over the middle; with chunks each stage's layers even over them,
+// virtual stages consecutive in their order.
+TEST(PipelineSplitTest, FirstAndLastStageCountsAsMegatronCore) {
+  EXPECT_EQ(counts({10, 4, 1, 1, 3}), (std::vector<int>{1, 3, 3, 3}));
+  EXPECT_EQ(counts({10, 4, 1, 4, 0}), (std::vector<int>{4, 2, 2, 2}));
+  EXPECT_EQ(counts({10, 4, 1, 0, 1}), (std::vector<int>{3, 3, 3, 1}));
+  EXPECT_EQ(counts({5, 2, 1, 1, 4}), (std::vector<int>{1, 4}));
+  EXPECT_EQ(counts({8, 4, 2, 0, 0}), (std::vector<int>{1, 1, 1, 1, 1, 1, 1, 1}));
+  // 16 layers, P 4, v 2, first 2, last 2: 1 + 3 + 3 + 1 per round; megatron-core's offset of
+  // (rank 1, vp 1) is vp·8 + 1 + 0·3 = 9.
+  const PipelineSplit s{16, 4, 2, 2, 2};
+  EXPECT_EQ(counts(s), (std::vector<int>{1, 3, 3, 1, 1, 3, 3, 1}));
+  EXPECT_EQ(virtual_stage_layers(s, 1, 1).first, 9);
+  EXPECT_EQ(virtual_stage_layers(s, 3, 1).first, 15);
+  EXPECT_EQ(stage_layer_count(s, 2), 6);
+  // Every layer exactly once, in order of virtual stage.
+  for (const PipelineSplit& x : {PipelineSplit{10, 4, 1, 1, 3}, PipelineSplit{16, 4, 2, 2, 2},
+                                 PipelineSplit{12, 3, 2, 0, 0}}) {
+    int next = 0;
+    for (int c = 0; c < x.chunks; ++c)
+      for (int st = 0; st < x.stages; ++st) {
+        const LayerSpan l = virtual_stage_layers(x, st, c);
+        EXPECT_EQ(l.first, next);
+        next += l.count;
+      }
+    EXPECT_EQ(next, x.num_layers);
+  }
+}
+
+TEST(PipelineSplitTest, SplitsThatDoNotDivideAreRefused) {
+  EXPECT_NE(split_problem({10, 4, 1, 0, 2}), "");  // 8 over 3
+  EXPECT_NE(split_problem({10, 4, 1, 0, 0}), "");  // 10 over 4
+  EXPECT_NE(split_problem({4, 2, 1, 1, 1}), "");   // 2 layers left, no stage between
+  EXPECT_NE(split_problem({4, 1, 1, 1, 0}), "");   // one stage
+  EXPECT_NE(split_problem({16, 4, 2, 1, 3}), "");  // 1 layer in 2 chunks
+  EXPECT_THROW(virtual_stage_layers({10, 4, 1, 0, 2}, 0, 0), InputError);
+  EXPECT_EQ(split_problem({10, 4, 1, 1, 3}), "");
+  // A stage of the uneven split holds exactly its layers.
+  const GptConfig c = model(10);
+  const PipelinePart last{4, 3, 1, 1, 3};
+  EXPECT_EQ(last.layers(c, 0), (std::vector<int>{7, 8, 9}));
+  const ParamLayout l = ParamLayout::gpt(c, 1, 0, last);
+  EXPECT_GE(l.layer_block(7), 0);
+  EXPECT_LT(l.layer_block(6), 0);
+}
+
 TEST(PipelineLayout, StagesHoldEveryParameterOnce) {
   const GptConfig c = model(8);
   for (int tp : {1, 2})

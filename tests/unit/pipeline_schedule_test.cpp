@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -72,6 +75,36 @@ TEST(PipelineSchedule, InterleavedOrderIsMegatrons) {
   EXPECT_EQ(stage_schedule(s, 0), want);
 }
 
+// megatron-core 0.16's order, from tests/fixtures/make_megatron_core_schedule.py's port of its
+// scheduling logic: every rank of every shape there (m = P included, where its warm-up rule
+// differs from Megatron-LM's older every-forward-first).
+TEST(PipelineSchedule, InterleavedOrderIsMegatronCore016s) {
+  std::ifstream f(std::string(ZT_FIXTURES) + "/megatron_core_interleaved_orders.txt");
+  ASSERT_TRUE(f.good());
+  int shapes = 0, with_m_equal_p = 0;
+  for (std::string line; std::getline(f, line);) {
+    std::istringstream in(line);
+    int p = 0, v = 0, m = 0, rank = 0;
+    char colon = 0;
+    in >> p >> v >> m >> rank >> colon;
+    ASSERT_EQ(colon, ':') << line;
+    std::vector<Step> want;
+    for (std::string w; in >> w;) {
+      const size_t dot = w.find('.');
+      want.push_back({w[0] == 'F' ? K::Forward : K::Backward, std::stoi(w.substr(1, dot - 1)),
+                      std::stoi(w.substr(dot + 1))});
+    }
+    EXPECT_EQ(stage_schedule({p, m, v}, rank), want)
+        << "P " << p << " v " << v << " m " << m << " rank " << rank;
+    if (rank == 0) {
+      ++shapes;
+      with_m_equal_p += m == p ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(shapes, 48);
+  EXPECT_EQ(with_m_equal_p, 12);
+}
+
 TEST(PipelineSchedule, FirstStageHoldsTheMostActivations) {
   for (int p : {2, 4, 8})
     for (int m : {1, 4, 16}) {
@@ -130,19 +163,27 @@ TEST(PipelineSchedule, ShapesWithoutASchedule) {
 // StageRunner's protocol, executed step by step for every stage at once: each step posts its
 // receive, waits for the message, joins the sends its plan joins there (a join waits until the
 // peer has posted that send's receive), computes and sends. Returns whether every stage
-// finished (no deadlock) and how many joins had to wait.
+// finished (no deadlock) and how many joins had to wait. Written apart from sends_complete, which
+// the plans are chosen by.
 struct Protocol {
   bool finished = true;
   int waiting_joins = 0;
 };
-Protocol run_protocol(const ScheduleShape& s, bool eval) {
-  const int P = s.stages, V = s.stages * s.chunks;
+std::vector<std::vector<Step>> all_steps(const ScheduleShape& s, bool eval) {
   std::vector<std::vector<Step>> steps;
-  std::vector<SendPlan> plans;
-  for (int st = 0; st < P; ++st) {
+  for (int st = 0; st < s.stages; ++st)
     steps.push_back(eval ? forward_only_schedule(s) : stage_schedule(s, st));
+  return steps;
+}
+std::vector<SendPlan> all_plans(const ScheduleShape& s, bool eval) {
+  std::vector<SendPlan> plans;
+  for (int st = 0; st < s.stages; ++st)
     plans.push_back(eval ? eval_sends(s, st) : train_sends(s, st));
-  }
+  return plans;
+}
+Protocol run_protocol(const ScheduleShape& s, const std::vector<std::vector<Step>>& steps,
+                      const std::vector<SendPlan>& plans) {
+  const int P = s.stages, V = s.stages * s.chunks;
   using Msg = std::tuple<int, int, int>;  // kind, micro-batch, receiving virtual stage
   std::set<Msg> posted, sent;
   auto in = [&](int st, const Step& x) -> std::pair<bool, Msg> {
@@ -199,28 +240,132 @@ Protocol run_protocol(const ScheduleShape& s, bool eval) {
   return r;
 }
 
-TEST(PipelineSends, ProtocolNeverWaitsOnTheScheduleAndBuffersAreConstant) {
+// The stages' plans complete under the protocol with one send buffer per stage under 1F1B, two
+// interleaved (in the steady phase a forward's send to the next stage and a backward's to the
+// previous are in flight together; with m = P one completes but waits: FewerBuffersAddNoBubble),
+// where joining only on proof of the receive
+// (plan_sends) never waits but holds the whole warm-up's outputs.
+TEST(PipelineSends, ProtocolCompletesWithOneOrTwoBuffers) {
   for (int P : {2, 3, 4, 8})
     for (int v : {1, 2, 4})
       for (int mult : {1, 2, 8}) {
         const ScheduleShape s{P, P * mult, v};
         for (bool eval : {false, true}) {
-          const Protocol r = run_protocol(s, eval);
+          const auto steps = all_steps(s, eval);
+          const auto plans = all_plans(s, eval);
+          const Protocol r = run_protocol(s, steps, plans);
           EXPECT_TRUE(r.finished) << P << " stages, " << s.micro_batches << " micro-batches, " << v
                                   << " chunks, eval " << eval;
-          // Training joins only what a receive proved matched: no join ever waits.
-          if (eval) {
-            EXPECT_EQ(eval_sends(s, 0).buffers, 1);
-          } else {
-            EXPECT_EQ(r.waiting_joins, 0) << P << " " << s.micro_batches << " " << v;
-          }
+          EXPECT_TRUE(sends_complete(s, steps, plans));
+          int most = 0;
+          for (const SendPlan& p : plans) most = std::max(most, p.buffers);
+          EXPECT_EQ(most, eval || v == 1 ? 1 : 2)
+              << P << " " << s.micro_batches << " " << v << " eval " << eval;
+          if (eval) continue;
+          std::vector<SendPlan> proven;
+          for (int st = 0; st < P; ++st) proven.push_back(plan_sends(s, steps, st));
+          const Protocol q = run_protocol(s, steps, proven);
+          EXPECT_TRUE(q.finished);
+          EXPECT_EQ(q.waiting_joins, 0) << P << " " << s.micro_batches << " " << v;
+          EXPECT_TRUE(sends_complete(s, steps, proven));
         }
-        // The send buffers do not grow with the micro-batches (1F1B holds one per micro-batch
-        // in flight at most; the interleaved schedule its larger warm-up).
-        int most = 0;
-        for (int st = 0; st < P; ++st) most = std::max(most, train_sends(s, st).buffers);
-        EXPECT_LE(most, max_in_flight(s, 0) + 1) << P << " " << s.micro_batches << " " << v;
       }
+}
+
+// The protocol in time: a step starts when its stage is free, its input has arrived and the
+// receives of the sends it joins are posted (at the receiver's step start, or with its previous
+// step's send); forward 1, backward 2 per stage, transfers instant. Returns the bubble fraction.
+double timed_bubble(const ScheduleShape& s, const std::vector<std::vector<Step>>& steps,
+                    const std::vector<SendPlan>& plans) {
+  const int P = s.stages, V = P * s.chunks;
+  using Msg = std::tuple<int, int, int>;
+  std::map<Msg, double> sent, posted;
+  auto in = [&](int st, const Step& x) -> std::pair<bool, Msg> {
+    const int vs = virtual_stage(s, st, x.chunk);
+    if (x.kind == Step::Forward) return {vs > 0, {0, x.micro_batch, vs}};
+    return {vs < V - 1, {1, x.micro_batch, vs}};
+  };
+  auto out = [&](int st, const Step& x) -> std::pair<bool, Msg> {
+    const int vs = virtual_stage(s, st, x.chunk);
+    if (x.kind == Step::Forward) return {vs < V - 1, {0, x.micro_batch, vs + 1}};
+    return {vs > 0, {1, x.micro_batch, vs - 1}};
+  };
+  const auto U = static_cast<size_t>(P);
+  std::vector<size_t> next(U, 0);
+  std::vector<double> free(U, 0), busy(U, 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t u = 0; u < U; ++u)
+      while (next[u] < steps[u].size()) {
+        const int st = static_cast<int>(u);
+        const size_t i = next[u];
+        double t = free[u];
+        if (const auto [r, m] = in(st, steps[u][i]); r) {
+          posted.try_emplace(m, t);
+          if (!sent.count(m)) break;
+          t = std::max(t, sent[m]);
+        }
+        bool blocked = false;
+        for (size_t j = 0; j < i && !blocked; ++j) {
+          if (plans[u].join_at[j] != static_cast<int>(i)) continue;
+          const Msg m = out(st, steps[u][j]).second;
+          blocked = !posted.count(m);
+          if (!blocked) t = std::max(t, posted[m]);
+        }
+        if (blocked) break;
+        const double d = (steps[u][i].kind == Step::Forward ? 1.0 : 2.0) / s.chunks;
+        free[u] = t + d;
+        busy[u] += d;
+        if (const auto [o, m] = out(st, steps[u][i]); o) {
+          sent[m] = free[u];
+          if (i + 1 < steps[u].size())
+            if (const auto [r2, m2] = in(st, steps[u][i + 1]); r2) posted.try_emplace(m2, free[u]);
+        }
+        ++next[u];
+        progress = true;
+      }
+  }
+  double makespan = 0, work = 0;
+  for (size_t u = 0; u < U; ++u) {
+    EXPECT_EQ(next[u], steps[u].size());
+    makespan = std::max(makespan, free[u]);
+    work += busy[u];
+  }
+  return 1 - work / (P * makespan);
+}
+
+// Joining a send when its buffer is needed, rather than on proof alone, adds no wait to the
+// schedule: the bubble is simulate()'s with either plan.
+TEST(PipelineSends, FewerBuffersAddNoBubble) {
+  for (int P : {2, 4, 8})
+    for (int v : {1, 2, 3})
+      for (int mult : {1, 2, 4}) {
+        const ScheduleShape s{P, P * mult, v};
+        const auto steps = all_steps(s, false);
+        std::vector<SendPlan> proven;
+        for (int st = 0; st < P; ++st) proven.push_back(plan_sends(s, steps, st));
+        const double want = simulate(s, {1.0, 2.0, 0.0, {}, {}}).bubble_fraction();
+        EXPECT_NEAR(timed_bubble(s, steps, all_plans(s, false)), want, 1e-12)
+            << P << " " << s.micro_batches << " " << v;
+        EXPECT_NEAR(timed_bubble(s, steps, proven), want, 1e-12);
+      }
+}
+
+// Both models find the deadlock of joining every send before the next step computes in the
+// interleaved steady phase (one buffer): the plans' second buffer is needed.
+TEST(PipelineSends, OneBufferDeadlocksTheInterleavedSteadyPhase) {
+  const ScheduleShape s{4, 8, 2};
+  const auto steps = all_steps(s, false);
+  std::vector<SendPlan> eager;
+  for (int st = 0; st < s.stages; ++st) {
+    SendPlan p = plan_sends(s, steps, st);
+    for (size_t i = 0; i < p.join_at.size(); ++i)
+      if (p.join_at[i] >= 0) p.join_at[i] = static_cast<int>(i) + 1;
+    p.buffers = 1;
+    eager.push_back(p);
+  }
+  EXPECT_FALSE(run_protocol(s, steps, eager).finished);
+  EXPECT_FALSE(sends_complete(s, steps, eager));
 }
 
 TEST(PipelineSends, JoinsComeAfterTheSend) {
