@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "src/model/pipeline_split.h"
 #include "src/pipeline/schedule.h"
 #include "src/planner/event_sim.h"
 #include "src/planner/max_model.h"
@@ -268,7 +269,11 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
   const CommModel comm(cl);
   r.gemm_peak_tflops = dev.peak() / 1e12;
   const int a = in.accumulation;
-  const int L = c.num_layers / in.pp;  // layers per stage
+  // Layers per stage: the split's (--decoder-first/last-pipeline-num-layers), evenly without.
+  const PipelineSplit split{c.num_layers, in.pp, in.chunks, in.first_stage_layers,
+                            in.last_stage_layers};
+  auto layers_of = [&](size_t stage) { return stage_layer_count(split, static_cast<int>(stage)); };
+  const int L = layers_of(0);  // without a pipeline: every layer
   const double e = static_cast<double>(dtype_size(in.working));
   const bool half = in.working != DType::F32;
   const UnitCompute uc = unit_compute(in, cl, dev);
@@ -288,6 +293,7 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
     x.first = k == 0;
     x.last = static_cast<int>(k) == in.pp - 1;
     const double head = x.last ? 1 : 0;
+    const int L = layers_of(k);
     x.fwd = L * uc.layer_fwd + head * uc.head_fwd;
     x.rec = L * uc.layer_rec;
     x.bwd = L * uc.layer_bwd + head * uc.head_bwd;
@@ -542,9 +548,11 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
       r.dp_comm_ms = std::max(r.dp_comm_ms, t);
     }
     r.dp_exposed_ms = r.dp_comm_ms;
-    if (in.cpu_checkpointing)
-      r.offload_ms =
-          2 * a * L * comm.copy_ms(static_cast<double>(r.memory.host_checkpoints) / std::max(1, L));
+    if (in.cpu_checkpointing) {
+      const int Lm = layers_of(static_cast<size_t>(r.largest_stage));
+      r.offload_ms = 2 * a * Lm *
+                     comm.copy_ms(static_cast<double>(r.memory.host_checkpoints) / std::max(1, Lm));
+    }
     r.step_ms = r.pipeline_ms + r.tied_ms + r.optimizer_ms + r.dp_exposed_ms + r.offload_ms;
     r.compute_busy_ms = busy / in.pp;
     r.comm_busy_ms = r.dp_comm_ms + r.tp_comm_ms;

@@ -43,8 +43,10 @@ TEST(PipelineExchange, InterleavedSteadyRoundsBatchFourMessages) {
 // every step is a round of its own, so each batch is a step's send with the next step's receive,
 // the pairing schedule.h models (p2p_groups).
 TEST(PipelineExchange, SingleStepRoundsAreTheSendReceivePairing) {
+  // 1F1B; and interleaved with m = P on stage 0, whose warm-up (megatron-core's
+  // min((P - 1)·2 + (v - 1)·P, v·m) = 8) is every forward; evaluation on every stage.
   for (const ScheduleShape& s : {ScheduleShape{4, 8, 1}, ScheduleShape{4, 4, 2}})
-    for (int st = 0; st < s.stages; ++st)
+    for (int st = 0; st < (s.chunks > 1 ? 1 : s.stages); ++st)
       for (const auto& steps : {stage_schedule(s, st), forward_only_schedule(s)}) {
         const std::vector<int> ends = round_ends(s, steps);
         for (size_t i = 0; i < ends.size(); ++i) EXPECT_EQ(ends[i], static_cast<int>(i) + 1);
