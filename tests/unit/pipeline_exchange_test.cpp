@@ -39,12 +39,12 @@ TEST(PipelineExchange, InterleavedSteadyRoundsBatchFourMessages) {
   }
 }
 
-// 1F1B, every stage of an interleaved step with as many micro-batches as stages, and evaluation:
-// every step is a round of its own, so each batch is a step's send with the next step's receive,
-// the pairing schedule.h models (p2p_groups).
+// 1F1B, an interleaved stage that runs every forward first, and evaluation: every step is a round
+// of its own, so each batch is a step's send with the next step's receive, the pairing
+// schedule.h models (p2p_groups).
 TEST(PipelineExchange, SingleStepRoundsAreTheSendReceivePairing) {
-  // 1F1B; and interleaved with m = P on stage 0, whose warm-up (megatron-core's
-  // min((P - 1)·2 + (v - 1)·P, v·m) = 8) is every forward; evaluation on every stage.
+  // Interleaved with m = P: stage 0, whose warm-up (megatron-core's min((P - 1)·2 + (v - 1)·P,
+  // v·m) = 8) is every forward.
   for (const ScheduleShape& s : {ScheduleShape{4, 8, 1}, ScheduleShape{4, 4, 2}})
     for (int st = 0; st < (s.chunks > 1 ? 1 : s.stages); ++st)
       for (const auto& steps : {stage_schedule(s, st), forward_only_schedule(s)}) {
