@@ -46,9 +46,9 @@ struct Gemm {
 // they are small batched GEMMs, not the sgemm peak being measured.
 std::vector<std::pair<Gemm, int>> model_gemms(const zt::GptConfig& c, int batch) {
   const int n = batch * c.seq_length, h = c.hidden, f = c.ffn_hidden(), v = c.padded_vocab_size;
-  const int L = c.num_layers;
+  const int L = c.num_layers, qkv = c.qkv_rows(), fc = c.fc_rows();
   std::vector<std::pair<Gemm, int>> g;
-  for (auto [in, out, count] : {std::tuple{h, 3 * h, L}, std::tuple{h, h, L}, std::tuple{h, f, L},
+  for (auto [in, out, count] : {std::tuple{h, qkv, L}, std::tuple{h, h, L}, std::tuple{h, fc, L},
                                 std::tuple{f, h, L}, std::tuple{h, v, 1}}) {
     g.push_back({Gemm{false, true, n, out, in}, count});   // y = x·Wᵀ
     g.push_back({Gemm{false, false, n, in, out}, count});  // dx = dy·W
@@ -172,6 +172,9 @@ static int run(int argc, char** argv) {
        {{"num_layers", c.num_layers},
         {"hidden", c.hidden},
         {"heads", c.heads},
+        {"kv_heads", c.kv_heads()},
+        {"ffn_hidden", c.ffn_hidden()},
+        {"gpt2_architecture", c.gpt2_architecture()},
         {"seq_length", c.seq_length},
         {"micro_batch", o.micro_batch_size},
         {"vocab", c.vocab_size},

@@ -75,8 +75,8 @@ class Gpt(nn.Module):
         return F.cross_entropy(logits.reshape(-1, self.vocab), targets.reshape(-1))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_common_args(ap):
+    """The flags every PyTorch step peer takes: the bench config's shape, threads, steps, dtype."""
     ap.add_argument("--num-layers", type=int, default=8)
     ap.add_argument("--hidden-size", type=int, default=512)
     ap.add_argument("--num-attention-heads", type=int, default=8)
@@ -86,21 +86,24 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--attn", choices=("sdpa", "explicit"), default="sdpa")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32")
-    args = ap.parse_args()
+
+
+def model_config(args):
     cfg = {k: getattr(args, k) for k in ("num_layers", "hidden_size", "num_attention_heads",
                                          "seq_length", "micro_batch_size", "vocab_size")}
-    cfg.update(dtype=args.dtype, attn=args.attn, warmup=args.warmup, steps=args.steps)
+    cfg.update(dtype=args.dtype, warmup=args.warmup, steps=args.steps)
+    return cfg
 
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    model = Gpt(cfg, args.attn)
-    decay = [p for p in model.parameters() if p.dim() == 2]
-    no_decay = [p for p in model.parameters() if p.dim() != 2]
-    opt = torch.optim.AdamW([dict(params=decay, weight_decay=0.1),
-                             dict(params=no_decay, weight_decay=0.0)],
+
+def time_steps(model, args, cfg, impl):
+    """Trains `model` (forward(tokens, targets) -> loss) on one random batch for warmup + steps
+    steps (AdamW, weight decay 0.1 on matrices, clip 1.0) and prints the JSON object."""
+    opt = torch.optim.AdamW([dict(params=[p for p in model.parameters() if p.dim() == 2],
+                                  weight_decay=0.1),
+                             dict(params=[p for p in model.parameters() if p.dim() != 2],
+                                  weight_decay=0.0)],
                             lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
     b, t = args.micro_batch_size, args.seq_length
     data = torch.randint(0, args.vocab_size, (b, t + 1))
@@ -128,7 +131,7 @@ def main():
              + 12 * args.num_layers * args.hidden_size * t * tokens_per_step)
     median = statistics.median(times)
     print(json.dumps({
-        "impl": "pytorch-eager" + ("-autocast-bf16" if args.dtype == "bf16" else ""),
+        "impl": impl + ("-autocast-bf16" if args.dtype == "bf16" else ""),
         "config": cfg,
         "threads": args.threads,
         "num_parameters": n_params,
@@ -138,6 +141,18 @@ def main():
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "torch_version": torch.__version__,
     }))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_args(ap)
+    ap.add_argument("--attn", choices=("sdpa", "explicit"), default="sdpa")
+    args = ap.parse_args()
+    cfg = model_config(args)
+    cfg.update(attn=args.attn)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    time_steps(Gpt(cfg, args.attn), args, cfg, "pytorch-eager")
 
 
 if __name__ == "__main__":
