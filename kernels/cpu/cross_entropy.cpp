@@ -50,17 +50,6 @@ template void Kernels::softmax_cross_entropy<fp16>(fp16*, float*, const int32_t*
 // half gradient.
 namespace {
 
-template <typename T>
-const float* widened(const T* row, int real) {
-  if constexpr (std::is_same_v<T, float>) {
-    return row;
-  } else {
-    float* buf = detail::thread_buffer<float>(static_cast<size_t>(real));
-    for (int j = 0; j < real; ++j) buf[j] = to_float(row[j]);
-    return buf;
-  }
-}
-
 bool parallel_rows(int N, int V) {
   return int64_t{N} * V >= detail::kParallelMin;
 }
@@ -73,7 +62,7 @@ void Kernels::vocab_ce_max(const T* logits, float* mx, int N, int V, int v_begin
   const int real = vocab_ce_real(V, v_begin, v_real);
 #pragma omp parallel for schedule(static) if (parallel_rows(N, V))
   for (int n = 0; n < N; ++n)
-    mx[n] = real > 0 ? lane_max(widened(logits + int64_t{n} * V, real), real)
+    mx[n] = real > 0 ? lane_max(detail::widened_row(logits + int64_t{n} * V, real), real)
                      : -std::numeric_limits<float>::infinity();
 }
 

@@ -12,20 +12,6 @@ namespace zt::cpu {
 
 namespace {
 
-// A row of x widened to fp32 (identity for fp32: no copy) in the calling thread's row buffer.
-// The per-thread row makes the statistics and the backward sums run on exactly the fp32 code
-// path whatever T is.
-template <typename T>
-const float* widen_row(const T* x, int C) {
-  if constexpr (std::is_same_v<T, float>) {
-    return x;
-  } else {
-    float* buf = detail::thread_buffer<float>(static_cast<size_t>(C));
-    for (int c = 0; c < C; ++c) buf[c] = to_float(x[c]);
-    return buf;
-  }
-}
-
 // The layernorm of one widened row into o, its statistics into mu and rs.
 template <typename T>
 void layernorm_row(T* o, float& mu, float& rs, const float* xr, const T* w, const T* b, int C) {
@@ -42,8 +28,8 @@ void Kernels::layernorm_forward(T* out, float* mean, float* rstd, const T* x, co
   ZT_CHECK(N > 0 && C > 0, "layernorm_forward: bad shape N={} C={}", N, C);
 #pragma omp parallel for schedule(static) if (int64_t{N} * C >= detail::kParallelMin)
   for (int n = 0; n < N; ++n) {
-    layernorm_row(out + int64_t{n} * C, mean[n], rstd[n], widen_row(x + int64_t{n} * C, C), w, b,
-                  C);
+    layernorm_row(out + int64_t{n} * C, mean[n], rstd[n],
+                  detail::widened_row(x + int64_t{n} * C, C), w, b, C);
   }
 }
 
@@ -68,7 +54,7 @@ void Kernels::dropout_add_layernorm_forward(T* res, T* out, float* mean, float* 
         r[c] = from_float<T>(to_float(a[row + c]) + dropout_apply(to_float(x[row + c]), drop,
                                                                   static_cast<uint64_t>(row + c)));
     }
-    layernorm_row(out + row, mean[n], rstd[n], widen_row(r, C), w, b, C);
+    layernorm_row(out + row, mean[n], rstd[n], detail::widened_row(r, C), w, b, C);
   }
 }
 

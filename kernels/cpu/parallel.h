@@ -4,7 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
+
+#include "src/core/half.h"
 
 namespace zt::cpu::detail {
 
@@ -22,6 +25,20 @@ E* thread_buffer(size_t n) {
   thread_local std::vector<E> buf;
   if (buf.size() < n) buf.resize(n);
   return buf.data();
+}
+
+// A row of n elements widened to fp32: the row itself for fp32 (no copy), else a copy in the
+// calling thread's thread_buffer<float, Slot>, so statistics and sums run on one fp32 code path
+// whatever T is.
+template <int Slot = 0, typename T>
+const float* widened_row(const T* x, int n) {
+  if constexpr (std::is_same_v<T, float>) {
+    return x;
+  } else {
+    float* buf = thread_buffer<float, Slot>(static_cast<size_t>(n));
+    for (int c = 0; c < n; ++c) buf[c] = to_float(x[c]);
+    return buf;
+  }
 }
 
 // Runs OpenBLAS single-threaded in this scope (for GEMMs issued from inside an OpenMP loop)

@@ -9,29 +9,13 @@
 
 namespace zt::cpu {
 
-namespace {
-
-// A row of x widened to fp32 (identity for fp32) in the calling thread's row buffer.
-template <typename T>
-const float* widen(const T* x, int C) {
-  if constexpr (std::is_same_v<T, float>) {
-    return x;
-  } else {
-    float* buf = detail::thread_buffer<float, 1>(static_cast<size_t>(C));
-    for (int c = 0; c < C; ++c) buf[c] = to_float(x[c]);
-    return buf;
-  }
-}
-
-}  // namespace
-
 template <typename T>
 void Kernels::rmsnorm_forward(T* out, float* rstd, const T* x, const T* w, int N, int C, float eps,
                               Exec) {
   ZT_CHECK(N > 0 && C > 0, "rmsnorm_forward: bad shape N={} C={}", N, C);
 #pragma omp parallel for schedule(static) if (int64_t{N} * C >= detail::kParallelMin)
   for (int n = 0; n < N; ++n) {
-    const float* xr = widen(x + int64_t{n} * C, C);
+    const float* xr = detail::widened_row<1>(x + int64_t{n} * C, C);
     const float rs = rmsnorm_row_rstd(xr, C, eps);
     rstd[n] = rs;
     T* o = out + int64_t{n} * C;
