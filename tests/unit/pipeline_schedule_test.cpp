@@ -181,21 +181,26 @@ std::vector<SendPlan> all_plans(const ScheduleShape& s, bool eval) {
     plans.push_back(eval ? eval_sends(s, st) : train_sends(s, st));
   return plans;
 }
+using Msg = std::tuple<int, int, int>;  // kind, micro-batch, receiving virtual stage
+
+// The message step x of stage st receives (in) or sends (out), and whether it has one.
+std::pair<bool, Msg> message_in(const ScheduleShape& s, int st, const Step& x) {
+  const int vs = virtual_stage(s, st, x.chunk), V = s.stages * s.chunks;
+  if (x.kind == Step::Forward) return {vs > 0, {0, x.micro_batch, vs}};
+  return {vs < V - 1, {1, x.micro_batch, vs}};
+}
+std::pair<bool, Msg> message_out(const ScheduleShape& s, int st, const Step& x) {
+  const int vs = virtual_stage(s, st, x.chunk), V = s.stages * s.chunks;
+  if (x.kind == Step::Forward) return {vs < V - 1, {0, x.micro_batch, vs + 1}};
+  return {vs > 0, {1, x.micro_batch, vs - 1}};
+}
+
 Protocol run_protocol(const ScheduleShape& s, const std::vector<std::vector<Step>>& steps,
                       const std::vector<SendPlan>& plans) {
-  const int P = s.stages, V = s.stages * s.chunks;
-  using Msg = std::tuple<int, int, int>;  // kind, micro-batch, receiving virtual stage
+  const int P = s.stages;
   std::set<Msg> posted, sent;
-  auto in = [&](int st, const Step& x) -> std::pair<bool, Msg> {
-    const int vs = virtual_stage(s, st, x.chunk);
-    if (x.kind == Step::Forward) return {vs > 0, {0, x.micro_batch, vs}};
-    return {vs < V - 1, {1, x.micro_batch, vs}};
-  };
-  auto out = [&](int st, const Step& x) -> std::pair<bool, Msg> {
-    const int vs = virtual_stage(s, st, x.chunk);
-    if (x.kind == Step::Forward) return {vs < V - 1, {0, x.micro_batch, vs + 1}};
-    return {vs > 0, {1, x.micro_batch, vs - 1}};
-  };
+  auto in = [&](int st, const Step& x) { return message_in(s, st, x); };
+  auto out = [&](int st, const Step& x) { return message_out(s, st, x); };
   Protocol r;
   std::vector<size_t> next(static_cast<size_t>(P), 0);
   std::vector<std::vector<char>> joined(static_cast<size_t>(P)), counted(static_cast<size_t>(P));
@@ -277,19 +282,10 @@ TEST(PipelineSends, ProtocolCompletesWithOneOrTwoBuffers) {
 // step's send); forward 1, backward 2 per stage, transfers instant. Returns the bubble fraction.
 double timed_bubble(const ScheduleShape& s, const std::vector<std::vector<Step>>& steps,
                     const std::vector<SendPlan>& plans) {
-  const int P = s.stages, V = P * s.chunks;
-  using Msg = std::tuple<int, int, int>;
+  const int P = s.stages;
   std::map<Msg, double> sent, posted;
-  auto in = [&](int st, const Step& x) -> std::pair<bool, Msg> {
-    const int vs = virtual_stage(s, st, x.chunk);
-    if (x.kind == Step::Forward) return {vs > 0, {0, x.micro_batch, vs}};
-    return {vs < V - 1, {1, x.micro_batch, vs}};
-  };
-  auto out = [&](int st, const Step& x) -> std::pair<bool, Msg> {
-    const int vs = virtual_stage(s, st, x.chunk);
-    if (x.kind == Step::Forward) return {vs < V - 1, {0, x.micro_batch, vs + 1}};
-    return {vs > 0, {1, x.micro_batch, vs - 1}};
-  };
+  auto in = [&](int st, const Step& x) { return message_in(s, st, x); };
+  auto out = [&](int st, const Step& x) { return message_out(s, st, x); };
   const auto U = static_cast<size_t>(P);
   std::vector<size_t> next(U, 0);
   std::vector<double> free(U, 0), busy(U, 0);
