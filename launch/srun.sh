@@ -16,6 +16,7 @@
 #   --mpi=pmix      Open MPI 4.1 as Debian (and most sites) build it speaks PMIx only (ompi_info:
 #                   pmix ext3x, no s1/s2), so --mpi=pmi2 gives every task a world of one.
 #                   The check is `srun --mpi=list`; ZT_SRUN_MPI overrides.
+#   SLURM_PMIX_FENCE=ring (unless set): PMIx fences that are barriers (below).
 #   --cpu-bind=cores only when the cluster has a task plugin that binds (scontrol show config:
 #                   TaskPlugin task/affinity or task/cgroup); with task/none, SLURM 22.05 prints
 #                   "cluster configuration lacks support for cpu binding" and runs unbound
@@ -65,6 +66,15 @@ if [[ "$bind" == auto ]]; then
     bind=cores
   fi
 fi
+# SLURM's PMIx plugin runs a fence without data (Open MPI's barrier at the end of MPI_Init) as a
+# tree unless told otherwise, and on SLURM 22.05 that tree did not wait for the other node: with
+# one rank starting 1.5 s late, the ranks of the first node left PMIx_Fence before the late rank
+# entered it (tests/multinode/late_rank_probe). Open MPI 4.1 then sends from early ranks into
+# ranks still inside MPI_Init, which segfault there (btl/tcp calls a handler not yet registered).
+# On the two-node test cluster: 1 of 80 zerotron starts with SLURM's default fences, 20 of 150
+# with tree for both, 0 of 100 with ring for both. The cost is at start-up only: a ring fence
+# takes one hop per node. SLURM_PMIX_FENCE set by the user wins.
+export SLURM_PMIX_FENCE=${SLURM_PMIX_FENCE:-ring}
 flags=(--mpi="$mpi" --distribution=block:block)
 [[ "$bind" != none ]] && flags+=(--cpu-bind="$bind")
 exec srun "${flags[@]}" "$@"

@@ -2,6 +2,8 @@
 # tests/multinode/srun_train.sh <zerotron> [runs] [stop cases...]
 # launch/srun.sh on a two-node SLURM cluster (slurm_cluster.sh, started here when not already
 # inside one): ZeRO 3, tp 2 x dp 2, 2 tasks per node (TP inside a node, DP across nodes).
+#   - first (when ZT_LATE_RANK_PROBE names the late_rank_probe binary): 3 starts in which rank 2
+#     comes 1.5 s late; no rank may leave a PMIx fence or MPI_Init before it entered
 #   - `runs` training runs (default 3), each bitwise the same metrics (all but the timings) as
 #     the one-node run under launch/mpirun.sh
 #   - stop cases (default: term usr1; none: no stop case): a running job stopped by
@@ -49,6 +51,17 @@ alloc=(-N 2 --ntasks-per-node=2)
 stable() { jq -c 'del(.elapsed_ms, .tokens_per_s, .tflops_per_rank, .comm_exposed_ms, .comm_hidden_fraction,
   .elapsed_time_s, .eta_s)' "$1"; }
 losses() { jq -c '[.iteration, .lm_loss, .grad_norm]' "$1"; }
+
+if [ -n "${ZT_LATE_RANK_PROBE:-}" ]; then
+  probe=$(realpath "$ZT_LATE_RANK_PROBE")
+  for i in 1 2 3; do
+    timeout 120 salloc "${alloc[@]}" "$root/launch/srun.sh" "$probe" 2 1500 >"$work/probe$i.log" 2>&1 ||
+      { grep -v "^salloc" "$work/probe$i.log" | head -n 20; fail "late rank probe, start $i"; }
+  done
+  echo "srun_train: 3 of 3 starts kept every rank in PMIx_Fence and MPI_Init until the late one came"
+else
+  echo "srun_train: no late rank probe (ZT_LATE_RANK_PROBE unset: built without PMIx headers?)"
+fi
 
 iters=10
 "$root/launch/mpirun.sh" -np 4 "$zt" "${args[@]}" --train-iters $iters \
