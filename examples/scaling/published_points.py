@@ -29,17 +29,34 @@ PAPER = os.path.join(HERE, "paper")
 
 # The one set of points each preset's efficiency factors are fitted on.
 FITTED = {
-    "dgx-a100": ["T1 1.7B", "T2 ZeRO-3 174.6B 384", "T2 ZeRO-3 174.6B 1536"],
+    "dgx-a100": ["T1 1.7B", "T2 ZeRO-3 174.6B 1536"],
     "dgx2-v100": ["ZeRO-100B 400 GPUs", "Megatron-40B baseline"],
 }
 # Which fitted factor each fitted point mainly moves (coordinate bisection).
 FIT_PARAMS = {
     "dgx-a100": [("gemm_efficiency", "T1 1.7B", 0.2, 1.0),
-                 ("inter_node_efficiency", "T2 ZeRO-3 174.6B 384", 0.01, 1.0),
-                 ("inter_node_latency_us", "T2 ZeRO-3 174.6B 1536", 0.1, 1000.0)],
+                 ("inter_node_efficiency", "T2 ZeRO-3 174.6B 1536", 0.01, 1.0)],
     "dgx2-v100": [("gemm_efficiency", "ZeRO-100B 400 GPUs", 0.2, 1.0),
                   ("inter_node_efficiency", "Megatron-40B baseline", 0.01, 1.0)],
 }
+
+
+# The ZeRO paper's Megatron baseline: "the open-source version of Megatron-LM from NVIDIA with a
+# date of September 2019", whose pretrain_gpt2.py sets USE_TORCH_DDP = False: its own
+# DistributedDataParallel all-reduces every gradient in one coalesced call after backward
+# (model.allreduce_params), so nothing of it hides behind backward.
+MEGATRON_2019 = ["--zero-stage", "0", "--no-overlap-comm"]
+
+
+# Narayanan et al.'s ZeRO-3 runs used DeepSpeed of early 2021 (c814abd, March 2021), whose
+# stage 3 gathers per sub-module (each Linear) and, with nothing in flight, prefetches the next
+# sub-modules' parameters (stage3.py, prefetch_next_sub_modules) however large they are.
+# zerotron's units are whole layers, which the default 50M-element prefetch bucket never
+# admits; one layer ahead is the equivalent.
+def deepspeed_2021_zero3(hidden):
+    layer = 12 * hidden * hidden
+    return ["--zero-stage", "3", "--prefetch-bucket-size", str(layer), "--max-live-parameters",
+            str(3 * layer)]
 
 
 def read_csv(name):
@@ -76,7 +93,7 @@ def points():
             "--micro-batch-size", r["micro_batch"]]
         if r["scheme"] == "zero3":
             name = f"T2 ZeRO-3 {r['params_b']}B {n}"
-            flags = base + ["--zero-stage", "3"]
+            flags = base + deepspeed_2021_zero3(int(r["hidden"]))
         else:
             name = f"T2 PTD-P {r['params_b']}B {n}"
             flags = base + ["--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size",
@@ -90,7 +107,7 @@ def points():
                              "--partition-activations"], 38.0, "tflops"),
         ("Megatron-40B baseline", "dgx2-v100",
          z(88, 6144, 64) + ["--tensor-model-parallel-size", "32", "--world-size", "384",
-                            "--micro-batch-size", "4", "--zero-stage", "0"], 5.0, "tflops"),
+                            "--micro-batch-size", "4"] + MEGATRON_2019, 5.0, "tflops"),
         ("ZeRO 13B without MP", "dgx2-v100",
          z(62, 4096, 32) + ["--world-size", "128", "--micro-batch-size", "2", "--zero-stage", "2",
                             "--partition-activations"], 40.0, "tflops"),
@@ -123,23 +140,22 @@ def derived(zt, calibrate=None):
                 "tflops_per_device"]
     out.append(("60B per-GPU TFLOP/s, 400 over 64 GPUs (super-linear: > 1)", None,
                 per[400] / per[64], "ratio"))
-    best = 0
-    rows = read_csv("table5_throughput_configs.csv")
-    for size in sorted({r["size"] for r in rows}, key=lambda s: float(s[:-1])):
-        agg = {}
-        for r in rows:
-            if r["size"] != size:
-                continue
-            flags = gpt(r["layers"], r["hidden"], r["heads"], 1024, 50257) + [
-                "--tensor-model-parallel-size", r["mp"], "--world-size", r["gpus"],
-                "--micro-batch-size", r["batch"]]
-            flags += (["--zero-stage", "2", "--partition-activations"] if r["system"] == "zero"
-                      else ["--zero-stage", "0"])
-            j = simulate(zt, "dgx2-v100", flags, calibrate)
-            agg[r["system"]] = j["tflops_per_device"] * int(r["gpus"])
-        best = max(best, agg["zero"] / agg["baseline"])
-    out.append(("ZeRO over Megatron, best aggregate speed-up (Table 5 sizes; 'up to 10x')", 10.0,
-                best, "ratio"))
+    # "ZeRO runs 100B parameter models ... with over 38 TFlops per GPU ... This is more than 10x
+    # improvement in training speed compared to SOTA for the same model size" (section 1); "up to
+    # 10x speedup over baseline" (section 10.2); the appendix: "we are comparing the performance
+    # per GPU, not the aggregate performance". So: per GPU, at 100B, Table 5's two runs.
+    per_gpu = {}
+    for r in read_csv("table5_throughput_configs.csv"):
+        if r["size"] != "100B":
+            continue
+        flags = gpt(r["layers"], r["hidden"], r["heads"], 1024, 50257) + [
+            "--tensor-model-parallel-size", r["mp"], "--world-size", r["gpus"],
+            "--micro-batch-size", r["batch"]]
+        flags += (["--zero-stage", "2", "--partition-activations"] if r["system"] == "zero"
+                  else MEGATRON_2019)
+        per_gpu[r["system"]] = simulate(zt, "dgx2-v100", flags, calibrate)["tflops_per_device"]
+    out.append(("ZeRO-100B over Megatron at 100B, per GPU ('more than 10x', 'up to 10x')", 10.0,
+                per_gpu["zero"] / per_gpu["baseline"], "ratio"))
     return out
 
 
