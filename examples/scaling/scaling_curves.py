@@ -18,6 +18,7 @@ and activations, checkpoints and tp traffic are fp16, as in the trainer; sequenc
 
 Usage: examples/scaling/scaling_curves.py [--zerotron build/bin/zerotron] [--calibrate F] [--summary]
   --summary: print only the markdown table of the stated points (CSVs and PNGs still written)
+  --no-write: write no CSV or PNG
 """
 import argparse
 import csv
@@ -208,12 +209,13 @@ def main():
     p.add_argument("--cluster", default="dgx2-v100")
     p.add_argument("--calibrate", default=None)
     p.add_argument("--summary", action="store_true")
+    p.add_argument("--no-write", action="store_true", help="write no CSV or PNG")
     args = p.parse_args()
     os.makedirs(OUT, exist_ok=True)
     f2, f3, f4 = figure2(args), figure3(args), figure4(args)
     for name, rows in (("figure2_throughput.csv", f2), ("figure3_superlinear.csv", f3),
                        ("figure4_dp_only.csv", f4)):
-        path = write_csv(name, rows)
+        path = write_csv(name, rows) if not args.no_write else name
         if not args.summary:
             print(path)
             for r in rows:
@@ -233,6 +235,8 @@ def main():
             print(f"{what:62} {rel:>5} {paper:<5g} {ours:>9g} {err:>+7.1f}%")
         rows.append({"point": what, "relation": rel, "paper": paper, "simulated": ours,
                      "error_pct": round(err, 1)})
+    if args.no_write:
+        return
     write_csv("paper_points.csv", rows)
     label = f"simulated, {args.cluster}" + (", calibrated" if args.calibrate else "")
     plot(f2, f3, f4, points, label)
