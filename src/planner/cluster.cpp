@@ -70,8 +70,8 @@ ClusterSpec dgx_a100() {
   c.fp32_peak_tflops = 19.5;
   c.tf32_peak_tflops = 156;
   c.tf32 = true;
-  c.gemm_efficiency = 0.6212;        // fitted (see above)
-  c.inter_node_efficiency = 0.6935;  // fitted
+  c.gemm_efficiency = 0.6193;        // fitted (see above)
+  c.inter_node_efficiency = 0.6936;  // fitted
   c.gemm_half_dim = 96;
   c.hbm_bytes = 80.0 * kGiB;
   c.hbm_gbps = 2039;
