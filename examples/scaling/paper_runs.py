@@ -114,7 +114,7 @@ def markdown(args):
         table, size, gpus, mp = row[:4]
         dp = gpus // mp
         offload, p, status = outcome(args, row)
-        mark = " (tight)" if (table, size, gpus) in FORMERLY_TIGHT else ""
+        mark = " (†)" if (table, size, gpus) in FORMERLY_TIGHT else ""
         fits = {"yes": f"yes, {(budget - p['total_bytes']) / GB:.2f} GB free",
                 "no-buffers": "**no** (only because of buffers)", "no": "**no**"}[status]
         print(f"| {table} | {size}{mark} | {gpus} | {mp} x {dp} | {row[7]} | {offload} "

@@ -7,7 +7,8 @@ Points (examples/scaling/paper/):
   ZeRO paper (Rajbhandari et al., SC20), stated in its text: ZeRO-100B on 400 V100s at over 38
     TFLOP/s per GPU; Megatron 40B (mp 32 over two DGX-2 nodes) at about 5; 13B without model
     parallelism on 128 GPUs at over 40; plain DDP 1.4B under 20; 60B per-GPU throughput rising
-    from 64 to 400 GPUs (super-linear); ZeRO "up to 10x" Megatron's throughput (Table 5 sizes).
+    from 64 to 400 GPUs (super-linear); ZeRO-100B "more than 10x" / "up to 10x" Megatron per GPU
+    at 100B. Run configurations from the paper's appendix Tables 5, 6 and 10.
 
 Each preset's efficiency factors were fitted on ONE named set of points (FITTED below, by
 `--fit PRESET`, which prints the values to put in src/planner/cluster.cpp); those points are
@@ -29,17 +30,34 @@ PAPER = os.path.join(HERE, "paper")
 
 # The one set of points each preset's efficiency factors are fitted on.
 FITTED = {
-    "dgx-a100": ["T1 1.7B", "T2 ZeRO-3 174.6B 384", "T2 ZeRO-3 174.6B 1536"],
+    "dgx-a100": ["T1 1.7B", "T2 ZeRO-3 174.6B 1536"],
     "dgx2-v100": ["ZeRO-100B 400 GPUs", "Megatron-40B baseline"],
 }
 # Which fitted factor each fitted point mainly moves (coordinate bisection).
 FIT_PARAMS = {
     "dgx-a100": [("gemm_efficiency", "T1 1.7B", 0.2, 1.0),
-                 ("inter_node_efficiency", "T2 ZeRO-3 174.6B 384", 0.01, 1.0),
-                 ("inter_node_latency_us", "T2 ZeRO-3 174.6B 1536", 0.1, 1000.0)],
+                 ("inter_node_efficiency", "T2 ZeRO-3 174.6B 1536", 0.01, 1.0)],
     "dgx2-v100": [("gemm_efficiency", "ZeRO-100B 400 GPUs", 0.2, 1.0),
                   ("inter_node_efficiency", "Megatron-40B baseline", 0.01, 1.0)],
 }
+
+
+# The ZeRO paper's Megatron baseline: "the open-source version of Megatron-LM from NVIDIA with a
+# date of September 2019", whose pretrain_gpt2.py sets USE_TORCH_DDP = False: its own
+# DistributedDataParallel all-reduces every gradient in one coalesced call after backward
+# (model.allreduce_params), so nothing of it hides behind backward.
+MEGATRON_2019 = ["--zero-stage", "0", "--no-overlap-comm"]
+
+
+# Narayanan et al.'s ZeRO-3 runs used DeepSpeed of early 2021 (c814abd, March 2021), whose
+# stage 3 gathers per sub-module (each Linear) and, with nothing in flight, prefetches the next
+# sub-modules' parameters (stage3.py, prefetch_next_sub_modules) however large they are.
+# zerotron's units are whole layers, which the default 50M-element prefetch bucket never
+# admits; one layer ahead is the equivalent.
+def deepspeed_2021_zero3(hidden):
+    layer = 12 * hidden * hidden
+    return ["--zero-stage", "3", "--prefetch-bucket-size", str(layer), "--max-live-parameters",
+            str(3 * layer)]
 
 
 def read_csv(name):
@@ -53,22 +71,36 @@ def gpt(layers, hidden, heads, seq, vocab):
             "--checkpoint-activations"]
 
 
+def zero_paper_flags(r):
+    """A row of the ZeRO paper's Table 5 or 10: ZeRO-100B (Pos+g with Pa) or its baseline
+    (Megatron of September 2019 with model parallelism, PyTorch DDP without)."""
+    mp = r.get("mp", "1")
+    flags = gpt(r["layers"], r["hidden"], r["heads"], 1024, 50257) + [
+        "--tensor-model-parallel-size", mp, "--world-size", r.get("gpus", "128"),
+        "--micro-batch-size", r["batch"]]
+    if r["system"] == "zero":
+        return flags + ["--zero-stage", "2", "--partition-activations"]
+    return flags + (MEGATRON_2019 if int(mp) > 1 else ["--zero-stage", "0"])
+
+
 def points():
     """(name, cluster, flags, paper value, kind): kind 'tflops' compares tflops_per_device."""
     pts = []
     for r in read_csv("narayanan_table1.csv"):
         tp, pp, n = int(r["tp"]), int(r["pp"]), int(r["gpus"])
-        dp = n // (tp * pp)
-        per_replica = int(r["batch"]) // dp
-        # The table states no micro batch: 1 with a pipeline (many micro-batches), else the
-        # whole per-replica batch up to 8 (Megatron's examples).
-        mb = 1 if pp > 1 else min(8, per_replica)
-        pts.append((f"T1 {r['params_b']}B", "dgx-a100",
-                    gpt(r["layers"], r["hidden"], r["heads"], 2048, 51200) +
-                    ["--tensor-model-parallel-size", str(tp), "--pipeline-model-parallel-size",
-                     str(pp), "--world-size", str(n), "--global-batch-size", r["batch"],
-                     "--micro-batch-size", str(mb), "--zero-stage", "0"],
-                    float(r["tflops_per_gpu"]), "tflops"))
+        # Micro batch, interleaving and the gradient all-reduce as the authors' scripts ran them
+        # (see the CSV); zerotron's trainer, like Megatron's local DDP, reduces after the
+        # pipeline's backward, and overlaps without a pipeline as torch DDP does.
+        flags = gpt(r["layers"], r["hidden"], r["heads"], 2048, 51200) + [
+            "--tensor-model-parallel-size", str(tp), "--pipeline-model-parallel-size", str(pp),
+            "--world-size", str(n), "--global-batch-size", r["batch"], "--micro-batch-size",
+            r["micro_batch"], "--zero-stage", "0"]
+        if int(r["layers_per_virtual_stage"]) > 0:
+            flags += ["--num-layers-per-virtual-pipeline-stage", r["layers_per_virtual_stage"]]
+        if r["ddp"] == "local" and pp == 1:
+            flags += ["--no-overlap-comm"]
+        pts.append((f"T1 {r['params_b']}B", "dgx-a100", flags, float(r["tflops_per_gpu"]),
+                    "tflops"))
     for r in read_csv("narayanan_table2.csv"):
         n = int(r["gpus"])
         base = gpt(r["layers"], r["hidden"], r["heads"], 2048, 51200) + [
@@ -76,27 +108,25 @@ def points():
             "--micro-batch-size", r["micro_batch"]]
         if r["scheme"] == "zero3":
             name = f"T2 ZeRO-3 {r['params_b']}B {n}"
-            flags = base + ["--zero-stage", "3"]
+            flags = base + deepspeed_2021_zero3(int(r["hidden"]))
         else:
             name = f"T2 PTD-P {r['params_b']}B {n}"
             flags = base + ["--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size",
                             str(int(r["model_parallel"]) // 8), "--zero-stage", "0"]
         pts.append((name, "dgx-a100", flags, float(r["tflops_per_gpu"]), "tflops"))
-    z = lambda l, h, a: gpt(l, h, a, 1024, 50257)
+    # The ZeRO paper's stated points, each run's configuration from its appendix tables
+    # (examples/scaling/paper/, copied from the paper's transcription): Table 5 for ZeRO-100B and
+    # the Megatron baselines (Figure 2), Table 10 for data parallelism alone (Figure 4).
+    t5 = {(r["size"], r["system"]): r for r in read_csv("table5_throughput_configs.csv")}
+    t10 = {(r["size"], r["system"]): r for r in read_csv("table10_dp_only.csv")}
     pts += [
-        ("ZeRO-100B 400 GPUs", "dgx2-v100",
-         z(125, 8192, 64) + ["--tensor-model-parallel-size", "16", "--world-size", "400",
-                             "--micro-batch-size", "32", "--zero-stage", "2",
-                             "--partition-activations"], 38.0, "tflops"),
-        ("Megatron-40B baseline", "dgx2-v100",
-         z(88, 6144, 64) + ["--tensor-model-parallel-size", "32", "--world-size", "384",
-                            "--micro-batch-size", "4", "--zero-stage", "0"], 5.0, "tflops"),
-        ("ZeRO 13B without MP", "dgx2-v100",
-         z(62, 4096, 32) + ["--world-size", "128", "--micro-batch-size", "2", "--zero-stage", "2",
-                            "--partition-activations"], 40.0, "tflops"),
-        ("DDP 1.38B (under 20)", "dgx2-v100",
-         z(40, 1536, 16) + ["--world-size", "128", "--micro-batch-size", "1", "--zero-stage", "0"],
-         20.0, "tflops"),
+        ("ZeRO-100B 400 GPUs", "dgx2-v100", zero_paper_flags(t5["100B", "zero"]), 38.0, "tflops"),
+        ("Megatron-40B baseline", "dgx2-v100", zero_paper_flags(t5["40B", "baseline"]), 5.0,
+         "tflops"),
+        ("ZeRO 13B without MP", "dgx2-v100", zero_paper_flags(t10["13B", "zero"]), 40.0,
+         "tflops"),
+        ("DDP 1.38B (under 20)", "dgx2-v100", zero_paper_flags(t10["1.38B", "baseline"]), 20.0,
+         "tflops"),
     ]
     return pts
 
@@ -123,23 +153,18 @@ def derived(zt, calibrate=None):
                 "tflops_per_device"]
     out.append(("60B per-GPU TFLOP/s, 400 over 64 GPUs (super-linear: > 1)", None,
                 per[400] / per[64], "ratio"))
-    best = 0
-    rows = read_csv("table5_throughput_configs.csv")
-    for size in sorted({r["size"] for r in rows}, key=lambda s: float(s[:-1])):
-        agg = {}
-        for r in rows:
-            if r["size"] != size:
-                continue
-            flags = gpt(r["layers"], r["hidden"], r["heads"], 1024, 50257) + [
-                "--tensor-model-parallel-size", r["mp"], "--world-size", r["gpus"],
-                "--micro-batch-size", r["batch"]]
-            flags += (["--zero-stage", "2", "--partition-activations"] if r["system"] == "zero"
-                      else ["--zero-stage", "0"])
-            j = simulate(zt, "dgx2-v100", flags, calibrate)
-            agg[r["system"]] = j["tflops_per_device"] * int(r["gpus"])
-        best = max(best, agg["zero"] / agg["baseline"])
-    out.append(("ZeRO over Megatron, best aggregate speed-up (Table 5 sizes; 'up to 10x')", 10.0,
-                best, "ratio"))
+    # "ZeRO runs 100B parameter models ... with over 38 TFlops per GPU ... This is more than 10x
+    # improvement in training speed compared to SOTA for the same model size" (section 1); "up to
+    # 10x speedup over baseline" (section 10.2); the appendix: "we are comparing the performance
+    # per GPU, not the aggregate performance". So: per GPU, at 100B, Table 5's two runs.
+    per_gpu = {}
+    for r in read_csv("table5_throughput_configs.csv"):
+        if r["size"] != "100B":
+            continue
+        per_gpu[r["system"]] = simulate(zt, "dgx2-v100", zero_paper_flags(r),
+                                        calibrate)["tflops_per_device"]
+    out.append(("ZeRO-100B over Megatron at 100B, per GPU ('more than 10x', 'up to 10x')", 10.0,
+                per_gpu["zero"] / per_gpu["baseline"], "ratio"))
     return out
 
 
@@ -201,7 +226,7 @@ def table(args):
             print(f"| {name} | dgx2-v100 | > 1 | {got:.3f} | - | {'yes' if ok else '**no**'} |")
         else:
             ok = abs(got / paper - 1) <= 0.25
-            print(f"| {name} | dgx2-v100 | up to {paper:g}x | {got:.1f}x | {got / paper:.2f} | "
+            print(f"| {name} | dgx2-v100 | about {paper:g}x | {got:.1f}x | {got / paper:.2f} | "
                   f"{'yes' if ok else '**no**'} |")
         errs.append((name, got / paper if paper else 1.0, ok))
     n_ok = sum(e[2] for e in errs)

@@ -22,14 +22,22 @@ constexpr double kGiB = 1073741824.0;
 // datasheet (NVLink4 450 GB/s per direction; 8 x 400 Gb/s NDR). TF32 on where the part has it, as
 // Megatron does. Latencies and PCIe rates are typical figures, not the vendors'.
 //
-// Efficiency factors (gemm_efficiency, inter_node_efficiency and, for the A100, the per-hop
-// inter-node latency) are fitted by examples/scaling/published_points.py --fit PRESET on ONE named
-// set of published points each, and checked on the others (docs/results/simulate.md):
-//   dgx2-v100: the ZeRO paper's ZeRO-100B on 400 GPUs (38 TFLOP/s per GPU) and Megatron-40B over
-//              two DGX-2 nodes (5 TFLOP/s per GPU): 2019's software stack;
-//   dgx-a100:  Narayanan et al. 2021, Table 1's 1.7B row (137) and Table 2's ZeRO-3 174.6B on 384
-//              and 1536 GPUs (144 and 44): the fitted latency is ZeRO-3's cost per collective call.
-//   dgx-h100:  no published point here; the A100's fitted factors, unvalidated.
+// Efficiency factors (gemm_efficiency, inter_node_efficiency) are fitted by
+// examples/scaling/published_points.py --fit PRESET on ONE named set of published points each,
+// and checked on the others (docs/results/simulate.md):
+//   dgx2-v100: the ZeRO paper's ZeRO-100B on 400 GPUs (38 TFLOP/s per GPU) and its Megatron-40B
+//              baseline, mp 32 over two DGX-2 nodes (about 5): 2019's software stack;
+//   dgx-a100:  Narayanan et al. 2021, Table 1's 1.7B row (137) and Table 2's ZeRO-3 174.6B on
+//              1536 GPUs (44);
+//   dgx-h100:  no published point here; the A100's factors, unvalidated.
+// nics_per_collective is what the published runs show, not fitted: the ZeRO-3 rows of
+// Narayanan's Table 2 take the same step time at twice the GPUs (174.6B: 768 and 1536; 529.6B:
+// 1120 and 2240) and a step time that grows with the parameter bytes, about 6 bytes per
+// parameter at 17 GB/s per GPU, which is one HDR NIC per rank, not the 8 NICs of a node that
+// NCCL's channels would give one ring in principle. The ZeRO paper's 13B without model
+// parallelism at over 40 TFLOP/s per GPU needs more than one EDR NIC per ring (a reduce-scatter
+// and an all-gather of 13B fp16 values, 52 GB a step, take over 4 s at 12.5 GB/s of its 5.3 s
+// step), so the DGX-2 preset keeps all of them.
 ClusterSpec dgx2_v100() {
   ClusterSpec c;
   c.name = "dgx2-v100";
@@ -37,8 +45,8 @@ ClusterSpec dgx2_v100() {
   c.nodes = 25;
   c.peak_tflops = 125;
   c.fp32_peak_tflops = 15.7;
-  c.gemm_efficiency = 0.7211;        // fitted (see above)
-  c.inter_node_efficiency = 0.1280;  // fitted
+  c.gemm_efficiency = 0.5973;        // fitted (see above)
+  c.inter_node_efficiency = 0.1752;  // fitted
   c.gemm_half_dim = 64;
   c.hbm_bytes = 32.0 * kGiB;
   c.hbm_gbps = 900;
@@ -46,6 +54,8 @@ ClusterSpec dgx2_v100() {
   c.intra_node_latency_us = 5;
   c.inter_node_gbps = 100;
   c.inter_node_latency_us = 10;
+  c.nics_per_node = 8;
+  c.nics_per_collective = 0;
   c.pcie_gbps = 12;
   c.kernel_overhead_us = 5;
   return c;
@@ -60,14 +70,15 @@ ClusterSpec dgx_a100() {
   c.fp32_peak_tflops = 19.5;
   c.tf32_peak_tflops = 156;
   c.tf32 = true;
-  c.gemm_efficiency = 0.6110;        // fitted (see above)
-  c.inter_node_efficiency = 0.7869;  // fitted
-  c.inter_node_latency_us = 149.9;   // fitted
+  c.gemm_efficiency = 0.6193;        // fitted (see above)
+  c.inter_node_efficiency = 0.6936;  // fitted
   c.gemm_half_dim = 96;
   c.hbm_bytes = 80.0 * kGiB;
   c.hbm_gbps = 2039;
   c.intra_node_gbps = 300;
   c.inter_node_gbps = 200;
+  c.nics_per_node = 8;
+  c.nics_per_collective = 1;
   c.pcie_gbps = 25;
   c.kernel_overhead_us = 4;
   return c;
@@ -208,6 +219,8 @@ ClusterSpec cluster_from_json(const nlohmann::json& j, ClusterSpec c) {
   take(j, "intra_node_latency_us", c.intra_node_latency_us);
   take(j, "inter_node_gbps", c.inter_node_gbps);
   take(j, "inter_node_latency_us", c.inter_node_latency_us);
+  take(j, "nics_per_node", c.nics_per_node);
+  take(j, "nics_per_collective", c.nics_per_collective);
   take(j, "intra_node_efficiency", c.intra_node_efficiency);
   take(j, "inter_node_efficiency", c.inter_node_efficiency);
   take(j, "pcie_gbps", c.pcie_gbps);
@@ -249,9 +262,10 @@ ClusterSpec cluster_from_json(const nlohmann::json& j, ClusterSpec c) {
     throw InputError(
         fmt::format("cluster description: a measured table is malformed: {}", e.what()));
   }
-  ZT_REQUIRE(c.gpus_per_node >= 1 && c.nodes >= 1,
-             "cluster description: gpus_per_node and "
-             "nodes must be at least 1");
+  ZT_REQUIRE(c.gpus_per_node >= 1 && c.nodes >= 1 && c.nics_per_node >= 1,
+             "cluster description: gpus_per_node, nodes and nics_per_node must be at least 1");
+  ZT_REQUIRE(c.nics_per_collective >= 0,
+             "cluster description: nics_per_collective must not be negative");
   ZT_REQUIRE(c.fp32_peak_tflops >= 0 && c.tf32_peak_tflops >= 0,
              "cluster description '{}': fp32_peak_tflops and tf32_peak_tflops must not be "
              "negative",
@@ -302,6 +316,8 @@ nlohmann::json cluster_to_json(const ClusterSpec& c) {
           {"intra_node_latency_us", c.intra_node_latency_us},
           {"inter_node_gbps", c.inter_node_gbps},
           {"inter_node_latency_us", c.inter_node_latency_us},
+          {"nics_per_node", c.nics_per_node},
+          {"nics_per_collective", c.nics_per_collective},
           {"intra_node_efficiency", c.intra_node_efficiency},
           {"inter_node_efficiency", c.inter_node_efficiency},
           {"pcie_gbps", c.pcie_gbps},

@@ -36,6 +36,12 @@ struct ClusterSpec {
   double intra_node_latency_us = 0;
   double inter_node_gbps = 0;  // per node (all its NICs), GB/s
   double inter_node_latency_us = 0;
+  // The node's NICs, and how many of them one collective's rings spread over when its group
+  // crosses nodes (0: all of them, NCCL's channels on distinct NICs). Groups that leave the
+  // same node share its NICs; a group that may use fewer NICs than the node has gets less
+  // than the node's bandwidth even when the others are idle.
+  int nics_per_node = 1;
+  int nics_per_collective = 0;
   // The fraction of the nominal bandwidths above that collectives reach (fitted to published
   // runs for the presets; 1 = the vendor figure).
   double intra_node_efficiency = 1;

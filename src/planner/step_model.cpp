@@ -109,8 +109,9 @@ double ring_ms(double bytes, double p, double gbps, double latency_us, double ca
 }
 
 // Per-ring bandwidth of a group whose members are `stride` apart in rank order: inside a node it
-// is the device's bus bandwidth; across nodes the node's NICs are shared by every ring that
-// leaves the node (gpus_per_node / members-per-node of them).
+// is the device's bus bandwidth. Across nodes every group with members in a node leaves it
+// (gpus_per_node / members-per-node of them) and they share the node's NICs; one group's rings
+// use at most nics_per_collective of them.
 double group_gbps(const ClusterSpec& c, int size, int stride, double* latency_us) {
   const int g = c.gpus_per_node;
   const double intra = c.intra_node_gbps * c.intra_node_efficiency;
@@ -119,8 +120,13 @@ double group_gbps(const ClusterSpec& c, int size, int stride, double* latency_us
     return intra;
   }
   const double per_node = std::max(1, g / stride);  // members of one ring inside a node
+  const double groups = g / per_node;               // groups leaving the node
+  const double nics = std::max(1, c.nics_per_node);
+  const double usable =
+      c.nics_per_collective > 0 ? std::min<double>(nics, c.nics_per_collective) : nics;
+  const double share = std::min(usable, nics / groups);  // NICs one group's rings get
   *latency_us = c.inter_node_latency_us;
-  return std::min(intra, c.inter_node_gbps * c.inter_node_efficiency * per_node / g);
+  return std::min(intra, c.inter_node_gbps * c.inter_node_efficiency * share / nics);
 }
 
 // Collectives: the measured curve of the op and group size where the calibration has one, else

@@ -116,6 +116,35 @@ TEST(StepModel, DataParallelTimeIsTheRingFormulaOnThePlansVolume) {
             0.75 * static_cast<double>(r.memory.comm_dp_after) / (c.intra_node_gbps * 1e9) * 1e3);
 }
 
+TEST(StepModel, AGroupAcrossNodesGetsTheNicsItMayUse) {
+  // Stage 2 over 16 ranks on two 8-GPU nodes, nothing else in the step but its traffic.
+  PlanInput in = gpt_input(1e9, 1, 16, 2);
+  ClusterSpec c = one_node();
+  c.inter_node_latency_us = 0;
+  c.inter_node_efficiency = 1;
+  c.nics_per_node = 8;
+  SimOptions opt;
+  opt.overlap_comm = false;
+  auto ring_ms = [&](double gbps) {
+    const StepEstimate r = simulate_step(in, c, opt);
+    return 15.0 / 16.0 * static_cast<double>(r.memory.comm_dp) / (gbps * 1e9) * 1e3;
+  };
+  // All NICs: the one group leaving each node has the node's bandwidth.
+  c.nics_per_collective = 0;
+  double t = simulate_step(in, c, opt).dp_comm_ms;
+  EXPECT_NEAR(t, ring_ms(c.inter_node_gbps), 1e-9 * t);
+  // One NIC per collective: an eighth of it, though seven NICs stay idle.
+  c.nics_per_collective = 1;
+  t = simulate_step(in, c, opt).dp_comm_ms;
+  EXPECT_NEAR(t, ring_ms(c.inter_node_gbps / 8), 1e-9 * t);
+  // Groups one rank per node (tp 8 inside the node, dp across): eight groups share the eight
+  // NICs, one each, whatever a collective may use.
+  in = gpt_input(1e9, 8, 16, 2);
+  const double one_each = simulate_step(in, c, opt).dp_comm_ms;
+  c.nics_per_collective = 0;
+  EXPECT_DOUBLE_EQ(simulate_step(in, c, opt).dp_comm_ms, one_each);
+}
+
 TEST(StepModel, ZeroThreeGathersHideAsFarAsThePrefetchPolicyAllows) {
   // Stage 3 on 64 ranks across nodes: gathering only at each unit's start exposes every
   // gather; prefetching by --prefetch-bucket-size hides them behind the units before.
@@ -234,6 +263,10 @@ TEST(Cluster, JsonOverridesOnlyWhatItNames) {
   EXPECT_EQ(c.gemm_efficiency, 0.5);
   EXPECT_EQ(c.peak_tflops, v.peak_tflops);
   EXPECT_EQ(cluster_from_json(cluster_to_json(v)).inter_node_gbps, v.inter_node_gbps);
+  const ClusterSpec a = cluster_preset("dgx-a100");
+  EXPECT_EQ(cluster_from_json(cluster_to_json(a)).nics_per_collective, a.nics_per_collective);
+  EXPECT_EQ(cluster_from_json(cluster_to_json(a)).nics_per_node, a.nics_per_node);
+  EXPECT_THROW(cluster_from_json(nlohmann::json{{"nics_per_node", 0}}, v), InputError);
   EXPECT_THROW(cluster_preset("dgx-9000"), InputError);
   EXPECT_THROW(cluster_from_json(nlohmann::json{{"gemm_efficiency", 2.0}}, v), InputError);
   EXPECT_THROW(cluster_from_json(nlohmann::json{{"peak_tflops", "fast"}}, v), InputError);
