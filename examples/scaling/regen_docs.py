@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerates every figure of docs/results/simulate.md and docs/results/planner.md that comes
-from `zerotron estimate` / `zerotron simulate`, from the current binary.
+"""Regenerates every figure of docs/results/simulate.md, docs/results/planner.md and the README
+that comes from `zerotron estimate` / `zerotron simulate`, from the current binary.
 
 Each generated block in those pages sits between `<!-- regen:NAME -->` and `<!-- /regen -->`;
 this script reruns the block's command and replaces what is between the markers (a fenced block
@@ -23,7 +23,6 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-DOCS = os.path.join(ROOT, "docs", "results")
 
 
 def blocks(zt):
@@ -36,8 +35,20 @@ def blocks(zt):
            "--seq-length", "1024", "--vocab-size", "50257", "--tensor-model-parallel-size", "16",
            "--world-size", "400", "--zero-stage", "2", "--fp16", "--checkpoint-activations",
            "--partition-activations", "--micro-batch-size", "32"]
+    # README's two examples: a 1.3B model on 8 ranks (estimate) and on 64 A100s (simulate).
+    readme = ["--num-layers", "24", "--hidden-size", "2048", "--num-attention-heads", "16",
+              "--seq-length", "1024", "--vocab-size", "50257"]
+    readme_est = readme + ["--world-size", "8", "--zero-stage", "3", "--bf16",
+                           "--checkpoint-activations", "--device-memory", "80GiB"]
+    readme_sim = readme + ["--world-size", "64", "--tensor-model-parallel-size", "8",
+                           "--zero-stage", "2", "--bf16", "--checkpoint-activations",
+                           "--micro-batch-size", "8", "--cluster", "dgx-a100"]
     py = sys.executable
     return {
+        "readme_estimate": (f"{rel} estimate " + " ".join(readme_est),
+                            [zt, "estimate"] + readme_est, "code"),
+        "readme_simulate": (f"{rel} simulate " + " ".join(readme_sim),
+                            [zt, "simulate"] + readme_sim, "code"),
         "published_points": ("examples/scaling/published_points.py",
                              [py, "examples/scaling/published_points.py", "--zerotron", zt],
                              "raw"),
@@ -94,8 +105,8 @@ def main():
              f"{' plus uncommitted changes' if dirty else ''}, {date}.")
     changed = []
     cache = {}
-    for page in ("simulate.md", "planner.md"):
-        path = os.path.join(DOCS, page)
+    for page in ("docs/results/simulate.md", "docs/results/planner.md", "README.md"):
+        path = os.path.join(ROOT, page)
         with open(path) as f:
             text = f.read()
         new = text
@@ -123,9 +134,10 @@ def main():
         if changed:
             print(f"regen_docs: out of date: {', '.join(changed)}")
             return 1
-        print("regen_docs: docs/results figures match the binary")
+        print("regen_docs: the docs/results and README figures match the binary")
         return 0
-    print(f"regen_docs: regenerated docs/results/simulate.md, planner.md ({commit}, {date})")
+    print(f"regen_docs: regenerated docs/results/simulate.md, planner.md, README.md ({commit}, "
+          f"{date})")
     return 0
 
 
