@@ -6,7 +6,8 @@
 // forward and backward, 12·L·h·s for the attention score and value products; N counts every
 // parameter (the tied head once).
 //
-// Usage: bench_step [--steps K] [--warmup W] [--bf16] [model flags as in zerotron train]
+// Usage: bench_step [--steps K] [--warmup W] [--bf16] [model flags as in zerotron train, e.g.
+//        --working-params cast]
 #include <omp.h>
 #include <sys/resource.h>
 
@@ -77,6 +78,25 @@ double sgemm_gflops(const std::vector<std::pair<Gemm, int>>& gemms, int repeats)
     }
   }
   return flops / secs / 1e9;
+}
+
+// Milliseconds to cast `elems` fp32 elements to bf16 with the backend's kernel, over a master
+// of `numel` elements in layout-sized pieces (median of 5 passes after one warm-up).
+double cast_ms(int64_t elems, int64_t numel) {
+  std::vector<float> master(static_cast<size_t>(numel), 0.01f);
+  std::vector<zt::bf16> out(static_cast<size_t>(numel));
+  std::vector<double> t;
+  for (int r = 0; r < 6; ++r) {
+    const auto t0 = Clock::now();
+    for (int64_t done = 0; done < elems;) {
+      const int64_t n = std::min(numel, elems - done);
+      zt::cpu::Kernels::cast(out.data(), master.data(), n);
+      done += n;
+    }
+    if (r > 0) t.push_back(seconds_since(t0) * 1e3);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }
 
 // The CPU as /proc/cpuinfo names it: model name, family and model numbers (a virtual machine
@@ -166,6 +186,17 @@ static int run(int argc, char** argv) {
   const double tokens = static_cast<double>(o.micro_batch_size) * o.seq_length;
   const double model_gflops = c.flops_per_token() * tokens / (median_ms / 1e3) / 1e9;
   const double sgemm = sgemm_gflops(model_gemms(c, o.micro_batch_size), 3);
+  // --working-params cast: what the store cast per step, and that many elements cast here
+  // alone (the same kernel, master to bf16 buffer) — the cost the step pays for the memory.
+  nlohmann::json cast;
+  if (const zt::CastStats* cs = trainer.optimizer().cast_stats()) {
+    const int64_t per_step = cs->cast_elems / (steps + warmup);
+    cast = {{"arena_elems", cs->arena_elems},
+            {"peak_held_elems", cs->peak_elems},
+            {"acquires_per_step", cs->casts / (steps + warmup)},
+            {"elems_per_step", per_step},
+            {"cast_ms_per_step", cast_ms(per_step, c.num_parameters())}};
+  }
   nlohmann::json j = {
       {"impl", "zerotron"},
       {"config",
@@ -178,7 +209,8 @@ static int run(int argc, char** argv) {
         {"seq_length", c.seq_length},
         {"micro_batch", o.micro_batch_size},
         {"vocab", c.vocab_size},
-        {"precision", o.bf16 ? "bf16" : (o.fp16 ? "fp16" : "fp32")}}},
+        {"precision", o.bf16 ? "bf16" : (o.fp16 ? "fp16" : "fp32")},
+        {"working_params", o.working_params}}},
       {"num_parameters", c.num_parameters()},
       {"steps", steps},
       {"median_step_ms", median_ms},
@@ -189,6 +221,7 @@ static int run(int argc, char** argv) {
       {"peak_pool_bytes", pool.total_peak()},
       {"peak_pool_bytes_by_category", by_category},
       {"peak_rss_bytes", static_cast<int64_t>(ru.ru_maxrss) * 1024},
+      {"cast", cast},
       {"threads", omp_get_max_threads()},
       {"cpu", cpu_info()},
       {"onednn_isa", zt::cpu::detail::onednn_isa_name()},

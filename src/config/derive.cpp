@@ -113,6 +113,7 @@ ZeroConfig zero_config(const TrainOptions& o) {
   z.prefetch_bucket_elems = o.prefetch_bucket_size;
   z.max_live_parameters = o.max_live_parameters;
   z.fp32_grads = o.accumulate_allreduce_grads_in_fp32;
+  z.cast_params = o.working_params == "cast";  // held_params_elems: the model's, per rank
   return z;
 }
 

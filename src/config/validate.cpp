@@ -81,6 +81,15 @@ void validate_layout_options(const TrainOptions& o, int dp) {
   ZT_REQUIRE(!o.cpu_checkpointing || o.partition_activations,
              "--cpu-checkpointing needs --partition-activations (DeepSpeed's rule)");
   ZT_REQUIRE(o.zero_stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got {}", o.zero_stage);
+  // Stages 1-3 hold only a shard of the fp32 master, so a rank cannot cast the parameters it
+  // computes with; in fp32 the working parameters are the master itself.
+  ZT_REQUIRE(o.working_params != "cast" || o.zero_stage == 0,
+             "--working-params cast needs --zero-stage 0 (stages 1-3 hold only a shard of the "
+             "fp32 master), got --zero-stage {}",
+             o.zero_stage);
+  ZT_REQUIRE(o.working_params != "cast" || o.bf16 || o.fp16,
+             "--working-params cast needs --bf16 or --fp16 (in fp32 the working parameters are "
+             "the master parameters, kept once)");
   validate_pipeline_options(o, batch.accumulation);
 }
 

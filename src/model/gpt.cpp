@@ -1,6 +1,7 @@
 #include "src/model/gpt.h"
 
 #include <algorithm>
+#include <string>
 #include <string_view>
 
 #include "src/tensor_parallel/mappings.h"
@@ -20,6 +21,30 @@ bool Gpt::acquired_in_backward(const ParamSpec& p) {
   if (n == "embedding.position") return false;
   return !(ends_with("qkv.bias") || ends_with("attn.proj.bias") || ends_with("fc.bias") ||
            ends_with("mlp.proj.bias"));
+}
+
+int64_t Gpt::held_params_elems(const GptConfig& c, const ParamLayout& layout, int64_t max_span) {
+  // The pairs held together (names sharing the module, adjacent in the layout): a norm's weight
+  // and bias (HeldNorm); a linear's weight and bias where one GEMM adds the bias (not a
+  // row-parallel layer's at tp > 1, whose bias is added after the reduction); the word and
+  // position tables in the fused lookup (not under sequence parallelism, which looks them up
+  // apart). Each only where both are whole spans: a chunked weight is held one chunk at a time.
+  const auto span = [&](const ParamSpec& p) { return p.chunk_rows(max_span) * p.row_len(); };
+  const auto whole = [&](const ParamSpec& p) { return span(p) == p.numel(); };
+  const auto module = [](const std::string& n) { return n.substr(0, n.rfind('.')); };
+  const bool tp = layout.tp_size() > 1;
+  const auto& ps = layout.params();
+  int64_t most = 0;
+  for (size_t k = 0; k < ps.size(); ++k) {
+    most = std::max(most, span(ps[k]));
+    if (k + 1 == ps.size()) continue;
+    const ParamSpec &a = ps[k], &b = ps[k + 1];
+    if (module(a.name) != module(b.name) || !whole(a) || !whole(b)) continue;
+    if (a.name == "embedding.word" && splits_sequence(c, layout.tp_size())) continue;
+    if (a.split == TpSplit::InputColumns && tp) continue;
+    most = std::max(most, a.numel() + b.numel());
+  }
+  return most;
 }
 
 size_t Gpt::kernel_scratch_bytes(const GptConfig& c, int micro_batch, int tp_size) {

@@ -96,6 +96,12 @@ class Gpt {
                             const PipelinePart& part = {});
   // Whether backward acquires `p` again (the planner counts stage-3 gathers by it).
   static bool acquired_in_backward(const ParamSpec& p);
+  // The most parameter elements the model (training, evaluation and GptDecoder) holds acquired
+  // at once from a source of max_span() `max_span`, on the rank holding `layout`: one span (a
+  // whole parameter or a chunk of its rows), or two whole parameters of one module held
+  // together. A source that keeps no working parameters sizes its buffer by this.
+  static int64_t held_params_elems(const GptConfig& config, const ParamLayout& layout,
+                                   int64_t max_span);
   // [N, Vp/tp] in the backend's memory, in the working precision; dlogits after
   // forward_backward.
   CRef logits() const { return logits_; }

@@ -14,6 +14,7 @@
 #include "src/model/param_layout.h"
 #include "src/pipeline/stage_runner.h"
 #include "src/zero/activation_checkpointer.h"
+#include "src/zero/cast_params.h"
 #include "src/zero/dp_grad_sync.h"
 #include "src/zero/grad_buckets.h"
 #include "src/zero/grad_staging.h"
@@ -74,6 +75,9 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   b += ShardedAdam::workspace_bytes();  // this rank's share of the gradient norm
   const size_t staging = GradStaging::bytes(layout, in.reduce_bucket_elems);
   if (in.zero_stage == 0) {
+    if (in.cast_params)
+      b += CastParams::arena_bytes(Gpt::held_params_elems(in.model, layout, in.reduce_bucket_elems),
+                                   in.working);
     if (half_grads) b += staging;
     if (staged_grads && in.dp > 1) {
       const GradBuckets buckets(layout, in.reduce_bucket_elems);
@@ -195,8 +199,9 @@ MemoryPlan plan_memory(const PlanInput& in) {
   p.num_parameters = in.model.num_parameters();
   p.rank_parameters = layout.numel();
   switch (in.zero_stage) {
-    case 0:  // stage 0: all on every rank; fp32 master only beside half weights
-      p.params = numel * e;
+    case 0:  // stage 0: all on every rank; fp32 master only beside half weights (which the
+             // cast store keeps none of: its arena is in the buffers)
+      p.params = in.cast_params ? 0 : numel * e;
       p.grads = numel * eg;
       p.optimizer = (half ? 3 : 2) * numel * 4;
       break;

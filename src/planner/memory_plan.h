@@ -27,6 +27,9 @@ struct PlanInput {
   // The kept gradient in fp32 under half parameters (--accumulate-allreduce-grads-in-fp32).
   bool fp32_grads = false;
   DType grad_dtype() const { return fp32_grads ? DType::F32 : working; }
+  // Stage 0 in half precision with no working copy (--working-params cast): the parameters the
+  // model holds at once are cast into a buffer (Gpt::held_params_elems), none are kept.
+  bool cast_params = false;
   int micro_batch = option_defaults::micro_batch_size;
   int accumulation = 1;  // micro-batches per step (pipeline: m)
   bool checkpoint_activations = false;

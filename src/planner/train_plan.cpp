@@ -54,6 +54,7 @@ PlanInput plan_input_from(const TrainOptions& o, int dp) {
   in.zero_stage = d.zero.stage;
   in.working = d.working;
   in.fp32_grads = d.zero.fp32_grads;
+  in.cast_params = d.zero.cast_params;
   in.micro_batch = d.batch.micro;
   in.accumulation = d.batch.accumulation;
   in.checkpoint_activations = d.checkpoint_activations;

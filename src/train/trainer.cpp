@@ -75,6 +75,8 @@ ZeroConfig Trainer::zero_config() const {
   zero.dp = &topo_.dp();
   zero.world = &topo_.host_world();
   zero.tp_rank = topo_.tp_rank();
+  if (zero.cast_params)
+    zero.held_params_elems = Gpt::held_params_elems(config_, layout_, zero.reduce_bucket_elems);
   // derive() turned overlap_comm off: the tied embedding's sum comes first. An untied head has
   // nothing to sum between the stages.
   if (pp_ > 1 && !config_.untie_embeddings) {

@@ -2,6 +2,8 @@
 // ParamStore: where the working parameters live and how the model reaches them — one part of a
 // ZeRO stage.
 //   ResidentParams  stage 0: every parameter, in layout order.
+//   CastParams      stage 0 in half precision, no working copy: each acquired span is the fp32
+//                   master's, rounded into an arena sized by what the model holds at once.
 //   PaddedParams    stages 1-2: every parameter, in the partition's padded space; after the step
 //                   each rank's updated parts are all-gathered unit by unit.
 //   GatheredParams  stage 3: only the own shard; a unit is all-gathered when the model acquires
@@ -26,6 +28,14 @@ struct GatherStats {
   std::vector<UnitEvent> first_step;  // the first step's acquires and releases, by unit
 };
 
+// What the cast store (stage 0 without a working copy) measured of its arena and casts.
+struct CastStats {
+  int64_t arena_elems = 0;  // the arena's size
+  int64_t peak_elems = 0;   // elements held at once, at most
+  int64_t casts = 0;        // acquires, each one cast of its span from the master
+  int64_t cast_elems = 0;   // elements cast, over all acquires
+};
+
 class ParamStore {
  public:
   virtual ~ParamStore() = default;
@@ -46,6 +56,8 @@ class ParamStore {
   virtual Tensor layout_params() const { return {}; }
   // Stage 3 only.
   virtual const GatherStats* gather_stats() const { return nullptr; }
+  // The cast store only.
+  virtual const CastStats* cast_stats() const { return nullptr; }
   // The last step's parameter gathers against the compute that needed them (stage 3; read after
   // the step): each from its start to its completion as the communicator saw it.
   virtual comm::OverlapTiming gather_timing() const { return {}; }

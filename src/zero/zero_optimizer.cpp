@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "src/zero/all_reduce_grads.h"
+#include "src/zero/cast_params.h"
 #include "src/zero/gathered_params.h"
 #include "src/zero/reduce_scatter_grads.h"
 #include "src/zero/resident_params.h"
@@ -46,8 +47,20 @@ ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const Ada
     for (int k : zero.tied_params) norm_excluded_.at(static_cast<size_t>(k)) = 1;
   if (zero.world != nullptr && zero.world->size() > 1)
     norm_ = std::make_unique<comm::ScalarReducer>(*zero.world, ctx.host(), 1);
+  ZT_CHECK(!zero.cast_params || (zero.stage == 0 && working != DType::F32),
+           "cast working parameters need ZeRO stage 0 and a half working precision (stage {}, {})",
+           zero.stage, dtype_name(working));
   if (kStages[zero.stage].store != Store::Resident) {
     compose_partitioned(adam, seed);
+    return;
+  }
+  if (zero.cast_params) {
+    grads_ = std::make_unique<AllReduceGrads>(layout_, grad_dtype_, ctx, zero.dp,
+                                              zero.reduce_bucket_elems, zero.overlap_comm);
+    adam_ = std::make_unique<ShardedAdam>(layout_, Shard::whole(layout_), adam, ctx, nullptr);
+    init_parameters_on(ctx, layout_, seed, adam_->master());
+    store_ = std::make_unique<CastParams>(layout_, working_, ctx, zero.held_params_elems,
+                                          adam_->master());
     return;
   }
   // In fp32 the resident working parameters are the master parameters themselves.
@@ -204,8 +217,9 @@ void ZeroOptimizer::after_load(int64_t adam_step) {
 
 Tensor ZeroOptimizer::working_params() const {
   const Tensor t = store_->layout_params();
-  ZT_CHECK(t.data() != nullptr, "stage {} keeps no full parameters; use gather_master()",
-           zero_.stage);
+  ZT_CHECK(t.data() != nullptr,
+           "stage {} keeps no full working parameters{}; use gather_master() or master_params()",
+           zero_.stage, zero_.cast_params ? " (they are cast from the master on acquire)" : "");
   return t;
 }
 

@@ -5,6 +5,7 @@
 //
 //   stage  ParamStore       GradReducer            ShardedAdam over
 //   0      ResidentParams   AllReduceGrads         the whole layout
+//          or CastParams    (half precision, ZeroConfig::cast_params)
 //   1      PaddedParams     ReduceScatterAtStep    the rank's partition shard
 //   2      PaddedParams     ReduceScatterUnits     the rank's partition shard
 //   3      GatheredParams   ReduceScatterUnits     the rank's partition shard
@@ -56,6 +57,11 @@ struct ZeroConfig {
   // Keep the gradient in fp32 under half-precision parameters (Megatron's
   // --accumulate-allreduce-grads-in-fp32): accumulation and reduction in fp32.
   bool fp32_grads = false;
+  // Stage 0 under half precision: keep no working copy of the parameters; each acquire rounds
+  // its span of the fp32 master into an arena of `held_params_elems` elements, the most the
+  // model holds at once (Gpt::held_params_elems) — bitwise the stored copy's values.
+  bool cast_params = false;
+  int64_t held_params_elems = 0;
 };
 
 class ZeroOptimizer final : public ParamSource {
@@ -89,6 +95,8 @@ class ZeroOptimizer final : public ParamSource {
   // Stage 3: what the parameter store measured of its gathers; null in stages 0-2.
   const GatherStats* gather_stats() const { return store_->gather_stats(); }
   comm::OverlapTiming gather_timing() const { return store_->gather_timing(); }
+  // Stage 0 with cast_params: the arena and the casts measured; null otherwise.
+  const CastStats* cast_stats() const { return store_->cast_stats(); }
   // The full fp32 master parameters in ParamLayout order into host memory, on every rank
   // (collective over dp). Host pointers here and in set_master / set_state_from_layout_order.
   void gather_master(float* full);
@@ -117,7 +125,7 @@ class ZeroOptimizer final : public ParamSource {
   DType working_dtype() const { return working_; }
   // What this rank owns of the master parameters and moments (owned_state's order).
   const Shard& shard() const { return adam_->shard(); }
-  // Stage 0 only: the resident full tensors.
+  // Stage 0 only: the resident full tensors (the working parameters: not with cast_params).
   Tensor working_params() const;
   Tensor working_grads() const;
   Tensor master_params() const;

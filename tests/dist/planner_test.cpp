@@ -34,6 +34,7 @@ struct Case {
   int layers = 0;                    // 0: 4 with a pipeline, else 3
   int first = 0, last = 0;           // --decoder-first/last-pipeline-num-layers
   bool llama = false;                // the Llama-shaped model (set_llama)
+  bool cast = false;                 // --working-params cast (stage 0, half)
 };
 
 // Rope, RMSNorm, SwiGLU at Megatron's default width, 4 key/value groups of 8 heads, an untied
@@ -60,61 +61,70 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
   // fp16 plans and measures as bf16 does (2-byte working precision, fp32 staging of its
   // reductions on MPI); its cases cover every stage, tp 1 and 2, and each activation policy so
   // that a category that forgot fp16 cannot hide behind the bf16 cases.
-  const Case cases[] = {{1, 0, F32, false, false, false, 1},
-                        {1, 1, BF16, false, false, false, 2},
-                        {1, 2, BF16, true, false, false, 1},
-                        {1, 3, BF16, false, false, false, 2},
-                        {2, 3, BF16, true, true, false, 1},
-                        {2, 2, F32, true, true, true, 2},
-                        {2, 0, BF16, false, false, false, 1},
-                        {1, 0, F16, false, false, false, 2},
-                        {1, 1, F16, true, false, false, 1},
-                        {2, 2, F16, true, true, true, 1},
-                        {2, 3, F16, true, true, false, 2},
-                        {1, 3, F16, false, false, false, 1},
-                        // sequence parallelism, with each activation policy
-                        {2, 0, BF16, false, false, false, 2, true},
-                        {2, 1, F32, true, false, false, 1, true},
-                        {2, 3, F16, true, true, false, 1, true},
-                        {2, 2, BF16, true, true, true, 2, true},
-                        // pipeline parallelism: 1F1B and interleaved, each activation policy
-                        {1, 0, F32, false, false, false, 2, false, 2},
-                        {1, 1, BF16, true, false, false, 3, false, 2},
-                        {2, 1, BF16, false, false, false, 2, true, 2},
-                        {2, 1, F16, true, true, false, 2, false, 2},
-                        {2, 0, BF16, true, true, true, 2, true, 2},
-                        {1, 1, BF16, false, false, false, 4, false, 2, 1},
-                        {2, 1, F32, true, false, false, 2, true, 2, 1},
-                        {1, 0, BF16, false, false, false, 2, false, 4},
-                        {1, 1, F16, true, false, false, 5, false, 4},
-                        {1, 1, BF16, true, true, true, 4, false, 4},
-                        // fp32 gradients under half parameters, every stage, tp and pp
-                        {1, 0, BF16, false, false, false, 2, false, 1, 0, true},
-                        {1, 1, F16, false, false, false, 2, false, 1, 0, true},
-                        {2, 2, BF16, true, true, false, 2, false, 1, 0, true},
-                        {1, 3, BF16, false, false, false, 2, false, 1, 0, true},
-                        {2, 3, F16, true, false, false, 1, true, 1, 0, true},
-                        {1, 1, BF16, false, false, false, 2, false, 2, 0, true},
-                        // the Llama-shaped model: every stage, tp 1 and 2, sequence
-                        // parallelism, the activation policies, pp 2 (the untied head on the
-                        // last stage), each precision
-                        {1, 0, F32, false, false, false, 2, false, 1, 0, false, 0, 0, 0, true},
-                        {1, 1, BF16, true, false, false, 1, false, 1, 0, false, 0, 0, 0, true},
-                        {2, 2, F16, true, true, true, 2, false, 1, 0, false, 0, 0, 0, true},
-                        {2, 3, BF16, true, true, false, 2, false, 1, 0, false, 0, 0, 0, true},
-                        {1, 3, F32, false, false, false, 1, false, 1, 0, false, 0, 0, 0, true},
-                        {2, 0, BF16, false, false, false, 1, true, 1, 0, false, 0, 0, 0, true},
-                        {2, 3, F32, true, false, false, 2, true, 1, 0, false, 0, 0, 0, true},
-                        {1, 1, BF16, true, true, false, 2, false, 2, 0, false, 0, 0, 0, true},
-                        {2, 0, F32, false, false, false, 3, true, 2, 0, false, 0, 0, 0, true},
-                        {2, 1, F16, true, true, true, 2, false, 2, 0, false, 0, 0, 0, true},
-                        // pipeline chunks of 2 layers (checkpoints past the kept input), uneven
-                        // splits
-                        {1, 1, BF16, true, false, false, 4, false, 2, 2, false, 8},
-                        {1, 1, BF16, true, false, false, 3, false, 2, 0, false, 5, 1, 0},
-                        {2, 1, BF16, true, true, true, 2, false, 2, 0, false, 5, 0, 1},
-                        {1, 0, F32, false, false, false, 4, false, 4, 0, false, 6, 1, 1},
-                        {1, 1, F16, true, false, false, 5, false, 4, 0, false, 6, 3, 0}};
+  const Case cases[] = {
+      {1, 0, F32, false, false, false, 1},
+      {1, 1, BF16, false, false, false, 2},
+      {1, 2, BF16, true, false, false, 1},
+      {1, 3, BF16, false, false, false, 2},
+      {2, 3, BF16, true, true, false, 1},
+      {2, 2, F32, true, true, true, 2},
+      {2, 0, BF16, false, false, false, 1},
+      {1, 0, F16, false, false, false, 2},
+      {1, 1, F16, true, false, false, 1},
+      {2, 2, F16, true, true, true, 1},
+      {2, 3, F16, true, true, false, 2},
+      {1, 3, F16, false, false, false, 1},
+      // sequence parallelism, with each activation policy
+      {2, 0, BF16, false, false, false, 2, true},
+      {2, 1, F32, true, false, false, 1, true},
+      {2, 3, F16, true, true, false, 1, true},
+      {2, 2, BF16, true, true, true, 2, true},
+      // pipeline parallelism: 1F1B and interleaved, each activation policy
+      {1, 0, F32, false, false, false, 2, false, 2},
+      {1, 1, BF16, true, false, false, 3, false, 2},
+      {2, 1, BF16, false, false, false, 2, true, 2},
+      {2, 1, F16, true, true, false, 2, false, 2},
+      {2, 0, BF16, true, true, true, 2, true, 2},
+      {1, 1, BF16, false, false, false, 4, false, 2, 1},
+      {2, 1, F32, true, false, false, 2, true, 2, 1},
+      {1, 0, BF16, false, false, false, 2, false, 4},
+      {1, 1, F16, true, false, false, 5, false, 4},
+      {1, 1, BF16, true, true, true, 4, false, 4},
+      // fp32 gradients under half parameters, every stage, tp and pp
+      {1, 0, BF16, false, false, false, 2, false, 1, 0, true},
+      {1, 1, F16, false, false, false, 2, false, 1, 0, true},
+      {2, 2, BF16, true, true, false, 2, false, 1, 0, true},
+      {1, 3, BF16, false, false, false, 2, false, 1, 0, true},
+      {2, 3, F16, true, false, false, 1, true, 1, 0, true},
+      {1, 1, BF16, false, false, false, 2, false, 2, 0, true},
+      // the Llama-shaped model: every stage, tp 1 and 2, sequence
+      // parallelism, the activation policies, pp 2 (the untied head on the
+      // last stage), each precision
+      {1, 0, F32, false, false, false, 2, false, 1, 0, false, 0, 0, 0, true},
+      {1, 1, BF16, true, false, false, 1, false, 1, 0, false, 0, 0, 0, true},
+      {2, 2, F16, true, true, true, 2, false, 1, 0, false, 0, 0, 0, true},
+      {2, 3, BF16, true, true, false, 2, false, 1, 0, false, 0, 0, 0, true},
+      {1, 3, F32, false, false, false, 1, false, 1, 0, false, 0, 0, 0, true},
+      {2, 0, BF16, false, false, false, 1, true, 1, 0, false, 0, 0, 0, true},
+      {2, 3, F32, true, false, false, 2, true, 1, 0, false, 0, 0, 0, true},
+      {1, 1, BF16, true, true, false, 2, false, 2, 0, false, 0, 0, 0, true},
+      {2, 0, F32, false, false, false, 3, true, 2, 0, false, 0, 0, 0, true},
+      {2, 1, F16, true, true, true, 2, false, 2, 0, false, 0, 0, 0, true},
+      // pipeline chunks of 2 layers (checkpoints past the kept input), uneven
+      // splits
+      {1, 1, BF16, true, false, false, 4, false, 2, 2, false, 8},
+      {1, 1, BF16, true, false, false, 3, false, 2, 0, false, 5, 1, 0},
+      {2, 1, BF16, true, true, true, 2, false, 2, 0, false, 5, 0, 1},
+      {1, 0, F32, false, false, false, 4, false, 4, 0, false, 6, 1, 1},
+      {1, 1, F16, true, false, false, 5, false, 4, 0, false, 6, 3, 0},
+      // stage 0 without a working copy: dp, tp with sequence parallelism and
+      // Pa, pp, fp32 gradients, the Llama shape
+      {1, 0, BF16, false, false, false, 2, false, 1, 0, false, 0, 0, 0, false, true},
+      {2, 0, F16, true, true, false, 1, false, 1, 0, false, 0, 0, 0, false, true},
+      {2, 0, BF16, false, false, false, 2, true, 1, 0, false, 0, 0, 0, false, true},
+      {1, 0, BF16, true, false, false, 2, false, 2, 0, true, 0, 0, 0, false, true},
+      {2, 0, BF16, false, false, false, 2, false, 1, 0, false, 0, 0, 0, true, true},
+      {1, 0, F16, false, false, false, 2, false, 2, 0, false, 0, 0, 0, true, true}};
   for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
     const Case& k = cases[i];
     if (world % (k.tp * k.pp) != 0) continue;
@@ -142,6 +152,7 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     o.sequence_parallel = k.sequence_parallel;
     o.accumulate_allreduce_grads_in_fp32 = k.fp32_grads;
     if (k.llama) set_llama(o);
+    if (k.cast) o.working_params = "cast";
     o.reduce_bucket_size = 2000;
     o.param_persistence_threshold = 200;
     validate_train_options(o, dp);
@@ -160,7 +171,7 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     const MemoryPlan p = plan_memory(in);
     if (topo.tp_rank() == 0 && topo.dp_rank() == 0)
       std::printf(
-          "case %d%s tp %d dp %d pp %d (this rank: stage %d) ZeRO %d %s%s%s%s: params %zu/%zu "
+          "case %d%s tp %d dp %d pp %d (this rank: stage %d) ZeRO %d %s%s%s%s%s: params %zu/%zu "
           "grads "
           "%zu/%zu "
           "optimizer %zu/%zu activations %zu/%zu checkpoints %zu/%zu host %zu/%zu buffers "
@@ -170,9 +181,9 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
           std::string(dtype_name(k.working)).c_str(),
           k.ckpt ? (k.cpu ? " Pa+cpu" : (k.pa ? " Pa" : " ckpt")) : "",
           k.sequence_parallel ? " sp" : "", k.layers_per_virtual_stage > 0 ? " interleaved" : "",
-          measured.peak[0], p.params, measured.peak[1], p.grads, measured.peak[2], p.optimizer,
-          measured.peak[3], p.activations, measured.peak[4], p.checkpoints, measured.peak[5],
-          p.host_checkpoints, measured.peak[6], p.buffers,
+          k.cast ? " cast" : "", measured.peak[0], p.params, measured.peak[1], p.grads,
+          measured.peak[2], p.optimizer, measured.peak[3], p.activations, measured.peak[4],
+          p.checkpoints, measured.peak[5], p.host_checkpoints, measured.peak[6], p.buffers,
           static_cast<unsigned long long>(m.comm_bytes_dp),
           static_cast<unsigned long long>(p.comm_dp),
           static_cast<unsigned long long>(m.comm_bytes_tp),
@@ -250,7 +261,11 @@ TEST(Planner, BuffersDoNotGrowWithTheModel) {
   };
   const Size sizes[] = {{2, 32, 50}, {2, 64, 50}, {2, 32, 400}, {5, 32, 50}};
   for (const DType working : {F32, BF16, F16})
-    for (int stage = 0; stage <= 3; ++stage) {
+    for (int stage = 0; stage <= 4; ++stage) {
+      // 4: stage 0 without a working copy (half only), whose cast buffer is bounded by the
+      // bucket as the gradient's are.
+      const bool cast = stage == 4;
+      if (cast && working == F32) continue;
       size_t first = 0;
       for (const Size& z : sizes) {
         TrainOptions o = test::small_gpt(0.1, 1);
@@ -261,7 +276,8 @@ TEST(Planner, BuffersDoNotGrowWithTheModel) {
         o.global_batch_size = 2 * dp;
         o.lr = 1e-4;
         o.log_interval = 100;
-        o.zero_stage = stage;
+        o.zero_stage = cast ? 0 : stage;
+        o.working_params = cast ? "cast" : "stored";
         o.bf16 = working == BF16;
         o.fp16 = working == F16;
         if (o.fp16) o.initial_loss_scale = 1024;
@@ -275,16 +291,17 @@ TEST(Planner, BuffersDoNotGrowWithTheModel) {
         PlanInput in;
         in.model = t.config();
         in.dp = dp;
-        in.zero_stage = stage;
+        in.zero_stage = o.zero_stage;
+        in.cast_params = cast;
         in.working = working;
         in.micro_batch = o.micro_batch_size;
         in.reduce_bucket_elems = o.reduce_bucket_size;
         in.param_persistence_threshold = o.param_persistence_threshold;
         in.prefetch_bucket_elems = o.prefetch_bucket_size;
         const std::string what = std::string(dtype_name(working)) + " stage " +
-                                 std::to_string(stage) + " layers " + std::to_string(z.layers) +
-                                 " hidden " + std::to_string(z.hidden) + " vocab " +
-                                 std::to_string(z.vocab);
+                                 (cast ? "0 cast" : std::to_string(stage)) + " layers " +
+                                 std::to_string(z.layers) + " hidden " + std::to_string(z.hidden) +
+                                 " vocab " + std::to_string(z.vocab);
         EXPECT_EQ(measured, plan_memory(in).buffers) << what;
         if (first == 0) first = measured;
         EXPECT_EQ(measured, first) << what << ": buffers grew with the model";

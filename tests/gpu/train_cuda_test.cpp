@@ -118,7 +118,8 @@ TEST(TrainCuda, StageMemoryIsThePapersAndTheCpuBackends) {
   }
 }
 
-// MemoryPool's peak per category against the plan of the same options, stages 0-3 and Pa+cpu:
+// MemoryPool's peak per category against the plan of the same options, stages 0-3, Pa+cpu and
+// stage 0 with --working-params cast:
 // equal, except buffers, which also hold the kernels' grow-only scratch (CUB temp storage,
 // column partials; the plan does not count it yet): measured buffers = plan + that scratch.
 // The scalar reducers are in pinned host memory (and empty for a world of one), no NCCL
@@ -126,13 +127,17 @@ TEST(TrainCuda, StageMemoryIsThePapersAndTheCpuBackends) {
 // this equality on the CPU through the same code paths.
 TEST(TrainCuda, MemoryIsThePlanPlusTheGrownScratch) {
   ZT_REQUIRE_GPU();
-  for (int variant = 0; variant <= 4; ++variant) {
+  for (int variant = 0; variant <= 5; ++variant) {
     TrainOptions c = small("cuda");
     c.bf16 = true;
     c.zero_stage = variant % 4;
     if (variant == 4) {
       c.zero_stage = 2;
       c.checkpoint_activations = c.partition_activations = c.cpu_checkpointing = true;
+    }
+    if (variant == 5) {
+      c.zero_stage = 0;
+      c.working_params = "cast";
     }
     c.train_iters = 2;
     const StepMetrics m = train(c).back();
@@ -149,6 +154,24 @@ TEST(TrainCuda, MemoryIsThePlanPlusTheGrownScratch) {
     std::printf("%s: buffers %zu = plan %zu + grown scratch %zu\n", what.c_str(),
                 test::peak_bytes(m, MemCategory::Buffers), p.buffers, scratch);
   }
+}
+
+// Stage 0 without a working copy: each acquire casts the master's span on the device with the
+// kernel that makes the stored copy, so the losses are the stored copy's, bit for bit.
+TEST(TrainCuda, CastWorkingParamsAreTheStoredBits) {
+  ZT_REQUIRE_GPU();
+  TrainOptions stored = small("cuda");
+  stored.bf16 = true;
+  stored.checkpoint_activations = true;  // recompute acquires a third time
+  TrainOptions cast = stored;
+  cast.working_params = "cast";
+  const auto a = train(stored), b = train(cast);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].lm_loss, b[i].lm_loss) << "step " << i + 1;
+    EXPECT_EQ(a[i].grad_norm, b[i].grad_norm) << "step " << i + 1;
+  }
+  EXPECT_EQ(test::peak_bytes(b.back(), MemCategory::Params), 0u);
 }
 
 TEST(TrainCuda, CpuCheckpointingReproducesTheKeptRun) {

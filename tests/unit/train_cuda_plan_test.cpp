@@ -39,11 +39,15 @@ TrainOptions cuda_shaped(int variant) {
     o.zero_stage = 2;
     o.checkpoint_activations = o.partition_activations = o.cpu_checkpointing = true;
   }
+  if (variant == 5) {
+    o.zero_stage = 0;
+    o.working_params = "cast";
+  }
   return o;
 }
 
 TEST(CudaPlan, DevicePoolIsThePlanLessTheBackendsOwnBuffers) {
-  for (int variant = 0; variant <= 4; ++variant) {
+  for (int variant = 0; variant <= 5; ++variant) {
     const TrainOptions o = cuda_shaped(variant);
     MemoryPool device(make_host_allocator()), host(make_host_allocator());
     const DeviceContext ctx(cpu_staging_backend(), device, host);
@@ -77,9 +81,9 @@ TEST(CudaPlan, DevicePoolIsThePlanLessTheBackendsOwnBuffers) {
 // the step, which checks each task's need against the bound slice) would differ. fp32 takes the
 // tiled path.
 TEST(CudaPlan, TheCpuPoolIsTheCpuPlanWithTheKernelScratch) {
-  for (int variant = 0; variant <= 5; ++variant) {
-    TrainOptions o = cuda_shaped(variant % 5);
-    if (variant == 5) o.bf16 = false;
+  for (int variant = 0; variant <= 6; ++variant) {
+    TrainOptions o = cuda_shaped(variant % 6);
+    if (variant == 6) o.bf16 = false;
     MemoryPool pool(make_host_allocator());
     comm::SelfWorld world;
     Trainer t(o, pool, world.topology());
