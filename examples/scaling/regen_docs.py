@@ -27,7 +27,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 
 def blocks(zt):
     """NAME -> (shown command, argv, 'code' | 'raw'), argv run from the repository root."""
-    rel = os.path.relpath(zt, ROOT)
+    rel = "build/bin/zerotron"  # what the pages show, whichever build ran the commands
     est = ["--num-layers", "40", "--hidden-size", "4096", "--num-attention-heads", "32",
            "--seq-length", "1024", "--vocab-size", "50257", "--world-size", "64",
            "--zero-stage", "3", "--fp16", "--checkpoint-activations", "--device-memory", "32GB"]
