@@ -5,12 +5,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "src/core/memory_pool.h"
-#include "src/model/activation_store.h"
-#include "src/model/gpt.h"
 #include "src/pipeline/micro_batch_runner.h"
 #include "src/train/mock_data.h"
-#include "src/zero/zero_optimizer.h"
+#include "tests/support/model_rig.h"
 #include "tests/support/tiny_gpt.h"
 
 namespace zt {
@@ -19,14 +16,9 @@ namespace {
 constexpr int kBatch = 2, kMicro = 3;
 constexpr uint64_t kSeed = 7;
 
-struct Stage {
+struct Stage : test::ModelRig {
   Stage()
-      : config(test::tiny_gpt(0.1f)),  // dropout on: each micro-batch's seeds matter
-        layout(ParamLayout::gpt(config)),
-        pool(make_host_allocator()),
-        opt(layout, DType::F32, AdamConfig{}, pool, 42),
-        acts(pool, config, kBatch),
-        model(config, layout, kBatch, pool),
+      : ModelRig(test::tiny_gpt(0.1f), kBatch, DType::F32, 42),  // dropout on: seeds matter
         batch(static_cast<size_t>(2 * kBatch * config.seq_length)),
         data(3, config.seq_length, config.vocab_size) {}
   // Micro-batch m's samples into dst (tokens then targets).
@@ -39,12 +31,6 @@ struct Stage {
     const float* g = opt.working_grads().f32();
     return {g, g + layout.numel()};
   }
-  GptConfig config;
-  ParamLayout layout;
-  MemoryPool pool;
-  ZeroOptimizer opt;
-  KeepAllActivations acts;
-  Gpt model;
   std::vector<int32_t> batch;
   MockData data;
 };

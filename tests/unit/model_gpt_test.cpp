@@ -6,11 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "src/core/memory_pool.h"
-#include "src/model/activation_store.h"
-#include "src/model/gpt.h"
 #include "src/train/mock_data.h"
-#include "src/zero/zero_optimizer.h"
+#include "tests/support/model_rig.h"
 #include "tests/support/tiny_gpt.h"
 
 namespace zt {
@@ -18,14 +15,9 @@ namespace {
 
 using test::tiny_gpt;
 
-struct Fixture {
+struct Fixture : test::ModelRig {
   explicit Fixture(const GptConfig& c, int batch = 2)
-      : config(c),
-        layout(ParamLayout::gpt(c)),
-        pool(make_host_allocator()),
-        opt(layout, DType::F32, AdamConfig{}, pool, 42),
-        acts(pool, c, batch),
-        model(c, layout, batch, pool),
+      : ModelRig(c, batch, DType::F32, 42),
         tokens(static_cast<size_t>(batch * c.seq_length)),
         targets(tokens.size()) {
     MockData data(3, c.seq_length, c.vocab_size);
@@ -44,12 +36,6 @@ struct Fixture {
     const float n = static_cast<float>(tokens.size());
     return model.forward_backward(tokens.data(), targets.data(), 1.0f / n, opt, acts, rng);
   }
-  GptConfig config;
-  ParamLayout layout;
-  MemoryPool pool;
-  ZeroOptimizer opt;
-  KeepAllActivations acts;
-  Gpt model;
   std::vector<int32_t> tokens, targets;
 };
 

@@ -18,6 +18,7 @@
 #include "src/train/mock_data.h"
 #include "src/zero/cast_params.h"
 #include "src/zero/zero_optimizer.h"
+#include "tests/support/model_rig.h"
 #include "tests/support/tiny_gpt.h"
 #include "tests/support/train_options.h"
 
@@ -27,31 +28,21 @@ namespace {
 constexpr int kBatch = 2;
 
 // One model, optimizer and activation store: the working parameters stored or cast.
-struct Trained {
+struct Trained : test::ModelRig {
   Trained(const GptConfig& c, DType working, int64_t bucket, bool cast)
-      : config(with_dtype(c, working)),
-        layout(ParamLayout::gpt(config)),
-        pool(make_host_allocator()),
-        opt(layout, working, AdamConfig{}, pool, 7, zero_config(config, bucket, cast)),
-        acts(pool, config, kBatch),
-        model(config, layout, kBatch, pool) {}
+      : ModelRig(with_dtype(c, working), kBatch, working, 7,
+                 zero_config(with_dtype(c, working), bucket, cast)) {}
   static GptConfig with_dtype(GptConfig c, DType working) {
     c.dtype = working;  // the model computes in the working precision
     return c;
   }
-  ZeroConfig zero_config(const GptConfig& c, int64_t bucket, bool cast) const {
+  static ZeroConfig zero_config(const GptConfig& c, int64_t bucket, bool cast) {
     ZeroConfig z;
     z.reduce_bucket_elems = bucket;
     z.cast_params = cast;
-    if (cast) z.held_params_elems = Gpt::held_params_elems(c, layout, bucket);
+    if (cast) z.held_params_elems = Gpt::held_params_elems(c, ParamLayout::gpt(c), bucket);
     return z;
   }
-  GptConfig config;
-  ParamLayout layout;
-  MemoryPool pool;
-  ZeroOptimizer opt;
-  KeepAllActivations acts;
-  Gpt model;
 };
 
 std::vector<char> bytes_of(const Tensor& t) {
