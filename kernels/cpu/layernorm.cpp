@@ -96,28 +96,16 @@ void Kernels::layernorm_backward(T* dx, float* dw, float* db, const T* dout, con
                                layernorm_dx(to_float(d[c]) * to_float(w[c]), xhat, mg, mgx, rs));
       }
     }
-    constexpr int kBlock = 64;
-    const int nblocks = (C + kBlock - 1) / kBlock;
-#pragma omp for schedule(static)
-    for (int blk = 0; blk < nblocks; ++blk) {
-      const int c0 = blk * kBlock;
-      const int len = C - c0 < kBlock ? C - c0 : kBlock;
-      float aw[kBlock] = {}, ab[kBlock] = {};
-      for (int n = 0; n < N; ++n) {
-        const T* xr = x + int64_t{n} * C + c0;
-        const T* d = dout + int64_t{n} * C + c0;
-        const float mu = mean[n], rs = rstd[n];
-        for (int j = 0; j < len; ++j) {
-          const float dj = to_float(d[j]);
-          aw[j] += dj * layernorm_xhat(to_float(xr[j]), mu, rs);
-          ab[j] += dj;
-        }
-      }
+    detail::channel_block_sums<2>(N, C, {dw, db}, [&](int n, int c0, int len, auto& acc) {
+      const T* xr = x + int64_t{n} * C + c0;
+      const T* d = dout + int64_t{n} * C + c0;
+      const float mu = mean[n], rs = rstd[n];
       for (int j = 0; j < len; ++j) {
-        dw[c0 + j] += aw[j];
-        db[c0 + j] += ab[j];
+        const float dj = to_float(d[j]);
+        acc[0][j] += dj * layernorm_xhat(to_float(xr[j]), mu, rs);
+        acc[1][j] += dj;
       }
-    }
+    });
   }
 }
 

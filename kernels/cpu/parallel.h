@@ -41,6 +41,26 @@ const float* widened_row(const T* x, int n) {
   }
 }
 
+// Per-channel sums over N rows, deterministic for any thread count: the C channels in fixed
+// blocks of kChannelBlock, a block one thread's work (an orphaned `omp for`: call it inside a
+// parallel region, or on its own to run on the calling thread), its rows summed in order in fp32
+// and the block's K sums then added into out[k][c]. add_row(n, c0, len, acc) adds row n's terms
+// for channels [c0, c0 + len) into acc[k][0 .. len).
+inline constexpr int kChannelBlock = 64;
+template <int K, typename AddRow>
+void channel_block_sums(int N, int C, float* const (&out)[K], AddRow add_row) {
+  const int nblocks = (C + kChannelBlock - 1) / kChannelBlock;
+#pragma omp for schedule(static)
+  for (int blk = 0; blk < nblocks; ++blk) {
+    const int c0 = blk * kChannelBlock;
+    const int len = C - c0 < kChannelBlock ? C - c0 : kChannelBlock;
+    float acc[K][kChannelBlock] = {};
+    for (int n = 0; n < N; ++n) add_row(n, c0, len, acc);
+    for (int k = 0; k < K; ++k)
+      for (int j = 0; j < len; ++j) out[k][c0 + j] += acc[k][j];
+  }
+}
+
 // Runs OpenBLAS single-threaded in this scope (for GEMMs issued from inside an OpenMP loop)
 // and restores the previous thread count on exit. The count is process-global, so no other
 // thread may call BLAS while one of these is alive.

@@ -51,21 +51,12 @@ void Kernels::rmsnorm_backward(T* dx, float* dw, const T* dout, const T* x, cons
         dxr[c] = from_float<T>(to_float(dxr[c]) + rmsnorm_dx(to_float(d[c]) * to_float(w[c]),
                                                              to_float(xr[c]) * rs, mgx, rs));
     }
-    constexpr int kBlock = 64;
-    const int nblocks = (C + kBlock - 1) / kBlock;
-#pragma omp for schedule(static)
-    for (int blk = 0; blk < nblocks; ++blk) {
-      const int c0 = blk * kBlock;
-      const int len = C - c0 < kBlock ? C - c0 : kBlock;
-      float aw[kBlock] = {};
-      for (int n = 0; n < N; ++n) {
-        const T* xr = x + int64_t{n} * C + c0;
-        const T* d = dout + int64_t{n} * C + c0;
-        const float rs = rstd[n];
-        for (int j = 0; j < len; ++j) aw[j] += to_float(d[j]) * (to_float(xr[j]) * rs);
-      }
-      for (int j = 0; j < len; ++j) dw[c0 + j] += aw[j];
-    }
+    detail::channel_block_sums<1>(N, C, {dw}, [&](int n, int c0, int len, auto& acc) {
+      const T* xr = x + int64_t{n} * C + c0;
+      const T* d = dout + int64_t{n} * C + c0;
+      const float rs = rstd[n];
+      for (int j = 0; j < len; ++j) acc[0][j] += to_float(d[j]) * (to_float(xr[j]) * rs);
+    });
   }
 }
 
