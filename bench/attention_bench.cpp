@@ -3,10 +3,10 @@
 // Prints one JSON object (stdout).
 //
 // Usage: bench_attention [--device cpu|cuda] [--dtype fp32,bf16,fp16] [--batch B] [--seq T]
-//                        [--heads H] [--head-dim D] [--dropout P] [--repeats R]
-// Defaults: cpu, bf16 and fp32, B 4, T 1024, H 16, D 64, P 0, R 5. Each figure is the median of
-// R timed calls after one untimed call, with the device synchronised around each call (the
-// fastest call is reported too: on a shared machine it is the least disturbed one).
+//                        [--heads H] [--kv-heads G] [--head-dim D] [--dropout P] [--repeats R]
+// Defaults: cpu, bf16 and fp32, B 4, T 1024, H 16, G = H (multi-head), D 64, P 0, R 5. Each figure
+// is the median of R timed calls after one untimed call, with the device synchronised around each
+// call (the fastest call is reported too: on a shared machine it is the least disturbed one).
 // TFLOP/s counts the causal products only (half of the T x T square): forward 2 GEMMs, backward
 // 5 (the recomputed scores, dV, dP, dQ, dK), 2·B·H·(T²/2)·D flops each.
 #include <algorithm>
@@ -35,7 +35,7 @@ using zt::DType;
 struct Args {
   std::string device = "cpu";
   std::vector<std::string> dtypes{"bf16", "fp32"};
-  int B = 4, T = 1024, H = 16, D = 64, repeats = 5;
+  int B = 4, T = 1024, H = 16, G = 0, D = 64, repeats = 5;  // G 0: G = H
   float dropout = 0.0f;
 };
 
@@ -74,6 +74,8 @@ Args parse(int argc, char** argv) {
       a.T = to_int(f, v);
     } else if (f == "--heads") {
       a.H = to_int(f, v);
+    } else if (f == "--kv-heads") {
+      a.G = to_int(f, v);
     } else if (f == "--head-dim") {
       a.D = to_int(f, v);
     } else if (f == "--repeats") {
@@ -86,6 +88,8 @@ Args parse(int argc, char** argv) {
     }
   }
   ZT_REQUIRE(a.device == "cpu" || a.device == "cuda", "bench_attention: --device cpu or cuda");
+  if (a.G == 0) a.G = a.H;
+  ZT_REQUIRE(a.H % a.G == 0, "bench_attention: --kv-heads must divide --heads");
   return a;
 }
 
@@ -137,14 +141,14 @@ Times time_calls(zt::Backend& be, int repeats, F&& call) {
 
 nlohmann::json bench_one(zt::DeviceContext& ctx, const Args& a, DType t) {
   zt::Backend& be = ctx.backend();
-  const int C = a.H * a.D;
+  const int C = a.H * a.D, C3 = C + 2 * a.G * a.D;  // a qkv row: q, then k and v of G heads
   const size_t tokens = size_t(a.B) * a.T, rows = size_t(a.B) * a.H * a.T;
-  zt::Buffer qkv = random_buffer(ctx, t, tokens * 3 * C, 1);
+  zt::Buffer qkv = random_buffer(ctx, t, tokens * C3, 1);
   zt::Buffer dout = random_buffer(ctx, t, tokens * C, 2);
   zt::Buffer out =
       ctx.pool().allocate(tokens * C * zt::dtype_size(t), zt::MemCategory::Activations);
   zt::Buffer dqkv =
-      ctx.pool().allocate(tokens * 3 * C * zt::dtype_size(t), zt::MemCategory::Activations);
+      ctx.pool().allocate(tokens * C3 * zt::dtype_size(t), zt::MemCategory::Activations);
   zt::Buffer lse = ctx.pool().allocate(rows * sizeof(float), zt::MemCategory::Activations);
   zt::Buffer delta = ctx.pool().allocate(rows * sizeof(float), zt::MemCategory::Activations);
   const zt::DropoutParams drop{a.dropout, 7, 0};
@@ -153,9 +157,9 @@ nlohmann::json bench_one(zt::DeviceContext& ctx, const Args& a, DType t) {
   auto* l = static_cast<float*>(lse.data());
   auto* dl = static_cast<float*>(delta.data());
   const Times tf = time_calls(be, a.repeats,
-                              [&] { be.attention_forward(o, l, q, a.B, a.T, C, a.H, a.H, drop); });
+                              [&] { be.attention_forward(o, l, q, a.B, a.T, C, a.H, a.G, drop); });
   const Times tb = time_calls(be, a.repeats, [&] {
-    be.attention_backward(g, dl, dy, q, o, l, a.B, a.T, C, a.H, a.H, drop);
+    be.attention_backward(g, dl, dy, q, o, l, a.B, a.T, C, a.H, a.G, drop);
   });
   const double fwd = tf.median, bwd = tb.median;
   const double gemm = 2.0 * a.B * a.H * (double(a.T) * a.T / 2) * a.D;
@@ -190,6 +194,7 @@ static int run(int argc, char** argv) {
   j["batch"] = a.B;
   j["seq"] = a.T;
   j["heads"] = a.H;
+  j["kv_heads"] = a.G;
   j["head_dim"] = a.D;
   j["dropout"] = a.dropout;
   j["repeats"] = a.repeats;

@@ -42,22 +42,24 @@
 // bf16 where oneDNN runs it (AVX512-BF16, AMX) takes the batched path instead. Per (b, h) the
 // tiles are a few microseconds of work each, and as strided views of qkv oneDNN 2.6 runs them
 // on its generic gemm:jit kernel rather than brgemm (AMX's kernels among them): one 64x64x64
-// call per tile cost most of a bf16 step. The batched path takes a group of heads at a time: q
-// (and dout) of the group are copied once into [T][heads][hd] (the rows of all heads
-// interleaved, the dense layout oneDNN's brgemm takes batched), each key block's k and v
-// likewise, and each product of the algorithm above becomes one oneDNN primitive over every
-// head of the group and up to kRowChunk query rows from the block's diagonal down
-// (gemm_onednn_interleaved). Key blocks are the outer loop in both directions: forward keeps
-// the online-softmax statistics and an fp32 output accumulator for every row of the group,
-// backward the fp32 dQ accumulator, and dK, dV of the block accumulate over the row chunks.
-// The row passes are the same element math in the same order per row, so only the products'
-// summation order differs from the per-tile path. T is padded to a whole key block with zero
-// rows (their scores are masked, their probabilities 0). Each group is one thread's work from
-// start to end (oneDNN runs single-threaded inside the parallel loop: one parallel region per
-// call, as above, which matters when the cores are oversubscribed), and the grouping does not
-// depend on the thread count, so neither do the bits. Memory per group (kBatchedGroupBytes
-// bounds it unless a single head needs more): O(T (hd + 1)) per head for the packed rows and
-// accumulators plus kRowChunk x kBk panels per head, nothing of size T x T.
+// call per tile cost most of a bf16 step. The batched path takes a group of key/value heads at a
+// time, with their query heads: q (and dout) of the group are copied once into
+// [T][rep][heads][hd] (the rows of all heads interleaved, the dense layout oneDNN's brgemm takes
+// batched; the rep query heads that share a key/value head are rows of its problem, so no key or
+// value is repeated), each key block's k and v into [kBk][heads][hd], and each product of the
+// algorithm above becomes one oneDNN primitive over every key/value head of the group and up to
+// kRowChunk positions from the block's diagonal down (gemm_onednn_interleaved). Key blocks are the
+// outer loop in both directions: forward keeps the online-softmax statistics and an fp32 output
+// accumulator for every row of the group, backward the fp32 dQ accumulator, and dK, dV of the block
+// accumulate over the row chunks. The row passes are the same element math in the same order per
+// row, so only the products' summation order differs from the per-tile path. T is padded to a whole
+// key block with zero rows (their scores are masked, their probabilities 0). Each group is one
+// thread's work from start to end (oneDNN runs single-threaded inside the parallel loop: one
+// parallel region per call, as above, which matters when the cores are oversubscribed), and the
+// grouping does not depend on the thread count, so neither do the bits. Memory per group
+// (kBatchedGroupBytes bounds it unless a single key/value head needs more): O(T rep (hd + 1)) per
+// key/value head for the packed rows and accumulators plus kRowChunk rep x kBk panels, nothing of
+// size T x T.
 //
 // Where the buffers live: a task's fp32 blocks and then its blocks in T are one region of the
 // running thread's slice of the KernelScratch bound to the calling thread (the model takes it
@@ -376,54 +378,87 @@ void backward_kv_head(T* dqkv, float* delta, const T* dout, const T* qkv, const 
 // ---------------------------------------------------------------------------------------------
 // The batched path (bf16 on oneDNN; see the top of the file).
 
-// Multi-head attention only: with grouped-query attention several query heads share a key/value
-// head, whose gradient the per-group path above sums in order.
 template <typename T>
-bool batched_path(const Dims& d) {
-  return std::is_same_v<T, bf16> && detail::onednn_bf16_available() && d.NKV == d.NH;
+bool batched_path() {
+  return std::is_same_v<T, bf16> && detail::onednn_bf16_available();
 }
 
 int padded(int T) {
   return (T + kBk - 1) / kBk * kBk;
 }
 
-// Bytes per head of one group's buffers. Forward: q, the output accumulator, m and l of every
-// row; a key and a value block; the scores and dropped probabilities of kRowChunk rows.
-// Backward: q and dout, the dQ accumulator; a key and a value block and their fp32 gradients;
-// the probabilities, dP and one operand panel (dropout(P), then dS) of kRowChunk rows.
-size_t batched_head_bytes(const Dims& d, bool backward) {
-  const size_t Tp = padded(d.T), hd = d.hd, kb = kBk, rc = kRowChunk, t = sizeof(bf16),
-               f = sizeof(float);
+// A group: key/value heads kv0 .. kv0 + g - 1 of the B * NKV in the batch, with the rep() query
+// heads of each. Its query rows are interleaved as [position][rep][g][hd]: row x of a row-major
+// [rows][g] walk is position x / g / rep, query head (x / g) % rep of key/value head x % g, so the
+// query heads that share a key/value head are rows of one product against its keys and values
+// (no key or value is repeated), and dK, dV sum them in the product's reduction.
+struct Group {
+  int kv0, g, rep;
+  int64_t rows(int positions) const { return int64_t{positions} * rep * g; }
+  // The batch index and the query head of row x (within a [positions][rep][g] walk), and its
+  // position counted from the walk's first.
+  int sample(const Dims& d, int64_t x) const { return (kv0 + int(x % g)) / d.NKV; }
+  int head(const Dims& d, int64_t x) const {
+    return (kv0 + int(x % g)) % d.NKV * rep + int(x / g % rep);
+  }
+  int position(int64_t x) const { return int(x / g / rep); }
+};
+
+// Bytes per key/value head of one group's buffers. Forward: q, the output accumulator, m and l
+// of every row; a key and a value block; the scores and dropped probabilities of kRowChunk
+// positions. Backward: q and dout, the dQ accumulator; a key and a value block and their fp32
+// gradients; the probabilities, dP and one operand panel (dropout(P), then dS) of kRowChunk
+// positions.
+size_t batched_head_bytes(const Dims& d, size_t t, bool backward) {
+  const size_t Tp = size_t(padded(d.T)) * d.rep(), hd = d.hd, kb = kBk,
+               rc = size_t(kRowChunk) * d.rep(), f = sizeof(float);
   if (!backward) return Tp * (hd * (t + f) + 2 * f) + 2 * kb * hd * t + rc * kb * (f + t);
   return Tp * hd * (2 * t + f) + 2 * kb * hd * (t + f) + rc * kb * (2 * f + t);
 }
 
-// Heads per group: as many as fit kBatchedGroupBytes (at least one), in at least kMinGroups
-// groups where there are that many heads (so two or four threads share them out evenly), the
-// heads spread evenly over the groups. Independent of the thread count, so the products (and
+// Key/value heads per group: as many as fit kBatchedGroupBytes (at least one), in at least
+// kMinGroups groups where there are that many heads (so two or four threads share them out
+// evenly), spread evenly over the groups. Independent of the thread count, so the products (and
 // the bits) are too.
-int batched_group(const Dims& d, bool backward) {
-  const int64_t BH = int64_t{d.B} * d.NH;
+int batched_group(const Dims& d, size_t t, bool backward) {
+  const int64_t BK = int64_t{d.B} * d.NKV;
   const int64_t fit = std::clamp<int64_t>(
-      static_cast<int64_t>(kBatchedGroupBytes / batched_head_bytes(d, backward)), 1, BH);
-  const int64_t groups = std::max((BH + fit - 1) / fit, std::min<int64_t>(BH, kMinGroups));
-  return static_cast<int>((BH + groups - 1) / groups);
+      static_cast<int64_t>(kBatchedGroupBytes / batched_head_bytes(d, t, backward)), 1, BK);
+  const int64_t groups = std::max((BK + fit - 1) / fit, std::min<int64_t>(BK, kMinGroups));
+  return static_cast<int>((BK + groups - 1) / groups);
 }
 
-// dst[r - r0][c][e] = row r of head bh0 + c of src (a [B, T, ld] array, the head's hd values at
-// off + h * hd), for r0 <= r < r0 + rows; zeros for r >= T (the padding).
+// dst = the query rows of positions [p0, p0 + n) of the group from src (a [B, T, ld] array, query
+// head h's hd values at h * hd: qkv's q or dout), in [position][rep][g][hd]; zeros for positions
+// >= T (the padding).
 template <typename T>
-void gather_rows(T* dst, const T* src, int64_t ld, int64_t off, const Dims& d, int bh0, int g,
-                 int r0, int rows) {
-  const int hd = d.hd;
-  for (int r = r0; r < r0 + rows; ++r)
-    for (int c = 0; c < g; ++c, dst += hd) {
-      if (r >= d.T) {
-        std::fill(dst, dst + hd, from_float<T>(0.0f));
+void gather_queries(T* dst, const T* src, int64_t ld, const Dims& d, const Group& grp, int p0,
+                    int n) {
+  const int64_t rows = grp.rows(n);
+  for (int64_t x = 0; x < rows; ++x, dst += d.hd) {
+    const int i = p0 + grp.position(x);
+    if (i >= d.T) {
+      std::fill(dst, dst + d.hd, from_float<T>(0.0f));
+      continue;
+    }
+    const T* s = src + (int64_t{grp.sample(d, x)} * d.T + i) * ld + int64_t{grp.head(d, x)} * d.hd;
+    std::memcpy(dst, s, d.hd * sizeof(T));
+  }
+}
+
+// dst[j - j0][c] = the key (off = C) or value (off = C + Ckv) of key/value head kv0 + c at
+// position j, for j0 <= j < j0 + kBk; zeros for j >= T.
+template <typename T>
+void gather_block(T* dst, const T* qkv, int64_t off, const Dims& d, const Group& grp, int j0) {
+  for (int j = j0; j < j0 + kBk; ++j)
+    for (int c = 0; c < grp.g; ++c, dst += d.hd) {
+      if (j >= d.T) {
+        std::fill(dst, dst + d.hd, from_float<T>(0.0f));
         continue;
       }
-      const int bh = bh0 + c, b = bh / d.NH, h = bh % d.NH;
-      std::memcpy(dst, src + (int64_t{b} * d.T + r) * ld + off + int64_t{h} * hd, hd * sizeof(T));
+      const int kv = grp.kv0 + c;
+      const T* s = qkv + (int64_t{kv / d.NKV} * d.T + j) * d.C3 + off + int64_t{kv % d.NKV} * d.hd;
+      std::memcpy(dst, s, d.hd * sizeof(T));
     }
 }
 
@@ -434,29 +469,29 @@ void gemm_heads(bool ta, bool tb, int g, int M, int N, int K, float alpha, const
   detail::gemm_onednn_interleaved(ta, tb, g, M, N, K, alpha, A, B, beta, C, DType::F32);
 }
 
-// forward_group over g heads: O, m, l of every row and S of a row chunk; q, a key and a value
-// block and the dropped probabilities of a row chunk in T.
-Need group_forward_need(const Dims& d, int g) {
-  const size_t hd = d.hd, rows = size_t(padded(d.T)) * g, kv = size_t(kBk) * g * hd,
-               chunk = size_t(kRowChunk) * g;
+// forward_group: O, m, l of every row and S of a row chunk in fp32; q, a key and a value block
+// and the dropped probabilities of a row chunk in T.
+Need group_forward_need(const Dims& d, const Group& grp) {
+  const size_t hd = d.hd, rows = grp.rows(padded(d.T)), kv = size_t(kBk) * grp.g * hd,
+               chunk = grp.rows(kRowChunk);
   return {rows * (hd + 2) + chunk * kBk, rows * hd + 2 * kv + chunk * kBk};
 }
 
-// backward_group over g heads: dQ, dK, dV, P and dP in fp32; q, dout, a key and a value block and
-// one operand panel in T.
-Need group_backward_need(const Dims& d, int g) {
-  const size_t hd = d.hd, rows = size_t(padded(d.T)) * g, kv = size_t(kBk) * g * hd,
-               chunk = size_t(kRowChunk) * g;
+// backward_group: dQ, dK, dV, P and dP in fp32; q, dout, a key and a value block and one operand
+// panel in T.
+Need group_backward_need(const Dims& d, const Group& grp) {
+  const size_t hd = d.hd, rows = grp.rows(padded(d.T)), kv = size_t(kBk) * grp.g * hd,
+               chunk = grp.rows(kRowChunk);
   return {rows * hd + 2 * kv + 2 * chunk * kBk, 2 * rows * hd + 2 * kv + chunk * kBk};
 }
 
-// Heads bh0 .. bh0 + g - 1, on the calling thread.
+// The group of key/value heads kv0 .. kv0 + g - 1 (and their query heads), on the calling thread.
 template <typename T>
-void forward_group(T* out, float* lse, const T* qkv, const Dims& d, int bh0, int g,
+void forward_group(T* out, float* lse, const T* qkv, const Dims& d, const Group& grp,
                    const DropoutParams& drop, const KernelScratch& ks) {
-  const int hd = d.hd, Tp = padded(d.T);
-  const size_t rows = size_t(Tp) * g, kv = size_t(kBk) * g * hd, chunk = size_t(kRowChunk) * g;
-  Carver<T> cv(ks, group_forward_need(d, g));
+  const int hd = d.hd, Tp = padded(d.T), g = grp.g;
+  const size_t rows = grp.rows(Tp), kv = size_t(kBk) * g * hd, chunk = grp.rows(kRowChunk);
+  Carver<T> cv(ks, group_forward_need(d, grp));
   float* O = cv.f32(rows * hd);
   float* m = cv.f32(rows);
   float* l = cv.f32(rows);
@@ -465,63 +500,64 @@ void forward_group(T* out, float* lse, const T* qkv, const Dims& d, int bh0, int
   T* K = cv.t(kv);
   T* V = cv.t(kv);
   T* P = cv.t(chunk * kBk);
-  gather_rows(Q, qkv, d.C3, 0, d, bh0, g, 0, Tp);
+  gather_queries(Q, qkv, d.C3, d, grp, 0, Tp);
   std::fill(O, O + rows * hd, 0.0f);
   std::fill(m, m + rows, kMaskedScore);
   std::fill(l, l + rows, 0.0f);
   for (int j0 = 0; j0 < d.T; j0 += kBk) {
     const int nk = std::min(kBk, d.T - j0);
-    gather_rows(K, qkv, d.C3, d.C, d, bh0, g, j0, kBk);
-    gather_rows(V, qkv, d.C3, 2 * int64_t{d.C}, d, bh0, g, j0, kBk);
-    // The rows from the block's diagonal down, kRowChunk at a time: S = q k^T scale, the online
-    // softmax per row, then O += dropout(P) v.
-    for (int r0 = j0; r0 < Tp; r0 += kRowChunk) {
-      const int M = std::min(kRowChunk, Tp - r0);
-      gemm_heads(false, true, g, M, kBk, hd, d.scale, Q + size_t(r0) * g * hd, K, 0.0f, S);
+    gather_block(K, qkv, d.C, d, grp, j0);
+    gather_block(V, qkv, d.C + d.Ckv, d, grp, j0);
+    // The positions from the block's diagonal down, kRowChunk at a time: S = q k^T scale, the
+    // online softmax per row, then O += dropout(P) v.
+    for (int p0 = j0; p0 < Tp; p0 += kRowChunk) {
+      const int n = std::min(kRowChunk, Tp - p0), M = n * grp.rep;
+      const size_t r0 = grp.rows(p0);
+      gemm_heads(false, true, g, M, kBk, hd, d.scale, Q + r0 * hd, K, 0.0f, S);
       for (int64_t x = 0; x < int64_t{M} * g; ++x) {
-        const int i = r0 + static_cast<int>(x / g), c = static_cast<int>(x % g);
+        const int i = p0 + grp.position(x);
         float* s = S + x * kBk;
         T* p = P + x * kBk;
         if (i >= d.T) {
           std::fill(p, p + kBk, from_float<T>(0.0f));
           continue;
         }
-        const size_t row = size_t(i) * g + c;
+        const size_t row = r0 + size_t(x);
         float* o = O + row * hd;
-        const int n = live_keys(j0, i - j0, j0, nk);
+        const int live = live_keys(j0, i - j0, j0, nk);
         OnlineSoftmax st{m[row], l[row]};
         float mx = kMaskedScore;
-        for (int j = 0; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
+        for (int j = 0; j < live; ++j) mx = s[j] > mx ? s[j] : mx;
         const float alpha = online_softmax_raise(st, mx);
         if (alpha != 1.0f)
           for (int e = 0; e < hd; ++e) o[e] *= alpha;
-        for (int j = 0; j < n; ++j) s[j] = online_softmax_prob(s[j], st.m);
-        st.l += lane_sum(s, n);
+        for (int j = 0; j < live; ++j) s[j] = online_softmax_prob(s[j], st.m);
+        st.l += lane_sum(s, live);
         m[row] = st.m;
         l[row] = st.l;
-        drop_row(p, s, n, kBk, drop, attention_counter(bh0 + c, d.T, i, j0));
+        const int64_t bh = int64_t{grp.sample(d, x)} * d.NH + grp.head(d, x);
+        drop_row(p, s, live, kBk, drop, attention_counter(bh, d.T, i, j0));
       }
-      gemm_heads(false, false, g, M, hd, kBk, 1.0f, P, V, 1.0f, O + size_t(r0) * g * hd);
+      gemm_heads(false, false, g, M, hd, kBk, 1.0f, P, V, 1.0f, O + r0 * hd);
     }
   }
-  for (int64_t x = 0; x < int64_t{d.T} * g; ++x) {
-    const int i = static_cast<int>(x / g), bh = bh0 + static_cast<int>(x % g);
-    const int b = bh / d.NH, h = bh % d.NH;
+  for (int64_t x = 0; x < grp.rows(d.T); ++x) {
+    const int i = grp.position(x), b = grp.sample(d, x), h = grp.head(d, x);
     const float inv = 1.0f / l[x];
     const float* o = O + x * hd;
     T* y = out + (int64_t{b} * d.T + i) * d.C + int64_t{h} * hd;
     for (int e = 0; e < hd; ++e) y[e] = from_float<T>(o[e] * inv);
-    lse[int64_t{bh} * d.T + i] = online_softmax_lse(OnlineSoftmax{m[x], l[x]});
+    lse[(int64_t{b} * d.NH + h) * d.T + i] = online_softmax_lse(OnlineSoftmax{m[x], l[x]});
   }
 }
 
 template <typename T>
 void backward_group(T* dqkv, float* delta, const T* dout, const T* qkv, const T* out,
-                    const float* lse, const Dims& d, int bh0, int g, const DropoutParams& drop,
+                    const float* lse, const Dims& d, const Group& grp, const DropoutParams& drop,
                     const KernelScratch& ks) {
-  const int hd = d.hd, Tp = padded(d.T);
-  const size_t rows = size_t(Tp) * g, kv = size_t(kBk) * g * hd, chunk = size_t(kRowChunk) * g;
-  Carver<T> cv(ks, group_backward_need(d, g));
+  const int hd = d.hd, Tp = padded(d.T), g = grp.g;
+  const size_t rows = grp.rows(Tp), kv = size_t(kBk) * g * hd, chunk = grp.rows(kRowChunk);
+  Carver<T> cv(ks, group_backward_need(d, grp));
   float* dQ = cv.f32(rows * hd);
   float* dK = cv.f32(kv);
   float* dV = cv.f32(kv);
@@ -532,54 +568,54 @@ void backward_group(T* dqkv, float* delta, const T* dout, const T* qkv, const T*
   T* K = cv.t(kv);
   T* V = cv.t(kv);
   T* op = cv.t(chunk * kBk);  // dropout(P) for dV, then dS for dK and dQ
-  gather_rows(Q, qkv, d.C3, 0, d, bh0, g, 0, Tp);
-  gather_rows(dO, dout, d.C, 0, d, bh0, g, 0, Tp);
+  gather_queries(Q, qkv, d.C3, d, grp, 0, Tp);
+  gather_queries(dO, dout, d.C, d, grp, 0, Tp);
   std::fill(dQ, dQ + rows * hd, 0.0f);
   // D_i = rowsum(dO * O): the rowsum(dP * P) of the softmax backward (with or without dropout).
-  for (int c = 0; c < g; ++c) {
-    const int bh = bh0 + c, b = bh / d.NH, h = bh % d.NH;
-    for (int i = 0; i < d.T; ++i) {
-      const int64_t at = (int64_t{b} * d.T + i) * d.C + int64_t{h} * hd;
-      float acc = 0.0f;
-      for (int e = 0; e < hd; ++e) acc += to_float(dout[at + e]) * to_float(out[at + e]);
-      delta[int64_t{bh} * d.T + i] = acc;
-    }
+  for (int64_t x = 0; x < grp.rows(d.T); ++x) {
+    const int i = grp.position(x), b = grp.sample(d, x), h = grp.head(d, x);
+    const int64_t at = (int64_t{b} * d.T + i) * d.C + int64_t{h} * hd;
+    float acc = 0.0f;
+    for (int e = 0; e < hd; ++e) acc += to_float(dout[at + e]) * to_float(out[at + e]);
+    delta[(int64_t{b} * d.NH + h) * d.T + i] = acc;
   }
   for (int j0 = 0; j0 < d.T; j0 += kBk) {
     const int nk = std::min(kBk, d.T - j0);
-    gather_rows(K, qkv, d.C3, d.C, d, bh0, g, j0, kBk);
-    gather_rows(V, qkv, d.C3, 2 * int64_t{d.C}, d, bh0, g, j0, kBk);
-    for (int r0 = j0; r0 < Tp; r0 += kRowChunk) {
-      const int M = std::min(kRowChunk, Tp - r0);
-      const size_t q0 = size_t(r0) * g * hd;
-      const float first = r0 == j0 ? 0.0f : 1.0f;  // dK and dV: the first chunk sets them
+    gather_block(K, qkv, d.C, d, grp, j0);
+    gather_block(V, qkv, d.C + d.Ckv, d, grp, j0);
+    for (int p0 = j0; p0 < Tp; p0 += kRowChunk) {
+      const int n = std::min(kRowChunk, Tp - p0), M = n * grp.rep;
+      const size_t q0 = grp.rows(p0) * hd;
+      const float first = p0 == j0 ? 0.0f : 1.0f;  // dK and dV: the first chunk sets them
       gemm_heads(false, true, g, M, kBk, hd, d.scale, Q + q0, K, 0.0f, P);
       for (int64_t x = 0; x < int64_t{M} * g; ++x) {
-        const int i = r0 + static_cast<int>(x / g), c = static_cast<int>(x % g);
+        const int i = p0 + grp.position(x);
+        const int64_t bh = int64_t{grp.sample(d, x)} * d.NH + grp.head(d, x);
         float* p = P + x * kBk;
-        const int n = i < d.T ? live_keys(j0, i - j0, j0, nk) : 0;
-        const float lv = n > 0 ? lse[int64_t{bh0 + c} * d.T + i] : 0.0f;
-        for (int j = 0; j < n; ++j) p[j] = online_softmax_prob(p[j], lv);
-        for (int j = n; j < kBk; ++j) p[j] = 0.0f;
-        drop_row(op + x * kBk, p, n, kBk, drop, attention_counter(bh0 + c, d.T, i, j0));
+        const int live = i < d.T ? live_keys(j0, i - j0, j0, nk) : 0;
+        const float lv = live > 0 ? lse[bh * d.T + i] : 0.0f;
+        for (int j = 0; j < live; ++j) p[j] = online_softmax_prob(p[j], lv);
+        for (int j = live; j < kBk; ++j) p[j] = 0.0f;
+        drop_row(op + x * kBk, p, live, kBk, drop, attention_counter(bh, d.T, i, j0));
       }
-      // dV += dropout(P)^T dO, dP = dO v^T.
+      // dV += dropout(P)^T dO, dP = dO v^T (each over the rep query heads' rows too).
       gemm_heads(true, false, g, kBk, hd, M, 1.0f, op, dO + q0, first, dV);
       gemm_heads(false, true, g, M, kBk, hd, 1.0f, dO + q0, V, 0.0f, dP);
       for (int64_t x = 0; x < int64_t{M} * g; ++x) {
-        const int i = r0 + static_cast<int>(x / g), c = static_cast<int>(x % g);
+        const int i = p0 + grp.position(x);
+        const int64_t bh = int64_t{grp.sample(d, x)} * d.NH + grp.head(d, x);
         const float* p = P + x * kBk;
         float* gr = dP + x * kBk;
-        const int n = i < d.T ? live_keys(j0, i - j0, j0, nk) : 0;
-        const float dl = n > 0 ? delta[int64_t{bh0 + c} * d.T + i] : 0.0f;
+        const int live = i < d.T ? live_keys(j0, i - j0, j0, nk) : 0;
+        const float dl = live > 0 ? delta[bh * d.T + i] : 0.0f;
         if (drop.p > 0.0f) {
           const DropoutParams dr = drop;
-          const uint64_t ctr = attention_counter(bh0 + c, d.T, i, j0);
-          for (int j = 0; j < n; ++j) gr[j] = attention_dscore(p[j], gr[j], dl, dr, ctr + j);
+          const uint64_t ctr = attention_counter(bh, d.T, i, j0);
+          for (int j = 0; j < live; ++j) gr[j] = attention_dscore(p[j], gr[j], dl, dr, ctr + j);
         } else {
-          for (int j = 0; j < n; ++j) gr[j] = attention_dscore(p[j], gr[j], dl);
+          for (int j = 0; j < live; ++j) gr[j] = attention_dscore(p[j], gr[j], dl);
         }
-        for (int j = n; j < kBk; ++j) gr[j] = 0.0f;
+        for (int j = live; j < kBk; ++j) gr[j] = 0.0f;
         T* o = op + x * kBk;
         for (int j = 0; j < kBk; ++j) o[j] = from_float<T>(gr[j]);
       }
@@ -588,23 +624,33 @@ void backward_group(T* dqkv, float* delta, const T* dout, const T* qkv, const T*
       gemm_heads(false, false, g, M, hd, kBk, d.scale, op, K, 1.0f, dQ + q0);
     }
     for (int64_t x = 0; x < int64_t{nk} * g; ++x) {
-      const int r = j0 + static_cast<int>(x / g), bh = bh0 + static_cast<int>(x % g);
-      const int b = bh / d.NH, h = bh % d.NH;
-      T* dk = dqkv + (int64_t{b} * d.T + r) * d.C3 + d.C + int64_t{h} * hd;
-      T* dv = dk + d.C;
+      const int r = j0 + static_cast<int>(x / g), kvh = grp.kv0 + static_cast<int>(x % g);
+      T* dk = dqkv + (int64_t{kvh / d.NKV} * d.T + r) * d.C3 + d.C + int64_t{kvh % d.NKV} * hd;
+      T* dv = dk + d.Ckv;
       for (int e = 0; e < hd; ++e) {
         dk[e] = from_float<T>(dK[x * hd + e]);
         dv[e] = from_float<T>(dV[x * hd + e]);
       }
     }
   }
-  for (int64_t x = 0; x < int64_t{d.T} * g; ++x) {
-    const int i = static_cast<int>(x / g), bh = bh0 + static_cast<int>(x % g);
-    const int b = bh / d.NH, h = bh % d.NH;
+  for (int64_t x = 0; x < grp.rows(d.T); ++x) {
+    const int i = grp.position(x), b = grp.sample(d, x), h = grp.head(d, x);
     T* dq = dqkv + (int64_t{b} * d.T + i) * d.C3 + int64_t{h} * hd;
     for (int e = 0; e < hd; ++e) dq[e] = from_float<T>(dQ[x * hd + e]);
   }
 }
+
+// The groups of the batched path: the B * NKV key/value heads in groups of batched_group().
+struct Groups {
+  int size, count, total;
+  Group at(const Dims& d, int k) const {
+    return {k * size, std::min(size, total - k * size), d.rep()};
+  }
+  static Groups of(const Dims& d, size_t t, bool backward) {
+    const int total = d.B * d.NKV, size = batched_group(d, t, backward);
+    return {size, (total + size - 1) / size, total};
+  }
+};
 
 }  // namespace
 
@@ -617,12 +663,11 @@ void Kernels::attention_forward(T* out, float* lse, const T* qkv, int B, int Tn,
                                 int NKV, const DropoutParams& drop, Exec) {
   const Dims d = make_dims(B, Tn, C, NH, NKV, drop);
   const KernelScratch ks = bound_scratch();
-  if (batched_path<T>(d)) {
-    const int BH = B * NH, g = batched_group(d, false), groups = (BH + g - 1) / g;
-    check_scratch(ks, group_forward_need(d, g).bytes(sizeof(T)));
+  if (batched_path<T>()) {
+    const Groups gs = Groups::of(d, sizeof(T), false);
+    check_scratch(ks, group_forward_need(d, gs.at(d, 0)).bytes(sizeof(T)));
 #pragma omp parallel for schedule(dynamic)
-    for (int k = 0; k < groups; ++k)
-      forward_group(out, lse, qkv, d, k * g, std::min(g, BH - k * g), drop, ks);
+    for (int k = 0; k < gs.count; ++k) forward_group(out, lse, qkv, d, gs.at(d, k), drop, ks);
     return;
   }
   const int nb = d.blocks_q(), tasks = B * NH * nb;
@@ -642,13 +687,12 @@ void Kernels::attention_backward(T* dqkv, float* delta, const T* dout, const T* 
                                  const DropoutParams& drop, Exec) {
   const Dims d = make_dims(B, Tn, C, NH, NKV, drop);
   const KernelScratch ks = bound_scratch();
-  const int BH = B * NH;
-  if (batched_path<T>(d)) {
-    const int g = batched_group(d, true), groups = (BH + g - 1) / g;
-    check_scratch(ks, group_backward_need(d, g).bytes(sizeof(T)));
+  if (batched_path<T>()) {
+    const Groups gs = Groups::of(d, sizeof(T), true);
+    check_scratch(ks, group_backward_need(d, gs.at(d, 0)).bytes(sizeof(T)));
 #pragma omp parallel for schedule(dynamic)
-    for (int k = 0; k < groups; ++k)
-      backward_group(dqkv, delta, dout, qkv, out, lse, d, k * g, std::min(g, BH - k * g), drop, ks);
+    for (int k = 0; k < gs.count; ++k)
+      backward_group(dqkv, delta, dout, qkv, out, lse, d, gs.at(d, k), drop, ks);
     return;
   }
   check_scratch(ks, head_backward_need(d, kHalf<T>).bytes(sizeof(T)));
@@ -663,9 +707,10 @@ template <typename T>
 size_t attention_scratch_per_thread(int B, int Tn, int C, int NH, int NKV) {
   const Dims d = make_dims(B, Tn, C, NH, NKV, DropoutParams{});
   size_t need = 0;
-  if (batched_path<T>(d)) {
-    need = std::max(group_forward_need(d, batched_group(d, false)).bytes(sizeof(T)),
-                    group_backward_need(d, batched_group(d, true)).bytes(sizeof(T)));
+  if (batched_path<T>()) {
+    need =
+        std::max(group_forward_need(d, Groups::of(d, sizeof(T), false).at(d, 0)).bytes(sizeof(T)),
+                 group_backward_need(d, Groups::of(d, sizeof(T), true).at(d, 0)).bytes(sizeof(T)));
   } else {
     need = std::max(tile_forward_need(d).bytes(sizeof(T)),
                     head_backward_need(d, kHalf<T>).bytes(sizeof(T)));

@@ -63,10 +63,14 @@ void channel_block_sums(int N, int C, float* const (&out)[K], AddRow add_row) {
 
 // Runs OpenBLAS single-threaded in this scope (for GEMMs issued from inside an OpenMP loop)
 // and restores the previous thread count on exit. The count is process-global, so no other
-// thread may call BLAS while one of these is alive.
+// thread may call BLAS while one of these is alive. Only a pthread (or sequential) OpenBLAS
+// needs it: the OpenMP build already runs a call made inside an active parallel region on the
+// calling thread, and its openblas_set_num_threads also sets OpenMP's own count
+// (omp_set_num_threads), which would run the very loop this guards on one thread.
 class BlasSingleThreaded {
  public:
-  BlasSingleThreaded() : prev_(openblas_get_num_threads()) {
+  BlasSingleThreaded()
+      : prev_(openblas_get_parallel() == kOpenMp ? 1 : openblas_get_num_threads()) {
     if (prev_ != 1) openblas_set_num_threads(1);
   }
   ~BlasSingleThreaded() {
@@ -76,6 +80,7 @@ class BlasSingleThreaded {
   BlasSingleThreaded& operator=(const BlasSingleThreaded&) = delete;
 
  private:
+  static constexpr int kOpenMp = 2;  // openblas_get_parallel(): 0 sequential, 1 pthreads, 2 OpenMP
   int prev_;
 };
 

@@ -186,12 +186,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, KernelsAttention,
                                            AttnCase{2, 65, 32, 4, 0.1f, 4},
                                            AttnCase{1, 7, 16, 4, 0.0f, 2}));
 
-// bf16 on a CPU with AVX512-BF16 takes the batched path: groups of heads, key blocks of 64 with
-// the query rows below each block's diagonal in chunks of 256, T padded to a whole block. These
-// shapes cross every edge of it: T one past a block and a chunk, T not a multiple of the block
-// over several chunks, one exact block, head counts that leave a smaller last group, hd 16 to
-// 128. Checked against the double reference (the tolerance of Bf16MatchesNaive) and against
-// the fp32 kernel on the same inputs.
+// bf16 on a CPU with AVX512-BF16 takes the batched path: groups of key/value heads, key blocks
+// of 64 with the positions below each block's diagonal in chunks of 256, T padded to a whole
+// block. These shapes cross every edge of it: T one past a block and a chunk, T not a multiple of
+// the block over several chunks, one exact block, head counts that leave a smaller last group,
+// hd 16 to 128, 1 to 8 query heads per key/value head. Checked against the double reference (the
+// tolerance of Bf16MatchesNaive) and against the fp32 kernel on the same inputs.
 class KernelsAttentionBatched : public ::testing::TestWithParam<AttnCase> {};
 
 TEST_P(KernelsAttentionBatched, Bf16MatchesNaiveAndFp32) {
@@ -217,13 +217,18 @@ TEST_P(KernelsAttentionBatched, Bf16MatchesNaiveAndFp32) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, KernelsAttentionBatched,
-                         ::testing::Values(AttnCase{2, 257, 96, 3, 0.1f},     // a one-row block
-                                           AttnCase{1, 300, 80, 5, 0.0f},     // 5 heads, hd 16
-                                           AttnCase{3, 64, 64, 2, 0.0f},      // one exact block
-                                           AttnCase{1, 520, 128, 2, 0.0f},    // three row chunks
-                                           AttnCase{2, 129, 256, 4, 0.2f},    // hd 64, dropout
-                                           AttnCase{1, 200, 512, 4, 0.0f},    // hd 128
-                                           AttnCase{1, 257, 128, 4, 0.1f, 2}  // GQA: per-group
+                         ::testing::Values(AttnCase{2, 257, 96, 3, 0.1f},   // a one-row block
+                                           AttnCase{1, 300, 80, 5, 0.0f},   // 5 heads, hd 16
+                                           AttnCase{3, 64, 64, 2, 0.0f},    // one exact block
+                                           AttnCase{1, 520, 128, 2, 0.0f},  // three row chunks
+                                           AttnCase{2, 129, 256, 4, 0.2f},  // hd 64, dropout
+                                           AttnCase{1, 200, 512, 4, 0.0f},  // hd 128
+                                           // grouped-query attention: the query heads of a
+                                           // key/value head are rows of one problem
+                                           AttnCase{1, 257, 128, 4, 0.1f, 2},  // 2 per group
+                                           AttnCase{2, 130, 96, 6, 0.2f, 2},   // 3 per group
+                                           AttnCase{1, 520, 128, 8, 0.0f, 1},  // 8, three chunks
+                                           AttnCase{3, 65, 64, 4, 0.0f, 2}     // odd group count
                                            ));
 
 // The closed-form reference backward against central finite differences of its forward.

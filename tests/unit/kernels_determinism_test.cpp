@@ -120,25 +120,27 @@ TEST(KernelsDeterminism, Attention) {
   }
 }
 
-// bf16 attention (the batched oneDNN path where the CPU has AVX512-BF16): its head groups do not
-// depend on the thread count, and each group is one thread's work.
+// bf16 attention (the batched oneDNN path where the CPU has AVX512-BF16): its groups of
+// key/value heads do not depend on the thread count, and each group is one thread's work; with
+// multi-head and with grouped-query attention (qkv sized for the former serves both).
 TEST(KernelsDeterminism, AttentionBf16) {
   const auto qkv = test::narrow<bf16>(random_floats(size_t(N) * 3 * C, 12));
   const auto dout = test::narrow<bf16>(random_floats(size_t(N) * C, 13));
-  for (float p : {0.0f, 0.1f}) {
-    expect_reproducible(
-        "attention bf16",
-        [&] {
-          std::vector<bf16> out(size_t(N) * C), dqkv(qkv.size());
-          std::vector<float> lse(size_t(B) * NH * T), delta(lse.size());
-          cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, NH,
-                                          {p, 3, 0});
-          cpu::Kernels::attention_backward(dqkv.data(), delta.data(), dout.data(), qkv.data(),
-                                           out.data(), lse.data(), B, T, C, NH, NH, {p, 3, 0});
-          return std::vector<std::vector<float>>{test::widen(out), lse, test::widen(dqkv)};
-        },
-        true);
-  }
+  for (int kv : {NH, NH / 2})
+    for (float p : {0.0f, 0.1f}) {
+      expect_reproducible(
+          "attention bf16",
+          [&] {
+            std::vector<bf16> out(size_t(N) * C), dqkv(qkv.size());
+            std::vector<float> lse(size_t(B) * NH * T), delta(lse.size());
+            cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, kv,
+                                            {p, 3, 0});
+            cpu::Kernels::attention_backward(dqkv.data(), delta.data(), dout.data(), qkv.data(),
+                                             out.data(), lse.data(), B, T, C, NH, kv, {p, 3, 0});
+            return std::vector<std::vector<float>>{test::widen(out), lse, test::widen(dqkv)};
+          },
+          true);
+    }
 }
 
 TEST(KernelsDeterminism, CrossEntropyAdamWReductionsCasts) {
