@@ -1,6 +1,7 @@
 // bench_gemm: GFLOP/s of the GEMMs of one GPT layer (qkv h->3h, proj h->h, fc h->4h, fc2 4h->h),
 // each as its forward product and both backward products, for the CPU paths a layer can take:
-// fp32 sgemm, bf16 on oneDNN, bf16 and fp16 through the convert-and-sgemm fallback. Prints one
+// fp32 on sgemm and on oneDNN, bf16 on oneDNN, bf16 and fp16 through the convert-and-sgemm
+// fallback. Prints one
 // JSON object (stdout) and a table (stderr).
 //
 // For a linear y[T,out] = x[T,in] W[out,in]^T over T tokens:
@@ -41,6 +42,7 @@ struct Variant {
   GemmPath path;
 };
 const Variant kVariants[] = {{"fp32_sgemm", DType::F32, GemmPath::Fallback},
+                             {"fp32_onednn", DType::F32, GemmPath::Onednn},
                              {"bf16_onednn", DType::BF16, GemmPath::Onednn},
                              {"bf16_fallback", DType::BF16, GemmPath::Fallback},
                              {"fp16_fallback", DType::F16, GemmPath::Fallback}};
@@ -159,7 +161,8 @@ static int run(int argc, char** argv) {
         std::fprintf(stderr, "%6d %5d %-5s %-8s %5d %5d %5d |", T, h, s.gemm.c_str(),
                      s.product.c_str(), s.M, s.N, s.K);
         for (const auto& v : kVariants) {
-          if (v.path == GemmPath::Onednn && !onednn) {
+          const bool runs = v.ab == DType::F32 ? zt::cpu::detail::onednn_fp32_preferred() : onednn;
+          if (v.path == GemmPath::Onednn && !runs) {
             r[v.name] = nullptr;
             std::fprintf(stderr, " %14s", "n/a");
             continue;

@@ -189,6 +189,11 @@ void fallback(bool ta, bool tb, int M, int N, int K, float alpha, const void* A,
 
 }  // namespace
 
+bool onednn_fp32_takes(bool ta, bool tb, int M, int N, int K, int lda, int ldb, int ldc) {
+  return onednn_fp32_preferred() && !omp_in_parallel() && lda == (ta ? M : K) &&
+         ldb == (tb ? K : N) && ldc == N && double(M) * N * K >= kOnednnFp32MinMacs;
+}
+
 void gemm_mixed(GemmPath path, bool ta, bool tb, int M, int N, int K, float alpha, const void* A,
                 int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
                 DType c_type, const GemmTiles& tiles) {
@@ -206,20 +211,26 @@ void gemm_mixed(GemmPath path, bool ta, bool tb, int M, int N, int K, float alph
                tiles.n <= kDefaultTiles.n && tiles.k <= kDefaultTiles.k,
            "gemm_mixed: tiles {}x{}x{} outside (0, default]", tiles.m, tiles.n, tiles.k);
   if (path == GemmPath::Onednn) {
-    ZT_CHECK(ab_type == DType::BF16, "gemm_mixed: the oneDNN path takes bf16 operands, not {}",
+    ZT_CHECK(ab_type == DType::BF16 || ab_type == DType::F32,
+             "gemm_mixed: the oneDNN path takes bf16 or fp32 operands, not {}",
              dtype_name(ab_type));
-    ZT_CHECK(onednn_bf16_available(),
-             "gemm_mixed: the oneDNN path needs a CPU with AVX512-BF16 or AMX");
+    ZT_CHECK(ab_type == DType::F32 || onednn_bf16_available(),
+             "gemm_mixed: the oneDNN path needs a CPU with AVX512-BF16 or AMX for bf16");
+    ZT_CHECK(ab_type == DType::BF16 || onednn_fp32_preferred(),
+             "gemm_mixed: the oneDNN path needs a CPU with AVX-512 for fp32");
   }
   if (M == 0 || N == 0) return;
   if (K == 0) return scale_c(M, N, beta, C, ldc, c_type);
+  const bool use_onednn =
+      path == GemmPath::Onednn ||
+      (path == GemmPath::Auto &&
+       (ab_type == DType::F32 ? onednn_fp32_takes(ta, tb, M, N, K, lda, ldb, ldc)
+                              : ab_type == DType::BF16 && onednn_bf16_available()));
+  if (use_onednn)
+    return gemm_onednn(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ab_type, c_type);
   if (ab_type == DType::F32)
     return cpu::gemm(ta, tb, M, N, K, alpha, static_cast<const float*>(A), lda,
                      static_cast<const float*>(B), ldb, beta, static_cast<float*>(C), ldc);
-  const bool use_onednn =
-      path == GemmPath::Onednn ||
-      (path == GemmPath::Auto && ab_type == DType::BF16 && onednn_bf16_available());
-  if (use_onednn) return gemm_onednn(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, c_type);
   fallback(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ab_type, c_type, tiles);
 }
 

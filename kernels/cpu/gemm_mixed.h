@@ -3,13 +3,22 @@
 // path explicitly: both paths are then tested on a CPU that would always take oneDNN.
 //
 // Paths:
-//   - Onednn: oneDNN's matmul (brgemm kernels on AVX512-BF16 / AMX), bf16 operands only, fp32
-//     accumulation. Primitives are cached per (shape, transposes, strides, result type, alpha,
-//     beta) in a bounded LRU shared by all threads (kOnednnCacheCapacity entries).
+//   - Onednn: oneDNN's matmul (brgemm kernels), fp32 accumulation: bf16 operands on AVX512-BF16 /
+//     AMX, fp32 operands on AVX-512. Primitives are cached per (shape, transposes, strides,
+//     operand and result types, alpha, beta) in a bounded LRU shared by all threads
+//     (kOnednnCacheCapacity entries).
 //   - Fallback: tiles of op(A) and op(B) are converted to fp32 in a per-thread scratch of
 //     constant size and multiplied with OpenBLAS sgemm, K-blocked, accumulating each C tile in
 //     fp32 (a half C is rounded once, after the last K tile). fp32 operands skip the conversion
 //     and go to sgemm whole.
+//
+// Auto takes oneDNN for bf16 wherever it runs bf16, and for the model's large dense fp32
+// products (onednn_fp32_takes): in the fp32 training step of the Llama-shaped bench config
+// (bench_step, 2 threads, AVX-512 Zen 4) oneDNN's f32 matmul made the step 4-10% shorter than
+// OpenBLAS sgemm in every one of several interleaved pairs, although the two reach the same
+// GFLOP/s on those shapes alone (bench_gemm). A product inside a parallel region (attention's
+// tiles, whose caller shares out the work) or on a strided view (oneDNN's generic kernel) stays
+// on sgemm, and so does a small one (oneDNN's per-call cost).
 //
 // Host memory these kernels hold themselves (not through MemoryPool):
 //   - the fallback scratch: kFallbackScratchBytes per thread that ever ran the fallback (each
@@ -29,8 +38,10 @@
 namespace zt::cpu::detail {
 
 enum class GemmPath {
-  Auto,      // Onednn for bf16 operands when onednn_bf16_available(), else Fallback
-  Onednn,    // bf16 operands only; throws where !onednn_bf16_available()
+  Auto,      // Onednn for bf16 where onednn_bf16_available() and for onednn_fp32_takes(), else
+             // Fallback
+  Onednn,    // bf16 operands where onednn_bf16_available(), fp32 where onednn_fp32_preferred();
+             // throws elsewhere
   Fallback,  // any operand type
 };
 
@@ -53,6 +64,16 @@ inline constexpr size_t kOnednnCacheCapacity = 256;
 // True when oneDNN's effective ISA includes AVX512-BF16 (AMX includes it). Respects oneDNN's
 // ONEDNN_MAX_CPU_ISA environment variable, since oneDNN itself does.
 bool onednn_bf16_available();
+// True when oneDNN's effective ISA includes AVX-512 (avx512_core), where its f32 brgemm kernels
+// run: the CPUs it was measured on. Elsewhere fp32 stays on OpenBLAS.
+bool onednn_fp32_preferred();
+// Products at least this large (M N K) go to oneDNN under onednn_fp32_takes: 2^24 is about 0.2 ms
+// at this machine's rate, against a few microseconds of oneDNN's per-call cost.
+inline constexpr double kOnednnFp32MinMacs = double(1 << 24);
+// Whether Auto runs this fp32 product on oneDNN: onednn_fp32_preferred(), outside a parallel
+// region, dense operands (each leading dimension its row's length) and at least
+// kOnednnFp32MinMacs.
+bool onednn_fp32_takes(bool trans_a, bool trans_b, int M, int N, int K, int lda, int ldb, int ldc);
 // Entries now in the primitive cache (for tests of its bound).
 size_t onednn_cache_size();
 
@@ -61,9 +82,11 @@ void gemm_mixed(GemmPath path, bool trans_a, bool trans_b, int M, int N, int K, 
                 const void* A, int lda, const void* B, int ldb, float beta, void* C, int ldc,
                 DType ab_type, DType c_type, const GemmTiles& tiles = kDefaultTiles);
 
-// The oneDNN path alone (gemm_onednn.cpp); arguments already validated, M, N, K > 0.
+// The oneDNN path alone (gemm_onednn.cpp); arguments already validated, M, N, K > 0; operands
+// bf16 or fp32, the result fp32 or the operands' type.
 void gemm_onednn(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A,
-                 int lda, const void* B, int ldb, float beta, void* C, int ldc, DType c_type);
+                 int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
+                 DType c_type);
 
 // `batch` bf16 products in one oneDNN primitive, each matrix of the batch stored interleaved
 // with the others row by row: an R x Cn matrix of the batch is [R][batch][Cn] (row r of

@@ -1,5 +1,5 @@
-// The oneDNN path of cpu::Kernels::gemm: bf16 x bf16 -> fp32 or bf16 through oneDNN's matmul, with
-// its primitives in a bounded LRU cache (kernels/cpu/gemm_mixed.h).
+// The oneDNN path of cpu::Kernels::gemm: bf16 x bf16 -> fp32 or bf16, and fp32 x fp32 -> fp32,
+// through oneDNN's matmul, with its primitives in a bounded LRU cache (kernels/cpu/gemm_mixed.h).
 //
 // alpha and beta are compiled into each primitive (an output scale and a sum post-op) rather
 // than passed at run time: with a runtime output scale oneDNN 2.6 leaves its brgemm kernels for
@@ -34,6 +34,7 @@ uint32_t bits_of(float f) {
 
 struct Key {
   bool ta, tb;
+  DType ab_type;
   int batch;  // 0: one strided 2-D product; > 0: that many interleaved ones (lda, ldb, ldc 0)
   int M, N, K, lda, ldb, ldc;
   DType c_type;
@@ -47,7 +48,8 @@ struct KeyHash {
     const auto mix = [&h](uint64_t v) {
       h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
     };
-    mix((uint64_t{k.ta} << 1) | uint64_t{k.tb} | (uint64_t(k.c_type) << 2));
+    mix((uint64_t{k.ta} << 1) | uint64_t{k.tb} | (uint64_t(k.c_type) << 2) |
+        (uint64_t(k.ab_type) << 10));
     mix((uint64_t(uint32_t(k.M)) << 32) | uint32_t(k.N));
     mix((uint64_t(uint32_t(k.K)) << 32) | uint32_t(k.lda));
     mix((uint64_t(uint32_t(k.ldb)) << 32) | uint32_t(k.ldc));
@@ -119,13 +121,15 @@ class Onednn {
   }
 
   std::shared_ptr<const Matmul> create(const Key& k) const {
-    const auto bf = memory::data_type::bf16;
-    const auto c_dt = k.c_type == DType::F32 ? memory::data_type::f32 : bf;
+    const auto dt = [](DType t) {
+      return t == DType::F32 ? memory::data_type::f32 : memory::data_type::bf16;
+    };
+    const auto ab = dt(k.ab_type), c_dt = dt(k.c_type);
     const bool inter = k.batch > 0;
     const memory::desc a =
-        inter ? interleaved(k.batch, k.M, k.K, k.ta, bf) : strided(k.M, k.K, k.lda, k.ta, bf);
+        inter ? interleaved(k.batch, k.M, k.K, k.ta, ab) : strided(k.M, k.K, k.lda, k.ta, ab);
     const memory::desc b =
-        inter ? interleaved(k.batch, k.K, k.N, k.tb, bf) : strided(k.K, k.N, k.ldb, k.tb, bf);
+        inter ? interleaved(k.batch, k.K, k.N, k.tb, ab) : strided(k.K, k.N, k.ldb, k.tb, ab);
     const memory::desc c =
         inter ? interleaved(k.batch, k.M, k.N, false, c_dt) : strided(k.M, k.N, k.ldc, false, c_dt);
     dnnl::primitive_attr attr;
@@ -152,8 +156,9 @@ class Onednn {
     } catch (const dnnl::error& e) {
       throw Error(fmt::format(
           "gemm_mixed: oneDNN matmul {}x{}x{} (batch {}, trans_a {}, trans_b {}, lda {} "
-          "ldb {} ldc {}, {} result): {}",
-          k.M, k.N, k.K, k.batch, k.ta, k.tb, k.lda, k.ldb, k.ldc, dtype_name(k.c_type), e.what()));
+          "ldb {} ldc {}, {} operands, {} result): {}",
+          k.M, k.N, k.K, k.batch, k.ta, k.tb, k.lda, k.ldb, k.ldc, dtype_name(k.ab_type),
+          dtype_name(k.c_type), e.what()));
     }
   }
 
@@ -173,6 +178,15 @@ bool onednn_bf16_available() {
     return (isa & need) == need;
   }();
   return available;
+}
+
+bool onednn_fp32_preferred() {
+  static const bool preferred = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+    return (isa & need) == need;
+  }();
+  return preferred;
 }
 
 size_t onednn_cache_size() {
@@ -202,9 +216,10 @@ void run(const Matmul& mm, const void* A, const void* B, void* C) {
 }  // namespace
 
 void gemm_onednn(bool ta, bool tb, int M, int N, int K, float alpha, const void* A, int lda,
-                 const void* B, int ldb, float beta, void* C, int ldc, DType c_type) {
+                 const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
+                 DType c_type) {
   const auto mm = Onednn::get().find_or_create(
-      {ta, tb, 0, M, N, K, lda, ldb, ldc, c_type, bits_of(alpha), bits_of(beta)});
+      {ta, tb, ab_type, 0, M, N, K, lda, ldb, ldc, c_type, bits_of(alpha), bits_of(beta)});
   run(*mm, A, B, C);
 }
 
@@ -217,7 +232,7 @@ void gemm_onednn_interleaved(bool ta, bool tb, int batch, int M, int N, int K, f
   ZT_CHECK(onednn_bf16_available(),
            "gemm_onednn_interleaved: the oneDNN path needs a CPU with AVX512-BF16 or AMX");
   const auto mm = Onednn::get().find_or_create(
-      {ta, tb, batch, M, N, K, 0, 0, 0, c_type, bits_of(alpha), bits_of(beta)});
+      {ta, tb, DType::BF16, batch, M, N, K, 0, 0, 0, c_type, bits_of(alpha), bits_of(beta)});
   run(*mm, A, B, C);
 }
 

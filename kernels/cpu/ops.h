@@ -29,8 +29,8 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
           const float* B, int ldb, float beta, float* C, int ldc);
 // Kernels::gemm on typed pointers: A, B in T, C in T or float. Its engine: bf16 runs on oneDNN
 // where the CPU has AVX512-BF16 or AMX; fp16, and bf16 elsewhere, convert tiles to fp32 for sgemm
-// in a constant per-thread scratch; fp32 is sgemm (kernels/cpu/gemm_mixed.h). Safe to call from
-// several threads.
+// in a constant per-thread scratch; fp32 is sgemm, or oneDNN for large dense products outside
+// parallel regions on AVX-512 (kernels/cpu/gemm_mixed.h). Safe to call from several threads.
 template <typename T, typename TC>
 void gemm_t(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const T* A, int lda,
             const T* B, int ldb, float beta, TC* C, int ldc) {

@@ -161,6 +161,7 @@ struct Gemm {
 std::vector<GemmPath> paths_for(DType ab) {
   std::vector<GemmPath> p{GemmPath::Auto, GemmPath::Fallback};
   if (ab == DType::BF16 && cpu::detail::onednn_bf16_available()) p.push_back(GemmPath::Onednn);
+  if (ab == DType::F32 && cpu::detail::onednn_fp32_preferred()) p.push_back(GemmPath::Onednn);
   return p;
 }
 
@@ -197,8 +198,46 @@ TEST(KernelsGemmMixed, OnednnAvailableWhereTheCpuHasBf16) {
             << "\n";
 }
 
+// fp32 goes to oneDNN under Auto only when large, dense and outside a parallel region (on a CPU
+// with AVX-512): a new shape that qualifies adds a primitive to the cache, a padded (strided), a
+// small one or one inside an OpenMP loop does not, and each result is right.
+TEST(KernelsGemmMixed, AutoTakesOnednnForLargeDenseFp32) {
+  if (!cpu::detail::onednn_fp32_preferred()) GTEST_SKIP() << "no AVX-512: fp32 stays on sgemm";
+  Gemm g;
+  g.M = 257, g.N = 259, g.K = 263, g.ab = DType::F32, g.c = DType::F32, g.beta = 1.0f;
+  ASSERT_GE(double(g.M) * g.N * g.K, cpu::detail::kOnednnFp32MinMacs);
+  const auto added = [](const Gemm& x, bool in_loop) {
+    const size_t before = cpu::detail::onednn_cache_size();
+    bool ok = true;
+    if (in_loop) {
+#pragma omp parallel num_threads(2)
+      {
+#pragma omp single
+        ok = static_cast<bool>(check(x, GemmPath::Auto, cpu::detail::kDefaultTiles, 3));
+      }
+    } else {
+      ok = static_cast<bool>(check(x, GemmPath::Auto, cpu::detail::kDefaultTiles, 3));
+    }
+    EXPECT_TRUE(ok) << x.str();
+    return cpu::detail::onednn_cache_size() - before;
+  };
+  EXPECT_EQ(added(g, false), 1u);
+  Gemm t = g;  // every transpose, and beta 0
+  t.ta = true, t.tb = true, t.beta = 0.0f;
+  EXPECT_EQ(added(t, false), 1u);
+  Gemm strided = g;
+  strided.N = 261, strided.ldb_pad = 3;
+  EXPECT_EQ(added(strided, false), 0u);
+  Gemm small = g;
+  small.M = 64, small.N = 64, small.K = 64;
+  EXPECT_EQ(added(small, false), 0u);
+  Gemm nested = g;
+  nested.K = 265;
+  EXPECT_EQ(added(nested, true), 0u);
+}
+
 // Auto sends bf16 (and only bf16) to oneDNN where it is available: a new bf16 shape adds a
-// primitive to the cache, an fp16 one does not.
+// primitive to the cache, an fp16 one does not (nor a small fp32 one).
 TEST(KernelsGemmMixed, AutoTakesOnednnForBf16Only) {
   if (!cpu::detail::onednn_bf16_available()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
   for (const auto& t : kTypes) {
@@ -366,6 +405,9 @@ TEST(KernelsGemmMixed, RejectsUnsupportedCalls) {
   EXPECT_THROW(call(GemmPath::Auto, DType::F16, DType::BF16, 4), Error);
   EXPECT_THROW(call(GemmPath::Auto, DType::BF16, DType::F32, 3), Error);  // lda < K
   EXPECT_THROW(call(GemmPath::Onednn, DType::F16, DType::F32, 4), Error);
+  if (!cpu::detail::onednn_fp32_preferred()) {
+    EXPECT_THROW(call(GemmPath::Onednn, DType::F32, DType::F32, 4), Error);
+  }
   EXPECT_THROW(
       cpu::detail::gemm_mixed(GemmPath::Fallback, false, false, 4, 4, 4, 1.0f, buf, 4, buf, 4, 0.0f,
                               buf, 4, DType::BF16, DType::F32, GemmTiles{1024, 8, 8}),
