@@ -170,22 +170,24 @@ class Onednn {
 
 }  // namespace
 
+namespace {
+
+// Whether oneDNN's effective ISA includes `need`. Its ISA values are nested bit sets: AMX's
+// contains AVX512-BF16's, which contains AVX-512's; AVX2-VNNI's contains neither.
+bool isa_includes(dnnl::cpu_isa need) {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  return (isa & static_cast<unsigned>(need)) == static_cast<unsigned>(need);
+}
+
+}  // namespace
+
 bool onednn_bf16_available() {
-  static const bool available = [] {
-    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
-    // oneDNN's ISA values are nested bit sets: AMX's contains AVX512-BF16's, AVX2-VNNI's does not.
-    return (isa & need) == need;
-  }();
+  static const bool available = isa_includes(dnnl::cpu_isa::avx512_core_bf16);
   return available;
 }
 
 bool onednn_fp32_preferred() {
-  static const bool preferred = [] {
-    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-    return (isa & need) == need;
-  }();
+  static const bool preferred = isa_includes(dnnl::cpu_isa::avx512_core);
   return preferred;
 }
 
