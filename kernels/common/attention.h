@@ -75,6 +75,12 @@ ZT_HD int attention_cached_keys(int past, int i) {
   return past + i + 1;
 }
 
+// The key/value head query head h of NH reads under grouped-query attention with NKV key/value
+// heads (NKV divides NH): consecutive query heads share one.
+ZT_HD int attention_kv_head(int h, int NH, int NKV) {
+  return h / (NH / NKV);
+}
+
 // The scaled score of one query row and one key row of a head (hd elements each), fp32.
 template <typename T>
 ZT_HD float attention_score(const T* q, const T* k, int hd, float scale) {

@@ -10,9 +10,10 @@ namespace zt::cpu {
 namespace {
 
 // Rotates the q heads and the k heads of every row of qkv by their positions: one task per
-// token row, the row's hd/2 angles computed once and applied to its NH + NKV heads.
+// token row (position pos0 + its index in its sample), the row's hd/2 angles computed once and
+// applied to its NH + NKV heads.
 template <typename T>
-void rope_rows(T* qkv, int B, int Tn, int NH, int NKV, int hd, float base, float sign) {
+void rope_rows(T* qkv, int B, int Tn, int pos0, int NH, int NKV, int hd, float base, float sign) {
   ZT_CHECK(B > 0 && Tn > 0 && NH > 0 && NKV > 0 && hd > 0 && hd % 2 == 0,
            "rope: bad shape B={} T={} NH={} NKV={} hd={}", B, Tn, NH, NKV, hd);
   const int half = hd / 2, heads = NH + NKV;
@@ -20,7 +21,7 @@ void rope_rows(T* qkv, int B, int Tn, int NH, int NKV, int hd, float base, float
 #pragma omp parallel for schedule(static) if (rows * heads * hd >= detail::kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     float* cs = detail::thread_buffer<float, 2>(static_cast<size_t>(hd));
-    const int pos = static_cast<int>(r % Tn);
+    const int pos = pos0 + static_cast<int>(r % Tn);
     for (int i = 0; i < half; ++i) rope_cos_sin(pos, i, hd, base, cs[i], cs[half + i]);
     T* row = qkv + r * ld;
     for (int h = 0; h < heads; ++h) {
@@ -39,17 +40,24 @@ void rope_rows(T* qkv, int B, int Tn, int NH, int NKV, int hd, float base, float
 
 template <typename T>
 void Kernels::rope_forward(T* qkv, int B, int Tn, int NH, int NKV, int hd, float base, Exec) {
-  rope_rows(qkv, B, Tn, NH, NKV, hd, base, 1.0f);
+  rope_rows(qkv, B, Tn, 0, NH, NKV, hd, base, 1.0f);
 }
 
 template <typename T>
 void Kernels::rope_backward(T* dqkv, int B, int Tn, int NH, int NKV, int hd, float base, Exec) {
-  rope_rows(dqkv, B, Tn, NH, NKV, hd, base, -1.0f);
+  rope_rows(dqkv, B, Tn, 0, NH, NKV, hd, base, -1.0f);
 }
 
-#define ZT_ROPE(T)                                                                           \
-  template void Kernels::rope_forward<T>(T*, int, int, int, int, int, float, Kernels::Exec); \
-  template void Kernels::rope_backward<T>(T*, int, int, int, int, int, float, Kernels::Exec);
+template <typename T>
+void Kernels::rope_forward_at(T* qkv, int n, int pos0, int NH, int NKV, int hd, float base, Exec) {
+  ZT_CHECK(pos0 >= 0, "rope_forward_at: position {} < 0", pos0);
+  rope_rows(qkv, 1, n, pos0, NH, NKV, hd, base, 1.0f);
+}
+
+#define ZT_ROPE(T)                                                                            \
+  template void Kernels::rope_forward<T>(T*, int, int, int, int, int, float, Kernels::Exec);  \
+  template void Kernels::rope_backward<T>(T*, int, int, int, int, int, float, Kernels::Exec); \
+  template void Kernels::rope_forward_at<T>(T*, int, int, int, int, int, float, Kernels::Exec);
 ZT_ROPE(float)
 ZT_ROPE(bf16)
 ZT_ROPE(fp16)

@@ -57,9 +57,6 @@ void validate_layout_options(const TrainOptions& o, int dp) {
              "--num-attention-heads ({}) must divide --hidden-size ({})", o.num_attention_heads,
              o.hidden_size);
   validate_tensor_parallel(gpt_config_from(o), o.tensor_model_parallel_size);
-  ZT_REQUIRE(o.sample_interval == 0 || gpt_config_from(o).gpt2_architecture(),
-             "--sample-interval: generation runs GPT-2-architecture models only (no rope, RMSNorm, "
-             "SwiGLU, grouped-query attention, untied embeddings or --disable-bias-linear)");
   ZT_REQUIRE(!(o.fp16 && o.bf16), "--fp16 and --bf16 are exclusive");
   ZT_REQUIRE(o.micro_batch_size > 0,
              "train_batch_size without train_micro_batch_size_per_gpu needs the data-parallel "

@@ -64,7 +64,7 @@ struct GptConfig {
   // Parameters of the whole (unsharded) model, embeddings included, tied head counted once.
   int64_t num_parameters() const;
   // Learned positions, LayerNorm, GeLU, multi-head attention, linear biases, a tied head: what
-  // generation's key/value cache and the GPT-2 Hugging Face format represent.
+  // the GPT-2 Hugging Face format represents.
   bool gpt2_architecture() const {
     return learned_positions() && !rmsnorm() && !swiglu && kv_heads() == heads &&
            !untie_embeddings && add_bias_linear && ffn_hidden() == 4 * hidden;

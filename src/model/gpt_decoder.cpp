@@ -7,16 +7,29 @@
 namespace zt {
 namespace {
 
-// The rows of every workspace tensor: T positions, their C channels, Cl attention and F MLP
-// columns of this rank.
+// The rows of every workspace tensor: T positions, their C channels, this rank's Cl query and
+// Ckv key/value columns, its F MLP columns and F1 columns of the MLP's first product (2F, gate and
+// up, under SwiGLU).
 struct Sizes {
-  int64_t T, C, Cl, F, V;
+  int64_t T, C, Cl, Ckv, F, F1, V;
   size_t e;
+  int64_t qkv() const { return Cl + 2 * Ckv; }
 };
 
 Sizes sizes_of(const GptConfig& c, int max_positions, int tp_size) {
   const TpDims t = TpDims::of(c, tp_size, 0);
-  return {max_positions, c.hidden, t.hidden, t.ffn, c.padded_vocab_size, dtype_size(c.dtype)};
+  const int64_t f1 = c.swiglu ? 2 * int64_t{t.ffn} : t.ffn;
+  return {max_positions,       c.hidden,           t.hidden, t.kv_hidden, t.ffn, f1,
+          c.padded_vocab_size, dtype_size(c.dtype)};
+}
+
+// The norm the config names: RMSNorm (weight only) or LayerNorm (weight and bias).
+void norm(Backend& be, const GptConfig& c, Ref out, float* mean, float* rstd, CRef x, CRef w,
+          CRef b, int rows) {
+  if (c.rmsnorm())
+    be.rmsnorm_forward(out, rstd, x, w, rows, c.hidden, c.norm_epsilon);
+  else
+    be.layernorm_forward(out, mean, rstd, x, w, b, rows, c.hidden);
 }
 
 }  // namespace
@@ -25,11 +38,12 @@ size_t GptDecoder::bytes(const GptConfig& c, int max_positions, int tp_size) {
   const Sizes s = sizes_of(c, max_positions, tp_size);
   const size_t rows = static_cast<size_t>(s.T);
   auto a = [](size_t b) { return Arena::aligned(b); };
-  const size_t cache = 2 * static_cast<size_t>(c.num_layers) * a(rows * s.Cl * s.e);
+  const size_t cache = 2 * static_cast<size_t>(c.num_layers) * a(rows * s.Ckv * s.e);
   return cache + 4 * a(rows * s.C * s.e)      // x, res2, y, ln
-         + a(rows * 3 * s.Cl * s.e)           // qkv
+         + a(rows * s.qkv() * s.e)            // qkv
          + a(rows * s.Cl * s.e)               // att
-         + 2 * a(rows * s.F * s.e)            // ff, pre
+         + a(rows * s.F * s.e)                // ff
+         + a(rows * s.F1 * s.e)               // pre
          + a(static_cast<size_t>(s.V) * s.e)  // logits
          + 2 * a(rows * 4) + a(rows * 4);     // mean, rstd, tokens
 }
@@ -49,33 +63,32 @@ GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int m
   ZT_CHECK(tp::size_of(tp) == layout.tp_size() && tp::rank_of(tp) == layout.tp_rank(),
            "the layout is for tp rank {} of {} but the tensor-parallel group has rank {} of {}",
            layout.tp_rank(), layout.tp_size(), tp::rank_of(tp), tp::size_of(tp));
-  // The key/value cache path is GPT-2's: learned positions, LayerNorm, GeLU, multi-head attention,
-  // biases, a tied head.
-  ZT_REQUIRE(config.gpt2_architecture(),
-             "generation runs GPT-2-architecture models only (this model uses rope, RMSNorm, "
-             "SwiGLU, grouped-query attention, untied embeddings or no linear biases)");
   config_.sequence_parallel = false;
   for (int i = 0; i < config.num_layers; ++i) layers_.push_back(LayerRefs::of(layout, i));
+  // Absent by the architecture: the position table under rope, the norms' biases under RMSNorm;
+  // the head is the word embedding unless the output layer is untied.
   wte_ = ParamRef::of(layout, "embedding.word");
-  wpe_ = ParamRef::of(layout, "embedding.position");
+  wpe_ = ParamRef::maybe(layout, "embedding.position");
   lnf_w_ = ParamRef::of(layout, "final_ln.weight");
-  lnf_b_ = ParamRef::of(layout, "final_ln.bias");
-  head_ = LinearRefs{wte_, ParamRef{}, config.hidden, dims_.vocab};
+  lnf_b_ = ParamRef::maybe(layout, "final_ln.bias");
+  const ParamRef head_w =
+      config.untie_embeddings ? ParamRef::of(layout, "output_layer.weight") : wte_;
+  head_ = LinearRefs{head_w, ParamRef{}, config.hidden, dims_.vocab};
   const Sizes s = sizes_of(config, max_positions, layout.tp_size());
   const DType t = config.dtype;
   auto carve = [&](int64_t elems) { return Ref(arena_.carve({elems}, t).data(), t); };
   for (int i = 0; i < config.num_layers; ++i) {
-    k_cache_.push_back(carve(s.T * s.Cl));
-    v_cache_.push_back(carve(s.T * s.Cl));
+    k_cache_.push_back(carve(s.T * s.Ckv));
+    v_cache_.push_back(carve(s.T * s.Ckv));
   }
   x_ = carve(s.T * s.C);
   res2_ = carve(s.T * s.C);
   y_ = carve(s.T * s.C);
   ln_ = carve(s.T * s.C);
-  qkv_ = carve(s.T * 3 * s.Cl);
+  qkv_ = carve(s.T * s.qkv());
   att_ = carve(s.T * s.Cl);
   ff_ = carve(s.T * s.F);
-  pre_ = carve(s.T * s.F);
+  pre_ = carve(s.T * s.F1);
   logits_ = carve(s.V);
   mean_ = arena_.carve({s.T}, DType::F32).f32();
   rstd_ = arena_.carve({s.T}, DType::F32).f32();
@@ -114,6 +127,7 @@ void GptDecoder::embed(int n, ParamSource& params) {
     if (r > 0) be_.add_inplace(x_, y_, nc);
   }
   tp::reduce_from_tp_forward(be_, tp_, x_, nc);
+  if (!wpe_.present()) return;  // rotary positions: applied to q and k in each layer
   const int64_t pstep = wpe_.chunk(params), first = length_, end = length_ + n;
   for (int64_t t0 = 0; t0 < wpe_.rows && t0 < end; t0 += pstep) {
     const int64_t rows = std::min(pstep, wpe_.rows - t0);
@@ -132,34 +146,50 @@ void GptDecoder::row_parallel(const LinearRefs& l, Ref y, CRef x, int n, ParamSo
   // The bias once, after the partial products are summed (as the training forward).
   chunked_linear_forward(be_, params, l, y, x, n, false);
   tp::reduce_from_tp_forward(be_, tp_, y, int64_t{n} * l.out);
-  chunked_add_bias(be_, params, l, y, n);
+  if (l.has_bias()) chunked_add_bias(be_, params, l, y, n);
 }
 
 void GptDecoder::layer(int i, int n, ParamSource& params) {
   const LayerRefs& p = layers_[static_cast<size_t>(i)];
-  const int C = config_.hidden, Cl = dims_.hidden;
+  const int C = config_.hidden, Cl = dims_.hidden, Ckv = dims_.kv_hidden, W = Cl + 2 * Ckv;
   const DropoutParams none{};
   {
-    const Held w(params, p.ln1_w), b(params, p.ln1_b);
-    be_.layernorm_forward(ln_, mean_, rstd_, x_, w.get(), b.get(), n, C);
+    const HeldNorm w(params, p.ln1_w, p.ln1_b, false);
+    norm(be_, config_, ln_, mean_, rstd_, x_, w.w(), w.b(), n);
   }
+  // This rank's q (Cl) | k (Ckv) | v (Ckv) of the new rows, as the training forward splits them.
   chunked_linear_forward(be_, params, p.qkv, qkv_, ln_, n, true);
-  // The new positions' keys and values join the cache; the queries stay in qkv_ (row stride 3Cl).
+  // Rotary positions on q and k at the rows' absolute positions, before k joins the cache (the
+  // cache holds rotated keys, as the training forward's attention reads them).
+  if (config_.rope())
+    be_.rope_forward_at(qkv_, n, length_, dims_.heads, dims_.kv_heads, config_.head_dim(),
+                        config_.rotary_base);
+  // The new positions' keys and values join the cache; the queries stay in qkv_ (row stride W).
   const Ref k = k_cache_[static_cast<size_t>(i)], v = v_cache_[static_cast<size_t>(i)];
-  const size_t row = qkv_.bytes(Cl), pitch = qkv_.bytes(3 * int64_t{Cl});
-  be_.copy_2d((k + int64_t{length_} * Cl).p, row, (qkv_ + Cl).p, pitch, row,
+  const size_t row = qkv_.bytes(Ckv), pitch = qkv_.bytes(W);
+  be_.copy_2d((k + int64_t{length_} * Ckv).p, row, (qkv_ + Cl).p, pitch, row,
               static_cast<size_t>(n));
-  be_.copy_2d((v + int64_t{length_} * Cl).p, row, (qkv_ + 2 * int64_t{Cl}).p, pitch, row,
+  be_.copy_2d((v + int64_t{length_} * Ckv).p, row, (qkv_ + int64_t{Cl} + Ckv).p, pitch, row,
               static_cast<size_t>(n));
-  be_.attention_cached_forward(att_, qkv_, 3 * Cl, k, v, n, length_, Cl, dims_.heads);
+  be_.attention_cached_forward(att_, qkv_, W, k, v, n, length_, Cl, dims_.heads, dims_.kv_heads);
   row_parallel(p.proj, y_, att_, n, params);
   {
-    // res2 = x + proj, ln = layernorm(res2)
-    const Held w(params, p.ln2_w), b(params, p.ln2_b);
-    be_.dropout_add_layernorm_forward(res2_, ln_, mean_, rstd_, x_, y_, w.get(), b.get(), n, C,
-                                      none);
+    // res2 = x + proj, ln = norm(res2): fused for LayerNorm, as the training forward.
+    const HeldNorm w(params, p.ln2_w, p.ln2_b, false);
+    if (config_.rmsnorm()) {
+      be_.dropout_add_forward(res2_, x_, y_, int64_t{n} * C, none);
+      norm(be_, config_, ln_, mean_, rstd_, res2_, w.w(), w.b(), n);
+    } else {
+      be_.dropout_add_layernorm_forward(res2_, ln_, mean_, rstd_, x_, y_, w.w(), w.b(), n, C, none);
+    }
   }
-  chunked_linear_gelu_forward(be_, params, p.fc, ff_, pre_, ln_, n);
+  if (config_.swiglu) {
+    // pre holds each row's gate | up (this rank's F columns of each).
+    chunked_linear_forward(be_, params, p.fc, pre_, ln_, n, true);
+    be_.swiglu_forward(ff_, pre_, n, dims_.ffn);
+  } else {
+    chunked_linear_gelu_forward(be_, params, p.fc, ff_, pre_, ln_, n);
+  }
   row_parallel(p.fcproj, y_, ff_, n, params);
   be_.dropout_add_forward(x_, res2_, y_, int64_t{n} * C, none);
 }
@@ -168,8 +198,8 @@ void GptDecoder::head(int n, ParamSource& params) {
   const int C = config_.hidden;
   const CRef last = CRef(x_) + int64_t{n - 1} * C;
   {
-    const Held w(params, lnf_w_), b(params, lnf_b_);
-    be_.layernorm_forward(ln_, mean_, rstd_, last, w.get(), b.get(), 1, C);
+    const HeldNorm w(params, lnf_w_, lnf_b_, false);
+    norm(be_, config_, ln_, mean_, rstd_, last, w.w(), w.b(), 1);
   }
   // This rank's vocabulary shard of the row, in place in the whole row, then the others'.
   chunked_linear_forward(be_, params, head_, logits_ + dims_.vocab_begin, ln_, 1, false);

@@ -1,14 +1,19 @@
 #pragma once
 // GptDecoder: the model's forward for generation, one sequence at a time, with a key/value
 // cache. append() runs only the new tokens through the layers: each layer's keys and values of
-// every earlier position are kept (this rank's heads, [max_positions, C/tp] per layer and each
-// of k and v), so a step costs one row of every GEMM and one cached attention row
-// (attention_cached_forward), not a forward over the prefix. The math is Gpt's forward with
-// dropout off, reached through the same ParamSource and the same chunked GEMMs, so a trained
-// model's parameters serve as they are, under any policy (resident weights, or a ZeRO stage).
+// every earlier position are kept (this rank's key/value heads, [max_positions, kv_hidden/tp] per
+// layer and each of k and v; fewer than the query heads under grouped-query attention), so a step
+// costs one row of every GEMM and one cached attention row (attention_cached_forward), not a
+// forward over the prefix. The math is Gpt's forward with dropout off, reached through the same
+// ParamSource and the same chunked GEMMs, so a trained model's parameters serve as they are, under
+// any policy (resident weights, or a ZeRO stage). Every architecture GptConfig expresses: learned
+// positions or rotary embeddings (applied to the new rows' q and k at their absolute positions
+// before k is cached), LayerNorm or RMSNorm, GeLU or SwiGLU, multi-head or grouped-query attention,
+// with or without linear biases, tied or untied head.
 //
 // Tensor parallelism as in training: column-parallel qkv and fc, row-parallel proj and mlp proj
-// (all-reduced over `tp`), the vocab-parallel embedding, and the head on this rank's vocabulary
+// (all-reduced over `tp`), the vocab-parallel embedding, and the head (the word embedding or the
+// untied output layer) on this rank's vocabulary
 // shard; the last position's logits are all-gathered over `tp`, so every rank holds the whole
 // row and picks the same next token. Sequence parallelism does not apply (a step has one row).
 // One pipeline stage only: the layout must hold every layer.
@@ -33,7 +38,8 @@ namespace zt {
 class GptDecoder {
  public:
   // `max_positions`: the longest sequence it holds, at most config.seq_length (the position
-  // table). `tp`: the tensor-parallel group of layout.tp_size() ranks (null at 1).
+  // table, or the sequences a rope model was trained on). `tp`: the tensor-parallel group of
+  // layout.tp_size() ranks (null at 1).
   GptDecoder(const GptConfig& config, const ParamLayout& layout, int max_positions,
              const DeviceContext& ctx, comm::Communicator* tp = nullptr);
 
@@ -68,12 +74,12 @@ class GptDecoder {
   int length_ = 0;
   TpDims dims_;
   std::vector<LayerRefs> layers_;
-  ParamRef wte_, wpe_, lnf_w_, lnf_b_;
+  ParamRef wte_, wpe_, lnf_w_, lnf_b_;  // wpe_ absent under rope, lnf_b_ under RMSNorm
   LinearRefs head_;
   Arena arena_;
-  std::vector<Ref> k_cache_, v_cache_;  // per layer [max_positions, Cl]
-  Ref x_, res2_, y_, ln_, qkv_, att_, ff_, pre_, logits_;
-  float* mean_ = nullptr;  // [max_positions]
+  std::vector<Ref> k_cache_, v_cache_;                     // per layer [max_positions, Ckv]
+  Ref x_, res2_, y_, ln_, qkv_, att_, ff_, pre_, logits_;  // pre_: the fc output [T, F1]
+  float* mean_ = nullptr;                                  // [max_positions]
   float* rstd_ = nullptr;
   int32_t* tokens_ = nullptr;       // [max_positions] the step's tokens, in the backend's memory
   std::vector<float> logits_host_;  // [padded vocabulary]

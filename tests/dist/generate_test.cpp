@@ -2,9 +2,12 @@
 // prefix per token (tests/support/decoder_testing.h): tensor parallelism over every rank (each
 // rank its shard of the heads, MLP columns and vocabulary; the logits all-gathered), and the
 // parameters reached through a ZeRO stage-3 optimizer over every rank (what --sample-interval
-// does during training). Same greedy tokens, same logits to fp32 rounding.
+// does during training). Same greedy tokens, same logits to fp32 rounding. GPT-2, and Llama
+// (rope, RMSNorm, SwiGLU, untied head, no biases) with 2 key/value heads of 4 (one per rank at
+// tp 2) and with 4.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "src/comm/topology.h"
@@ -22,9 +25,12 @@ constexpr uint64_t kSeed = 7;
 constexpr float kScale = 8;
 const std::vector<int32_t> kPrompt = {3, 11, 5};
 
-// 4 heads and a 64-row padded vocabulary: they split over up to 4 ranks.
-GptConfig model() {
-  GptConfig c = test::tiny_gpt();
+// 4 heads and a 64-row padded vocabulary: they split over up to 4 ranks (the Llama shapes' key/
+// value heads and MLP width over 2).
+GptConfig model(const std::string& arch = "gpt2") {
+  GptConfig c = arch == "llama_g2"   ? test::tiny_llama(2)
+                : arch == "llama_g4" ? test::tiny_llama(4)
+                                     : test::tiny_gpt();
   c.heads = 4;
   c.padded_vocab_size = 64;
   return c;
@@ -37,9 +43,13 @@ test::Continuation reference(const GptConfig& c, MemoryPool& pool, int max_new) 
   return test::greedy_by_recompute(c, layout, w, pool, kPrompt, max_new);
 }
 
-TEST(Generate, TensorParallelCachedEqualsRecomputing) {
-  const GptConfig c = model();
+class Generate : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Generate, TensorParallelCachedEqualsRecomputing) {
+  const GptConfig c = model(GetParam());
   const int tp = dist::world().size();
+  if (c.kv_heads() % tp != 0 || c.ffn_hidden() % tp != 0)
+    GTEST_SKIP() << GetParam() << " does not split over " << tp << " ranks";
   comm::Topology topo(dist::world(), tp);
   MemoryPool pool(make_host_allocator());
   const int max_new = c.seq_length - static_cast<int>(kPrompt.size()) + 1;
@@ -56,8 +66,8 @@ TEST(Generate, TensorParallelCachedEqualsRecomputing) {
   }
 }
 
-TEST(Generate, ThroughAZeroStage3SourceEqualsRecomputing) {
-  const GptConfig c = model();
+TEST_P(Generate, ThroughAZeroStage3SourceEqualsRecomputing) {
+  const GptConfig c = model(GetParam());
   MemoryPool pool(make_host_allocator());
   const int max_new = c.seq_length - static_cast<int>(kPrompt.size()) + 1;
   const test::Continuation want = reference(c, pool, max_new);
@@ -83,6 +93,9 @@ TEST(Generate, ThroughAZeroStage3SourceEqualsRecomputing) {
   EXPECT_EQ(got.tokens, want.tokens);
   EXPECT_LE(test::max_rel_diff(got, want), 1e-5);
 }
+
+INSTANTIATE_TEST_SUITE_P(Archs, Generate, ::testing::Values("gpt2", "llama_g2", "llama_g4"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace zt

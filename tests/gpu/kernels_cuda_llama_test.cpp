@@ -96,12 +96,32 @@ void check_rope(int B, int T, int NH, int G, int hd) {
   EXPECT_LE(rel_err(widen(gb.host()), widen(b)), std::max(kTol<H>, 1e-6)) << T << " " << G;
 }
 
+// rope_forward_at (generation's new rows at an offset) against the CPU one.
+template <typename H>
+void check_rope_at(int n, int pos0, int NH, int G, int hd) {
+  const auto x = narrow<H>(random_floats(size_t(n) * (NH + 2 * G) * hd, 7));
+  auto f = x;
+  cpu::Kernels::rope_forward_at(f.data(), n, pos0, NH, G, hd, 500000.0f);
+  DeviceVector<H> gf(x);
+  cuda::Kernels::rope_forward_at(gf.get(), n, pos0, NH, G, hd, 500000.0f, 0);
+  EXPECT_LE(rel_err(widen(gf.host()), widen(f)), std::max(kTol<H>, 1e-6)) << n << " " << pos0;
+}
+
 TEST(CudaLlama, RopeMatchesCpu) {
   ZT_REQUIRE_GPU();
   for (const int G : {1, 2, 8}) {
     check_rope<float>(2, 133, 8, G, 64);
     check_rope<bf16>(1, 70, 8, G, 128);
     check_rope<fp16>(1, 65, 8, G, 16);
+  }
+}
+
+TEST(CudaLlama, RopeAtAnOffsetMatchesCpu) {
+  ZT_REQUIRE_GPU();
+  for (const int G : {1, 2, 8}) {
+    check_rope_at<float>(1, 300, 8, G, 64);
+    check_rope_at<bf16>(5, 17, 8, G, 128);
+    check_rope_at<fp16>(1, 0, 8, G, 16);
   }
 }
 

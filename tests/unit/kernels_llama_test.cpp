@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -217,6 +218,22 @@ TEST(KernelsRope, MatchesNaive) {
     check_rope<float>(s);
     check_rope<bf16>(s);
     check_rope<fp16>(s);
+  }
+}
+
+// rope_forward_at on rows [pos0, T) of one sequence rotates them as rope_forward does rows
+// pos0 .. T - 1 of the whole sequence, bit for bit (the same angles, the same element math).
+TEST(KernelsRope, AtAnOffsetEqualsTheWholeSequencesRows) {
+  const RopeCase s{1, 45, 4, 2, 16};
+  const int ld = (s.NH + 2 * s.G) * s.hd;
+  const auto x = random_floats(size_t(s.T) * ld, 15);
+  auto whole = x;
+  cpu::Kernels::rope_forward(whole.data(), 1, s.T, s.NH, s.G, s.hd, 500000.0f);
+  for (int pos0 : {0, 1, 17, s.T - 1}) {
+    std::vector<float> rows(x.begin() + std::ptrdiff_t(pos0) * ld, x.end());
+    cpu::Kernels::rope_forward_at(rows.data(), s.T - pos0, pos0, s.NH, s.G, s.hd, 500000.0f);
+    for (size_t i = 0; i < rows.size(); ++i)
+      ASSERT_EQ(rows[i], whole[size_t(pos0) * ld + i]) << "pos0 " << pos0 << " element " << i;
   }
 }
 
