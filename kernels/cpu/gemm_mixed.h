@@ -14,9 +14,9 @@
 //
 // Auto takes oneDNN for bf16 wherever it runs bf16, and for the model's large dense fp32
 // products (onednn_fp32_takes): in the fp32 training step of the Llama-shaped bench config
-// (bench_step, 2 threads, AVX-512 Zen 4) oneDNN's f32 matmul made the step 4-10% shorter than
-// OpenBLAS sgemm in every one of several interleaved pairs, although the two reach the same
-// GFLOP/s on those shapes alone (bench_gemm). A product inside a parallel region (attention's
+// (bench_step, 2 threads, an AVX-512 AMD EPYC) oneDNN's f32 matmul made the step 0.84-0.90 of
+// OpenBLAS sgemm's in interleaved pairs (docs/results/precision.md), although the two reach the
+// same GFLOP/s on those shapes alone (bench_gemm). A product inside a parallel region (attention's
 // tiles, whose caller shares out the work) or on a strided view (oneDNN's generic kernel) stays
 // on sgemm, and so does a small one (oneDNN's per-call cost).
 //
