@@ -23,6 +23,17 @@ except ImportError as e:  # pragma: no cover - depends on the machine
     sys.exit(77)
 
 
+def zerotron_greedy(zt, mpirun, ckpt, prompt, n, tp):
+    """The ids `zerotron generate --greedy` continues `prompt` with (at most n) from checkpoint
+    `ckpt`, on one rank or, for tp > 1, under `mpirun -np tp` with tensor parallelism tp."""
+    cmd = [zt, "generate", "--load", ckpt, "--device", "cpu", "--greedy", "--print-ids",
+           "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", str(n)]
+    if tp > 1:
+        cmd = [mpirun, "-np", str(tp)] + cmd + ["--tensor-model-parallel-size", str(tp)]
+    text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+    return [int(t) for t in text.split(",")] if text else []
+
+
 def main():
     zt, mpirun = sys.argv[1], sys.argv[2]
     seq, vocab = 32, 100
@@ -43,12 +54,7 @@ def main():
     print(f"trained, exported; eos_token_id {eos}")
 
     def zerotron(prompt, n, tp):
-        cmd = [zt, "generate", "--load", ckpt, "--device", "cpu", "--greedy", "--print-ids",
-               "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", str(n)]
-        if tp > 1:
-            cmd = [mpirun, "-np", str(tp)] + cmd + ["--tensor-model-parallel-size", str(tp)]
-        text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
-        return [int(t) for t in text.split(",")] if text else []
+        return zerotron_greedy(zt, mpirun, ckpt, prompt, n, tp)
 
     def transformers(prompt, n):
         with torch.no_grad():

@@ -8,8 +8,9 @@ key/value heads and an untied or tied head, non-trivial RMSNorm weights, and a w
 initialisation than the default (std 0.2: sharp logits, so no greedy choice is a near tie that
 fp32 rounding could flip). `zerotron import` turns it into a checkpoint; for several prompts the
 greedy continuation of `zerotron generate --greedy --print-ids` on one rank and under tp 2
-(mpirun -np 2; where the key/value heads split over 2) must equal LlamaForCausalLM.generate(do_sample=False) token for token (both stop
-after the last vocabulary id, zerotron's end of text for a checkpoint without a tokenizer).
+(mpirun -np 2; where the key/value heads split over 2) must equal
+LlamaForCausalLM.generate(do_sample=False) token for token (both stop after the last vocabulary
+id, zerotron's end of text for a checkpoint without a tokenizer).
 The smallest gap between the best and second-best logit along transformers' continuations is
 printed. Exits 77 (CTest: skipped) without torch and transformers.
 """
@@ -24,6 +25,9 @@ try:
 except ImportError as e:  # pragma: no cover - depends on the machine
     print(f"skipped: {e}")
     sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_generate import zerotron_greedy  # noqa: E402  (the same zerotron invocation)
 
 VOCAB, HIDDEN, HEADS, LAYERS, FFN, POSITIONS = 300, 64, 4, 2, 172, 64
 EPS, THETA, STD = 1e-6, 500000.0, 0.2
@@ -57,12 +61,7 @@ def check_case(zt, mpirun, kv_heads, tied, seed):
     tps = (1, 2) if kv_heads % 2 == 0 else (1,)  # one key/value head does not split over 2
 
     def zerotron(prompt, n, tp):
-        cmd = [zt, "generate", "--load", ckpt, "--device", "cpu", "--greedy", "--print-ids",
-               "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", str(n)]
-        if tp > 1:
-            cmd = [mpirun, "-np", str(tp)] + cmd + ["--tensor-model-parallel-size", str(tp)]
-        text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
-        return [int(t) for t in text.split(",")] if text else []
+        return zerotron_greedy(zt, mpirun, ckpt, prompt, n, tp)
 
     def transformers(prompt, n):
         with torch.no_grad():
