@@ -40,13 +40,14 @@ SEQ, VOCAB, HIDDEN, HEADS, LAYERS, FFN, POSITIONS, GB, SEED = 37, 300, 64, 4, 2,
 EPS, THETA, STEPS = 1e-6, 500000.0, 5
 
 
-def make_model(kv_heads, tied, seed):
+def make_model(kv_heads, tied, seed, std=0.02):
+    """A random LlamaForCausalLM of this file's shape; std: the init's (transformers' default)."""
     torch.manual_seed(seed)
     cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=FFN,
                       num_hidden_layers=LAYERS, num_attention_heads=HEADS,
                       num_key_value_heads=kv_heads, max_position_embeddings=POSITIONS,
                       rms_norm_eps=EPS, rope_theta=THETA, tie_word_embeddings=tied,
-                      attention_dropout=0.0)
+                      attention_dropout=0.0, initializer_range=std)
     model = LlamaForCausalLM(cfg).float().eval()
     with torch.no_grad():  # non-trivial norms, so a misplaced one shows
         for name, p in model.named_parameters():
