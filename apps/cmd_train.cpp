@@ -168,9 +168,9 @@ int train(Args args) {
     try {
       trainer->run();
     } catch (const RunStopped& e) {
-      // Every rank stops at the same step (the overflow test is all-reduced): one line, and a
-      // clean finalize instead of an abort.
-      if (rt.rank() == 0) log::error_line(e.what());
+      // Every rank stops at the same step (the overflow and divergence tests are reduced): one
+      // line, from the rank that saw the cause, and a clean finalize instead of an abort.
+      if (rt.rank() == e.reporter()) log::error_line(e.what());
       return 1;
     }
     return 0;

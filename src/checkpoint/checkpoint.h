@@ -26,6 +26,7 @@
 #include "src/checkpoint/host_staging.h"
 #include "src/checkpoint/shard.h"
 #include "src/comm/topology.h"
+#include "src/data/sample_skips.h"
 #include "src/model/gpt_config.h"
 #include "src/zero/loss_scaler.h"
 #include "src/zero/zero_optimizer.h"
@@ -43,6 +44,8 @@ struct LoopState {
   // The seed whose dropout stream the loaded run continues (the checkpoint's); none when the
   // random state was not loaded.
   std::optional<int64_t> seed;
+  // Training-stream positions the run leaves out (rewinds, --skip-train-samples).
+  data::SampleSkips skipped_train_samples;
 };
 
 // What a load takes from the checkpoint besides the model's weights (Megatron's --finetune,

@@ -227,6 +227,7 @@ ReadResult read_checkpoint(const std::string& dir, const CheckpointState& state,
     loop.iteration =
         static_cast<int>(int_field(meta, "iteration", 0, (int64_t{1} << 31) - 1, where));
     loop.consumed_valid = int_field(meta, "consumed_valid_samples", 0, int64_t{1} << 50, where);
+    loop.skipped_train_samples = skipped_samples(meta, where);
   }
   if (scope.optimizer)
     loop.lr_steps = meta.contains("lr_schedule_steps")

@@ -177,6 +177,23 @@ CheckpointLayout read_layout(const nlohmann::json& meta, const std::string& wher
   return s;
 }
 
+data::SampleSkips skipped_samples(const nlohmann::json& meta, const std::string& where) {
+  if (!meta.contains("skipped_train_samples")) return {};
+  const auto& list = meta["skipped_train_samples"];
+  ZT_REQUIRE(list.is_array() && list.size() <= data::SampleSkips::kMaxRanges,
+             "'{}': skipped_train_samples must be a list of at most {} [begin, end] pairs", where,
+             data::SampleSkips::kMaxRanges);
+  std::vector<data::SampleRange> ranges;
+  for (const auto& pair : list) {
+    ZT_REQUIRE(pair.is_array() && pair.size() == 2 && pair[0].is_number_integer() &&
+                   pair[1].is_number_integer(),
+               "'{}': skipped_train_samples holds {}, not a [begin, end] pair of integers", where,
+               json_excerpt(pair));
+    ranges.push_back({pair[0].get<int64_t>(), pair[1].get<int64_t>()});
+  }
+  return data::SampleSkips(std::move(ranges), "'" + where + "'");
+}
+
 std::string meta_json(const MetaRecord& r) {
   const CheckpointLayout& l = r.layout;
   nlohmann::json meta;
@@ -207,6 +224,12 @@ std::string meta_json(const MetaRecord& r) {
                            {"consecutive_skips", t.scaler.consecutive_skips}};
     meta["seed"] = t.seed;
     if (t.lr_steps != l.iteration) meta["lr_schedule_steps"] = t.lr_steps;
+    if (!t.skipped_train_samples.empty()) {
+      nlohmann::json ranges = nlohmann::json::array();
+      for (const data::SampleRange& r : t.skipped_train_samples.ranges())
+        ranges.push_back({r.begin, r.end});
+      meta["skipped_train_samples"] = ranges;
+    }
     // What the numbers depend on besides the states: a resumed run is told what it changed.
     meta["settings"] = t.settings;
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/core/dtype.h"
+#include "src/data/sample_skips.h"
 #include "src/model/gpt_config.h"
 #include "src/model/pipeline_split.h"
 #include "src/zero/loss_scaler.h"
@@ -54,6 +55,8 @@ struct TrainingRecord {
   // The learning-rate schedule's steps (the applied updates); recorded only where it differs
   // from the iteration, so a run without skipped steps writes what earlier versions wrote.
   int64_t lr_steps = 0;
+  // Written only when a run skipped samples, so other runs write what earlier versions wrote.
+  data::SampleSkips skipped_train_samples;
 };
 // Everything meta.json holds. An import records no training (no loss scaler, seed or settings:
 // zero samples consumed). `shards`: file name -> {bytes, header_crc32}.
@@ -64,6 +67,9 @@ struct MetaRecord {
   std::optional<TrainingRecord> training;
   nlohmann::json shards;
 };
+// meta.json's "skipped_train_samples" (none when absent), checked: at most
+// SampleSkips::kMaxRanges sorted, disjoint, non-empty [begin, end) pairs.
+data::SampleSkips skipped_samples(const nlohmann::json& meta, const std::string& where);
 // meta.json's text for `r`: the one place it is assembled.
 std::string meta_json(const MetaRecord& r);
 

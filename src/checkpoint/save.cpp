@@ -14,6 +14,7 @@
 #include "src/checkpoint/reader.h"
 #include "src/checkpoint/shard.h"
 #include "src/checkpoint/shard_role.h"
+#include "src/comm/rank_flags.h"
 #include "src/core/error.h"
 
 namespace zt {
@@ -69,6 +70,15 @@ std::string save_checkpoint(const std::string& dir, const CheckpointState& s,
   const bool root = rank == 0;
   const fs::path final_dir = fs::path(dir) / iteration_name(iteration);
   const fs::path tmp_dir = final_dir.string() + ".tmp";
+  // A checkpoint never holds a non-finite model, so `latest` always names one a run can resume
+  // from, whether or not the run checks its loss and gradients.
+  const std::vector<int> bad =
+      comm::ranks_where(s.topology.host_world(), !s.optimizer.master_finite());
+  if (!bad.empty())
+    throw Diverged(fmt::format("not saving iteration {} to {}: the fp32 master parameters are not "
+                               "finite on {}; {} keeps its newest checkpoint",
+                               iteration, dir, comm::ranks_text(bad), dir),
+                   bad.front());
   if (root) {
     fs::create_directories(dir);
     remove_stale_tmp(dir);  // what a save that died left, this iteration's or another's
@@ -117,8 +127,8 @@ std::string save_checkpoint(const std::string& dir, const CheckpointState& s,
     meta.precision = s.optimizer.working_dtype();
     meta.adam_step = s.optimizer.adam_step();
     meta.training = TrainingRecord{
-        s.consumed_train_samples, s.loop.consumed_valid, s.loop.scaler, s.seed, s.settings,
-        s.loop.lr_steps};
+        s.consumed_train_samples, s.loop.consumed_valid,       s.loop.scaler, s.seed, s.settings,
+        s.loop.lr_steps,          s.loop.skipped_train_samples};
     meta.shards = nlohmann::json::object();
     for (int r = 0; r < ranks; ++r) {
       const float* w = written.data() + r * kFields;

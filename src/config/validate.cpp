@@ -4,6 +4,7 @@
 
 #include "src/core/error.h"
 #include "src/data/gpt_dataset.h"
+#include "src/data/sample_skips.h"
 #include "src/model/pipeline_split.h"
 #include "src/pipeline/schedule.h"
 
@@ -137,6 +138,13 @@ void validate_train_options(const TrainOptions& o, int dp) {
   ZT_REQUIRE(o.initial_loss_scale <= o.max_loss_scale,
              "--initial-loss-scale ({:g}) must not exceed --max-loss-scale ({:g})",
              o.initial_loss_scale, o.max_loss_scale);
+  if (!o.skip_train_samples.empty()) data::SampleSkips::parse(o.skip_train_samples);
+  ZT_REQUIRE(o.on_divergence != "rewind" || !o.save.empty(),
+             "--on-divergence rewind needs --save: the checkpoints a divergence rewinds to");
+  ZT_REQUIRE(o.loss_spike_factor == 0 || o.loss_spike_factor > 1,
+             "--loss-spike-factor must be above 1 (a loss above that many times the recent mean), "
+             "or 0 for off; got {:g}",
+             o.loss_spike_factor);
 }
 
 }  // namespace zt

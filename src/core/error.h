@@ -19,11 +19,24 @@ class InputError : public Error {
   using Error::Error;
 };
 
-// Training cannot usefully go on (fp16 gradients that keep overflowing). Every rank reaches it at
-// the same step from the same all-reduced numbers, so the job ends cleanly: one line, exit 1.
+// Training cannot usefully go on (fp16 gradients that keep overflowing, a diverged run). Every
+// rank reaches it at the same step from the same reduced numbers, so the job ends cleanly: one
+// line, printed by `reporter` (the lowest rank that saw the cause), and exit 1.
 class RunStopped : public Error {
  public:
-  using Error::Error;
+  explicit RunStopped(const std::string& what, int reporter = 0)
+      : Error(what), reporter_(reporter) {}
+  int reporter() const { return reporter_; }
+
+ private:
+  int reporter_;
+};
+
+// The model states are not finite: the run diverged. A run that rewinds on divergence catches it
+// (it stops every other run as RunStopped).
+class Diverged : public RunStopped {
+ public:
+  using RunStopped::RunStopped;
 };
 
 [[noreturn]] void fail_check(const char* cond, const std::string& msg, std::source_location loc);

@@ -37,4 +37,13 @@ void error_line(std::string_view text) {
   std::fflush(stderr);
 }
 
+void warning_line(std::string_view text) {
+  if (g_world > 1)
+    std::fprintf(stdout, "zerotron: warning: rank %d: %.*s\n", g_rank,
+                 static_cast<int>(text.size()), text.data());
+  else
+    std::fprintf(stdout, "zerotron: warning: %.*s\n", static_cast<int>(text.size()), text.data());
+  std::fflush(stdout);
+}
+
 }  // namespace zt::log

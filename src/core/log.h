@@ -12,6 +12,8 @@ int rank();
 void line(std::string_view text);        // rank 0 only
 void any_rank(std::string_view text);    // every rank, prefixed with [rank r]
 void error_line(std::string_view text);  // stderr, every rank: "zerotron: error: ..."
+// stdout, the calling rank: "zerotron: warning: [rank r: ]..." (a line one rank reports for all).
+void warning_line(std::string_view text);
 
 template <typename... A>
 void info(fmt::format_string<A...> f, A&&... a) {

@@ -20,6 +20,7 @@ Fault parse_fault(const std::string& spec) {
       {"throw", Fault::Throw},
       {"hang", Fault::Hang},
       {"inf", Fault::Inf},
+      {"poison", Fault::Poison},
       {"kill-in-save", Fault::KillInSave},
       {"slow-save", Fault::SlowSave}};
   // Rank 0 dies between these steps of publishing a checkpoint.
@@ -41,10 +42,10 @@ Fault parse_fault(const std::string& spec) {
       f.point = point;
       known = true;
     }
-  ZT_REQUIRE(
-      known,
-      "ZT_INJECT_FAULT kind must be throw, hang, inf, kill-in-save, slow-save, kill-before-rename, "
-      "kill-after-exchange, kill-before-latest or kill-before-prune");
+  ZT_REQUIRE(known,
+             "ZT_INJECT_FAULT kind must be throw, hang, inf, poison, kill-in-save, slow-save, "
+             "kill-before-rename, "
+             "kill-after-exchange, kill-before-latest or kill-before-prune");
   f.rank = std::stoi(spec.substr(a + 1, b - a - 1));
   f.step = std::stoi(spec.substr(b + 1));
   return f;
@@ -70,6 +71,9 @@ TrainerHooks fault_hooks(const Fault& fault, int rank) {
       break;
     case Fault::Inf:
       h.loss_gradient = [at](int step, float dloss) { return step == at ? INFINITY : dloss; };
+      break;
+    case Fault::Poison:
+      h.poisoned = [at](int64_t sample) { return sample == at; };
       break;
     case Fault::KillInSave:
       h.save = [at](int iteration) {

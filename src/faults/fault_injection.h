@@ -4,6 +4,8 @@
 //   throw                world rank RANK throws in the middle of step STEP
 //   hang                 it stops participating there (never joins a collective again)
 //   inf                  its gradients of step STEP are infinite (an fp16 overflow on one rank)
+//   poison               STEP is a training-stream sample position: every step in which it
+//                        reads that sample starts its backward from NaN (a bad batch)
 //   kill-in-save         it is killed (SIGKILL) while saving step STEP's checkpoint, once its
 //                        shard is on disk and before the checkpoint is published
 //   slow-save            each piece of its shard written while saving step STEP's checkpoint
@@ -20,7 +22,15 @@
 namespace zt {
 
 struct Fault {
-  enum Kind : uint8_t { Throw, Hang, Inf, KillInSave, SlowSave, KillInPublish } kind = Throw;
+  enum Kind : uint8_t {
+    Throw,
+    Hang,
+    Inf,
+    Poison,
+    KillInSave,
+    SlowSave,
+    KillInPublish
+  } kind = Throw;
   int rank = -1, step = -1;
   PublishPoint point = PublishPoint::BeforeRename;  // KillInPublish
 };

@@ -92,6 +92,29 @@ void MetricsWriter::write_evaluation(std::string_view split, int iteration, doub
   out_.flush();
 }
 
+void MetricsWriter::write_rewind(int diverged, int resumed, const data::SampleSkips& skipped,
+                                 int rewinds) {
+  int64_t count = 0;
+  nlohmann::json ranges = nlohmann::json::array();
+  for (const data::SampleRange& r : skipped.ranges()) {
+    count += r.end - r.begin;
+    ranges.push_back({r.begin, r.end});
+  }
+  if (events_) {
+    events_->add_scalar("rewind/skipped-samples", static_cast<double>(count), diverged);
+    events_->add_scalar("rewind/resumed-iteration", resumed, diverged);
+    events_->flush();
+  }
+  if (!out_.is_open()) return;
+  const nlohmann::json j = {{"event", "rewind"},
+                            {"iteration", diverged},
+                            {"resumed_iteration", resumed},
+                            {"skipped_samples", ranges},
+                            {"rewinds", rewinds}};
+  out_ << j.dump() << '\n';
+  out_.flush();
+}
+
 std::string MetricsWriter::test_line(int iteration, double loss) {
   return fmt::format(
       " test loss at iteration {} on test set | lm loss value: {:.6E} | lm loss PPL: {:.6E} |",

@@ -11,6 +11,7 @@
 
 #include "src/core/event_file.h"
 #include "src/core/memory_pool.h"
+#include "src/data/sample_skips.h"
 
 namespace zt {
 
@@ -63,6 +64,10 @@ class MetricsWriter {
   // The test split's evaluation at the end: {"iteration", "test_loss", "test_ppl"}.
   void write_test(int iteration, double loss) { write_evaluation("test", iteration, loss); }
   static std::string test_line(int iteration, double loss);
+  // A rewind after step `diverged`: {"event": "rewind", "iteration": diverged,
+  // "resumed_iteration", "skipped_samples": [[begin, end], ...], "rewinds"} as one JSON line, and
+  // TensorBoard's "rewind/skipped-samples" (how many) and "rewind/resumed-iteration" at `diverged`.
+  void write_rewind(int diverged, int resumed, const data::SampleSkips& skipped, int rewinds);
 
  private:
   std::ofstream out_;

@@ -1,10 +1,14 @@
 #include "src/train/trainer.h"
 
 #include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
 #include <string>
 #include <utility>
 
 #include "src/checkpoint/checkpoint.h"
+#include "src/comm/rank_flags.h"
 #include "src/core/log.h"
 #include "src/core/progress.h"
 #include "src/train/exit_conditions.h"
@@ -31,7 +35,10 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
       // Metrics are reduced over ranks; rank 0 alone writes them.
       metrics_(topology.rank() == 0 ? o_.metrics_file : std::string(),
                topology.rank() == 0 ? o_.tensorboard_dir : std::string()),
-      dropout_seed_(o_.seed) {
+      dropout_seed_(o_.seed),
+      divergence_(o_, derived_.working) {
+  if (!o_.skip_train_samples.empty()) flag_skips_ = data::SampleSkips::parse(o_.skip_train_samples);
+  skips_ = flag_skips_;
   if (data_.train == nullptr) {
     ZT_CHECK(o_.data_path.empty(), "a --data-path run must pass open_train_data()'s streams");
     data_ = open_train_data(o_);
@@ -91,16 +98,26 @@ ZeroConfig Trainer::zero_config() const {
   return zero;
 }
 
-void Trainer::load_batch_into(const BatchSource& source, int64_t first, int32_t* dst) {
+void Trainer::load_batch_into(const BatchSource& source, const data::SampleSkips& skips,
+                              int64_t first, int32_t* dst) {
   const int mb = o_.micro_batch_size, T = o_.seq_length;
   auto* tokens = batch_host_.data() ? static_cast<int32_t*>(batch_host_.data()) : dst;
   int32_t* targets = tokens + mb * T;
   for (int j = 0; j < mb; ++j) {
-    source.sample(first + j, tokens + j * T, targets + j * T);
-    check_sample(first + j, tokens + j * T, targets + j * T);
+    const int64_t at = skips.physical(first + j);
+    source.sample(at, tokens + j * T, targets + j * T);
+    check_sample(at, tokens + j * T, targets + j * T);
   }
   if (batch_host_.data() != nullptr)
     ctx_.backend().copy_to_device(dst, batch_host_.data(), batch_host_.bytes());
+}
+
+bool Trainer::step_poisoned(int64_t base) const {
+  if (!hooks_.poisoned) return false;
+  for (int m = 0; m < accumulation_; ++m)
+    for (int j = 0; j < o_.micro_batch_size; ++j)
+      if (hooks_.poisoned(skips_.physical(first_sample(base, m) + j))) return true;
+  return false;
 }
 
 int64_t Trainer::first_sample(int64_t base, int m) const {
@@ -169,12 +186,13 @@ std::string Trainer::save_checkpoint(const std::string& dir, const SaveHooks& ho
   return zt::save_checkpoint(dir, checkpoint_state(), hooks);
 }
 
-int Trainer::load_checkpoint(const std::string& dir, LoadAccounting* accounting) {
+int Trainer::load_checkpoint(const std::string& dir, LoadAccounting* accounting,
+                             std::optional<LoadScope> given) {
   // Megatron's meanings: --finetune takes the weights alone; --no-load-optim leaves the
   // optimizer, its schedule and the loss scale fresh; --no-load-rng keeps --seed's dropout.
-  const LoadScope scope{.optimizer = !o_.finetune && !o_.no_load_optim,
-                        .progress = !o_.finetune,
-                        .rng = !o_.finetune && !o_.no_load_rng};
+  const LoadScope scope = given.value_or(LoadScope{.optimizer = !o_.finetune && !o_.no_load_optim,
+                                                   .progress = !o_.finetune,
+                                                   .rng = !o_.finetune && !o_.no_load_rng});
   Progress progress(fmt::format("loading checkpoint {} (rank 0's model states)", dir), 0);
   CheckpointState state = checkpoint_state();
   state.read_progress = [&](uint64_t bytes) { progress.add(bytes); };
@@ -195,6 +213,16 @@ void Trainer::restore_loop_state(const LoopState& s) {
   scaler_.restore(s.scaler);
   lr_steps_ = s.lr_steps;
   if (s.seed) dropout_seed_ = *s.seed;
+  // A range added by --skip-train-samples before the loaded position would move every sample
+  // the checkpoint's run has already trained on.
+  data::SampleSkips skips = s.skipped_train_samples;
+  skips.add(flag_skips_);
+  const int64_t at = int64_t{iteration_} * global_batch_;
+  ZT_REQUIRE(skips.physical(at) == s.skipped_train_samples.physical(at),
+             "--skip-train-samples {} leaves out samples before the checkpoint's position in the "
+             "training stream (iteration {}, stream position {}): only later ones can be skipped",
+             o_.skip_train_samples, iteration_, s.skipped_train_samples.physical(at));
+  skips_ = std::move(skips);
 }
 
 StepMetrics Trainer::train_step() {
@@ -210,10 +238,11 @@ StepMetrics Trainer::train_step() {
   if (hooks_.loss_gradient) dloss = hooks_.loss_gradient(iteration_ + 1, dloss);
   optimizer_->zero_grad();
   const int64_t base = int64_t{iteration_} * global_batch_;
+  if (step_poisoned(base)) dloss = std::numeric_limits<float>::quiet_NaN();
   const auto passes = runner_->train(
       *optimizer_,
       [&](int m, int32_t* dst) {
-        load_batch_into(*data_.train, first_sample(base, m), dst);
+        load_batch_into(*data_.train, skips_, first_sample(base, m), dst);
         if (m == accumulation_ / 2) mid_step();  // in the middle of the step
       },
       dloss,
@@ -224,6 +253,7 @@ StepMetrics Trainer::train_step() {
   mid_step();
   optimizer_->tie_grads();  // the tied embedding's copies (first and last pipeline stage) summed
   double loss = pipeline_loss(passes.loss / accumulation_);
+  local_loss_ = loss;
   ++iteration_;
   StepMetrics m;
   m.iteration = iteration_;
@@ -303,7 +333,10 @@ double Trainer::evaluate_on(const BatchSource& source, int64_t& consumed) {
     // forward-only run follows it and prefetching stays valid.
     runner_->evaluate(
         *optimizer_,
-        [&](int m, int32_t* dst) { load_batch_into(source, first_sample(consumed, m), dst); },
+        [&](int m, int32_t* dst) {
+          static const data::SampleSkips kNone;
+          load_batch_into(source, kNone, first_sample(consumed, m), dst);
+        },
         [&](bool) { optimizer_->zero_grad(); }, loss);
     consumed += global_batch_;
   }
@@ -344,48 +377,147 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
   ExitConditions exits(o_, reducer_);
   std::string stop;
   RunClock clock;
-  while (iteration_ < o_.train_iters && stop.empty()) {
-    StepMetrics m = train_step();
-    m.elapsed_s = clock.step(m.elapsed_ms);
-    m.eta_s = clock.eta(o_.train_iters - m.iteration);
-    metrics_.write(m);
-    const bool stuck = !scaler_.stuck().empty();
-    if (print && (m.iteration % o_.log_interval == 0 || m.iteration == o_.train_iters || stuck))
-      log::line(MetricsWriter::console_line(m));
-    history_.push_back(m);
-    if (stuck)
-      throw RunStopped(
-          fmt::format("{}; stopped at iteration {}: lower --lr, check the data, or use --bf16",
-                      scaler_.stuck(), m.iteration));
-    if (data_.valid && m.iteration % o_.eval_interval == 0) report_validation(print);
-    if (sample_ && m.iteration % o_.sample_interval == 0) {
-      // zero_grad restarts ZeRO stage 3's recorded acquire order before each forward, as for
-      // evaluation; there is no gradient to keep between steps.
-      const std::string text = sample_->run(config_, layout_, *optimizer_, ctx_, &topo_.tp(),
-                                            [&] { optimizer_->zero_grad(); });
-      if (print) log::info("zerotron: sample at iteration {}: {}", m.iteration, text);
+  for (;;) {
+    while (iteration_ < o_.train_iters && stop.empty()) {
+      StepMetrics m = train_step();
+      m.elapsed_s = clock.step(m.elapsed_ms);
+      m.eta_s = clock.eta(o_.train_iters - m.iteration);
+      metrics_.write(m);
+      const bool stuck = !scaler_.stuck().empty();
+      const std::string diverged = divergence_.cause(m);
+      if (print && (m.iteration % o_.log_interval == 0 || m.iteration == o_.train_iters || stuck ||
+                    !diverged.empty()))
+        log::line(MetricsWriter::console_line(m));
+      history_.push_back(m);
+      if (!diverged.empty()) {
+        on_divergence(diverged);  // stops the run, or rewinds it to a checkpoint
+        continue;
+      }
+      if (stuck)
+        throw RunStopped(
+            fmt::format("{}; stopped at iteration {}: lower --lr, check the data, or use --bf16",
+                        scaler_.stuck(), m.iteration));
+      if (data_.valid && m.iteration % o_.eval_interval == 0) report_validation(print);
+      if (sample_ && m.iteration % o_.sample_interval == 0) {
+        // zero_grad restarts ZeRO stage 3's recorded acquire order before each forward, as for
+        // evaluation; there is no gradient to keep between steps.
+        const std::string text = sample_->run(config_, layout_, *optimizer_, ctx_, &topo_.tp(),
+                                              [&] { optimizer_->zero_grad(); });
+        if (print) log::info("zerotron: sample at iteration {}: {}", m.iteration, text);
+      }
+      if (!o_.save.empty() && o_.save_interval > 0 && m.iteration % o_.save_interval == 0 &&
+          m.iteration != o_.train_iters && !save_or_rewind(print))
+        continue;
+      stop = exits.reason_to_stop(m.iteration);
     }
-    if (!o_.save.empty() && o_.save_interval > 0 && m.iteration % o_.save_interval == 0 &&
-        m.iteration != o_.train_iters)
-      save(print);
-    stop = exits.reason_to_stop(m.iteration);
-  }
-  if (!stop.empty()) {
-    // A clean stop (often a scheduler's SIGTERM before its time limit): the checkpoint comes
-    // before anything else that could run out the clock.
-    if (print) log::info("zerotron: stopping at iteration {}: {}", iteration_, stop);
-    if (!o_.save.empty() && saved_iteration_ != iteration_) save(print);
+    if (!stop.empty()) {
+      // A clean stop (often a scheduler's SIGTERM before its time limit): the checkpoint comes
+      // before anything else that could run out the clock.
+      if (print) log::info("zerotron: stopping at iteration {}: {}", iteration_, stop);
+      if (!o_.save.empty() && saved_iteration_ != iteration_) save(print);
+      return history_;
+    }
+    if (data_.valid && (validation_.empty() || validation_.back().first != iteration_))
+      report_validation(print);
+    if (data_.test) {  // Megatron's evaluation of the test split, once at the end
+      const double loss = evaluate_test();
+      metrics_.write_test(iteration_, loss);
+      if (print) log::line(MetricsWriter::test_line(iteration_, loss));
+    }
+    if (!o_.save.empty() && saved_iteration_ != iteration_ && !save_or_rewind(print))
+      continue;  // rewound: train on from the checkpoint
     return history_;
   }
-  if (data_.valid && (validation_.empty() || validation_.back().first != iteration_))
-    report_validation(print);
-  if (data_.test) {  // Megatron's evaluation of the test split, once at the end
-    const double loss = evaluate_test();
-    metrics_.write_test(iteration_, loss);
-    if (print) log::line(MetricsWriter::test_line(iteration_, loss));
+}
+
+bool Trainer::save_or_rewind(bool print) {
+  try {
+    save(print);
+    return true;
+  } catch (const Diverged& e) {
+    if (o_.on_divergence != "rewind") throw;
+    rewind(fmt::format("iteration {}: {}", iteration_, e.what()), e.reporter());
+    return false;
   }
-  if (!o_.save.empty() && (saved_iteration_ != iteration_)) save(print);
-  return history_;
+}
+
+std::string Trainer::divergence_report(const std::string& cause, int& reporter) {
+  comm::Communicator& world = topo_.host_world();
+  // Only the last pipeline stage holds a loss; a gradient shard counts where the norm counts it.
+  const bool loss_bad = layout_.pipeline().last() && !std::isfinite(local_loss_);
+  const bool grad_bad = !std::isfinite(optimizer_->local_grad_sumsq());
+  const std::vector<int> loss_ranks = comm::ranks_where(world, loss_bad);
+  const std::vector<int> grad_ranks = comm::ranks_where(world, grad_bad);
+  reporter = !loss_ranks.empty()   ? loss_ranks.front()
+             : !grad_ranks.empty() ? grad_ranks.front()
+                                   : 0;
+  std::string where;
+  if (!loss_ranks.empty()) where = "non-finite loss on " + comm::ranks_text(loss_ranks);
+  if (!grad_ranks.empty()) {
+    where += (where.empty() ? "" : "; ") + std::string("non-finite gradients on ") +
+             comm::ranks_text(grad_ranks);
+    // The reporter alone prints the line: only its own shard is looked through.
+    if (topo_.rank() == reporter && grad_bad) {
+      const std::string name = optimizer_->first_nonfinite_grad();
+      if (!name.empty())
+        where += grad_ranks.size() == 1 ? fmt::format(", first in {}", name)
+                                        : fmt::format(", on rank {} first in {}", reporter, name);
+    }
+  }
+  return fmt::format("iteration {}: {}{}", iteration_, cause,
+                     where.empty() ? "" : " (" + where + ")");
+}
+
+void Trainer::on_divergence(const std::string& cause) {
+  int reporter = 0;
+  const std::string report = divergence_report(cause, reporter);
+  if (o_.on_divergence != "rewind")
+    throw RunStopped(report +
+                         "; stopped without saving (--on-divergence rewind goes back to the newest "
+                         "checkpoint, --no-check-for-nan-in-loss-and-grad goes on)",
+                     reporter);
+  rewind(report, reporter);
+}
+
+void Trainer::rewind(const std::string& report, int reporter) {
+  namespace fs = std::filesystem;
+  // Every rank must reach the checkpoint (--save is checked to be shared at start).
+  const bool missing = !fs::exists(fs::path(o_.save) / "latest");
+  if (!comm::ranks_where(topo_.host_world(), missing).empty())
+    throw RunStopped(
+        fmt::format("{}; no checkpoint in --save {} to rewind to: stopped", report, o_.save),
+        reporter);
+  if (rewinds_ >= o_.max_rewinds)
+    throw RunStopped(fmt::format("{}; stopped after {} rewind(s) (--max-rewinds {})", report,
+                                 rewinds_, o_.max_rewinds),
+                     reporter);
+  nlohmann::json meta;
+  latest_iteration_dir(o_.save, meta);
+  const int64_t saved = meta.value("iteration", int64_t{0});
+  // The window ends with the diverging step's global batch, in whole global batches, and starts
+  // no earlier than the checkpoint (what comes before it was trained on before the checkpoint).
+  const int64_t G = global_batch_, end = int64_t{iteration_} * G;
+  const int64_t begin = std::max(end - (o_.rewind_skip_samples + G - 1) / G * G, saved * G);
+  data::SampleSkips left_out, skips = skips_;
+  for (const data::SampleRange& r : skips_.physical_ranges(begin, end)) {
+    left_out.add(r);
+    skips.add(r);
+  }
+  const int diverged = iteration_;
+  ++rewinds_;
+  load_checkpoint(o_.save, nullptr, LoadScope{});
+  // What this run skipped since the checkpoint stays skipped (the checkpoint lists only earlier
+  // ranges).
+  skips_ = std::move(skips);
+  saved_iteration_ = iteration_;
+  std::erase_if(validation_, [&](const auto& v) { return v.first > iteration_; });
+  divergence_.reset();
+  if (topo_.rank() == reporter)
+    log::warning_line(fmt::format(
+        "{}; rewound to iteration {} (rewind {} of at most {}), leaving out training samples {} "
+        "(those of iterations {}-{})",
+        report, iteration_, rewinds_, o_.max_rewinds, left_out.text(), begin / G + 1, diverged));
+  metrics_.write_rewind(diverged, iteration_, left_out, rewinds_);
 }
 
 }  // namespace zt

@@ -3,6 +3,7 @@
 // runs the step loop (micro-batches with gradient accumulation, optimizer step, loss scaling,
 // logging).
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -16,10 +17,12 @@
 #include "src/config/derive.h"
 #include "src/config/options.h"
 #include "src/core/memory_pool.h"
+#include "src/data/sample_skips.h"
 #include "src/generate/text_sample.h"
 #include "src/model/activation_store.h"
 #include "src/model/gpt.h"
 #include "src/pipeline/micro_batch_runner.h"
+#include "src/train/divergence.h"
 #include "src/train/lr_schedule.h"
 #include "src/train/metrics.h"
 #include "src/train/train_data.h"
@@ -72,15 +75,17 @@ class Trainer {
   // The loop state a checkpoint carries besides the model states.
   using LoopState = zt::LoopState;
   LoopState loop_state() const {
-    return {iteration_, consumed_valid_, scaler_.state(), lr_steps_, dropout_seed_};
+    return {iteration_, consumed_valid_, scaler_.state(), lr_steps_, dropout_seed_, skips_};
   }
   void restore_loop_state(const LoopState& s);
   // What a checkpoint of this run holds, as save_checkpoint and load_checkpoint take it.
   CheckpointState checkpoint_state();
   // Collective: a checkpoint of this step into `dir`; returns the iteration directory written.
   std::string save_checkpoint(const std::string& dir, const SaveHooks& hooks = {});
-  // Collective: DIR/latest's states and loop state into this run; returns its iteration.
-  int load_checkpoint(const std::string& dir, LoadAccounting* accounting = nullptr);
+  // Collective: DIR/latest's states and loop state into this run (what the options' --finetune,
+  // --no-load-optim and --no-load-rng leave, or `scope`); returns its iteration.
+  int load_checkpoint(const std::string& dir, LoadAccounting* accounting = nullptr,
+                      std::optional<LoadScope> scope = std::nullopt);
   // Writes a checkpoint of this step to --save.
   void save(bool print);
 
@@ -112,9 +117,14 @@ class Trainer {
   // the data stream writes it, and the checkpoint's.
   Buffer batch_host_;
   HostStaging checkpoint_staging_;
-  // Fills `dst` (device memory, tokens then targets; through batch_host_ when staging) with
-  // samples [first, first + micro batch).
-  void load_batch_into(const BatchSource& source, int64_t first, int32_t* dst);
+  // Fills `dst` (device memory, tokens then targets; through batch_host_ when staging) with the
+  // samples at logical positions [first, first + micro batch) of `source`, past `skips`.
+  void load_batch_into(const BatchSource& source, const data::SampleSkips& skips, int64_t first,
+                       int32_t* dst);
+  // Training-stream positions left out: --skip-train-samples, the loaded checkpoint's, rewinds'.
+  data::SampleSkips skips_, flag_skips_;
+  // Whether a fault hook poisons one of the samples this rank reads in the step from `base`.
+  bool step_poisoned(int64_t base) const;
   // The first sample of micro-step m of the batch starting at sample `base` on this rank.
   int64_t first_sample(int64_t base, int m) const;
   // A mean loss every rank can report: the last pipeline stage's (the others hold none).
@@ -131,6 +141,22 @@ class Trainer {
   // Dropout's seed: --seed, or a loaded checkpoint's, whose stream the run continues.
   int64_t dropout_seed_ = 0;
   int saved_iteration_ = -1;
+  // This rank's loss of the last step before the mean over ranks (a divergence's report).
+  double local_loss_ = 0;
+  DivergenceCheck divergence_;
+  int rewinds_ = 0;
+  // After step `m` diverged (`cause`): stops the run, naming the ranks that saw it first
+  // (RunStopped), or with --on-divergence rewind goes back to --save's newest checkpoint.
+  // Collective.
+  void on_divergence(const std::string& cause);
+  // One line: the iteration, `cause` and the ranks where the loss or a gradient shard went
+  // non-finite (with the first such parameter of `reporter`, the rank that prints it).
+  std::string divergence_report(const std::string& cause, int& reporter);
+  // Reloads --save's newest checkpoint and leaves out the training samples up to the divergence.
+  void rewind(const std::string& report, int reporter);
+  // Saves at the run's save points; a refused save (non-finite model) is a divergence. False when
+  // it rewound instead.
+  bool save_or_rewind(bool print);
   TrainerHooks hooks_;
   // Calls hooks_.mid_step for the step under way.
   void mid_step();

@@ -2,6 +2,7 @@
 // TrainerHooks: the points where a caller steps into a run without the Trainer knowing why (the
 // failure tests inject their faults here: src/faults/fault_injection.h). Each is optional; an empty
 // one changes nothing.
+#include <cstdint>
 #include <functional>
 
 #include "src/checkpoint/checkpoint.h"
@@ -15,6 +16,9 @@ struct TrainerHooks {
   // The gradient every token's backward starts from in step `step` (the loss scale over the
   // global batch's token count): returns the one backward uses.
   std::function<float(int step, float dloss)> loss_gradient;
+  // Whether the training-stream sample at position `sample` is poisoned: a step in which this
+  // rank reads one starts its backward from NaN (a bad batch, which a rewind leaves out).
+  std::function<bool(int64_t sample)> poisoned;
   // The hooks of the save of iteration `iteration`'s checkpoint (after a rank's shard is on
   // disk, at each point of publishing it).
   std::function<SaveHooks(int iteration)> save;

@@ -76,6 +76,22 @@ void ShardedAdam::set_from_layout_order(const float* master, const float* m, con
                          static_cast<size_t>(s.len) * 4);
 }
 
+int ShardedAdam::first_nonfinite_grad(const GradReducer& grads, DType grad_dtype) const {
+  for (const ShardSegment& s : shard_.segments) {
+    const void* g = grads.grad(s);
+    const bool bad =
+        grad_dtype == DType::BF16  ? be_.has_inf_or_nan(static_cast<const bf16*>(g), s.len)
+        : grad_dtype == DType::F16 ? be_.has_inf_or_nan(static_cast<const fp16*>(g), s.len)
+                                   : be_.has_inf_or_nan(static_cast<const float*>(g), s.len);
+    if (bad) return s.param;
+  }
+  return -1;
+}
+
+bool ShardedAdam::master_finite() const {
+  return shard_.numel == 0 || !be_.has_inf_or_nan(static_cast<const float*>(master_), shard_.numel);
+}
+
 StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr, double loss_scale,
                              bool counts_in_norm, int tp_rank, comm::ScalarReducer* norm,
                              const std::vector<char>& norm_excluded) {
@@ -99,6 +115,7 @@ StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr,
                           static_cast<int>(norm_table_.size()), working);
     be_.copy_to_host(&local, ws + kNormPartials, sizeof(double));
   }
+  local_sumsq_ = local;
   const double sumsq = global_sum(norm, local);
   StepResult r;
   const bool finite = std::isfinite(sumsq);

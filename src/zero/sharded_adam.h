@@ -45,6 +45,14 @@ class ShardedAdam {
                   bool counts_in_norm, int tp_rank, comm::ScalarReducer* norm,
                   const std::vector<char>& norm_excluded);
   int64_t steps() const { return steps_; }
+  // This rank's share of the squared gradient norm in the last step: inf or NaN when its shard of
+  // the gradient held a non-finite value (the ranks that saw a divergence first).
+  double local_grad_sumsq() const { return local_sumsq_; }
+  // The first parameter (layout index) of the shard whose gradient from the last step holds an
+  // inf or NaN, or -1: one check per segment, for the report of a divergence, not every step.
+  int first_nonfinite_grad(const GradReducer& grads, DType grad_dtype) const;
+  // Every fp32 master parameter of the shard is finite (what a checkpoint may hold).
+  bool master_finite() const;
   // Device bytes of the norm's partials and result (category Buffers, constant; the planner
   // counts them).
   static size_t workspace_bytes();
@@ -66,6 +74,7 @@ class ShardedAdam {
   std::vector<AdamWSegment> adam_table_;
   std::vector<NormSegment> norm_table_;
   int64_t steps_ = 0;
+  double local_sumsq_ = 0;
 };
 
 // init_parameters into `dst` (the whole layout, fp32, in the backend's memory), through a host

@@ -164,6 +164,11 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale) {
   return r;
 }
 
+std::string ZeroOptimizer::first_nonfinite_grad() const {
+  const int k = adam_->first_nonfinite_grad(*grads_, grad_dtype_);
+  return k < 0 ? std::string() : layout_.params()[static_cast<size_t>(k)].name;
+}
+
 GradSyncTiming ZeroOptimizer::grad_sync_timing() const {
   GradSyncTiming t = grads_->timing();
   const comm::OverlapTiming g = store_->gather_timing();

@@ -104,6 +104,14 @@ class ZeroOptimizer final : public ParamSource {
   // re-derives the working parameters.
   void set_master(const float* full);
   int64_t adam_step() const { return adam_->steps(); }
+  // This rank's share of the last step's squared gradient norm (not finite: a non-finite value
+  // in this rank's gradient shard).
+  double local_grad_sumsq() const { return adam_->local_grad_sumsq(); }
+  // The name of the first parameter whose gradient in this rank's shard is not finite after the
+  // last step; empty when none is (a divergence's report).
+  std::string first_nonfinite_grad() const;
+  // Every fp32 master parameter this rank owns is finite.
+  bool master_finite() const { return adam_->master_finite(); }
 
   // What a checkpoint saves for this rank: fp32 master parameters, Adam m and v — the rank's
   // shard (stages 1–3) or everything (stage 0) — in a fixed order. Working parameters are not
