@@ -174,7 +174,8 @@ int Trainer::load_checkpoint(const std::string& dir, LoadAccounting* accounting)
   // optimizer, its schedule and the loss scale fresh; --no-load-rng keeps --seed's dropout.
   const LoadScope scope{.optimizer = !o_.finetune && !o_.no_load_optim,
                         .progress = !o_.finetune,
-                        .rng = !o_.finetune && !o_.no_load_rng};
+                        .rng = !o_.finetune && !o_.no_load_rng,
+                        .iteration = checkpoint_step(o_)};
   Progress progress(fmt::format("loading checkpoint {} (rank 0's model states)", dir), 0);
   CheckpointState state = checkpoint_state();
   state.read_progress = [&](uint64_t bytes) { progress.add(bytes); };
