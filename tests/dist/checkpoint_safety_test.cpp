@@ -261,7 +261,23 @@ TEST(CheckpointSafety, SymlinkedIterationLoads) {
     Trainer t(small(0), dist::pool(), topo);
     EXPECT_EQ(t.load_checkpoint(dir), 1);
   }
+  // Re-saving that iteration puts a directory in place of the link; the target is left as it was.
+  const auto files_in = [](const fs::path& d) {
+    return std::distance(fs::directory_iterator(d), fs::directory_iterator());
+  };
+  const auto target_files = files_in(elsewhere);
+  save_at(small(0), dir, 1);
+  dist::world().barrier();
+  EXPECT_FALSE(fs::is_symlink(fs::path(dir) / "iter_0000001"));
+  EXPECT_TRUE(fs::is_regular_file(fs::path(dir) / "iter_0000001" / "meta.json"));
+  EXPECT_EQ(files_in(elsewhere), target_files);
   // --keep-last prunes the link, never the files of its target.
+  dist::world().barrier();
+  if (dist::world().rank() == 0) {
+    fs::remove_all(fs::path(dir) / "iter_0000001");
+    fs::create_directory_symlink(elsewhere, fs::path(dir) / "iter_0000001");
+  }
+  dist::world().barrier();
   save_at(small(1), dir, 5);
   dist::world().barrier();
   EXPECT_EQ(iterations_in(dir), (std::vector<std::string>{"iter_0000005"}));
