@@ -74,7 +74,8 @@ Fd open_checkpoint_file(const fs::path& dir, std::string_view name, uint64_t max
   // The directory may be a symbolic link (an iteration kept on another disk); the file in it
   // may not: O_NOFOLLOW keeps a link from leading outside the checkpoint, and the open never
   // blocks (a FIFO planted in the directory is refused, not waited on).
-  UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC));
+  const char* at = dir.empty() ? "." : dir.c_str();  // a bare file name: the working directory
+  UniqueFd d(::open(at, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC));
   if (!d)
     throw InputError(fmt::format("checkpoint directory '{}' is missing or unreadable: {}",
                                  dir.string(), std::strerror(errno)));

@@ -86,6 +86,9 @@ ckpt-step)
     done
   done
   echo "export --ckpt-step 3 (latest 6), also through a link: byte for byte the export made at 3"
+  # Its import by a bare file name (config.json in the working directory).
+  (cd "$work/at3" && "$zt" import --input model.safetensors --save "$work/imported" >/dev/null) ||
+    fail "import --input model.safetensors (a bare file name) failed"
   "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 6 --load "$work/ck" \
     --save "$work/ck" --keep-last 1 >/dev/null
   [ ! -e "$work/ck/iter_0000003" ] && [ ! -L "$work/ck/iter_0000003" ] || fail "the link was kept"
