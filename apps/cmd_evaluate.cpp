@@ -11,6 +11,7 @@
 #include "src/checkpoint/access_probe.h"
 #include "src/checkpoint/checkpoint.h"
 #include "src/checkpoint/meta.h"
+#include "src/checkpoint/reader.h"
 #include "src/comm/runtime.h"
 #include "src/config/derive.h"
 #include "src/config/options.h"
@@ -41,8 +42,9 @@ int evaluate(Args args) {
       ZT_REQUIRE(o.eval_iters > 0, "evaluate: --eval-iters must be positive");
       check_load_readable(o.load);
       nlohmann::json meta;
-      const std::string dir = latest_iteration_dir(o.load, meta);
-      const GptConfig saved = read_layout(meta, dir + "/meta.json").model;
+      const std::string dir = checkpoint_iteration_dir(o.load, checkpoint_step(o), meta);
+      // Every shard file is opened (and refused unless a regular file) before allocating.
+      const GptConfig saved = SavedCheckpoint(dir, meta).model();
       iteration = meta.at("iteration").get<int64_t>();
       o.num_layers = saved.num_layers;
       o.hidden_size = saved.hidden;

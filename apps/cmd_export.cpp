@@ -1,4 +1,4 @@
-// zerotron export --load DIR [--iteration N] --output model.safetensors [--bf16|--fp16]: one
+// zerotron export --load DIR [--ckpt-step N] --output model.safetensors [--bf16|--fp16]: one
 // saved iteration (default: `latest`'s), consolidated (every pipeline, tensor-parallel and ZeRO
 // shard found through the saved layout) into one safetensors file with Hugging Face GPT-2 or
 // Llama names and layout (by the model's architecture), plus a config.json beside it, so
@@ -133,7 +133,8 @@ void write_tokenizer(const std::pair<std::string, std::string>& files,
 int export_model(Args args) {
   const std::vector<FlagSpec> specs = {
       {"--load", "DIR", "checkpoint directory", true},
-      {"--iteration", "N", "the saved iteration to export (default: the one `latest` names)"},
+      {"--ckpt-step", "N", "the saved iteration to export (default: the one `latest` names)"},
+      {"--iteration", "N", "the same as --ckpt-step"},
       {"--output", "FILE",
        "safetensors file to write (its directory is created); config.json "
        "goes beside it",
@@ -153,8 +154,7 @@ int export_model(Args args) {
   const DType dt = flags->has("--bf16")   ? DType::BF16
                    : flags->has("--fp16") ? DType::F16
                                           : DType::F32;
-  std::optional<int64_t> iteration;
-  if (flags->has("--iteration")) iteration = flags->integer("--iteration", 0, 0, int64_t{1} << 40);
+  const std::optional<int64_t> iteration = checkpoint_step_flag(*flags);
   nlohmann::json meta;
   const std::string iter_dir = checkpoint_iteration_dir(flags->str("--load"), iteration, meta);
   SavedCheckpoint saved(iter_dir, meta);

@@ -43,7 +43,8 @@ constexpr size_t kMaxPromptFileBytes = size_t{16} << 20;
 const std::vector<FlagSpec>& generate_flags() {
   static const std::vector<FlagSpec> specs = {
       {"--load", "DIR", "checkpoint directory (any saved layout)", true},
-      {"--iteration", "N", "the saved iteration to load (default: the one `latest` names)"},
+      {"--ckpt-step", "N", "the saved iteration to load (default: the one `latest` names)"},
+      {"--iteration", "N", "the same as --ckpt-step"},
       {"--prompt", "TEXT", "the text to continue"},
       {"--prompt-file", "FILE", "the text to continue, from a file"},
       {"--prompt-ids", "IDS", "the token ids to continue, comma-separated (no tokenizer needed)"},
@@ -139,8 +140,7 @@ std::optional<data::BpeTokenizer> find_tokenizer(const ParsedFlags& f, const nlo
 
 Request read_request(const ParsedFlags& f, int world) {
   Request r;
-  std::optional<int64_t> iteration;
-  if (f.has("--iteration")) iteration = f.integer("--iteration", 0, 0, int64_t{1} << 40);
+  const std::optional<int64_t> iteration = checkpoint_step_flag(f);
   const int sources =
       int{f.has("--prompt")} + int{f.has("--prompt-file")} + int{f.has("--prompt-ids")};
   ZT_REQUIRE(sources == 1, "generate: give one of --prompt, --prompt-file and --prompt-ids");

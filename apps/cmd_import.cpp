@@ -37,14 +37,11 @@ namespace fs = std::filesystem;
 class Mapped {
  public:
   explicit Mapped(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    ZT_REQUIRE(fd >= 0, "import: cannot open --input '{}': {}", path, std::strerror(errno));
-    Fd owner(fd, path);
-    struct stat st {};
-    ZT_REQUIRE(::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 8,
-               "import: --input '{}' is not a safetensors file", path);
-    size_ = static_cast<size_t>(st.st_size);
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    const RegularFile f = open_regular_file(AT_FDCWD, path.c_str());  // never blocks
+    ZT_REQUIRE(f.error == 0, "import: cannot open --input '{}': {}", path, std::strerror(f.error));
+    ZT_REQUIRE(f.fd && f.size >= 8, "import: --input '{}' is not a safetensors file", path);
+    size_ = static_cast<size_t>(f.size);
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd.get(), 0);
     ZT_REQUIRE(p != MAP_FAILED, "import: cannot map --input '{}': {}", path, std::strerror(errno));
     data_ = static_cast<const char*>(p);
   }

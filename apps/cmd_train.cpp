@@ -78,9 +78,9 @@ int train(Args args) {
       if (!o.load.empty()) {
         check_load_readable(o.load);
         // A checkpoint whose parameters this model cannot hold is refused before allocating.
-        if (std::filesystem::exists(std::filesystem::path(o.load) / "latest")) {
+        if (checkpoint_step(o) || has_latest(o.load)) {
           nlohmann::json meta;
-          const std::string iter_dir = latest_iteration_dir(o.load, meta);
+          const std::string iter_dir = checkpoint_iteration_dir(o.load, checkpoint_step(o), meta);
           check_checkpoint_model(meta, gpt_config_from(o), iter_dir + "/meta.json");
         }
       }
@@ -151,7 +151,7 @@ int train(Args args) {
             static_cast<double>(planned) / (1 << 20));
     }
     if (!o.load.empty()) {
-      if (std::filesystem::exists(std::filesystem::path(o.load) / "latest")) {
+      if (checkpoint_step(o) || has_latest(o.load)) {
         const auto t0 = std::chrono::steady_clock::now();
         int it = 0;
         // A file that fails to read is one line and exit 2 on every rank, as bad input is.

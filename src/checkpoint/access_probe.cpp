@@ -9,7 +9,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "src/checkpoint/directory.h"
 #include "src/core/error.h"
+#include "src/core/input_file.h"
 
 namespace zt {
 namespace fs = std::filesystem;
@@ -52,15 +54,24 @@ void check_save_writable(const std::string& dir) {
 
 void check_load_readable(const std::string& dir) {
   std::error_code ec;
-  if (!fs::exists(dir, ec)) return;
+  if (!fs::exists(dir, ec)) {
+    if (ec) refuse_load(dir, "looking it up", ec.value());  // a looping link, not a missing one
+    return;
+  }
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) refuse_load(dir, "listing it", errno);
   ::closedir(d);
+  if (!has_latest(dir)) return;
+  // Never a blocking open: a FIFO named `latest` is refused here, not waited on.
   const fs::path latest = fs::path(dir) / "latest";
-  if (!fs::exists(latest, ec)) return;
-  const int fd = ::open(latest.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) refuse_load(dir, "opening 'latest'", errno);
-  ::close(fd);
+  const RegularFile f = open_regular_file(AT_FDCWD, latest.c_str(), O_NOFOLLOW);
+  if (f.error == ELOOP)
+    throw InputError(fmt::format("--load '{}': '{}' is a symbolic link; it must be a regular file",
+                                 dir, latest.string()));
+  if (f.error != 0) refuse_load(dir, "opening 'latest'", f.error);
+  if (!f.fd)
+    throw InputError(fmt::format("--load '{}': '{}' is not a regular file ({})", dir,
+                                 latest.string(), file_kind(f.mode)));
 }
 
 std::string shared_probe_path(const std::string& dir, const std::string& job) {

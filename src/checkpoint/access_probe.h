@@ -12,7 +12,8 @@ namespace zt {
 // existing parent (where it will be created).
 void check_save_writable(const std::string& dir);
 // When `dir` exists: that it is a directory this process can list, and that its `latest`, when
-// present, can be read. A missing `dir` is no error (the run starts from scratch).
+// present, is a regular file it can read (opened without blocking: a FIFO is refused, not
+// waited on). A missing `dir` is no error (the run starts from scratch).
 void check_load_readable(const std::string& dir);
 
 // Node-local directories (a disk per node) pass both checks above on every rank, yet each node

@@ -57,6 +57,8 @@ struct LoadScope {
   bool progress = true;
   // The dropout stream: the checkpoint's seed.
   bool rng = true;
+  // The saved iteration to load (--ckpt-step); nothing: the one `latest` names.
+  std::optional<int64_t> iteration;
 };
 
 // A run's states and the settings its checkpoint records, by reference. Save reads it; load
@@ -95,7 +97,7 @@ std::string save_checkpoint(const std::string& dir, const CheckpointState& state
 // the bytes it read. Returns the loop state to resume from.
 // `scope` names what is taken besides the weights; what is not taken keeps `state`'s (fresh)
 // values. When a rank's reads fail every rank throws that rank's line (InputError), before any
-// collective that follows the reads.
+// collective that follows the reads. `scope.iteration` loads that iteration instead of `latest`'s.
 LoopState load_checkpoint(const std::string& dir, const CheckpointState& state,
                           LoadAccounting* accounting = nullptr, const LoadScope& scope = {});
 
@@ -109,7 +111,8 @@ std::vector<std::string> check_checkpoint_model(const nlohmann::json& meta, cons
 // The newest complete iteration directory of `dir` and its meta.json (parsed, its iteration
 // checked against the directory name).
 std::string latest_iteration_dir(const std::string& dir, nlohmann::json& meta);
-// The same for a given iteration (nothing: `latest`'s).
+// The same for a given iteration (nothing: `latest`'s); InputError naming the iterations `dir`
+// holds when it has no directory for that one.
 std::string checkpoint_iteration_dir(const std::string& dir, std::optional<int64_t> iteration,
                                      nlohmann::json& meta);
 

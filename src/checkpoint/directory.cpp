@@ -60,15 +60,32 @@ std::optional<int64_t> parse_iteration_name(std::string_view name) {
   return v;
 }
 
-std::optional<std::string> read_latest(const fs::path& dir) {
+bool has_latest(const fs::path& dir) {
+  // lstat: any entry counts (a FIFO, a dangling or looping link), to be refused by the read.
   std::error_code ec;
-  if (!fs::exists(dir / "latest", ec)) return std::nullopt;
+  return fs::exists(fs::symlink_status(dir / "latest", ec));
+}
+
+std::optional<std::string> read_latest(const fs::path& dir) {
+  if (!has_latest(dir)) return std::nullopt;
   std::string text = read_small_file(dir, "latest", kMaxLatestBytes);
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   ZT_REQUIRE(parse_iteration_name(text).has_value(),
              "'{}' must name an iteration directory (like iter_0000100), it holds '{}'",
              (dir / "latest").string(), text.substr(0, 32));
   return text;
+}
+
+std::vector<int64_t> saved_iterations(const fs::path& dir) {
+  std::vector<int64_t> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::optional<int64_t> n = parse_iteration_name(it->path().filename().string());
+    std::error_code kind;
+    if (n && fs::is_directory(it->path(), kind)) found.push_back(*n);  // a link to one counts
+  }
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 void remove_stale_tmp(const fs::path& dir) {
@@ -109,7 +126,7 @@ void publish_iteration(const fs::path& dir, int64_t iteration, int keep_last,
   };
   point(PublishPoint::BeforeRename);
   std::error_code ec;
-  if (!fs::exists(final_dir, ec)) {
+  if (!fs::exists(fs::symlink_status(final_dir, ec))) {
     fs::rename(tmp_dir, final_dir);
   } else {
     // Re-saving an existing iteration (often the one `latest` names): exchange the two names in

@@ -7,13 +7,17 @@
 //  - stale iter_N.tmp/ and latest.tmp left by a killed save are removed at the next save;
 //  - --keep-last orders checkpoints by the iteration read from their meta.json (not by name: the
 //    name gains a digit past 9,999,999) and never deletes `latest`'s target or anything newer;
-//  - a lock file (flock) keeps a second job out of a directory one job is saving into.
+//  - a lock file (flock) keeps a second job out of a directory one job is saving into;
+//  - an iteration directory may be a symbolic link to a directory elsewhere (an old checkpoint
+//    moved to another disk): loads follow it, and pruning or re-saving that iteration removes
+//    the link, never the files of its target.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zt {
 
@@ -21,9 +25,16 @@ std::string iteration_name(int64_t iteration);  // iter_0000100 (7 digits at lea
 // The iteration of a name iteration_name() makes, or nothing for any other name.
 std::optional<int64_t> parse_iteration_name(std::string_view name);
 
+// Whether DIR has an entry named `latest`, of any kind (lstat: a FIFO or a looping link counts,
+// and read_latest refuses it).
+bool has_latest(const std::filesystem::path& dir);
 // The name DIR/latest holds, checked to be a plain iteration name; nothing when DIR has no
 // `latest`. Throws InputError for a malformed one.
 std::optional<std::string> read_latest(const std::filesystem::path& dir);
+
+// The iterations DIR holds a directory for (iter_N, or a symbolic link to a directory), in
+// increasing order; empty when DIR cannot be listed.
+std::vector<int64_t> saved_iterations(const std::filesystem::path& dir);
 
 // Points in publish_iteration() where the fault-injection tests kill the process.
 enum class PublishPoint : uint8_t { BeforeRename, AfterExchange, BeforeLatest, BeforePrune };

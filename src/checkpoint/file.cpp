@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "src/core/error.h"
+#include "src/core/input_file.h"
 
 namespace zt {
 namespace fs = std::filesystem;
@@ -20,25 +21,10 @@ Fd Fd::create(const std::string& path) {
   return Fd(fd, path);
 }
 
-Fd::~Fd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-Fd::Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)) {}
-
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(o.fd_, -1);
-    path_ = std::move(o.path_);
-  }
-  return *this;
-}
-
 void Fd::write(const void* p, size_t n) {
   const char* c = static_cast<const char*>(p);
   while (n > 0) {
-    const ssize_t w = ::write(fd_, c, n);
+    const ssize_t w = ::write(fd_.get(), c, n);
     if (w < 0 && errno == EINTR) continue;
     ZT_CHECK(w > 0, "writing '{}': {}", path_, std::strerror(errno));
     c += w;
@@ -49,7 +35,7 @@ void Fd::write(const void* p, size_t n) {
 void Fd::pread(void* p, size_t n, uint64_t offset) const {
   char* c = static_cast<char*>(p);
   while (n > 0) {
-    const ssize_t r = ::pread(fd_, c, n, static_cast<off_t>(offset));
+    const ssize_t r = ::pread(fd_.get(), c, n, static_cast<off_t>(offset));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) throw InputError(fmt::format("reading '{}': {}", path_, std::strerror(errno)));
     if (r == 0) throw InputError(fmt::format("checkpoint file '{}' is truncated", path_));
@@ -62,7 +48,7 @@ void Fd::pread(void* p, size_t n, uint64_t offset) const {
 void Fd::pwrite(const void* p, size_t n, uint64_t offset) {
   const char* c = static_cast<const char*>(p);
   while (n > 0) {
-    const ssize_t w = ::pwrite(fd_, c, n, static_cast<off_t>(offset));
+    const ssize_t w = ::pwrite(fd_.get(), c, n, static_cast<off_t>(offset));
     if (w < 0 && errno == EINTR) continue;
     ZT_CHECK(w > 0, "writing '{}': {}", path_, std::strerror(errno));
     c += w;
@@ -72,7 +58,7 @@ void Fd::pwrite(const void* p, size_t n, uint64_t offset) {
 }
 
 void Fd::sync() {
-  ZT_CHECK(::fsync(fd_) == 0, "fsync '{}': {}", path_, std::strerror(errno));
+  ZT_CHECK(::fsync(fd_.get()) == 0, "fsync '{}': {}", path_, std::strerror(errno));
 }
 
 bool plain_name(std::string_view name) {
@@ -85,26 +71,25 @@ Fd open_checkpoint_file(const fs::path& dir, std::string_view name, uint64_t max
   const std::string path = (dir / name).string();
   ZT_REQUIRE(plain_name(name), "checkpoint file name '{}' in '{}' is not a plain file name", name,
              dir.string());
-  // O_NONBLOCK: a FIFO planted in the directory must not hang the open; O_NOFOLLOW: a symbolic
-  // link must not lead outside the checkpoint.
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0)
+  // The directory may be a symbolic link (an iteration kept on another disk); the file in it
+  // may not: O_NOFOLLOW keeps a link from leading outside the checkpoint, and the open never
+  // blocks (a FIFO planted in the directory is refused, not waited on).
+  const char* at = dir.empty() ? "." : dir.c_str();  // a bare file name: the working directory
+  UniqueFd d(::open(at, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC));
+  if (!d)
     throw InputError(fmt::format("checkpoint directory '{}' is missing or unreadable: {}",
                                  dir.string(), std::strerror(errno)));
-  Fd d(dfd, dir.string());
-  const int fd =
-      ::openat(dfd, std::string(name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0)
+  RegularFile f = open_regular_file(d.get(), std::string(name).c_str(), O_NOFOLLOW);
+  ZT_REQUIRE(f.error != ELOOP, "checkpoint file '{}' is a symbolic link; it must be a regular file",
+             path);
+  if (f.error != 0)
     throw InputError(fmt::format("checkpoint file '{}' is missing or unreadable: {}", path,
-                                 std::strerror(errno)));
-  Fd f(fd, path);
-  struct stat st {};
-  ZT_REQUIRE(::fstat(fd, &st) == 0 && S_ISREG(st.st_mode),
-             "checkpoint file '{}' is not a regular file", path);
-  size = static_cast<uint64_t>(st.st_size);
+                                 std::strerror(f.error)));
+  ZT_REQUIRE(f.fd, "checkpoint file '{}' is not a regular file ({})", path, file_kind(f.mode));
+  size = f.size;
   ZT_REQUIRE(size <= max_bytes, "checkpoint file '{}' has {} bytes, more than the {} expected",
              path, size, max_bytes);
-  return f;
+  return Fd(f.fd.release(), path);
 }
 
 std::string read_small_file(const fs::path& dir, std::string_view name, uint64_t max_bytes) {

@@ -8,26 +8,23 @@
 #include <string>
 #include <string_view>
 
+#include "src/core/input_file.h"
+
 namespace zt {
 
 // Bounds on the small files: meta.json lists one entry per shard file (a few hundred bytes each).
 constexpr uint64_t kMaxMetaBytes = uint64_t{64} << 20;
 constexpr uint64_t kMaxLatestBytes = 64;
 
-// An open file descriptor, closed on scope exit.
+// An open file descriptor with the path it names in errors, closed on scope exit.
 class Fd {
  public:
   Fd() = default;
   explicit Fd(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   // Creates (or truncates) `path` for writing; throws InputError naming it on failure.
   static Fd create(const std::string& path);
-  ~Fd();
-  Fd(Fd&& o) noexcept;
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
 
-  int get() const { return fd_; }
+  int get() const { return fd_.get(); }
   const std::string& path() const { return path_; }
   void write(const void* p, size_t n);
   // Exactly n bytes at `offset` (a short file is an error naming it).
@@ -36,7 +33,7 @@ class Fd {
   void sync();
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
   std::string path_;
 };
 

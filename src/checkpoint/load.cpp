@@ -156,6 +156,23 @@ void zero_states(const CheckpointState& state, int from) {
   }
 }
 
+// "iterations 5, 10", "no iteration", or for many "iterations 0, 5, 10, 15, ..., 95 (20
+// iterations)": one line whatever DIR holds.
+std::string iterations_text(const std::vector<int64_t>& its) {
+  if (its.empty()) return "no iteration";
+  constexpr size_t kShown = 8;
+  std::string text;
+  for (size_t i = 0; i < its.size(); ++i) {
+    if (its.size() > kShown && i == kShown / 2) {
+      text += ", ...";
+      i = its.size() - kShown / 2;
+    }
+    text += (text.empty() ? "" : ", ") + std::to_string(its[i]);
+  }
+  if (its.size() > kShown) text += fmt::format(" ({} iterations)", its.size());
+  return (its.size() == 1 ? "iteration " : "iterations ") + text;
+}
+
 }  // namespace
 
 std::string checkpoint_iteration_dir(const std::string& dir, std::optional<int64_t> iteration,
@@ -163,16 +180,18 @@ std::string checkpoint_iteration_dir(const std::string& dir, std::optional<int64
   std::string name;
   if (iteration) {
     name = iteration_name(*iteration);
+    std::error_code ec;
+    ZT_REQUIRE(fs::is_directory(fs::path(dir) / name, ec),
+               "--load '{}' has no iteration {}; it holds {}", dir, *iteration,
+               iterations_text(saved_iterations(dir)));
   } else {
     const std::optional<std::string> latest = read_latest(dir);
     ZT_REQUIRE(latest.has_value(), "--load '{}': no 'latest' file, so no complete checkpoint", dir);
     name = *latest;
   }
+  // The iteration directory may be a symbolic link (kept on another disk): its files are still
+  // opened only as regular files inside it, and its meta.json must record this iteration.
   const fs::path iter_dir = fs::path(dir) / name;
-  // The iteration directory is the checkpoint's own: a symbolic link could lead anywhere.
-  std::error_code ec;
-  ZT_REQUIRE(!fs::is_symlink(iter_dir, ec), "checkpoint directory '{}' is a symbolic link",
-             iter_dir.string());
   meta = parse_meta_json(read_small_file(iter_dir, "meta.json", kMaxMetaBytes),
                          (iter_dir / "meta.json").string());
   ZT_REQUIRE(meta.is_object() && meta.contains("iteration") &&
@@ -197,7 +216,7 @@ struct ReadResult {
 ReadResult read_checkpoint(const std::string& dir, const CheckpointState& state,
                            LoadAccounting* accounting, const LoadScope& scope) {
   nlohmann::json meta;
-  const std::string iter_dir = latest_iteration_dir(dir, meta);
+  const std::string iter_dir = checkpoint_iteration_dir(dir, scope.iteration, meta);
   const std::string where = (fs::path(iter_dir) / "meta.json").string();
   SavedCheckpoint saved(iter_dir, meta);  // every field checked before anything is read
   const ShardRole role = shard_role(state);

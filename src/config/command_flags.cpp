@@ -86,6 +86,14 @@ int64_t ParsedFlags::integer(std::string_view name, int64_t fallback, int64_t mi
   return v;
 }
 
+std::optional<int64_t> checkpoint_step_flag(const ParsedFlags& f) {
+  ZT_REQUIRE(!(f.has("--ckpt-step") && f.has("--iteration")),
+             "--ckpt-step and --iteration name the same thing: give one");
+  for (const std::string_view flag : {"--ckpt-step", "--iteration"})
+    if (f.has(flag)) return f.integer(flag, 0, 0, int64_t{1} << 40);
+  return std::nullopt;
+}
+
 double ParsedFlags::real(std::string_view name, double fallback, double min, double max) const {
   if (!has(name)) return fallback;
   const std::string s = str(name);

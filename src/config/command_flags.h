@@ -58,4 +58,9 @@ class ParsedFlags {
   std::map<std::string, std::vector<std::string>> values_;
 };
 
+// The saved iteration a command reading a checkpoint (export, generate) was asked for:
+// --ckpt-step N (Megatron's name, as train and evaluate take it) or its older spelling
+// --iteration N, not both; nothing for the one `latest` names.
+std::optional<int64_t> checkpoint_step_flag(const ParsedFlags& f);
+
 }  // namespace zt

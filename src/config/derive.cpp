@@ -31,6 +31,11 @@ BatchConfig batch_config(const TrainOptions& o, int dp) {
   return b;
 }
 
+std::optional<int64_t> checkpoint_step(const TrainOptions& o) {
+  if (o.ckpt_step < 0) return std::nullopt;
+  return o.ckpt_step;
+}
+
 int lr_decay_iters(const TrainOptions& o) {
   return o.lr_decay_iters == 0 ? o.train_iters : o.lr_decay_iters;
 }

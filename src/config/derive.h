@@ -4,6 +4,7 @@
 // accumulation, the working dtype and the activation-checkpoint configuration. The trainer, the
 // planner and the apps read these instead of deriving them from the options again.
 #include <cstdint>
+#include <optional>
 
 #include "src/config/options.h"
 #include "src/core/dtype.h"
@@ -67,6 +68,8 @@ void validate_train_options(const TrainOptions& o, int data_parallel_size);
 BatchConfig batch_config(const TrainOptions& o, int dp);
 // --lr-decay-iters, or --train-iters when 0.
 int lr_decay_iters(const TrainOptions& o);
+// --ckpt-step as the checkpoint loader takes it: nothing when not given (`latest`'s iteration).
+std::optional<int64_t> checkpoint_step(const TrainOptions& o);
 // bf16, fp16 or fp32.
 DType working_dtype(const TrainOptions& o);
 // The model: shape, padded vocabulary (for the tensor-parallel size), dropout, dtype.

@@ -110,6 +110,8 @@ void validate_train_options(const TrainOptions& o, int dp) {
                  "HuggingFaceTokenizer --tokenizer-model FILE)");
     data::split_documents(o.split, 1);  // the form only; throws on a malformed --split
   }
+  ZT_REQUIRE(o.ckpt_step < 0 || !o.load.empty(),
+             "--ckpt-step {} needs --load (the checkpoint directory to load it from)", o.ckpt_step);
   ZT_REQUIRE(o.min_lr <= o.lr, "--min-lr ({}) must not exceed --lr ({})", o.min_lr, o.lr);
   const int decay = lr_decay_iters(o);
   ZT_REQUIRE(o.lr_warmup_iters <= decay,

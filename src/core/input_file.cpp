@@ -6,37 +6,78 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "src/core/error.h"
 
 namespace zt {
-namespace {
 
-// Owns the descriptor so every exit path closes it.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
+UniqueFd::~UniqueFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+UniqueFd::UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(o.fd_, -1);
   }
-};
+  return *this;
+}
 
-}  // namespace
+int UniqueFd::release() {
+  return std::exchange(fd_, -1);
+}
+
+RegularFile open_regular_file(int dir_fd, const char* path, int flags) {
+  RegularFile r;
+  UniqueFd fd(::openat(dir_fd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | flags));
+  if (!fd) {
+    r.error = errno;
+    return r;
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    r.error = errno;
+    return r;
+  }
+  r.mode = st.st_mode;
+  if (!S_ISREG(st.st_mode)) return r;
+  // A regular file: reads may block again (a network filesystem's), as any reader expects.
+  const int fl = ::fcntl(fd.get(), F_GETFL);
+  if (fl < 0 || ::fcntl(fd.get(), F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    r.error = errno;
+    return r;
+  }
+  r.size = static_cast<uint64_t>(st.st_size);
+  r.fd = std::move(fd);
+  return r;
+}
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "another kind of file";
+}
 
 std::string read_input_file(const std::string& path, size_t max_bytes, std::string_view what) {
-  Fd f;
-  f.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  ZT_REQUIRE(f.fd >= 0, "cannot open {} '{}': {}", what, excerpt(path, 200), std::strerror(errno));
-  struct stat st {};
-  ZT_REQUIRE(::fstat(f.fd, &st) == 0, "cannot stat {} '{}': {}", what, excerpt(path, 200),
-             std::strerror(errno));
-  ZT_REQUIRE(S_ISREG(st.st_mode), "{} '{}' is not a regular file", what, excerpt(path, 200));
-  const auto size = static_cast<size_t>(st.st_size);
+  RegularFile f = open_regular_file(AT_FDCWD, path.c_str());
+  ZT_REQUIRE(f.error == 0, "cannot open {} '{}': {}", what, excerpt(path, 200),
+             std::strerror(f.error));
+  ZT_REQUIRE(f.fd, "{} '{}' is not a regular file ({})", what, excerpt(path, 200),
+             file_kind(f.mode));
+  const auto size = static_cast<size_t>(f.size);
   ZT_REQUIRE(size <= max_bytes, "{} '{}' has {} bytes, more than the {} this reader accepts", what,
              excerpt(path, 200), size, max_bytes);
   std::string out(size, '\0');
   size_t got = 0;
   while (got < size) {
-    const ssize_t n = ::read(f.fd, out.data() + got, size - got);
+    const ssize_t n = ::read(f.fd.get(), out.data() + got, size - got);
     if (n < 0 && errno == EINTR) continue;
     ZT_REQUIRE(n >= 0, "error reading {} '{}': {}", what, excerpt(path, 200), std::strerror(errno));
     if (n == 0) break;  // shrank while we read: what is there is what we parse

@@ -190,9 +190,11 @@ int Trainer::load_checkpoint(const std::string& dir, LoadAccounting* accounting,
                              std::optional<LoadScope> given) {
   // Megatron's meanings: --finetune takes the weights alone; --no-load-optim leaves the
   // optimizer, its schedule and the loss scale fresh; --no-load-rng keeps --seed's dropout.
-  const LoadScope scope = given.value_or(LoadScope{.optimizer = !o_.finetune && !o_.no_load_optim,
-                                                   .progress = !o_.finetune,
-                                                   .rng = !o_.finetune && !o_.no_load_rng});
+  const LoadScope scope =
+      given.value_or(LoadScope{.optimizer = !o_.finetune && !o_.no_load_optim,
+                               .progress = !o_.finetune,
+                               .rng = !o_.finetune && !o_.no_load_rng,
+                               .iteration = checkpoint_step(o_)});
   Progress progress(fmt::format("loading checkpoint {} (rank 0's model states)", dir), 0);
   CheckpointState state = checkpoint_state();
   state.read_progress = [&](uint64_t bytes) { progress.add(bytes); };

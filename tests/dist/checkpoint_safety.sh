@@ -10,6 +10,9 @@
 #                   each (meta.json records the settings and the zerotron version).
 #   two-jobs        a second job given the --save directory of a running one exits 2 with one
 #                   line before its first step; the first one finishes unharmed.
+#   ckpt-step       export --ckpt-step 3 from a directory whose `latest` is 6 equals, byte for
+#                   byte, the export made when 3 was `latest`, also with iter_0000003 a symbolic
+#                   link to a copy elsewhere; --keep-last then prunes the link, not the copy.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=background_job.sh
 source "$(dirname "$0")/background_job.sh" "$@"
@@ -65,6 +68,34 @@ two-jobs)
   ! grep -q "iteration" "$work/second.log" || fail "the second job trained"
   [ ! -e "$work/ck/latest" ] || fail "the second job wrote a checkpoint"
   echo "PASS: a second job on one --save directory was refused"
+  ;;
+ckpt-step)
+  "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 3 --save "$work/ck" >/dev/null
+  "$zt" export --load "$work/ck" --output "$work/at3/model.safetensors" >/dev/null
+  "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 6 --load "$work/ck" \
+    --save "$work/ck" >/dev/null
+  [ "$(cat "$work/ck/latest")" = iter_0000006 ] || fail "latest is $(cat "$work/ck/latest")"
+  "$zt" export --load "$work/ck" --ckpt-step 3 --output "$work/step3/model.safetensors" >/dev/null
+  mkdir "$work/other"
+  mv "$work/ck/iter_0000003" "$work/other/"
+  ln -s "$work/other/iter_0000003" "$work/ck/iter_0000003"
+  "$zt" export --load "$work/ck" --ckpt-step 3 --output "$work/linked/model.safetensors" >/dev/null
+  for d in step3 linked; do
+    for f in model.safetensors config.json; do
+      cmp "$work/at3/$f" "$work/$d/$f" || fail "$d/$f differs from the export made at 3"
+    done
+  done
+  echo "export --ckpt-step 3 (latest 6), also through a link: byte for byte the export made at 3"
+  # Its import by a bare file name (config.json in the working directory).
+  (cd "$work/at3" && "$zt" import --input model.safetensors --save "$work/imported" >/dev/null) ||
+    fail "import --input model.safetensors (a bare file name) failed"
+  "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 6 --load "$work/ck" \
+    --save "$work/ck" --keep-last 1 >/dev/null
+  if [ -e "$work/ck/iter_0000003" ] || [ -L "$work/ck/iter_0000003" ]; then
+    fail "the link was kept"
+  fi
+  [ -f "$work/other/iter_0000003/meta.json" ] || fail "pruning deleted the link's target"
+  echo "PASS: --ckpt-step exports, through a link too; pruning removed the link, not its target"
   ;;
 settings-warning)
   # The reproducibility record: a resumed run that changes a setting is told, one line each.

@@ -4,7 +4,9 @@
 #     names step 2, the partial step-4 directory is never chosen;
 #  2. resuming from it continues from step 2 and reproduces, bitwise, the losses of an
 #     uninterrupted run for steps 3..6 (at most the steps since the last save are lost);
-#  3. the same after a rank crashes in the middle of a training step.
+#  3. the same after a rank crashes in the middle of a training step;
+#  4. --ckpt-step 2 from that directory (`latest` 4) resumes bitwise as the run of 2., loaded
+#     when `latest` was 2.
 set -euo pipefail
 zt=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -52,4 +54,11 @@ set -e
 want=$(losses "$work/full.jsonl" | tail -n 2)
 got=$(losses "$work/resumed2.jsonl")
 [ "$want" = "$got" ] || { echo "FAIL: after a crash in step 5: $got, want $want"; exit 1; }
-echo "PASS: resumed after a kill mid-save and after a crash mid-step, bitwise"
+
+# 4. the older iteration, named: the run of 2. again, from a directory whose `latest` is 4.
+"$root/launch/mpirun.sh" -np 4 "$zt" "${args[@]}" --load "$work/ckpt" --ckpt-step 2 \
+  --metrics-file "$work/step2.jsonl" >/dev/null 2>&1
+want=$(losses "$work/resumed.jsonl")
+got=$(losses "$work/step2.jsonl")
+[ "$want" = "$got" ] || { echo "FAIL: --ckpt-step 2 with latest 4: $got, want $want"; exit 1; }
+echo "PASS: resumed after a kill mid-save and after a crash mid-step, bitwise, and from --ckpt-step 2"

@@ -1,5 +1,6 @@
 // The per-rank reachability checks of --save and --load (src/checkpoint/access_probe.h).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -66,6 +67,23 @@ TEST_F(CheckpointAccess, LoadMissingIsNoErrorButAFileIsRefused) {
   const std::string e = refusal([&] { check_load_readable(load); });
   EXPECT_NE(e.find("cannot read --load '" + load + "' on host " + host_name()), std::string::npos)
       << e;
+}
+
+// The probe never blocks: a `latest` that is a FIFO (no writer: a blocking open would wait
+// for ever) or a looping link is refused with one line, and so is a --load that loops.
+TEST_F(CheckpointAccess, LoadLatestNotARegularFileIsRefusedWithoutBlocking) {
+  const fs::path latest = dir_ / "latest";
+  ASSERT_EQ(::mkfifo(latest.c_str(), 0644), 0);
+  std::string e = refusal([&] { check_load_readable(dir_.string()); });
+  EXPECT_NE(e.find(latest.string() + "' is not a regular file (a FIFO)"), std::string::npos) << e;
+  fs::remove(latest);
+  fs::create_symlink("latest", latest);
+  e = refusal([&] { check_load_readable(dir_.string()); });
+  EXPECT_NE(e.find(latest.string() + "' is a symbolic link"), std::string::npos) << e;
+  const fs::path loop = dir_ / "loop";
+  fs::create_symlink("loop", loop);
+  e = refusal([&] { check_load_readable(loop.string()); });
+  EXPECT_NE(e.find("cannot read --load '" + loop.string() + "'"), std::string::npos) << e;
 }
 
 }  // namespace
