@@ -109,6 +109,9 @@ void validate_train_options(const TrainOptions& o, int dp) {
                  "HuggingFaceTokenizer --tokenizer-model FILE)");
     data::split_documents(o.split, 1);  // the form only; throws on a malformed --split
   }
+  ZT_REQUIRE(!(o.exit_signal_handler && o.no_exit_signal_handler),
+             "--exit-signal-handler and --no-exit-signal-handler are exclusive");
+  ZT_REQUIRE(!o.async_save || !o.save.empty(), "--async-save needs --save");
   ZT_REQUIRE(o.min_lr <= o.lr, "--min-lr ({}) must not exceed --lr ({})", o.min_lr, o.lr);
   const int decay = lr_decay_iters(o);
   ZT_REQUIRE(o.lr_warmup_iters <= decay,

@@ -15,9 +15,13 @@ extern "C" void remember_signal(int sig) {
 
 }  // namespace
 
+bool stops_cleanly_on_signal(const TrainOptions& o) {
+  return o.exit_signal_handler || (!o.save.empty() && !o.no_exit_signal_handler);
+}
+
 ExitConditions::ExitConditions(const TrainOptions& o, comm::ScalarReducer& reducer)
     : o_(o), reducer_(reducer), start_(std::chrono::steady_clock::now()) {
-  if (!o_.exit_signal_handler) return;
+  if (!stops_cleanly_on_signal(o_)) return;
   g_signal = 0;
   previous_term_ = std::signal(SIGTERM, remember_signal);
   previous_int_ = std::signal(SIGINT, remember_signal);
@@ -30,7 +34,7 @@ ExitConditions::ExitConditions(const TrainOptions& o, comm::ScalarReducer& reduc
 }
 
 ExitConditions::~ExitConditions() {
-  if (!o_.exit_signal_handler) return;
+  if (!stops_cleanly_on_signal(o_)) return;
   std::signal(SIGTERM, previous_term_ == SIG_ERR ? SIG_DFL : previous_term_);
   std::signal(SIGINT, previous_int_ == SIG_ERR ? SIG_DFL : previous_int_);
   std::signal(SIGUSR1, previous_usr1_ == SIG_ERR ? SIG_DFL : previous_usr1_);
@@ -39,7 +43,7 @@ ExitConditions::~ExitConditions() {
 
 std::string ExitConditions::reason_to_stop(int iteration) {
   const bool clocked = o_.exit_duration_in_mins > 0;
-  if (o_.exit_signal_handler || clocked) {
+  if (stops_cleanly_on_signal(o_) || clocked) {
     const double minutes =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() / 60.0;
     // [signal number, minutes elapsed]: the largest over ranks decides, identically everywhere.

@@ -12,10 +12,15 @@
 
 namespace zt {
 
+// --exit-signal-handler, or --save without --no-exit-signal-handler (launch/mpirun.sh reads the
+// same flags to tell whether a stop it passes on will be saved).
+bool stops_cleanly_on_signal(const TrainOptions& o);
+
 class ExitConditions {
  public:
-  // `reducer`: over the world. With --exit-signal-handler, SIGTERM, SIGINT, SIGUSR1 and SIGUSR2
-  // only set a flag from here until destruction (the previous handlers are then restored).
+  // `reducer`: over the world. When stops_cleanly_on_signal, SIGTERM, SIGINT, SIGUSR1 and
+  // SIGUSR2 only set a flag from here until destruction (the previous handlers are then
+  // restored).
   ExitConditions(const TrainOptions& o, comm::ScalarReducer& reducer);
   ~ExitConditions();
   ExitConditions(const ExitConditions&) = delete;

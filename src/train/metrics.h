@@ -63,6 +63,9 @@ class MetricsWriter {
   // The test split's evaluation at the end: {"iteration", "test_loss", "test_ppl"}.
   void write_test(int iteration, double loss) { write_evaluation("test", iteration, loss); }
   static std::string test_line(int iteration, double loss);
+  // A published checkpoint: {"iteration", "save_stall_s" (the loop's wait), "save_write_s" (the
+  // shard write and fsync), "async_save"}, times the largest over ranks; also TensorBoard's.
+  void write_save(int iteration, bool async, double stall_s, double write_s);
 
  private:
   std::ofstream out_;

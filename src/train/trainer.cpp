@@ -64,6 +64,7 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
   runner_ = pipeline::make_runner(*model_, *activations_, &topo_.pp(), shape, ctx_,
                                   o_.micro_batch_size, static_cast<int32_t*>(batch_.data()));
   if (o_.sample_interval > 0) sample_ = std::make_unique<TextSample>(o_);
+  saver_.emplace(ctx_, o_.async_save, *optimizer_, dp_rank_);
   if (ctx_.needs_staging()) {
     batch_host_ = ctx_.host().allocate(batch_bytes, MemCategory::Buffers);
     checkpoint_staging_ = HostStaging(ctx_);
@@ -135,19 +136,40 @@ void Trainer::mid_step() {
 
 void Trainer::save(bool print) {
   SaveHooks hooks = hooks_.save ? hooks_.save(iteration_) : SaveHooks{};
+  saved_iteration_ = iteration_;
+  const bool async = saver_->async();  // then the write runs on the saver's thread, unreported
   // Rank 0's shard stands for the save's progress (every writing rank's is about as long).
   Progress progress(fmt::format("saving checkpoint at iteration {} to {}", iteration_, o_.save), 0,
-                    print);
-  hooks.progress = [&, inner = hooks.progress](uint64_t done, uint64_t total) {
-    if (inner) inner(done, total);
-    progress.set_total(total);
-    progress.add(done - progress.done());
-  };
-  const std::string where = save_checkpoint(o_.save, hooks);
-  saved_iteration_ = iteration_;
+                    print && !async);
+  if (!async)
+    hooks.progress = [&, inner = hooks.progress](uint64_t done, uint64_t total) {
+      if (inner) inner(done, total);
+      progress.set_total(total);
+      progress.add(done - progress.done());
+    };
+  const std::optional<SaveRecord> r = saver_->save(o_.save, checkpoint_state(), hooks);
+  if (print && async)
+    log::info(
+        " writing checkpoint at iteration {} to {} in the background (the loop waited {:.2f} s)",
+        iteration_, o_.save, progress.seconds());
+  if (print && !async)
+    log::info(" saved checkpoint at iteration {} to {} ({:.2f} s, rank 0: {})", iteration_,
+              r->where, progress.seconds(), progress.status());
+  report_save(r, print && async);
+}
+
+void Trainer::wait_for_pending_save(bool print) {
+  report_save(saver_->wait(topo_.host_world()), print);
+}
+
+void Trainer::report_save(const std::optional<SaveRecord>& r, bool print) {
+  if (!r) return;
+  metrics_.write_save(r->iteration, r->async, r->stall_s, r->write_s);
   if (print)
-    log::info(" saved checkpoint at iteration {} to {} ({:.2f} s, rank 0: {})", iteration_, where,
-              progress.seconds(), progress.status());
+    log::info(
+        " saved checkpoint at iteration {} to {} (background write {:.2f} s, the loop waited "
+        "{:.2f} s)",
+        r->iteration, r->where, r->write_s, r->stall_s);
 }
 
 CheckpointState Trainer::checkpoint_state() {
@@ -369,12 +391,14 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
         m.iteration != o_.train_iters)
       save(print);
     stop = exits.reason_to_stop(m.iteration);
+    if (saver_->pending()) report_save(saver_->finish_if_written(topo_.host_world()), print);
   }
   if (!stop.empty()) {
     // A clean stop (often a scheduler's SIGTERM before its time limit): the checkpoint comes
     // before anything else that could run out the clock.
     if (print) log::info("zerotron: stopping at iteration {}: {}", iteration_, stop);
     if (!o_.save.empty() && saved_iteration_ != iteration_) save(print);
+    wait_for_pending_save(print);
     return history_;
   }
   if (data_.valid && (validation_.empty() || validation_.back().first != iteration_))
@@ -385,6 +409,7 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
     if (print) log::line(MetricsWriter::test_line(iteration_, loss));
   }
   if (!o_.save.empty() && (saved_iteration_ != iteration_)) save(print);
+  wait_for_pending_save(print);
   return history_;
 }
 

@@ -3,6 +3,7 @@
 // runs the step loop (micro-batches with gradient accumulation, optimizer step, loss scaling,
 // logging).
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "src/checkpoint/checkpoint.h"
 #include "src/checkpoint/directory.h"
 #include "src/checkpoint/host_staging.h"
+#include "src/checkpoint/saver.h"
 #include "src/comm/comm_stats.h"
 #include "src/comm/scalar_reducer.h"
 #include "src/comm/topology.h"
@@ -81,8 +83,13 @@ class Trainer {
   std::string save_checkpoint(const std::string& dir, const SaveHooks& hooks = {});
   // Collective: DIR/latest's states and loop state into this run; returns its iteration.
   int load_checkpoint(const std::string& dir, LoadAccounting* accounting = nullptr);
-  // Writes a checkpoint of this step to --save.
+  // Writes a checkpoint of this step to --save (with --async-save: snapshots it and writes it
+  // in the background).
   void save(bool print);
+  // Collective: an --async-save write still under way is waited for and published (nothing
+  // otherwise). The run waits at each save, a stop and the end; call it before anything that
+  // reads --save (a rewind to `latest`).
+  void wait_for_pending_save(bool print = true);
 
  private:
   TrainOptions o_;
@@ -131,6 +138,9 @@ class Trainer {
   // Dropout's seed: --seed, or a loaded checkpoint's, whose stream the run continues.
   int64_t dropout_seed_ = 0;
   int saved_iteration_ = -1;
+  std::optional<CheckpointSaver> saver_;  // made once the optimizer exists
+  // A published save: its metrics record and (when `print`) its console line.
+  void report_save(const std::optional<SaveRecord>& r, bool print);
   TrainerHooks hooks_;
   // Calls hooks_.mid_step for the step under way.
   void mid_step();
