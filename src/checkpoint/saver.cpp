@@ -57,26 +57,37 @@ std::optional<SaveRecord> CheckpointSaver::save(const std::string& dir, const Ch
   std::optional<SaveRecord> previous = wait(world);
   const auto t0 = Clock::now();
   Pending p{begin_save(dir, s), hooks, 0};
-  // The snapshot: each state section's bytes, back to back, as the step left them.
+  const size_t bytes = p.save.section_bytes;
+  std::vector<const void*> live;  // the states, where the writer thread copies them itself
   if (p.save.role.writes) {
     const std::vector<Tensor> state = s.optimizer.owned_state();
-    const size_t bytes = p.save.section_bytes;
     ZT_CHECK(snapshot_.bytes() >= bytes * state.size(),
              "the host snapshot ({} bytes) is smaller than the shard's states ({} bytes)",
              snapshot_.bytes(), bytes * state.size());
-    for (size_t k = 0; k < state.size(); ++k)
-      s.backend.copy_to_host(static_cast<char*>(snapshot_.data()) + k * bytes, state[k].data(),
-                             bytes);
+    // Each state section's bytes, back to back, as the step left them: copied here through the
+    // backend where the device's memory needs it, else by the writer thread.
+    for (size_t k = 0; k < state.size(); ++k) {
+      char* dst = static_cast<char*>(snapshot_.data()) + k * bytes;
+      if (s.staging.data() != nullptr)
+        s.backend.copy_to_host(dst, state[k].data(), bytes);
+      else
+        live.push_back(state[k].data());
+    }
   }
   p.stall_s = seconds_since(t0);
   pending_ = std::move(p);
   written_ = false;
   error_ = nullptr;
-  writer_ = std::jthread([this, save = &pending_->save, hooks = &pending_->hooks] {
+  std::promise<void> taken;
+  snapshot_taken_ = live.empty() ? std::future<void>() : taken.get_future();
+  writer_ = std::jthread([this, live = std::move(live), taken = std::move(taken),
+                          save = &pending_->save, hooks = &pending_->hooks]() mutable {
     const auto w0 = Clock::now();
+    char* base = static_cast<char*>(snapshot_.data());
+    const size_t bytes = save->section_bytes;
+    for (size_t k = 0; k < live.size(); ++k) std::memcpy(base + k * bytes, live[k], bytes);
+    if (!live.empty()) taken.set_value();
     try {
-      const char* base = static_cast<const char*>(snapshot_.data());
-      const size_t bytes = save->section_bytes;
       crc_ = write_shard(
           *save,
           [&](int k, size_t at, size_t) -> const void* {
@@ -92,20 +103,33 @@ std::optional<SaveRecord> CheckpointSaver::save(const std::string& dir, const Ch
   return previous;
 }
 
+void CheckpointSaver::wait_for_snapshot() {
+  if (!snapshot_taken_.valid()) return;
+  const auto t0 = Clock::now();
+  snapshot_taken_.get();
+  if (pending_) pending_->stall_s += seconds_since(t0);
+}
+
 std::optional<SaveRecord> CheckpointSaver::wait(comm::Communicator& world) {
   if (!pending_) return std::nullopt;
   const auto t0 = Clock::now();
   if (writer_.joinable()) writer_.join();
+  snapshot_taken_ = {};
   return publish(world, seconds_since(t0));
 }
 
 std::optional<SaveRecord> CheckpointSaver::finish_if_written(comm::Communicator& world) {
   if (!pending_) return std::nullopt;
+  const auto t0 = Clock::now();
   float busy = written_ ? 0.0f : 1.0f;
   world.all_reduce(Tensor(&busy, {1}, DType::F32), comm::ReduceOp::Max);
-  if (busy != 0.0f) return std::nullopt;
+  if (busy != 0.0f) {
+    pending_->stall_s += seconds_since(t0);  // the loop waited for the agreement
+    return std::nullopt;
+  }
   if (writer_.joinable()) writer_.join();
-  return publish(world, 0);
+  snapshot_taken_ = {};
+  return publish(world, seconds_since(t0));
 }
 
 SaveRecord CheckpointSaver::publish(comm::Communicator& world, double waited_s) {

@@ -251,6 +251,7 @@ StepMetrics Trainer::train_step() {
   m.iteration = iteration_;
   m.train_iters = o_.train_iters;
   m.lr = schedule_.at(lr_steps_ + 1);
+  saver_->wait_for_snapshot();  // --async-save: the step changes what the snapshot copies
   const StepResult r = optimizer_->step(m.lr, scale);
   scaler_.update(r.skipped);
   if (!r.skipped) ++lr_steps_;   // Megatron steps its scheduler only on a successful update
@@ -291,13 +292,13 @@ StepMetrics Trainer::train_step() {
   for (size_t c = 0; c < kNumMemCategories; ++c)
     mem[c] = static_cast<double>(pool_.counters().peak[c]);
   mem[kNumMemCategories] = static_cast<double>(pool_.total_peak());
-  // Offloaded checkpoints live in the host pool where that is a pool of its own (CUDA): they are
-  // part of what the run keeps, so they are reported with the rest (the device total excludes
-  // them).
-  if (&ctx_.host() != &pool_) {
-    constexpr auto kHost = static_cast<size_t>(MemCategory::HostCheckpoints);
-    mem[kHost] += static_cast<double>(ctx_.host().counters().peak[kHost]);
-  }
+  // Offloaded checkpoints and the --async-save snapshot live in the host pool where that is a
+  // pool of its own (CUDA): they are part of what the run keeps, so they are reported with the
+  // rest (the device total excludes them).
+  if (&ctx_.host() != &pool_)
+    for (const MemCategory c : {MemCategory::HostCheckpoints, MemCategory::HostSnapshot})
+      mem[static_cast<size_t>(c)] +=
+          static_cast<double>(ctx_.host().counters().peak[static_cast<size_t>(c)]);
   mem[kNumMemCategories + 1] = 1.0 - pool_.fragmentation();  // max of this = worst rank
   reducer_.max(mem);
   m.memory_fragmentation = 1.0 - mem[kNumMemCategories + 1];
