@@ -38,7 +38,7 @@
 # sent on as SIGUSR2 and mpirun's own status (0 when every rank saved and exited 0) is this
 # script's; otherwise, and at a second SIGTERM/SIGINT, or when the job is still running
 # ZT_STOP_GRACE / --stop-grace seconds after the first (default 300: a step plus a save of a
-# large shard to a slow disk), mpirun gets SIGTERM and the job ends within about a second.
+# large shard to a slow disk), mpirun gets SIGTERM and the job ends in about 2 s.
 set -euo pipefail
 hostfile=${ZT_HOSTFILE:-}
 net_if=${ZT_NET_IF:-}
@@ -115,7 +115,8 @@ grace=${grace:-300}
 # stops_cleanly_on_signal): --exit-signal-handler, or --save without --no-exit-signal-handler, as
 # flags or config keys.
 saves=0 handler=0 no_handler=0
-config_key() { grep -Eq "\"$2\"[[:space:]]*:[[:space:]]*$3" "$1" 2>/dev/null; }
+# Only a regular file is read (zerotron refuses anything else: a FIFO would block grep).
+config_key() { [[ -f "$1" ]] && grep -Eq "\"$2\"[[:space:]]*:[[:space:]]*$3" "$1" 2>/dev/null; }
 prev=
 for a in "$@"; do
   case $a in
