@@ -1,5 +1,6 @@
-// save_checkpoint: every writing rank streams its shard into iter_N.tmp/, then rank 0 records
-// meta.json and publishes the iteration.
+// A save's three parts (save_parts.h): the ranks make iter_N.tmp/, every writing rank streams
+// its shard into it, then rank 0 records meta.json and publishes the iteration; save_checkpoint
+// runs them in a row.
 #include <algorithm>
 #include <filesystem>
 #include <functional>
