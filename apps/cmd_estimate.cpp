@@ -25,6 +25,7 @@ nlohmann::json stage_json(const MemoryPlan& p, double device) {
           {"activation_bytes", p.activations},
           {"checkpoint_bytes", p.checkpoints},
           {"host_checkpoint_bytes", p.host_checkpoints},
+          {"host_snapshot_bytes", p.host_snapshot},
           {"buffers_bytes", p.buffers},
           {"total_bytes", p.device_total()},
           {"nccl_communicators", p.nccl_communicators},
@@ -133,6 +134,8 @@ int estimate(Args args) {
     fmt::print(
         "  buffers         {:10.3f}\n  total (device)  {:10.3f}\n  host ckpts      {:10.3f}\n",
         gb(p.buffers), gb(p.device_total()), gb(p.host_checkpoints));
+    if (p.host_snapshot > 0)  // --async-save
+      fmt::print("  host snapshot   {:10.3f}\n", gb(p.host_snapshot));
     if (device > 0)
       fmt::print("  fits in {:.1f} GB: {}\n", gb(device),
                  plan_fits(p, device, FitCriterion::Device) ? "yes" : "no");
@@ -167,6 +170,7 @@ int estimate(Args args) {
   row("buffers", [](P q) { return static_cast<double>(q.buffers); });
   row("total (device)", [](P q) { return static_cast<double>(q.device_total()); });
   row("host ckpts", [](P q) { return static_cast<double>(q.host_checkpoints); });
+  if (in.async_save) row("host snapshot", [](P q) { return static_cast<double>(q.host_snapshot); });
   row("comm dp /step", [](P q) { return static_cast<double>(q.comm_dp); });
   row("comm tp /step", [](P q) { return static_cast<double>(q.comm_tp); });
   row("comm pp /step", [](P q) { return static_cast<double>(q.comm_pp); });

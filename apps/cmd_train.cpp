@@ -23,6 +23,7 @@
 #include "src/core/log.h"
 #include "src/faults/fault_injection.h"
 #include "src/planner/train_plan.h"
+#include "src/train/exit_conditions.h"
 #include "src/train/train_data.h"
 #include "src/train/train_device.h"
 #include "src/train/trainer.h"
@@ -96,6 +97,8 @@ int train(Args args) {
       if (rt.rank() == 0) std::fputs(train_options_help().c_str(), stdout);
       return 0;
     }
+    // A clean stop from here on, a load included, takes effect after the first step.
+    const StopSignals stop_signals(stops_cleanly_on_signal(o));
     if (!o.save.empty() && rt.world_size() > 1) {
       // Rank 0's probe first, then every other rank looks for it (two agreements: the first
       // is the barrier between writing and looking).

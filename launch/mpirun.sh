@@ -27,16 +27,18 @@
 #     group (consecutive ranks) stays on one host when the slots per host are a multiple of tp.
 #     ZT_MPIRUN_ARGS='--map-by node' overrides it (zerotron then refuses or warns, see
 #     --tp-within-node).
-# Clean stop (with a hostfile, or whenever ZT_STOP_GRACE / --stop-grace is given): mpirun runs in
-# its own session, so a Ctrl-C or SIGTERM to this script's process group reaches this script only.
+# Clean stop: mpirun runs in its own session, so a Ctrl-C or SIGTERM to this script's process
+# group (a terminal's Ctrl-C goes to the whole foreground group) reaches this script only.
 # Open MPI 4.1's mpirun answers SIGTERM/SIGINT by killing the job (SIGTERM to the ranks, SIGKILL
 # odls_base_sigkill_timeout = 1 s later, exit status 1), which kills a checkpoint being written.
-# It forwards SIGUSR2 to every rank on every node and otherwise leaves the job alone; zerotron's
-# --exit-signal-handler treats SIGUSR2 like SIGTERM (finish the step, save, exit 0). So the first
-# SIGTERM/SIGINT is sent on as SIGUSR2, and mpirun's own status (0 when every rank saved and
-# exited 0) is this script's. When the job is still running ZT_STOP_GRACE seconds later
-# (default 300: a step plus a save of a large shard to a slow disk), or at a second
-# SIGTERM/SIGINT, mpirun gets SIGTERM and the job ends at once.
+# It forwards SIGUSR2 to every rank on every node and otherwise leaves the job alone; zerotron
+# with --save (or --exit-signal-handler; not with --no-exit-signal-handler) treats SIGUSR2 like
+# SIGTERM: finish the step, save, exit 0. So when the command line says the ranks stop that way
+# (the flags, or the keys of a --config / --deepspeed-config file), the first SIGTERM/SIGINT is
+# sent on as SIGUSR2 and mpirun's own status (0 when every rank saved and exited 0) is this
+# script's; otherwise, and at a second SIGTERM/SIGINT, or when the job is still running
+# ZT_STOP_GRACE / --stop-grace seconds after the first (default 300: a step plus a save of a
+# large shard to a slow disk), mpirun gets SIGTERM and the job ends in about 2 s.
 set -euo pipefail
 hostfile=${ZT_HOSTFILE:-}
 net_if=${ZT_NET_IF:-}
@@ -85,7 +87,6 @@ if [[ -n "$hostfile" ]]; then
   flags+=(--mca oob_tcp_keepalive_time $((hb / 2 > 0 ? hb / 2 : 1))
     --mca oob_tcp_keepalive_intvl $((hb / 10 > 0 ? hb / 10 : 1)) --mca oob_tcp_keepalive_probes 5)
   [[ -n "$net_if" ]] && flags+=(--mca btl_tcp_if_include "$net_if" --mca oob_tcp_if_include "$net_if")
-  grace=${grace:-300}
 else
   flags=(-np "$np" --oversubscribe --bind-to none --mca btl self,vader)
 fi
@@ -95,14 +96,9 @@ fi
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$threads}
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-$threads}
 export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.hugetlb=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967296}
-if [[ -n "${ZT_MPIRUN_VERBOSE:-}" ]]; then
-  # shellcheck disable=SC2086
-  exec mpirun "${flags[@]}" \
-    -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS -x GLIBC_TUNABLES \
-    ${ZT_MPIRUN_ARGS:-} "$@"
-fi
 # Open MPI's help messages are blocks between lines of dashes; a block naming a non-zero exit
 # status is dropped, every other line passes at once (flushed, so ranks' lines keep their order).
+# shellcheck disable=SC2317 # called through $filter
 drop_exit_banners() {
   awk '
     /^--------------------/ { if (inblock) { block = block $0 "\n"; inblock = 0;
@@ -114,21 +110,39 @@ drop_exit_banners() {
     { print; fflush() }
     END { if (inblock) printf "%s", block }'
 }
-# stdout goes straight through (fd 3); only stderr is filtered; the exit status is mpirun's.
+grace=${grace:-300}
+# Whether the ranks stop cleanly on the forwarded SIGUSR2 (zerotron train's
+# stops_cleanly_on_signal): --exit-signal-handler, or --save without --no-exit-signal-handler, as
+# flags or config keys.
+saves=0 handler=0 no_handler=0
+# Only a regular file is read (zerotron refuses anything else: a FIFO would block grep).
+config_key() { [[ -f "$1" ]] && grep -Eq "\"$2\"[[:space:]]*:[[:space:]]*$3" "$1" 2>/dev/null; }
+prev=
+for a in "$@"; do
+  case $a in
+    --save | --save=?*) saves=1 ;;
+    --exit-signal-handler | --exit-signal-handler=true | --exit-signal-handler=1) handler=1 ;;
+    --no-exit-signal-handler | --no-exit-signal-handler=true | --no-exit-signal-handler=1) no_handler=1 ;;
+  esac
+  if [[ "$prev" == --config || "$prev" == --deepspeed-config ]]; then
+    config_key "$a" save '"[^"]' && saves=1
+    config_key "$a" exit_signal_handler true && handler=1
+    config_key "$a" no_exit_signal_handler true && no_handler=1
+  fi
+  prev=$a
+done
+clean=0
+[[ "${2:-}" == train ]] && ((handler || (saves && !no_handler))) && clean=1
+# stdout goes straight through (fd 3); only stderr is filtered (ZT_MPIRUN_VERBOSE=1: not even
+# that); the exit status is mpirun's; the filter is deaf to the signals.
+filter="drop_exit_banners"
+[[ -n "${ZT_MPIRUN_VERBOSE:-}" ]] && filter="cat"
 exec 3>&1
 set +e
-if [[ -z "$grace" ]]; then
-  # shellcheck disable=SC2086
-  mpirun "${flags[@]}" \
-    -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS -x GLIBC_TUNABLES \
-    ${ZT_MPIRUN_ARGS:-} "$@" 2>&1 1>&3 3>&- | drop_exit_banners >&2
-  exit "${PIPESTATUS[0]}"
-fi
-# The clean-stop path (see the top): mpirun in its own session, the filter deaf to the signals.
 errpipe=$(mktemp -u)
 mkfifo "$errpipe"
 trap 'rm -f "$errpipe"' EXIT
-(trap '' INT TERM; drop_exit_banners < "$errpipe" >&2) &
+(trap '' INT TERM; "$filter" < "$errpipe" >&2) &
 filter=$!
 # shellcheck disable=SC2086
 setsid mpirun "${flags[@]}" \
@@ -139,8 +153,11 @@ stops=0
 timer=
 stop() {
   stops=$((stops + 1))
-  if ((stops == 1)); then
-    echo "launch/mpirun.sh: stopping: every rank finishes its step and saves (up to ${grace} s; again to abort)" >&2
+  if ((stops == 1 && !clean)); then
+    echo "launch/mpirun.sh: stopping the job (no clean stop: it has no --save, or has --no-exit-signal-handler)" >&2
+    kill -TERM "$run" 2>/dev/null
+  elif ((stops == 1)); then
+    echo "launch/mpirun.sh: stopping: every rank finishes its step, saves and exits (up to ${grace} s; Ctrl-C again to abort)" >&2
     kill -USR2 "$run" 2>/dev/null
     # The timer takes its sleep with it when it is stopped early.
     (

@@ -112,6 +112,9 @@ void validate_train_options(const TrainOptions& o, int dp) {
   }
   ZT_REQUIRE(o.ckpt_step < 0 || !o.load.empty(),
              "--ckpt-step {} needs --load (the checkpoint directory to load it from)", o.ckpt_step);
+  ZT_REQUIRE(!(o.exit_signal_handler && o.no_exit_signal_handler),
+             "--exit-signal-handler and --no-exit-signal-handler are exclusive");
+  ZT_REQUIRE(!o.async_save || !o.save.empty(), "--async-save needs --save");
   ZT_REQUIRE(o.min_lr <= o.lr, "--min-lr ({}) must not exceed --lr ({})", o.min_lr, o.lr);
   const int decay = lr_decay_iters(o);
   ZT_REQUIRE(o.lr_warmup_iters <= decay,

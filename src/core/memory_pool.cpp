@@ -24,6 +24,8 @@ std::string_view mem_category_name(MemCategory c) {
       return "buffers";
     case MemCategory::KvCache:
       return "kv_cache";
+    case MemCategory::HostSnapshot:
+      return "host_snapshot";
     case MemCategory::kCount:
       break;
   }

@@ -20,6 +20,7 @@ enum class MemCategory : uint8_t {
   HostCheckpoints,  // activation checkpoints offloaded to host memory
   Buffers,          // communication buckets, gathered parameters, staging, scratch
   KvCache,          // generation: the key/value cache and the decoder's workspace
+  HostSnapshot,     // --async-save: the copy of a checkpoint's states its background write reads
   kCount
 };
 constexpr size_t kNumMemCategories = static_cast<size_t>(MemCategory::kCount);

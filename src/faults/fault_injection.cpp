@@ -22,7 +22,8 @@ Fault parse_fault(const std::string& spec) {
       {"inf", Fault::Inf},
       {"poison", Fault::Poison},
       {"kill-in-save", Fault::KillInSave},
-      {"slow-save", Fault::SlowSave}};
+      {"slow-save", Fault::SlowSave},
+      {"kill-in-write", Fault::KillInWrite}};
   // Rank 0 dies between these steps of publishing a checkpoint.
   constexpr std::pair<std::string_view, PublishPoint> kPoints[] = {
       {"kill-before-rename", PublishPoint::BeforeRename},
@@ -44,8 +45,8 @@ Fault parse_fault(const std::string& spec) {
     }
   ZT_REQUIRE(known,
              "ZT_INJECT_FAULT kind must be throw, hang, inf, poison, kill-in-save, slow-save, "
-             "kill-before-rename, "
-             "kill-after-exchange, kill-before-latest or kill-before-prune");
+             "kill-in-write, kill-before-rename, kill-after-exchange, kill-before-latest or "
+             "kill-before-prune");
   f.rank = std::stoi(spec.substr(a + 1, b - a - 1));
   f.step = std::stoi(spec.substr(b + 1));
   return f;
@@ -86,9 +87,19 @@ TrainerHooks fault_hooks(const Fault& fault, int rank) {
     case Fault::SlowSave:
       h.save = [at](int iteration) {
         SaveHooks s;
-        if (iteration == at)
+        if (iteration == at || at == 0)
           s.progress = [](uint64_t, uint64_t) {
             std::this_thread::sleep_for(std::chrono::seconds(3));
+          };
+        return s;
+      };
+      break;
+    case Fault::KillInWrite:
+      h.save = [at](int iteration) {
+        SaveHooks s;
+        if (iteration == at)
+          s.progress = [](uint64_t done, uint64_t total) {
+            if (done < total) std::raise(SIGKILL);
           };
         return s;
       };

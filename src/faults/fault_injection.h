@@ -9,7 +9,11 @@
 //   kill-in-save         it is killed (SIGKILL) while saving step STEP's checkpoint, once its
 //                        shard is on disk and before the checkpoint is published
 //   slow-save            each piece of its shard written while saving step STEP's checkpoint
-//                        takes 3 s longer (a slow filesystem: the progress lines' test)
+//                        (STEP 0: every checkpoint) takes 3 s longer (a slow filesystem: the
+//                        progress lines' and the clean stops' tests)
+//   kill-in-write        it is killed (SIGKILL) in the middle of writing its shard of step
+//                        STEP's checkpoint, after the first piece (with --async-save on the
+//                        background writer, while training goes on)
 //   kill-before-rename, kill-after-exchange, kill-before-latest, kill-before-prune
 //                        it (rank 0, the one that publishes) is killed at that point of
 //                        publishing step STEP's checkpoint
@@ -29,7 +33,8 @@ struct Fault {
     Poison,
     KillInSave,
     SlowSave,
-    KillInPublish
+    KillInPublish,
+    KillInWrite,
   } kind = Throw;
   int rank = -1, step = -1;
   PublishPoint point = PublishPoint::BeforeRename;  // KillInPublish

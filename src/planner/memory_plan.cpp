@@ -220,6 +220,7 @@ MemoryPlan plan_memory(const PlanInput& in) {
       p.grads = shard * eg;
       p.optimizer = 3 * shard * 4;
   }
+  p.host_snapshot = in.async_save ? 3 * (in.zero_stage == 0 ? numel : shard) * 4 : 0;
   // The model computes in the working precision: its activations and checkpoints are sized by it.
   GptConfig c = in.model;
   c.dtype = in.working;

@@ -46,12 +46,18 @@ struct PlanInput {
   // The CUDA backend: its GEMM workspace (buffers) and, with Pa+cpu, the device buffer the next
   // span's input is prefetched into (activations).
   bool cuda = false;
+  // --async-save with --save: the host snapshot of the writing rank's states.
+  bool async_save = false;
 };
 
 struct MemoryPlan {
   // Bytes per rank by MemoryPool category.
   size_t params = 0, grads = 0, optimizer = 0, activations = 0, checkpoints = 0,
          host_checkpoints = 0;
+  // --async-save: the host copy of the fp32 master and Adam moments a checkpoint writes in the
+  // background, on a rank that writes a shard (at ZeRO stage 0 one data-parallel rank per
+  // tensor-parallel rank and stage: the plan is that rank's).
+  size_t host_snapshot = 0;
   // Constant-size buffers (category Buffers): staging slots, gradient slots, reduce buckets,
   // stage-3 gathered blocks, the communicators' staging, the scalar reducers (on the CPU backend:
   // on CUDA they are in pinned host memory, not counted here).

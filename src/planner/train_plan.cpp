@@ -67,6 +67,7 @@ PlanInput plan_input_from(const TrainOptions& o, int dp) {
   in.max_live_parameters = d.zero.max_live_parameters;
   in.staged_half_reductions = o.device != "cuda";
   in.cuda = o.device == "cuda";
+  in.async_save = o.async_save && !o.save.empty();
   return in;
 }
 
@@ -121,7 +122,7 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
     refuse("at least ", states + acts, "activations", acts, budget);
   }
   // Every stage's own plan: a pipeline stage holds its layers only, and every rank must fit.
-  using Parts = std::array<std::pair<std::string_view, double>, 7>;
+  using Parts = std::array<std::pair<std::string_view, double>, 8>;
   auto parts_of = [&](const MemoryPlan& p) {
     return Parts{{
         {"params", static_cast<double>(p.params)},
@@ -131,6 +132,7 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
         {"checkpoints", static_cast<double>(p.checkpoints)},
         {"buffers", static_cast<double>(p.buffers)},
         {"host checkpoints", budget.host ? static_cast<double>(p.host_checkpoints) : 0.0},
+        {"host snapshot", budget.host ? static_cast<double>(p.host_snapshot) : 0.0},
     }};
   };
   auto total_of = [](const Parts& parts) {

@@ -9,15 +9,20 @@
 
 #include "src/comm/scalar_reducer.h"
 #include "src/config/options.h"
+#include "src/core/stop_signals.h"
 
 namespace zt {
 
+// Whether SIGTERM, SIGINT, SIGUSR1 and SIGUSR2 make every rank finish its step, save and exit 0:
+// --exit-signal-handler, or --save without --no-exit-signal-handler (launch/mpirun.sh reads the
+// same flags to tell whether a stop it passes on will be saved).
+bool stops_cleanly_on_signal(const TrainOptions& o);
+
 class ExitConditions {
  public:
-  // `reducer`: over the world. With --exit-signal-handler, SIGTERM, SIGINT, SIGUSR1 and SIGUSR2
-  // only set a flag from here until destruction (the previous handlers are then restored).
+  // `reducer`: over the world. When stops_cleanly_on_signal, the signals are caught
+  // (StopSignals) until destruction.
   ExitConditions(const TrainOptions& o, comm::ScalarReducer& reducer);
-  ~ExitConditions();
   ExitConditions(const ExitConditions&) = delete;
   ExitConditions& operator=(const ExitConditions&) = delete;
 
@@ -28,9 +33,7 @@ class ExitConditions {
   const TrainOptions& o_;
   comm::ScalarReducer& reducer_;
   std::chrono::steady_clock::time_point start_;
-  using Handler = void (*)(int);
-  Handler previous_term_ = nullptr, previous_int_ = nullptr, previous_usr1_ = nullptr,
-          previous_usr2_ = nullptr;
+  StopSignals signals_;
 };
 
 }  // namespace zt

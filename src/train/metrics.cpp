@@ -78,6 +78,21 @@ double perplexity(double loss) {
 
 }  // namespace
 
+void MetricsWriter::write_save(int iteration, bool async, double stall_s, double write_s) {
+  if (events_) {
+    events_->add_scalar("save-stall-s", stall_s, iteration);
+    events_->add_scalar("save-write-s", write_s, iteration);
+    events_->flush();
+  }
+  if (!out_.is_open()) return;
+  const nlohmann::json j = {{"iteration", iteration},
+                            {"save_stall_s", stall_s},
+                            {"save_write_s", write_s},
+                            {"async_save", async}};
+  out_ << j.dump() << '\n';
+  out_.flush();
+}
+
 void MetricsWriter::write_evaluation(std::string_view split, int iteration, double loss) {
   if (events_) {
     events_->add_scalar(fmt::format("lm loss {}", split), loss, iteration);

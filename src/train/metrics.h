@@ -68,6 +68,9 @@ class MetricsWriter {
   // "resumed_iteration", "skipped_samples": [[begin, end], ...], "rewinds"} as one JSON line, and
   // TensorBoard's "rewind/skipped-samples" (how many) and "rewind/resumed-iteration" at `diverged`.
   void write_rewind(int diverged, int resumed, const data::SampleSkips& skipped, int rewinds);
+  // A published checkpoint: {"iteration", "save_stall_s" (the loop's wait), "save_write_s" (the
+  // shard write and fsync), "async_save"}, times the largest over ranks; also TensorBoard's.
+  void write_save(int iteration, bool async, double stall_s, double write_s);
 
  private:
   std::ofstream out_;

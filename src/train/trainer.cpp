@@ -71,6 +71,7 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
   runner_ = pipeline::make_runner(*model_, *activations_, &topo_.pp(), shape, ctx_,
                                   o_.micro_batch_size, static_cast<int32_t*>(batch_.data()));
   if (o_.sample_interval > 0) sample_ = std::make_unique<TextSample>(o_);
+  saver_.emplace(ctx_, o_.async_save, *optimizer_, dp_rank_);
   if (ctx_.needs_staging()) {
     batch_host_ = ctx_.host().allocate(batch_bytes, MemCategory::Buffers);
     checkpoint_staging_ = HostStaging(ctx_);
@@ -152,19 +153,40 @@ void Trainer::mid_step() {
 
 void Trainer::save(bool print) {
   SaveHooks hooks = hooks_.save ? hooks_.save(iteration_) : SaveHooks{};
+  saved_iteration_ = iteration_;
+  const bool async = saver_->async();  // then the write runs on the saver's thread, unreported
   // Rank 0's shard stands for the save's progress (every writing rank's is about as long).
   Progress progress(fmt::format("saving checkpoint at iteration {} to {}", iteration_, o_.save), 0,
-                    print);
-  hooks.progress = [&, inner = hooks.progress](uint64_t done, uint64_t total) {
-    if (inner) inner(done, total);
-    progress.set_total(total);
-    progress.add(done - progress.done());
-  };
-  const std::string where = save_checkpoint(o_.save, hooks);
-  saved_iteration_ = iteration_;
+                    print && !async);
+  if (!async)
+    hooks.progress = [&, inner = hooks.progress](uint64_t done, uint64_t total) {
+      if (inner) inner(done, total);
+      progress.set_total(total);
+      progress.add(done - progress.done());
+    };
+  const std::optional<SaveRecord> r = saver_->save(o_.save, checkpoint_state(), hooks);
+  if (print && async)
+    log::info(
+        " writing checkpoint at iteration {} to {} in the background (the loop waited {:.2f} s)",
+        iteration_, o_.save, progress.seconds());
+  if (print && !async)
+    log::info(" saved checkpoint at iteration {} to {} ({:.2f} s, rank 0: {})", iteration_,
+              r->where, progress.seconds(), progress.status());
+  report_save(r, print && async);
+}
+
+void Trainer::wait_for_pending_save(bool print) {
+  report_save(saver_->wait(topo_.host_world()), print);
+}
+
+void Trainer::report_save(const std::optional<SaveRecord>& r, bool print) {
+  if (!r) return;
+  metrics_.write_save(r->iteration, r->async, r->stall_s, r->write_s);
   if (print)
-    log::info(" saved checkpoint at iteration {} to {} ({:.2f} s, rank 0: {})", iteration_, where,
-              progress.seconds(), progress.status());
+    log::info(
+        " saved checkpoint at iteration {} to {} (background write {:.2f} s, the loop waited "
+        "{:.2f} s)",
+        r->iteration, r->where, r->write_s, r->stall_s);
 }
 
 CheckpointState Trainer::checkpoint_state() {
@@ -190,11 +212,10 @@ int Trainer::load_checkpoint(const std::string& dir, LoadAccounting* accounting,
                              std::optional<LoadScope> given) {
   // Megatron's meanings: --finetune takes the weights alone; --no-load-optim leaves the
   // optimizer, its schedule and the loss scale fresh; --no-load-rng keeps --seed's dropout.
-  const LoadScope scope =
-      given.value_or(LoadScope{.optimizer = !o_.finetune && !o_.no_load_optim,
-                               .progress = !o_.finetune,
-                               .rng = !o_.finetune && !o_.no_load_rng,
-                               .iteration = checkpoint_step(o_)});
+  const LoadScope scope = given.value_or(LoadScope{.optimizer = !o_.finetune && !o_.no_load_optim,
+                                                   .progress = !o_.finetune,
+                                                   .rng = !o_.finetune && !o_.no_load_rng,
+                                                   .iteration = checkpoint_step(o_)});
   Progress progress(fmt::format("loading checkpoint {} (rank 0's model states)", dir), 0);
   CheckpointState state = checkpoint_state();
   state.read_progress = [&](uint64_t bytes) { progress.add(bytes); };
@@ -261,6 +282,7 @@ StepMetrics Trainer::train_step() {
   m.iteration = iteration_;
   m.train_iters = o_.train_iters;
   m.lr = schedule_.at(lr_steps_ + 1);
+  saver_->wait_for_snapshot();  // --async-save: the step changes what the snapshot copies
   const StepResult r = optimizer_->step(m.lr, scale);
   scaler_.update(r.skipped);
   if (!r.skipped) ++lr_steps_;   // Megatron steps its scheduler only on a successful update
@@ -301,13 +323,13 @@ StepMetrics Trainer::train_step() {
   for (size_t c = 0; c < kNumMemCategories; ++c)
     mem[c] = static_cast<double>(pool_.counters().peak[c]);
   mem[kNumMemCategories] = static_cast<double>(pool_.total_peak());
-  // Offloaded checkpoints live in the host pool where that is a pool of its own (CUDA): they are
-  // part of what the run keeps, so they are reported with the rest (the device total excludes
-  // them).
-  if (&ctx_.host() != &pool_) {
-    constexpr auto kHost = static_cast<size_t>(MemCategory::HostCheckpoints);
-    mem[kHost] += static_cast<double>(ctx_.host().counters().peak[kHost]);
-  }
+  // Offloaded checkpoints and the --async-save snapshot live in the host pool where that is a
+  // pool of its own (CUDA): they are part of what the run keeps, so they are reported with the
+  // rest (the device total excludes them).
+  if (&ctx_.host() != &pool_)
+    for (const MemCategory c : {MemCategory::HostCheckpoints, MemCategory::HostSnapshot})
+      mem[static_cast<size_t>(c)] +=
+          static_cast<double>(ctx_.host().counters().peak[static_cast<size_t>(c)]);
   mem[kNumMemCategories + 1] = 1.0 - pool_.fragmentation();  // max of this = worst rank
   reducer_.max(mem);
   m.memory_fragmentation = 1.0 - mem[kNumMemCategories + 1];
@@ -411,12 +433,14 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
           m.iteration != o_.train_iters && !save_or_rewind(print))
         continue;
       stop = exits.reason_to_stop(m.iteration);
+      if (saver_->pending()) report_save(saver_->finish_if_written(topo_.host_world()), print);
     }
     if (!stop.empty()) {
       // A clean stop (often a scheduler's SIGTERM before its time limit): the checkpoint comes
       // before anything else that could run out the clock.
       if (print) log::info("zerotron: stopping at iteration {}: {}", iteration_, stop);
       if (!o_.save.empty() && saved_iteration_ != iteration_) save(print);
+      wait_for_pending_save(print);
       return history_;
     }
     if (data_.valid && (validation_.empty() || validation_.back().first != iteration_))
@@ -428,6 +452,7 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
     }
     if (!o_.save.empty() && saved_iteration_ != iteration_ && !save_or_rewind(print))
       continue;  // rewound: train on from the checkpoint
+    wait_for_pending_save(print);
     return history_;
   }
 }
@@ -473,6 +498,7 @@ std::string Trainer::divergence_report(const std::string& cause, int& reporter) 
 void Trainer::on_divergence(const std::string& cause) {
   int reporter = 0;
   const std::string report = divergence_report(cause, reporter);
+  wait_for_pending_save();  // an earlier step's write: finite, so `latest` may move to it
   if (o_.on_divergence != "rewind")
     throw RunStopped(report +
                          "; stopped without saving (--on-divergence rewind goes back to the newest "
@@ -483,6 +509,7 @@ void Trainer::on_divergence(const std::string& cause) {
 
 void Trainer::rewind(const std::string& report, int reporter) {
   namespace fs = std::filesystem;
+  wait_for_pending_save();
   // Every rank must reach the checkpoint (--save is checked to be shared at start).
   const bool missing = !fs::exists(fs::path(o_.save) / "latest");
   if (!comm::ranks_where(topo_.host_world(), missing).empty())

@@ -11,6 +11,7 @@
 #include "src/checkpoint/checkpoint.h"
 #include "src/checkpoint/directory.h"
 #include "src/checkpoint/host_staging.h"
+#include "src/checkpoint/saver.h"
 #include "src/comm/comm_stats.h"
 #include "src/comm/scalar_reducer.h"
 #include "src/comm/topology.h"
@@ -86,8 +87,13 @@ class Trainer {
   // --no-load-optim and --no-load-rng leave, or `scope`); returns its iteration.
   int load_checkpoint(const std::string& dir, LoadAccounting* accounting = nullptr,
                       std::optional<LoadScope> scope = std::nullopt);
-  // Writes a checkpoint of this step to --save.
+  // Writes a checkpoint of this step to --save (with --async-save: snapshots it and writes it
+  // in the background).
   void save(bool print);
+  // Collective: an --async-save write still under way is waited for and published (nothing
+  // otherwise). The run waits at each save, a stop and the end; call it before anything that
+  // reads --save (a rewind to `latest`).
+  void wait_for_pending_save(bool print = true);
 
  private:
   TrainOptions o_;
@@ -157,6 +163,9 @@ class Trainer {
   // Saves at the run's save points; a refused save (non-finite model) is a divergence. False when
   // it rewound instead.
   bool save_or_rewind(bool print);
+  std::optional<CheckpointSaver> saver_;  // made once the optimizer exists
+  // A published save: its metrics record and (when `print`) its console line.
+  void report_save(const std::optional<SaveRecord>& r, bool print);
   TrainerHooks hooks_;
   // Calls hooks_.mid_step for the step under way.
   void mid_step();

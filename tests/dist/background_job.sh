@@ -12,7 +12,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=$(mktemp -d)
 job=
 cleanup() {
-  [ -n "$job" ] && kill -TERM -- "-$job" 2>/dev/null
+  # Twice: at the first stop the launcher may let the ranks save; the second ends the job.
+  [ -n "$job" ] && kill -TERM -- "-$job" 2>/dev/null && sleep 0.5 && kill -TERM -- "-$job" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT

@@ -48,8 +48,9 @@ resave-*)
   echo "PASS: killed $point a re-save; latest stayed complete and resumed bitwise"
   ;;
 two-jobs)
+  # It only holds the lock: stopped without a save.
   setsid "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 20000 --save "$work/ck" \
-    --metrics-file "$work/first.jsonl" >"$work/first.log" 2>&1 &
+    --no-exit-signal-handler --metrics-file "$work/first.jsonl" >"$work/first.log" 2>&1 &
   job=$!
   for _ in $(seq 600); do [ -s "$work/first.jsonl" ] && break; sleep 0.1; done
   [ -s "$work/first.jsonl" ] || fail "the first job did not start"

@@ -2,8 +2,16 @@
 # Clean stops (CTest: dist.checkpoint_stop.<case>): the job saves a checkpoint at a step boundary
 # every rank agrees on, exits 0, and resuming from it gives bitwise the losses of an
 # uninterrupted run.
-#   sigterm        --exit-signal-handler; SIGTERM reaches one rank (rank 1 of 2) in the middle
-#                  of training: both stop after the same step, save it and exit 0
+#   sigterm        SIGTERM reaches one rank (rank 1 of 2) in the middle of training (the clean
+#                  stop is on by default with --save): both stop after the same step, save it
+#                  and exit 0
+#   launcher-sigint, launcher-sigterm
+#                  the signal goes to launch/mpirun.sh's process group (as a terminal's Ctrl-C
+#                  or a scheduler's SIGTERM does) after step 2, no flag but --save, and rank 0's
+#                  every save takes 9 s (ZT_INJECT_FAULT slow-save, far past Open MPI's 1 s
+#                  between its SIGTERM and SIGKILL): the job saves and exits 0
+#   no-handler     the same SIGTERM with --no-exit-signal-handler: the launcher says it stops
+#                  the job without a save, and the job ends non-zero with no checkpoint
 #   exit-interval  --exit-interval 3: stops after step 3
 #   exit-duration  --exit-duration-in-mins 1e-9: stops after the first step
 set -euo pipefail
@@ -28,10 +36,56 @@ rank_pid() {
   done
 }
 
+# The launcher's job in its own process group, with SIGINT at its default: a background job of a
+# non-interactive shell starts with it ignored, which the launcher could not undo.
+launch_bg() {
+  setsid env --default-signal=INT "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" \
+    --train-iters 20000 --save "$work/ck" --metrics-file "$work/stopped.jsonl" "$@" \
+    >"$work/stop.log" 2>&1 &
+  job=$!
+}
+# Waits (up to 5 minutes on a loaded machine) until the job logged $1 steps.
+wait_steps() {
+  for _ in $(seq 3000); do [ "$(losses "$work/stopped.jsonl" 2>/dev/null | wc -l)" -ge "$1" ] && break; sleep 0.1; done
+  [ "$(losses "$work/stopped.jsonl" 2>/dev/null | wc -l)" -ge "$1" ] || fail "no $1 steps"
+}
+
 case "$case" in
+launcher-sigint | launcher-sigterm)
+  sig=${case#launcher-}
+  export ZT_MPIRUN_ARGS="-x ZT_INJECT_FAULT=slow-save:0:0"
+  launch_bg
+  wait_steps 2
+  kill -"${sig^^}" -- "-$job"
+  rc=0
+  wait "$job" || rc=$?
+  job=
+  grep -v "^ iteration" "$work/stop.log" || true
+  [ "$rc" -eq 0 ] || fail "the stopped job exited $rc"
+  grep -q "launch/mpirun.sh: stopping: every rank finishes its step, saves and exits" \
+    "$work/stop.log" || fail "no launcher line"
+  grep -q "zerotron: stopping at iteration [0-9]*: SIGUSR2 (the launcher's stop) received" \
+    "$work/stop.log" || fail "no stop line"
+  k=$(losses "$work/stopped.jsonl" | wc -l)
+  ;;
+no-handler)
+  launch_bg --no-exit-signal-handler
+  wait_steps 2
+  kill -TERM -- "-$job"
+  rc=0
+  wait "$job" || rc=$?
+  job=
+  [ "$rc" -ne 0 ] || fail "the job exited 0"
+  grep -q "launch/mpirun.sh: stopping the job (no clean stop" "$work/stop.log" ||
+    { cat "$work/stop.log"; fail "no launcher line"; }
+  ! grep -q "every rank finishes its step" "$work/stop.log" || fail "the launcher promised a save"
+  [ ! -e "$work/ck/latest" ] || fail "a checkpoint was saved: $(cat "$work/ck/latest")"
+  echo "PASS: --no-exit-signal-handler: the job stopped (exit $rc) without a checkpoint"
+  exit 0
+  ;;
 sigterm)
   setsid "$root/launch/mpirun.sh" -np 2 "$zt" "${args[@]}" --train-iters 20000 --save "$work/ck" \
-    --exit-signal-handler --metrics-file "$work/stopped.jsonl" >"$work/stop.log" 2>&1 &
+    --metrics-file "$work/stopped.jsonl" >"$work/stop.log" 2>&1 &
   job=$!
   # Up to 5 minutes for five steps: a loaded 2-core CI machine can take more than one.
   for _ in $(seq 3000); do [ "$(losses "$work/stopped.jsonl" 2>/dev/null | wc -l)" -ge 5 ] && break; sleep 0.1; done

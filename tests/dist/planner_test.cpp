@@ -205,6 +205,62 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
   }
 }
 
+// --async-save's host snapshot: what a rank that writes a shard holds (the fp32 master and Adam
+// moments it owns; at stage 0 only data-parallel rank 0 writes), as the plan says, through saves
+// in the middle of the run and at its end; nothing without --async-save.
+TEST(Planner, CountsTheAsyncSaveSnapshot) {
+  const int world = dist::world().size();
+  struct Async {
+    int tp, pp, stage;
+    DType working;
+  };
+  const Async cases[] = {{1, 1, 0, F32},  {1, 1, 1, BF16}, {2, 1, 3, F32},
+                         {1, 2, 1, BF16}, {2, 1, 0, F16},  {1, 1, 2, F32}};
+  for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
+    const Async& k = cases[i];
+    if (world % (k.tp * k.pp) != 0) continue;
+    const int dp = world / (k.tp * k.pp);
+    for (bool async : {false, true}) {
+      TrainOptions o = test::small_gpt(0.1, 2);
+      o.num_layers = k.pp > 1 ? 4 : 3;
+      o.micro_batch_size = 2;
+      o.global_batch_size = 2 * dp * 2;
+      o.zero_stage = k.stage;
+      o.bf16 = k.working == BF16;
+      o.fp16 = k.working == F16;
+      if (o.fp16) o.initial_loss_scale = 1024;
+      o.tensor_model_parallel_size = k.tp;
+      o.pipeline_model_parallel_size = k.pp;
+      o.reduce_bucket_size = 2000;
+      o.train_iters = 3;
+      o.save_interval = 1;
+      o.save = dist::scratch_dir() + "zt_planner_async_" + std::to_string(world);
+      o.async_save = async;
+      validate_train_options(o, dp);
+      comm::Topology topo(dist::world(), k.tp, k.pp);
+      size_t measured = 0;
+      {
+        Trainer t(o, dist::pool(), topo);
+        t.run(false);
+        measured = dist::pool().counters().peak[static_cast<size_t>(MemCategory::HostSnapshot)];
+      }
+      PlanInput in = plan_input_from(o, dp);
+      in.stage = topo.pp_rank();
+      const MemoryPlan p = plan_memory(in);
+      const bool writes = k.stage > 0 || topo.dp_rank() == 0;
+      EXPECT_EQ(measured, writes ? p.host_snapshot : 0) << "case " << i << " async " << async;
+      EXPECT_EQ(p.host_snapshot > 0, async) << "case " << i;
+      if (async) {
+        EXPECT_EQ(p.host_snapshot, p.optimizer * (k.stage == 0 && k.working == F32 ? 3 : 2) / 2)
+            << "case " << i << ": the master and both moments";
+      }
+      if (topo.rank() == 0 && async)
+        std::printf("async case %d tp %d pp %d dp %d ZeRO %d: host snapshot %zu/%zu bytes\n", i,
+                    k.tp, k.pp, dp, k.stage, measured, p.host_snapshot);
+    }
+  }
+}
+
 // The CUDA paths' allocations on MPI ranks: cpu_staging_backend() stages through a host pool of
 // its own as the CUDA backend does, so the device pool holds what the plan for --device cuda says,
 // less what the CUDA backend takes for itself (backend_buffers). The scalar reducers (metrics,

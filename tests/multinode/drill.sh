@@ -41,13 +41,16 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
 tiny=(train --device cpu --mock-data --vocab-size 64 --num-layers 2 --hidden-size 32
   --num-attention-heads 4 --seq-length 16 --micro-batch-size 1 --global-batch-size 8 --lr 3e-3
   --lr-decay-iters 20000 --log-interval 1 --reduce-bucket-size 2000 --seed 7)
-# The step metrics that must not depend on where the ranks run.
+# The step metrics that must not depend on where the ranks run (a save's record has no loss).
 fields() {
   python3 -c 'import json,sys
 for l in open(sys.argv[1]):
     d = json.loads(l)
-    print(json.dumps({k: d[k] for k in ("iteration", "lm_loss", "grad_norm", "loss_scale", "comm_bytes")}))' "$1"
+    if "lm_loss" in d:
+        print(json.dumps({k: d[k] for k in ("iteration", "lm_loss", "grad_norm", "loss_scale", "comm_bytes")}))' "$1"
 }
+# The steps a metrics file records.
+steps_in() { grep -c '"lm_loss"' "$1" 2> /dev/null || true; }
 # Runs launch/mpirun.sh on node 1 with the nodes' hostfile; extra mpirun options in $margs.
 margs=
 across() {
@@ -70,7 +73,7 @@ across_bg() {
 rc_of() { sed -n 's/^rc=//p' "$1" | tail -1; }
 wait_steps() { # FILE N SECONDS
   local t=0
-  while [ "$(cat "$1" 2> /dev/null | wc -l)" -lt "$2" ]; do
+  while [ "$(steps_in "$1")" -lt "$2" ]; do
     sleep 0.2
     t=$((t + 1))
     ((t < $3 * 5)) || return 1
@@ -299,7 +302,7 @@ if ((full)) && want stop; then
     wait "$job"
     s=$(since "$t0")
     rc=$(rc_of "$work/stop_$sig.log")
-    k=$(wc -l < "$work/n1/stop_$sig.jsonl")
+    k=$(steps_in "$work/n1/stop_$sig.jsonl")
     if [ "$rc" = 0 ] && [ "$(cat "$work/n1/sck/latest" 2> /dev/null)" = "$(printf 'iter_%07d' "$k")" ]; then
       pass "stop SIG$sig: exit 0 ${s} s after the signal, checkpoint at step $k complete ($(du -sh "$work/n1/sck" | cut -f1), save $(saved_s "$work/stop_$sig.log") s)"
     else

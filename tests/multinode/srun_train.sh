@@ -48,9 +48,9 @@ args=(train --device cpu --mock-data --vocab-size 64 --num-layers 2 --hidden-siz
   --reduce-bucket-size 2000 --comm-timeout 60)
 alloc=(-N 2 --ntasks-per-node=2)
 # A metrics file without its timings: what must be bitwise the same across runs.
-stable() { jq -c 'del(.elapsed_ms, .tokens_per_s, .tflops_per_rank, .comm_exposed_ms, .comm_hidden_fraction,
+stable() { jq -c 'select(has("lm_loss")) | del(.elapsed_ms, .tokens_per_s, .tflops_per_rank, .comm_exposed_ms, .comm_hidden_fraction,
   .elapsed_time_s, .eta_s)' "$1"; }
-losses() { jq -c '[.iteration, .lm_loss, .grad_norm]' "$1"; }
+losses() { jq -c 'select(has("lm_loss")) | [.iteration, .lm_loss, .grad_norm]' "$1"; }
 
 if [ -n "${ZT_LATE_RANK_PROBE:-}" ]; then
   probe=$(realpath "$ZT_LATE_RANK_PROBE")
@@ -106,7 +106,7 @@ stop_case() {
   [ "$c" = usr1 ] && sig=SIGUSR1
   grep -q "zerotron: stopping at iteration [0-9]*: $sig received (--exit-signal-handler)" "$d/job.log" ||
     { grep -v "^ iteration" "$d/job.log"; fail "$c: no stop line"; }
-  k=$(wc -l <"$d/stopped.jsonl")
+  k=$(grep -c '"lm_loss"' "$d/stopped.jsonl")
   [ "$(cat "$d/ck/latest")" = "$(printf 'iter_%07d' "$k")" ] ||
     fail "$c: latest is $(cat "$d/ck/latest") after $k steps"
   # Resumed under srun for two more steps, against an uninterrupted one-node run of k + 2.

@@ -21,6 +21,8 @@ TEST(FaultInjection, ParsesKindRankStep) {
   EXPECT_EQ(parse_fault("hang:1:3").kind, Fault::Hang);
   EXPECT_EQ(parse_fault("inf:0:2").kind, Fault::Inf);
   EXPECT_EQ(parse_fault("kill-in-save:1:4").kind, Fault::KillInSave);
+  EXPECT_EQ(parse_fault("kill-in-write:1:4").kind, Fault::KillInWrite);
+  EXPECT_EQ(parse_fault("slow-save:0:0").kind, Fault::SlowSave);
   const Fault p = parse_fault("kill-before-latest:0:4");
   EXPECT_EQ(p.kind, Fault::KillInPublish);
   EXPECT_EQ(p.point, PublishPoint::BeforeLatest);
@@ -52,6 +54,16 @@ TEST(FaultInjection, HooksActOnlyOnTheRankAndStep) {
   ASSERT_TRUE(save.save);
   EXPECT_FALSE(save.save(3).after_shard) << "another iteration's save is left alone";
   EXPECT_TRUE(save.save(4).after_shard);
+  const TrainerHooks write = fault_hooks(parse_fault("kill-in-write:1:4"), 1);
+  EXPECT_FALSE(write.save(2).progress) << "another iteration's save is left alone";
+  ASSERT_TRUE(write.save(4).progress);
+  EXPECT_FALSE(write.save(4).after_shard) << "it kills during the write, not after it";
+  write.save(4).progress(3, 3);  // the whole shard written: past the point it kills at
+  const TrainerHooks slow = fault_hooks(parse_fault("slow-save:0:0"), 0);
+  EXPECT_TRUE(slow.save(1).progress && slow.save(7).progress) << "step 0: every save";
+  const TrainerHooks slow4 = fault_hooks(parse_fault("slow-save:0:4"), 0);
+  EXPECT_FALSE(slow4.save(3).progress);
+  EXPECT_TRUE(slow4.save(4).progress);
   const TrainerHooks publish = fault_hooks(parse_fault("kill-before-prune:0:4"), 0);
   EXPECT_FALSE(publish.mid_step) << "a publishing fault does nothing during the step";
   EXPECT_TRUE(publish.save(4).at_publish);

@@ -59,6 +59,13 @@ TEST(TrainOptions, RejectsBadInputWithOneClearLine) {
             std::string::npos);
   EXPECT_NE(error_of({"--mock-data", "--vocab-size", "64", "--fp16", "--bf16"}).find("exclusive"),
             std::string::npos);
+  EXPECT_NE(error_of({"--mock-data", "--vocab-size", "64", "--async-save"})
+                .find("--async-save needs --save"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--mock-data", "--vocab-size", "64", "--save", "ck", "--exit-signal-handler",
+                      "--no-exit-signal-handler"})
+                .find("--exit-signal-handler and --no-exit-signal-handler are exclusive"),
+            std::string::npos);
   EXPECT_EQ(error_of({"--mock-data", "--vocab-size", "64"}), "");
 }
 
