@@ -345,6 +345,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, GroupKind kind, MpiContext ctx)
   ZT_MPI(MPI_Comm_rank(comm_, &rank_));
   ZT_MPI(MPI_Comm_size(comm_, &size_));
   world_ranks_ = detail::world_ranks_of(comm_);
+  key_ = group_key(kind_, world_ranks_);
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -369,10 +370,10 @@ Handle MpiCommunicator::make_handle(CommOp op, MPI_Request req, Finish finish,
 }
 
 Watchdog::Where MpiCommunicator::place(std::string_view op, int peer) {
-  const uint64_t seq = ctx_.watchdog->issue(op, kind_);
-  if (peer < 0) return Watchdog::Where{kind_, seq, world_ranks_};
+  const uint64_t seq = ctx_.watchdog->issue(op, kind_, key_);
+  if (peer < 0) return Watchdog::Where{kind_, seq, world_ranks_, -1, key_};
   const int world = peer < size_ ? world_ranks_[static_cast<size_t>(peer)] : -1;
-  return Watchdog::Where{kind_, seq, {}, world};
+  return Watchdog::Where{kind_, seq, {}, world, key_};
 }
 
 // all_reduce ----------------------------------------------------------------------------------

@@ -200,6 +200,7 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   std::vector<int> world_ranks_;
+  uint64_t key_ = 0;  // group_key(kind_, world_ranks_): its collectives' counter on the board
   StagingPool staging_;
 };
 

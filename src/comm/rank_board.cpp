@@ -30,6 +30,17 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 }  // namespace
 
+uint64_t group_key(GroupKind kind, std::span<const int> members) {
+  // FNV-1a over the kind and the ranks; never 0 (a free slot).
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+  };
+  mix(static_cast<uint64_t>(kind));
+  for (int r : members) mix(static_cast<uint64_t>(r));
+  return h ? h : 1;
+}
+
 uint64_t Activity::pack() const {
   return uint64_t{op} << 56 | uint64_t{static_cast<uint8_t>(group)} << 48 | (seq & kSeqMask);
 }
@@ -76,14 +87,31 @@ RankRecord* RankBoard::record(int r) const {
   return i < node_.size() ? node_[i] : nullptr;
 }
 
-uint64_t RankBoard::issue(std::string_view op, GroupKind group) {
-  const auto g = static_cast<size_t>(group);
-  const uint64_t seq = point_to_point(op) ? 0 : mine_->issued[g].fetch_add(1) + 1;
-  mine_->last.store(Activity{op_code(op), group, seq}.pack());
+uint64_t RankBoard::issue(std::string_view op, GroupKind kind, uint64_t group) {
+  uint64_t seq = 0;
+  if (!point_to_point(op)) {
+    for (RankRecord::Count& c : mine_->counts) {
+      uint64_t key = c.group.load();
+      // Only this process writes its record; the threads of it may race for a free slot.
+      if (key == 0 && c.group.compare_exchange_strong(key, group)) key = group;
+      if (key == group) {
+        seq = c.issued.fetch_add(1) + 1;
+        break;
+      }
+    }
+  }
+  mine_->last.store(Activity{op_code(op), kind, seq}.pack());
   return seq;
 }
 
-void RankBoard::set_waiting(const Activity& a) {
+uint64_t RankBoard::issued_on(const RankRecord& rec, uint64_t group) {
+  for (const RankRecord::Count& c : rec.counts)
+    if (c.group.load() == group) return c.issued.load();
+  return 0;
+}
+
+void RankBoard::set_waiting(const Activity& a, uint64_t group) {
+  mine_->waiting_group.store(a.op ? group : 0);
   mine_->waiting.store(a.op ? a.pack() : 0);
   if (a.op) mine_->last.store(a.pack());
 }
@@ -104,8 +132,8 @@ std::string RankBoard::describe_missing(int r, const RankRecord& rec, const Stuc
   std::string here;
   if (!point_to_point(s.op) && !(waiting.op && waiting.group == s.group) &&
       !(!waiting.op && last.op && last.group == s.group))
-    here = fmt::format(" (#{} its last on group {})",
-                       rec.issued[static_cast<size_t>(s.group)].load(), group_kind_name(s.group));
+    here = fmt::format(" (#{} its last on group {})", issued_on(rec, key_of(s)),
+                       group_kind_name(s.group));
   if (silent > stale_s)
     return who + fmt::format("not responding for {:.1f} s (stopped or dead), last seen {}{}",
                              silent,
@@ -125,6 +153,7 @@ RankBoard::Verdict RankBoard::attribute(const Stuck& s, uint64_t now_ns, double 
   const bool p2p = s.peer >= 0;
   const std::vector<int> ranks =
       p2p ? std::vector<int>{s.peer} : std::vector<int>(s.members.begin(), s.members.end());
+  const uint64_t key = key_of(s);
   std::vector<std::string> missing;
   std::vector<int> arrived{rank_}, unseen;
   for (int r : ranks) {
@@ -140,9 +169,8 @@ RankBoard::Verdict RankBoard::attribute(const Stuck& s, uint64_t now_ns, double 
     // Issued as far as `s`, and not blocked in another operation under the same number.
     const Activity in = Activity::unpack(rec->waiting.load());
     const bool elsewhere =
-        in.op && in.group == s.group && in.seq == s.seq && in.op != op_code(s.op);
-    const bool came =
-        !p2p && !elsewhere && rec->issued[static_cast<size_t>(s.group)].load() >= s.seq;
+        in.op && rec->waiting_group.load() == key && in.seq == s.seq && in.op != op_code(s.op);
+    const bool came = !p2p && !elsewhere && issued_on(*rec, key) >= s.seq;
     if (came && alive)
       arrived.push_back(r);
     else
@@ -159,14 +187,22 @@ RankBoard::Verdict RankBoard::attribute(const Stuck& s, uint64_t now_ns, double 
   return Verdict{line, static_cast<int>(arrived.size()), static_cast<int>(missing.size())};
 }
 
+uint64_t RankBoard::key_of(const Stuck& s) const {
+  if (s.peer < 0) return group_key(s.group, s.members);
+  const int pair[2] = {std::min(rank_, s.peer), std::max(rank_, s.peer)};
+  return group_key(s.group, pair);
+}
+
 std::atomic<uint32_t>* RankBoard::report_slot(const Stuck& s) const {
-  // The lowest member on this node holds the group's report: every waiting rank of the node
-  // finds the same one.
-  int lowest = rank_;
-  if (s.peer >= 0 && record(s.peer) != nullptr) lowest = std::min(lowest, s.peer);
-  for (int r : s.members)
-    if (record(r) != nullptr) lowest = std::min(lowest, r);
-  return &record(lowest)->report[static_cast<size_t>(s.group)];
+  // In the node's first record, the slot of this communicator: every waiting rank of the node
+  // scans in the same order, so all take the first slot that is free or already theirs.
+  const uint64_t key = key_of(s);
+  for (RankRecord::Report& r : node_.front()->reports) {
+    uint64_t k = r.group.load();
+    if (k == 0 && r.group.compare_exchange_strong(k, key)) k = key;
+    if (k == key) return &r.state;
+  }
+  return &node_.front()->reports[kBoardGroups - 1].state;  // full: share the last one
 }
 
 bool RankBoard::claim(const Stuck& s) {

@@ -6,9 +6,10 @@
 // collective times out the waiting ranks can say which members never arrived and what those
 // are doing (attribute()), instead of each saying only that it waited.
 //
-// Each rank counts the collectives it issues per group kind (the n-th all_reduce, all_gather,
-// ... of its dp group is #n), records what it blocks in (op, group, number; nothing while it
-// computes) and, from its watchdog's monitor thread, a heartbeat. A member of a stuck
+// Each rank counts the collectives it issues per communicator (the n-th all_reduce, all_gather,
+// ... of its dp group is #n; a communicator is known by its kind and members, the same key on
+// every member), records what it blocks in (op, group, number; nothing while it computes) and,
+// from its watchdog's monitor thread, a heartbeat. A member of a stuck
 // collective #n that has issued fewer than n on that group never arrived; one whose heartbeat
 // is stale cannot complete anything and is named whatever it published last.
 // Point-to-point operations are not numbered (the two sides of a pipeline issue different
@@ -26,14 +27,28 @@
 
 namespace zt::comm {
 
+// A communicator's key on the board: its kind and its members' world ranks.
+uint64_t group_key(GroupKind kind, std::span<const int> members);
+
+// Communicators a rank numbers its collectives on; those beyond are not numbered (their
+// timeouts keep the plain line).
+inline constexpr size_t kBoardGroups = 16;
+
 struct alignas(64) RankRecord {
-  std::atomic<uint64_t> heartbeat_ns{0};  // steady clock (CLOCK_MONOTONIC: one clock per node)
-  std::atomic<uint64_t> waiting{0};       // the Activity it blocks in (packed); 0 while computing
-  std::atomic<uint64_t> last{0};          // the last collective it issued or blocked in
-  std::atomic<uint64_t> issued[kNumGroupKinds] = {};  // collectives issued per group kind
-  // The report line of a stuck group whose lowest member on this node is this rank: 0 free,
-  // 1 claimed by a waiting rank about to print it, 2 printed.
-  std::atomic<uint32_t> report[kNumGroupKinds] = {};
+  std::atomic<uint64_t> heartbeat_ns{0};   // steady clock (CLOCK_MONOTONIC: one clock per node)
+  std::atomic<uint64_t> waiting{0};        // the Activity it blocks in (packed); 0 while computing
+  std::atomic<uint64_t> waiting_group{0};  // the key of the communicator it blocks in
+  std::atomic<uint64_t> last{0};           // the last collective it issued or blocked in
+  struct Count {
+    std::atomic<uint64_t> group{0};   // a communicator's key; 0: free
+    std::atomic<uint64_t> issued{0};  // collectives this rank issued on it
+  } counts[kBoardGroups];
+  // The node's report lines, used in its first record: one per stuck communicator, state 0
+  // free, 1 claimed by a waiting rank about to print it, 2 printed.
+  struct Report {
+    std::atomic<uint64_t> group{0};
+    std::atomic<uint32_t> state{0};
+  } reports[kBoardGroups];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "records are shared between processes");
 
@@ -66,11 +81,12 @@ class RankBoard {
   RankBoard(std::vector<RankRecord*> node, int rank, std::vector<int> node_of,
             std::vector<std::string> hosts);
 
-  // This rank issues `op` on `group`: returns its number there (1, 2, ...; 0 for point-to-point
-  // operations, which are not counted).
-  uint64_t issue(std::string_view op, GroupKind group);
-  // This rank now blocks in `a` (op 0: it computes).
-  void set_waiting(const Activity& a);
+  // This rank issues `op` on the communicator of kind `kind` and key `group`: returns its number
+  // there (1, 2, ...; 0 for point-to-point operations, which are not counted, and on a
+  // communicator beyond kBoardGroups).
+  uint64_t issue(std::string_view op, GroupKind kind, uint64_t group);
+  // This rank now blocks in `a` on communicator `group` (op 0: it computes).
+  void set_waiting(const Activity& a, uint64_t group);
   void heartbeat(uint64_t now_ns);
 
   // The line naming who never arrived at `s` and what they do, as this rank sees it at `now_ns`
@@ -95,6 +111,9 @@ class RankBoard {
 
  private:
   RankRecord* record(int world_rank) const;  // null for a rank on another node
+  // The key of the communicator `s` waits on (for a point-to-point one: the pair).
+  uint64_t key_of(const Stuck& s) const;
+  static uint64_t issued_on(const RankRecord& rec, uint64_t group);
   std::atomic<uint32_t>* report_slot(const Stuck& s) const;
   std::string describe_missing(int r, const RankRecord& rec, const Stuck& s, uint64_t now_ns,
                                double stale_s) const;

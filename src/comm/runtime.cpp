@@ -164,6 +164,7 @@ void MpiRuntime::find_nodes() {
   for (int r = 0; r < world_; ++r) hosts_.emplace_back(&names[static_cast<size_t>(r) * kName]);
   for (int n : node_of_) g_several_nodes = g_several_nodes || n != node_of_[0];
   for (int r = 0; r < world_; ++r) all_ranks_.push_back(r);
+  world_key_ = group_key(GroupKind::World, all_ranks_);
   open_board(node);
 }
 
@@ -194,7 +195,8 @@ void MpiRuntime::close_board() {
     constexpr std::string_view kOp = "shutdown (MPI_Finalize)";
     auto guard = watchdog_->arm(
         kOp, "world",
-        Watchdog::Where{GroupKind::World, watchdog_->issue(kOp, GroupKind::World), all_ranks_});
+        Watchdog::Where{GroupKind::World, watchdog_->issue(kOp, GroupKind::World, world_key_),
+                        all_ranks_, -1, world_key_});
     ZT_MPI(MPI_Barrier(MPI_COMM_WORLD));
   }
   watchdog_->set_board(nullptr);
@@ -259,7 +261,8 @@ int MpiRuntime::agree_on_input(const std::function<void()>& check) {
     constexpr std::string_view kOp = "input agreement";
     auto guard = watchdog_->arm(
         kOp, "world",
-        Watchdog::Where{GroupKind::World, watchdog_->issue(kOp, GroupKind::World), all_ranks_});
+        Watchdog::Where{GroupKind::World, watchdog_->issue(kOp, GroupKind::World, world_key_),
+                        all_ranks_, -1, world_key_});
     ZT_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
   }
   if (first == world_) return 0;

@@ -106,6 +106,7 @@ class MpiRuntime {
   std::vector<int> node_of_;
   std::vector<std::string> hosts_;
   std::vector<int> all_ranks_;  // 0 .. world - 1: the members of the runtime's own collectives
+  uint64_t world_key_ = 0;      // their counter on the board: the world communicators' one
   MPI_Comm node_comm_ = MPI_COMM_NULL;
   MPI_Win board_win_ = MPI_WIN_NULL;
   std::unique_ptr<RankBoard> board_;

@@ -74,9 +74,9 @@ void Watchdog::set_board(RankBoard* board) {
   if (board_) board_->heartbeat(now_ns(Clock::now()));
 }
 
-uint64_t Watchdog::issue(std::string_view op, GroupKind group) {
+uint64_t Watchdog::issue(std::string_view op, GroupKind kind, uint64_t group) {
   std::lock_guard lk(mu_);
-  return board_ ? board_->issue(op, group) : 0;
+  return board_ ? board_->issue(op, kind, group) : 0;
 }
 
 void Watchdog::publish_waiting() {
@@ -86,7 +86,7 @@ void Watchdog::publish_waiting() {
     if (s.active && s.placed && (!latest || s.start > latest->start)) latest = &s;
   Activity a;
   if (latest) a = Activity{RankBoard::op_code(latest->op), latest->where.group, latest->where.seq};
-  board_->set_waiting(a);
+  board_->set_waiting(a, latest ? latest->where.key : 0);
 }
 
 void Watchdog::track(const void* owner, std::string_view op, std::string_view group, PollFn poll,
@@ -120,7 +120,9 @@ std::string Watchdog::timeout_line(std::string_view op, std::string_view group,
 }
 
 void Watchdog::time_out(std::unique_lock<std::mutex>& lk, const Slot& s, double waited) {
-  if (!board_ || !s.placed) fail(lk, timeout_line(s.op, s.group, waited), nullptr);
+  // Without a board, or on a communicator it does not number, the plain line.
+  if (!board_ || !s.placed || (s.where.seq == 0 && s.where.peer < 0))
+    fail(lk, timeout_line(s.op, s.group, waited), nullptr);
   const Stuck stuck{s.op, s.where.group, s.where.seq, s.where.members, s.where.peer, waited};
   const auto now = now_ns(Clock::now());
   const RankBoard::Verdict v = board_->attribute(stuck, now, kStaleS);

@@ -70,9 +70,9 @@ class Watchdog {
   // The published states of this node's ranks (owned by the caller; null: none). Set it before
   // the collectives it should name and clear it before it goes.
   void set_board(RankBoard* board);
-  // A collective this rank issues on `group`: its number there (RankBoard::issue; 0 without a
-  // board).
-  uint64_t issue(std::string_view op, GroupKind group);
+  // A collective this rank issues on the communicator of `kind` and key `group` (group_key()):
+  // its number there (RankBoard::issue; 0 without a board).
+  uint64_t issue(std::string_view op, GroupKind kind, uint64_t group);
   // A wait inside collective `seq` of `members` (world ranks; they must outlive the guard), or a
   // point-to-point operation with world rank `peer`.
   struct Where {
@@ -80,6 +80,7 @@ class Watchdog {
     uint64_t seq = 0;
     std::span<const int> members;
     int peer = -1;
+    uint64_t key = 0;  // group_key(group, members)
   };
   [[nodiscard]] Guard arm(std::string_view op, std::string_view group, const Where& where);
   // A rank silent this long is named stopped or dead: three of the monitor's longest polls.

@@ -15,6 +15,7 @@ namespace {
 
 constexpr uint64_t kSecond = 1'000'000'000;
 constexpr uint64_t kNow = 1000 * kSecond;
+constexpr std::array<int, 4> kFour = {0, 1, 2, 3};
 
 // `world` ranks; node_of gives each rank's node (the lowest world rank on it). Records exist for
 // the ranks on rank 0's node only, as a real node's window would hold.
@@ -35,19 +36,20 @@ struct Node {
                            : nullptr);
   }
   RankBoard& operator[](int r) { return *boards[static_cast<size_t>(r)]; }
-  // Rank r issues n collectives of `op` on `g`, beats its heartbeat at `at`.
-  void run(int r, std::string_view op, GroupKind g, int n, uint64_t at = kNow) {
-    for (int i = 0; i < n; ++i) (*this)[r].issue(op, g);
+  // Rank r issues n collectives of `op` on the communicator (g, members), beats its heartbeat
+  // at `at`.
+  void run(int r, std::string_view op, GroupKind g, int n, uint64_t at = kNow,
+           std::span<const int> members = kFour) {
+    for (int i = 0; i < n; ++i) (*this)[r].issue(op, g, group_key(g, members));
     (*this)[r].heartbeat(at);
   }
-  void wait_in(int r, std::string_view op, GroupKind g, uint64_t seq) {
-    (*this)[r].set_waiting(Activity{RankBoard::op_code(op), g, seq});
+  void wait_in(int r, std::string_view op, GroupKind g, uint64_t seq,
+               std::span<const int> members = kFour) {
+    (*this)[r].set_waiting(Activity{RankBoard::op_code(op), g, seq}, group_key(g, members));
   }
   std::vector<std::unique_ptr<RankRecord>> records;
   std::vector<std::unique_ptr<RankBoard>> boards;
 };
-
-const std::array<int, 4> kFour = {0, 1, 2, 3};
 
 Stuck dp_all_reduce(uint64_t seq, std::span<const int> members = kFour) {
   return Stuck{"all_reduce", GroupKind::Dp, seq, members, -1, 20.0};
@@ -132,9 +134,9 @@ TEST(RankBoard, AnotherOperationUnderTheSameNumberIsDiverged) {
 
 TEST(RankBoard, LiveRankOutsideAnyCollectiveIsComputing) {
   Node n(2);
-  n.run(0, "all_gather", GroupKind::Tp, 4);
-  n.run(1, "all_gather", GroupKind::Tp, 3, kNow - kSecond);  // silent, but not yet stale
   const std::array<int, 2> tp = {0, 1};
+  n.run(0, "all_gather", GroupKind::Tp, 4, kNow, tp);
+  n.run(1, "all_gather", GroupKind::Tp, 3, kNow - kSecond, tp);  // silent, but not yet stale
   const std::string line =
       n[0].attribute(Stuck{"all_gather", GroupKind::Tp, 4, tp, -1, 5.0}, kNow, 3.0).line;
   EXPECT_NE(line.find("rank 1 (host a) never arrived: computing, last all_gather #3 on group tp; "
@@ -164,7 +166,24 @@ TEST(RankBoard, PointToPointNamesThePeer) {
   EXPECT_EQ(line,
             "collective recv on group pp timed out on rank 0 after 3.0 s: rank 1 (host a) never "
             "arrived: it is in all_reduce #9 on group dp; rank 0 waiting");
-  EXPECT_EQ(n[0].issue("send", GroupKind::Pp), 0u) << "point-to-point operations are not counted";
+  EXPECT_EQ(n[0].issue("send", GroupKind::Pp, 1), 0u)
+      << "point-to-point operations are not counted";
+}
+
+TEST(RankBoard, CommunicatorsOfOneKindAreNumberedApart) {
+  // A pipeline's pp group and its embedding group (first and last stage) are both of kind pp.
+  Node n(4);
+  const std::array<int, 2> ends = {0, 3};
+  for (int r : {0, 3}) n.run(r, "all_reduce", GroupKind::Pp, 5, kNow, ends);
+  for (int r = 0; r < 4; ++r) n.run(r, "barrier", GroupKind::Pp, 1);
+  n.run(2, "barrier", GroupKind::Pp, 1);
+  n.wait_in(2, "barrier", GroupKind::Pp, 2);
+  const std::string line =
+      n[2].attribute(Stuck{"barrier", GroupKind::Pp, 2, kFour, -1, 3.0}, kNow, 3.0).line;
+  EXPECT_NE(line.find("rank 0 (host a) never arrived: computing, last barrier #1 on group pp"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("; rank 2 arrived"), std::string::npos) << line;
 }
 
 TEST(RankBoard, OneReportPerGroupAndNode) {
