@@ -171,8 +171,13 @@ void MpiRuntime::find_nodes() {
 void MpiRuntime::open_board(MPI_Comm node) {
   node_comm_ = node;
   void* mine = nullptr;
-  ZT_MPI(MPI_Win_allocate_shared(sizeof(RankRecord), sizeof(RankRecord), MPI_INFO_NULL, node, &mine,
-                                 &board_win_));
+  // The board only names ranks in a hang report: an MPI without shared windows runs without it
+  // (timeouts keep the plain line) rather than not at all.
+  if (MPI_Win_allocate_shared(sizeof(RankRecord), sizeof(RankRecord), MPI_INFO_NULL, node, &mine,
+                              &board_win_) != MPI_SUCCESS) {
+    board_win_ = MPI_WIN_NULL;
+    return;
+  }
   std::construct_at(static_cast<RankRecord*>(mine));
   // Each local rank's record, wherever the window placed it.
   std::vector<RankRecord*> records(static_cast<size_t>(local_size_));
@@ -189,20 +194,21 @@ void MpiRuntime::open_board(MPI_Comm node) {
 }
 
 void MpiRuntime::close_board() {
-  if (board_win_ == MPI_WIN_NULL) return;
-  {
-    // The end of the job is a collective too: a rank still training is named.
-    constexpr std::string_view kOp = "shutdown (MPI_Finalize)";
-    auto guard = watchdog_->arm(
-        kOp, "world",
-        Watchdog::Where{GroupKind::World, watchdog_->issue(kOp, GroupKind::World, world_key_),
-                        all_ranks_, -1, world_key_});
-    ZT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  if (board_win_ != MPI_WIN_NULL) {
+    {
+      // The end of the job is a collective too: a rank still training is named.
+      constexpr std::string_view kOp = "shutdown (MPI_Finalize)";
+      auto guard = watchdog_->arm(
+          kOp, "world",
+          Watchdog::Where{GroupKind::World, watchdog_->issue(kOp, GroupKind::World, world_key_),
+                          all_ranks_, -1, world_key_});
+      ZT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    watchdog_->set_board(nullptr);
+    board_.reset();
+    MPI_Win_free(&board_win_);
   }
-  watchdog_->set_board(nullptr);
-  board_.reset();
-  MPI_Win_free(&board_win_);
-  MPI_Comm_free(&node_comm_);
+  if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
 }
 
 MpiRuntime::~MpiRuntime() {
