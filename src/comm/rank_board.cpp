@@ -131,9 +131,11 @@ std::string RankBoard::describe_missing(int r, const RankRecord& rec, const Stuc
   // How far it got on the stuck group, when that is not already in what it names.
   std::string here;
   if (!point_to_point(s.op) && !(waiting.op && waiting.group == s.group) &&
-      !(!waiting.op && last.op && last.group == s.group))
-    here = fmt::format(" (#{} its last on group {})", issued_on(rec, key_of(s)),
-                       group_kind_name(s.group));
+      !(!waiting.op && last.op && last.group == s.group)) {
+    const uint64_t n = issued_on(rec, key_of(s));
+    here = n ? fmt::format(" (#{} its last on group {})", n, group_kind_name(s.group))
+             : fmt::format(" (nothing yet on group {})", group_kind_name(s.group));
+  }
   if (silent > stale_s)
     return who + fmt::format("not responding for {:.1f} s (stopped or dead), last seen {}{}",
                              silent,
