@@ -130,9 +130,10 @@ std::string RankBoard::describe_missing(int r, const RankRecord& rec, const Stuc
   const Activity last = Activity::unpack(rec.last.load());
   // How far it got on the stuck group, when that is not already in what it names.
   std::string here;
-  if (!point_to_point(s.op) && !(waiting.op && waiting.group == s.group) &&
+  const uint64_t key = key_of(s);
+  if (!point_to_point(s.op) && !(waiting.op && rec.waiting_group.load() == key) &&
       !(!waiting.op && last.op && last.group == s.group)) {
-    const uint64_t n = issued_on(rec, key_of(s));
+    const uint64_t n = issued_on(rec, key);
     here = n ? fmt::format(" (#{} its last on group {})", n, group_kind_name(s.group))
              : fmt::format(" (nothing yet on group {})", group_kind_name(s.group));
   }
