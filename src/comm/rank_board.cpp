@@ -217,6 +217,12 @@ bool RankBoard::claimed(const Stuck& s) const {
   return report_slot(s)->load() != 0;
 }
 
+bool RankBoard::any_printed() const {
+  for (const RankRecord::Report& r : node_.front()->reports)
+    if (r.state.load() == 2) return true;
+  return false;
+}
+
 void RankBoard::printed(const Stuck& s) {
   report_slot(s)->store(2);
 }

@@ -103,6 +103,7 @@ class RankBoard {
   // (claim() true), then calls printed(); the others wait_printed() and print nothing.
   bool claim(const Stuck& s);
   bool claimed(const Stuck& s) const;
+  bool any_printed() const;  // some report of this node was printed
   void printed(const Stuck& s);
   // Waits up to `max_s` for the claimed report to be printed; false if it never was.
   bool wait_printed(const Stuck& s, double max_s) const;

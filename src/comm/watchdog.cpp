@@ -126,12 +126,17 @@ void Watchdog::time_out(std::unique_lock<std::mutex>& lk, const Slot& s, double 
   const Stuck stuck{s.op, s.where.group, s.where.seq, s.where.members, s.where.peer, waited};
   const auto now = now_ns(Clock::now());
   const RankBoard::Verdict v = board_->attribute(stuck, now, kStaleS);
-  // A rank that most of its group did not join is likely the one that diverged: it leaves the
-  // group's line to the majority (whose watchdogs fire about now) unless none claims it soon.
+  // A rank that most of its group did not join is likely the one that diverged: the others wait
+  // elsewhere and their watchdogs fire within a timeout. Their line comes first; this one's
+  // follows once any line is out, or after that wait (at most 10 s) if none comes.
   if (v.missing > v.arrived) {
-    const auto until = Clock::now() + std::chrono::seconds(1);
-    while (!board_->claimed(stuck) && Clock::now() < until)
+    const auto until =
+        Clock::now() + std::chrono::duration<double>(std::clamp(timeout_s_, 1.0, 10.0));
+    while (!board_->claimed(stuck) && !board_->any_printed() && Clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // mpirun forwards each rank's output on its own: a moment, so the other line reads first
+    // (the job is usually gone before it ends).
+    if (board_->any_printed()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   if (board_->claim(stuck)) {
     std::fprintf(stderr, "zerotron: error: %s\n", v.line.c_str());

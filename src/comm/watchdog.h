@@ -18,8 +18,9 @@
 // is published as what this rank blocks in, the monitor thread beats the board's heartbeat, and
 // a timeout prints the board's line instead (which members never arrived and what they do),
 // once per group and node: the first waiting rank to claim it prints, the others wait for that
-// line (up to 2 s) and end without one of their own; a rank most of its group never joined
-// leaves the claim to the others for a second (it is likely the one that diverged).
+// line (up to 2 s) and end without one of their own. A rank most of its group never joined (it
+// is likely the one that diverged) prints only after another line of its node is out, or after
+// min(timeout, 10 s) without one.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>

@@ -195,8 +195,10 @@ TEST(RankBoard, OneReportPerGroupAndNode) {
   EXPECT_FALSE(n[3].claim(dp));
   EXPECT_FALSE(n[0].claim(dp));
   EXPECT_FALSE(n[3].wait_printed(dp, 0.01));
+  EXPECT_FALSE(n[1].any_printed());
   n[2].printed(dp);
   EXPECT_TRUE(n[3].wait_printed(dp, 0.01));
+  EXPECT_TRUE(n[1].any_printed());
   // Another group's line is claimed apart.
   EXPECT_TRUE(n[1].claim(Stuck{"barrier", GroupKind::World, 1, kFour, -1, 1.0}));
 }
