@@ -128,7 +128,8 @@ int train(Args args) {
         device.emplace(o, &rt);
         trainer.emplace(o, device->context(), device->topology(), std::move(data));
         // The failure tests' faults (ZT_INJECT_FAULT); nothing when it is unset.
-        trainer->set_hooks(fault_hooks_from_env(device->topology().rank()));
+        trainer->set_hooks(
+            fault_hooks_from_env(device->topology().rank(), &device->topology().world()));
       } catch (const std::bad_alloc&) {
         throw InputError(
             "out of memory allocating the model, its optimizer states and activations "

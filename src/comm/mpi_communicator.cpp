@@ -277,13 +277,14 @@ void narrow(const float* src, const Tensor& t) {
 class MpiWork final : public Work {
  public:
   MpiWork(MpiProgress& progress, Watchdog& dog, std::shared_ptr<MpiProgress::Op> op, CommOp kind,
-          GroupKind group, MpiCommunicator::Finish finish)
+          GroupKind group, MpiCommunicator::Finish finish, const Watchdog::Where& where)
       : progress_(&progress),
         dog_(&dog),
         op_(std::move(op)),
         kind_(kind),
         group_(group),
-        finish_(std::move(finish)) {}
+        finish_(std::move(finish)),
+        where_(where) {}
   ~MpiWork() override {
     if (!finished_) {
       try {
@@ -298,7 +299,7 @@ class MpiWork final : public Work {
   void wait() override {
     if (finished_) return;
     {
-      auto guard = dog_->arm(comm_op_name(kind_), group_kind_name(group_));
+      auto guard = dog_->arm(comm_op_name(kind_), group_kind_name(group_), where_);
       progress_->wait(*op_);
     }
     finished_ = true;
@@ -316,6 +317,7 @@ class MpiWork final : public Work {
   CommOp kind_;
   GroupKind group_;
   MpiCommunicator::Finish finish_;
+  Watchdog::Where where_;  // its number on the group, counted when issued
   bool finished_ = false;
 };
 
@@ -343,6 +345,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, GroupKind kind, MpiContext ctx)
   ZT_MPI(MPI_Comm_rank(comm_, &rank_));
   ZT_MPI(MPI_Comm_size(comm_, &size_));
   world_ranks_ = detail::world_ranks_of(comm_);
+  key_ = group_key(kind_, world_ranks_);
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -359,10 +362,18 @@ void MpiCommunicator::check_tensor(const Tensor& t, const char* what) const {
            what, device_name(t.device()));
 }
 
-Handle MpiCommunicator::make_handle(CommOp op, MPI_Request req, Finish finish) {
+Handle MpiCommunicator::make_handle(CommOp op, MPI_Request req, Finish finish,
+                                    const Watchdog::Where& where) {
   auto tracked = ctx_.progress->track(req);
   return Handle(std::make_unique<MpiWork>(*ctx_.progress, *ctx_.watchdog, std::move(tracked), op,
-                                          kind_, std::move(finish)));
+                                          kind_, std::move(finish), where));
+}
+
+Watchdog::Where MpiCommunicator::place(std::string_view op, int peer) {
+  const uint64_t seq = ctx_.watchdog->issue(op, kind_, key_);
+  if (peer < 0) return Watchdog::Where{kind_, seq, world_ranks_, -1, key_};
+  const int world = peer < size_ ? world_ranks_[static_cast<size_t>(peer)] : -1;
+  return Watchdog::Where{kind_, seq, {}, world, key_};
 }
 
 // all_reduce ----------------------------------------------------------------------------------
@@ -396,7 +407,7 @@ void MpiCommunicator::all_reduce(Tensor t, ReduceOp op) {
                        dtype_size(t.dtype()), size_);
     const auto lease = staging_.acquire(static_cast<size_t>(kStagingSlice));
     float* s = lease.data();
-    auto guard = ctx_.watchdog->arm("all_reduce", name());
+    auto guard = ctx_.watchdog->arm("all_reduce", name(), place("all_reduce"));
     for (int64_t at = 0; at < t.numel(); at += kStagingSlice) {
       const Tensor part = t.slice(at, {std::min(kStagingSlice, t.numel() - at)});
       widen(part, s);
@@ -407,7 +418,7 @@ void MpiCommunicator::all_reduce(Tensor t, ReduceOp op) {
   }
   Plan p = plan_all_reduce(t);
   {
-    auto guard = ctx_.watchdog->arm("all_reduce", name());
+    auto guard = ctx_.watchdog->arm("all_reduce", name(), place("all_reduce"));
     ZT_MPI(MPI_Allreduce(p.send, p.recv, p.count, MPI_FLOAT, mpi_op(op), comm_));
   }
   p.finish.run();
@@ -415,9 +426,10 @@ void MpiCommunicator::all_reduce(Tensor t, ReduceOp op) {
 
 Handle MpiCommunicator::all_reduce_async(Tensor t, ReduceOp op) {
   Plan p = plan_all_reduce(t);
+  const Watchdog::Where at = place("all_reduce");
   MPI_Request req = MPI_REQUEST_NULL;
   ZT_MPI(MPI_Iallreduce(p.send, p.recv, p.count, MPI_FLOAT, mpi_op(op), comm_, &req));
-  return make_handle(CommOp::AllReduce, req, std::move(p.finish));
+  return make_handle(CommOp::AllReduce, req, std::move(p.finish), at);
 }
 
 // reduce_scatter ------------------------------------------------------------------------------
@@ -470,7 +482,7 @@ void MpiCommunicator::reduce_scatter(Tensor input, Tensor output, ReduceOp op) {
     const int64_t piece = std::max<int64_t>(1, kStagingSlice / (size_ + 1));
     const auto lease = staging_.acquire(static_cast<size_t>(kStagingSlice));
     float* s = lease.data();
-    auto guard = ctx_.watchdog->arm("reduce_scatter", name());
+    auto guard = ctx_.watchdog->arm("reduce_scatter", name(), place("reduce_scatter"));
     for (int64_t at = 0; at < m; at += piece) {
       const int64_t n = std::min(piece, m - at);
       for (int r = 0; r < size_; ++r) widen(input.slice(r * m + at, {n}), s + r * n);
@@ -482,7 +494,7 @@ void MpiCommunicator::reduce_scatter(Tensor input, Tensor output, ReduceOp op) {
   }
   Plan p = plan_reduce_scatter(input, output);
   {
-    auto guard = ctx_.watchdog->arm("reduce_scatter", name());
+    auto guard = ctx_.watchdog->arm("reduce_scatter", name(), place("reduce_scatter"));
     ZT_MPI(MPI_Reduce_scatter_block(p.send, p.recv, p.count, MPI_FLOAT, mpi_op(op), comm_));
   }
   p.finish.run();
@@ -490,9 +502,10 @@ void MpiCommunicator::reduce_scatter(Tensor input, Tensor output, ReduceOp op) {
 
 Handle MpiCommunicator::reduce_scatter_async(Tensor input, Tensor output, ReduceOp op) {
   Plan p = plan_reduce_scatter(input, output);
+  const Watchdog::Where at = place("reduce_scatter");
   MPI_Request req = MPI_REQUEST_NULL;
   ZT_MPI(MPI_Ireduce_scatter_block(p.send, p.recv, p.count, MPI_FLOAT, mpi_op(op), comm_, &req));
-  return make_handle(CommOp::ReduceScatter, req, std::move(p.finish));
+  return make_handle(CommOp::ReduceScatter, req, std::move(p.finish), at);
 }
 
 // all_gather ----------------------------------------------------------------------------------
@@ -514,7 +527,7 @@ MpiCommunicator::Plan MpiCommunicator::plan_all_gather(Tensor in, Tensor out) {
 
 void MpiCommunicator::all_gather(Tensor input, Tensor output) {
   Plan p = plan_all_gather(input, output);
-  auto guard = ctx_.watchdog->arm("all_gather", name());
+  auto guard = ctx_.watchdog->arm("all_gather", name(), place("all_gather"));
   if (p.send == MPI_IN_PLACE)
     ZT_MPI(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p.recv, p.count, p.type, comm_));
   else
@@ -523,13 +536,14 @@ void MpiCommunicator::all_gather(Tensor input, Tensor output) {
 
 Handle MpiCommunicator::all_gather_async(Tensor input, Tensor output) {
   Plan p = plan_all_gather(input, output);
+  const Watchdog::Where at = place("all_gather");
   MPI_Request req = MPI_REQUEST_NULL;
   if (p.send == MPI_IN_PLACE)
     ZT_MPI(
         MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p.recv, p.count, p.type, comm_, &req));
   else
     ZT_MPI(MPI_Iallgather(p.send, p.count, p.type, p.recv, p.count, p.type, comm_, &req));
-  return make_handle(CommOp::AllGather, req, {});
+  return make_handle(CommOp::AllGather, req, {}, at);
 }
 
 // broadcast, send/recv, barrier ---------------------------------------------------------------
@@ -540,7 +554,7 @@ void MpiCommunicator::broadcast(Tensor t, int root) {
            size_);
   ctx_.stats->record(kind_, CommOp::Broadcast, static_cast<uint64_t>(t.numel()),
                      dtype_size(t.dtype()), size_);
-  auto guard = ctx_.watchdog->arm("broadcast", name());
+  auto guard = ctx_.watchdog->arm("broadcast", name(), place("broadcast"));
   ZT_MPI(MPI_Bcast(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), root, comm_));
 }
 
@@ -550,16 +564,17 @@ Handle MpiCommunicator::broadcast_async(Tensor t, int root) {
            size_);
   ctx_.stats->record(kind_, CommOp::Broadcast, static_cast<uint64_t>(t.numel()),
                      dtype_size(t.dtype()), size_);
+  const Watchdog::Where at = place("broadcast");
   MPI_Request req = MPI_REQUEST_NULL;
   ZT_MPI(MPI_Ibcast(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), root, comm_, &req));
-  return make_handle(CommOp::Broadcast, req, {});
+  return make_handle(CommOp::Broadcast, req, {}, at);
 }
 
 void MpiCommunicator::send(Tensor t, int peer, int tag) {
   check_tensor(t, "send");
   ctx_.stats->record(kind_, CommOp::Send, static_cast<uint64_t>(t.numel()), dtype_size(t.dtype()),
                      2);
-  auto guard = ctx_.watchdog->arm("send", name());
+  auto guard = ctx_.watchdog->arm("send", name(), place("send", peer));
   if (ctx_.synchronous_sends)
     ZT_MPI(MPI_Ssend(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_));
   else
@@ -572,7 +587,7 @@ void MpiCommunicator::recv(Tensor t, int peer, int tag) {
                      2);
   MPI_Status st;
   {
-    auto guard = ctx_.watchdog->arm("recv", name());
+    auto guard = ctx_.watchdog->arm("recv", name(), place("recv", peer));
     ZT_MPI(MPI_Recv(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_, &st));
   }
   int got = 0;
@@ -585,34 +600,37 @@ Handle MpiCommunicator::send_async(Tensor t, int peer, int tag) {
   check_tensor(t, "send");
   ctx_.stats->record(kind_, CommOp::Send, static_cast<uint64_t>(t.numel()), dtype_size(t.dtype()),
                      2);
+  const Watchdog::Where at = place("send", peer);
   MPI_Request req = MPI_REQUEST_NULL;
   if (ctx_.synchronous_sends)
     ZT_MPI(MPI_Issend(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_, &req));
   else
     ZT_MPI(MPI_Isend(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_, &req));
-  return make_handle(CommOp::Send, req, {});
+  return make_handle(CommOp::Send, req, {}, at);
 }
 
 Handle MpiCommunicator::recv_async(Tensor t, int peer, int tag) {
   check_tensor(t, "recv");
   ctx_.stats->record(kind_, CommOp::Recv, static_cast<uint64_t>(t.numel()), dtype_size(t.dtype()),
                      2);
+  const Watchdog::Where at = place("recv", peer);
   MPI_Request req = MPI_REQUEST_NULL;
   ZT_MPI(MPI_Irecv(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_, &req));
-  return make_handle(CommOp::Recv, req, {});
+  return make_handle(CommOp::Recv, req, {}, at);
 }
 
 void MpiCommunicator::barrier() {
   ctx_.stats->record(kind_, CommOp::Barrier, 0, 0, size_);
-  auto guard = ctx_.watchdog->arm("barrier", name());
+  auto guard = ctx_.watchdog->arm("barrier", name(), place("barrier"));
   ZT_MPI(MPI_Barrier(comm_));
 }
 
 Handle MpiCommunicator::barrier_async() {
   ctx_.stats->record(kind_, CommOp::Barrier, 0, 0, size_);
+  const Watchdog::Where at = place("barrier");
   MPI_Request req = MPI_REQUEST_NULL;
   ZT_MPI(MPI_Ibarrier(comm_, &req));
-  return make_handle(CommOp::Barrier, req, {});
+  return make_handle(CommOp::Barrier, req, {}, at);
 }
 
 void MpiCommunicator::progress() {
@@ -622,7 +640,7 @@ void MpiCommunicator::progress() {
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key, GroupKind kind) {
   MPI_Comm c = MPI_COMM_NULL;
   {
-    auto guard = ctx_.watchdog->arm("split", name());
+    auto guard = ctx_.watchdog->arm("split", name(), place("split"));
     ZT_MPI(MPI_Comm_split(comm_, color, key, &c));
   }
   return std::make_unique<MpiCommunicator>(c, kind, ctx_);

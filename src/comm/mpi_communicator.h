@@ -188,7 +188,10 @@ class MpiCommunicator final : public Communicator {
   Plan plan_all_reduce(Tensor t);
   Plan plan_reduce_scatter(Tensor input, Tensor output);
   Plan plan_all_gather(Tensor input, Tensor output);
-  Handle make_handle(CommOp op, MPI_Request req, Finish finish);
+  Handle make_handle(CommOp op, MPI_Request req, Finish finish, const Watchdog::Where& where);
+  // Counts `op` as issued by this rank (the watchdog's board) and returns where it is: a
+  // collective of the group, or with `peer` (a group rank) a point-to-point operation.
+  Watchdog::Where place(std::string_view op, int peer = -1);
   void check_tensor(const Tensor& t, const char* what) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -197,6 +200,7 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   std::vector<int> world_ranks_;
+  uint64_t key_ = 0;  // group_key(kind_, world_ranks_): its collectives' counter on the board
   StagingPool staging_;
 };
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -152,7 +153,6 @@ void MpiRuntime::find_nodes() {
   ZT_MPI(MPI_Comm_size(node, &local_size_));
   int leader = rank_;  // the lowest world rank of the node names it
   ZT_MPI(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node));
-  ZT_MPI(MPI_Comm_free(&node));
   constexpr int kName = 64;
   char mine[kName] = {};
   gethostname(mine, kName - 1);
@@ -163,16 +163,67 @@ void MpiRuntime::find_nodes() {
   hosts_.clear();
   for (int r = 0; r < world_; ++r) hosts_.emplace_back(&names[static_cast<size_t>(r) * kName]);
   for (int n : node_of_) g_several_nodes = g_several_nodes || n != node_of_[0];
+  for (int r = 0; r < world_; ++r) all_ranks_.push_back(r);
+  world_key_ = group_key(GroupKind::World, all_ranks_);
+  open_board(node);
+}
+
+void MpiRuntime::open_board(MPI_Comm node) {
+  node_comm_ = node;
+  void* mine = nullptr;
+  // The board only names ranks in a hang report: an MPI without shared windows runs without it
+  // (timeouts keep the plain line) rather than not at all.
+  if (MPI_Win_allocate_shared(sizeof(RankRecord), sizeof(RankRecord), MPI_INFO_NULL, node, &mine,
+                              &board_win_) != MPI_SUCCESS) {
+    board_win_ = MPI_WIN_NULL;
+    return;
+  }
+  std::construct_at(static_cast<RankRecord*>(mine));
+  // Each local rank's record, wherever the window placed it.
+  std::vector<RankRecord*> records(static_cast<size_t>(local_size_));
+  for (int i = 0; i < local_size_; ++i) {
+    MPI_Aint bytes = 0;
+    int disp = 0;
+    void* at = nullptr;
+    ZT_MPI(MPI_Win_shared_query(board_win_, i, &bytes, &disp, &at));
+    records[static_cast<size_t>(i)] = static_cast<RankRecord*>(at);
+  }
+  ZT_MPI(MPI_Barrier(node));  // every record constructed before any is read
+  board_ = std::make_unique<RankBoard>(std::move(records), rank_, node_of_, hosts_);
+  watchdog_->set_board(board_.get());
+}
+
+void MpiRuntime::close_board() {
+  if (board_win_ != MPI_WIN_NULL) {
+    {
+      // The end of the job is a collective too: a rank still training is named.
+      constexpr std::string_view kOp = "shutdown (MPI_Finalize)";
+      auto guard = watchdog_->arm(
+          kOp, "world",
+          Watchdog::Where{GroupKind::World, watchdog_->issue(kOp, GroupKind::World, world_key_),
+                          all_ranks_, -1, world_key_});
+      ZT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    watchdog_->set_board(nullptr);
+    board_.reset();
+    MPI_Win_free(&board_win_);
+  }
+  if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
 }
 
 MpiRuntime::~MpiRuntime() {
   progress_.reset();
   // MPI_Finalize waits for every rank: bounded by the watchdog like any collective.
-  {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) {
+    try {
+      close_board();
+    } catch (const std::exception& e) {
+      abort_job(e.what(), 1);
+    }
     auto guard = watchdog_->arm("shutdown (MPI_Finalize)", "world");
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
+    MPI_Finalize();
   }
   watchdog_.reset();
 }
@@ -213,7 +264,11 @@ int MpiRuntime::agree_on_input(const std::function<void()>& check) {
   {
     // A rank stuck in its checks (a file that never opens) would block the others here: the
     // watchdog ends the job after the timeout instead.
-    auto guard = watchdog_->arm("input agreement", "world");
+    constexpr std::string_view kOp = "input agreement";
+    auto guard = watchdog_->arm(
+        kOp, "world",
+        Watchdog::Where{GroupKind::World, watchdog_->issue(kOp, GroupKind::World, world_key_),
+                        all_ranks_, -1, world_key_});
     ZT_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
   }
   if (first == world_) return 0;

@@ -28,6 +28,7 @@
 
 #include "src/comm/comm_stats.h"
 #include "src/comm/mpi_communicator.h"
+#include "src/comm/rank_board.h"
 #include "src/comm/watchdog.h"
 
 namespace zt::comm {
@@ -66,7 +67,9 @@ class MpiRuntime {
   bool under_slurm() const { return launch_.slurm; }
   bool thread_multiple() const { return thread_multiple_; }
   // Every rank's node: the lowest world rank sharing memory with it (MPI_COMM_TYPE_SHARED), and
-  // its host name; gathered once at start-up.
+  // its host name; gathered once at start-up. The node's ranks also share a RankBoard (one
+  // record each in an MPI_Win_allocate_shared window), where the watchdog names the ranks that
+  // never arrived at a collective that timed out.
   const std::vector<int>& node_of() const { return node_of_; }
   const std::vector<std::string>& hosts() const { return hosts_; }
 
@@ -92,12 +95,21 @@ class MpiRuntime {
 
  private:
   void find_nodes();
+  // The shared window of the node's records and the board over it; the watchdog's from then on.
+  void open_board(MPI_Comm node);
+  // Frees the window (collective over the node) once every rank has reached the end.
+  void close_board();
 
   int rank_ = 0, world_ = 1, local_rank_ = 0, local_size_ = 1;
   bool thread_multiple_ = false;
   LaunchInfo launch_;
   std::vector<int> node_of_;
   std::vector<std::string> hosts_;
+  std::vector<int> all_ranks_;  // 0 .. world - 1: the members of the runtime's own collectives
+  uint64_t world_key_ = 0;      // their counter on the board: the world communicators' one
+  MPI_Comm node_comm_ = MPI_COMM_NULL;
+  MPI_Win board_win_ = MPI_WIN_NULL;
+  std::unique_ptr<RankBoard> board_;
   CommStats stats_;
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<MpiProgress> progress_;

@@ -13,15 +13,26 @@
 // done. One still pending after the timeout, or one whose poll reports a failure (an
 // asynchronous NCCL error), ends the job the same way: one line, the entry's own `on_fail`
 // (ncclCommAbort, so its kernels stop), then the abort function.
+//
+// Attribution: with a RankBoard (set_board), a guard armed with its place in the group (Where)
+// is published as what this rank blocks in, the monitor thread beats the board's heartbeat, and
+// a timeout prints the board's line instead (which members never arrived and what they do),
+// once per group and node: the first waiting rank to claim it prints, the others wait for that
+// line (up to 2 s) and end without one of their own. A rank most of its group never joined (it
+// is likely the one that diverged) prints only after another line of its node is out, or after
+// min(timeout, 10 s) without one.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include "src/comm/rank_board.h"
 
 namespace zt::comm {
 
@@ -58,6 +69,25 @@ class Watchdog {
   // `op` and `group` must be string literals or otherwise outlive the guard.
   [[nodiscard]] Guard arm(std::string_view op, std::string_view group);
 
+  // The published states of this node's ranks (owned by the caller; null: none). Set it before
+  // the collectives it should name and clear it before it goes.
+  void set_board(RankBoard* board);
+  // A collective this rank issues on the communicator of `kind` and key `group` (group_key()):
+  // its number there (RankBoard::issue; 0 without a board).
+  uint64_t issue(std::string_view op, GroupKind kind, uint64_t group);
+  // A wait inside collective `seq` of `members` (world ranks; they must outlive the guard), or a
+  // point-to-point operation with world rank `peer`.
+  struct Where {
+    GroupKind group = GroupKind::World;
+    uint64_t seq = 0;
+    std::span<const int> members;
+    int peer = -1;
+    uint64_t key = 0;  // group_key(group, members)
+  };
+  [[nodiscard]] Guard arm(std::string_view op, std::string_view group, const Where& where);
+  // A rank silent this long is named stopped or dead: three of the monitor's longest polls.
+  static constexpr double kStaleS = 3.0;
+
   enum class Poll { Pending, Done, Failed };
   // Polled on the monitor thread, under the watchdog's lock (keep it short and non-blocking);
   // on Failed it writes the cause into its argument.
@@ -77,6 +107,8 @@ class Watchdog {
     bool active = false;
     std::string_view op, group;
     Clock::time_point start;
+    bool placed = false;  // `where` is known
+    Where where;
   };
   struct Tracked {
     const void* owner;
@@ -90,6 +122,11 @@ class Watchdog {
   // Polls the tracked work; ends the job on a failure or a timeout. Called with `lk` held.
   void poll_tracked(std::unique_lock<std::mutex>& lk);
   std::string timeout_line(std::string_view op, std::string_view group, double waited) const;
+  // Publishes the latest armed slot with a place as what this rank blocks in. Called with mu_.
+  void publish_waiting();
+  // A slot past the timeout: its line (attributed with a board; printed once per group), then
+  // the end of the job.
+  [[noreturn]] void time_out(std::unique_lock<std::mutex>& lk, const Slot& s, double waited);
   [[noreturn]] void fail(std::unique_lock<std::mutex>& lk, const std::string& line,
                          const std::function<void()>& on_fail);
 
@@ -100,6 +137,7 @@ class Watchdog {
   std::vector<Slot> slots_;
   std::vector<Tracked> tracked_;
   double timeout_s_;
+  RankBoard* board_ = nullptr;
   bool stop_ = false;
   std::thread thread_;
 };

@@ -18,6 +18,9 @@ namespace zt {
 namespace {
 
 using O = TrainOptions;
+
+// The smallest --comm-timeout accepted, seconds (failure-handling.md says why).
+constexpr double kMinCommTimeoutS = 1.0;
 using Field = std::variant<int O::*, int64_t O::*, double O::*, bool O::*, std::string O::*>;
 
 // Size: a non-negative byte count, plain or with a unit (parse_size).
@@ -322,6 +325,12 @@ void apply_scanned(const FlagScan& scan, O& o, TrainFlags* flags) {
     if (flags != nullptr) flags->given.push_back(f.name);
     set_from_text(*d, joined(f.values), o);
   }
+  // Checked here, before the runtime's watchdog takes the value (failure-handling.md).
+  ZT_REQUIRE(o.comm_timeout >= kMinCommTimeoutS,
+             "--comm-timeout must be at least {} s, got {}: a shorter one ends healthy jobs "
+             "(a rank delayed by the scheduler) and leaves the hang report no time to see "
+             "which rank never arrived",
+             kMinCommTimeoutS, o.comm_timeout);
 }
 
 }  // namespace

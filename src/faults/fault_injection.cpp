@@ -23,7 +23,9 @@ Fault parse_fault(const std::string& spec) {
       {"poison", Fault::Poison},
       {"kill-in-save", Fault::KillInSave},
       {"slow-save", Fault::SlowSave},
-      {"kill-in-write", Fault::KillInWrite}};
+      {"kill-in-write", Fault::KillInWrite},
+      {"stop", Fault::Stop},
+      {"diverge", Fault::Diverge}};
   // Rank 0 dies between these steps of publishing a checkpoint.
   constexpr std::pair<std::string_view, PublishPoint> kPoints[] = {
       {"kill-before-rename", PublishPoint::BeforeRename},
@@ -45,14 +47,14 @@ Fault parse_fault(const std::string& spec) {
     }
   ZT_REQUIRE(known,
              "ZT_INJECT_FAULT kind must be throw, hang, inf, poison, kill-in-save, slow-save, "
-             "kill-in-write, kill-before-rename, kill-after-exchange, kill-before-latest or "
-             "kill-before-prune");
+             "kill-in-write, stop, diverge, kill-before-rename, kill-after-exchange, "
+             "kill-before-latest or kill-before-prune");
   f.rank = std::stoi(spec.substr(a + 1, b - a - 1));
   f.step = std::stoi(spec.substr(b + 1));
   return f;
 }
 
-TrainerHooks fault_hooks(const Fault& fault, int rank) {
+TrainerHooks fault_hooks(const Fault& fault, int rank, comm::Communicator* world) {
   TrainerHooks h;
   if (rank != fault.rank) return h;
   const int at = fault.step;
@@ -68,6 +70,17 @@ TrainerHooks fault_hooks(const Fault& fault, int rank) {
       h.mid_step = [at](int step) {
         if (step != at) return;
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // never joins again
+      };
+      break;
+    case Fault::Stop:
+      h.mid_step = [at](int step) {
+        if (step == at) std::raise(SIGSTOP);
+      };
+      break;
+    case Fault::Diverge:
+      if (world == nullptr) break;
+      h.mid_step = [at, world](int step) {
+        if (step == at) world->barrier();  // no other rank joins it
       };
       break;
     case Fault::Inf:
@@ -118,10 +131,10 @@ TrainerHooks fault_hooks(const Fault& fault, int rank) {
   return h;
 }
 
-TrainerHooks fault_hooks_from_env(int rank) {
+TrainerHooks fault_hooks_from_env(int rank, comm::Communicator* world) {
   const char* spec = std::getenv("ZT_INJECT_FAULT");
   if (spec == nullptr) return {};
-  return fault_hooks(parse_fault(spec), rank);
+  return fault_hooks(parse_fault(spec), rank, world);
 }
 
 }  // namespace zt

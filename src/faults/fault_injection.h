@@ -3,6 +3,9 @@
 // zerotron train) or a test names one fault as KIND:RANK:STEP:
 //   throw                world rank RANK throws in the middle of step STEP
 //   hang                 it stops participating there (never joins a collective again)
+//   stop                 it stops there with SIGSTOP (every thread frozen: it answers nothing)
+//   diverge              it calls a barrier on the world group there, which no other rank calls
+//                        (control flow that diverged), and waits in it
 //   inf                  its gradients of step STEP are infinite (an fp16 overflow on one rank)
 //   poison               STEP is a training-stream sample position: every step in which it
 //                        reads that sample starts its backward from NaN (a bad batch)
@@ -21,6 +24,7 @@
 #include <string>
 
 #include "src/checkpoint/directory.h"
+#include "src/comm/communicator.h"
 #include "src/train/trainer_hooks.h"
 
 namespace zt {
@@ -35,6 +39,8 @@ struct Fault {
     SlowSave,
     KillInPublish,
     KillInWrite,
+    Stop,
+    Diverge
   } kind = Throw;
   int rank = -1, step = -1;
   PublishPoint point = PublishPoint::BeforeRename;  // KillInPublish
@@ -42,9 +48,10 @@ struct Fault {
 
 // KIND:RANK:STEP; InputError for anything else.
 Fault parse_fault(const std::string& spec);
-// The hooks that make world rank `rank` fail as `fault` says (none on the other ranks).
-TrainerHooks fault_hooks(const Fault& fault, int rank);
+// The hooks that make world rank `rank` fail as `fault` says (none on the other ranks). `world`
+// is the group a diverging rank calls its barrier on (diverge does nothing without it).
+TrainerHooks fault_hooks(const Fault& fault, int rank, comm::Communicator* world = nullptr);
 // ZT_INJECT_FAULT's hooks for world rank `rank`; none when it is unset.
-TrainerHooks fault_hooks_from_env(int rank);
+TrainerHooks fault_hooks_from_env(int rank, comm::Communicator* world = nullptr);
 
 }  // namespace zt

@@ -2,6 +2,8 @@
 // its wait() does not block the host), in one process without MPI or a GPU: entries are
 // forgotten when their poll reports done or their owner calls forget(); one pending past the
 // timeout, or one reporting a failure, ends the process with one line after its on_fail ran.
+// With a RankBoard, a placed guard publishes what the rank blocks in, and its timeout line names
+// the member that never arrived.
 #include "src/comm/watchdog.h"
 
 #include <gtest/gtest.h>
@@ -107,6 +109,54 @@ TEST(WatchdogTrackedDeathTest, AFailedPollEndsTheJobWithItsCause) {
       testing::ExitedWithCode(7),
       "zerotron: error: collective reduce_scatter on group dp failed on rank 1: asynchronous "
       "NCCL error: remote process exited");
+}
+
+// With a board: what the rank blocks in is published while a placed guard is armed, and a
+// timeout prints the board's line, naming the member that never arrived.
+struct TwoRanks {
+  RankRecord records[2];
+  RankBoard mine{{&records[0], &records[1]}, 0, {0, 0}, {"a", "a"}};
+  RankBoard peer{{&records[0], &records[1]}, 1, {0, 0}, {"a", "a"}};
+  const int members[2] = {0, 1};
+  const uint64_t key = group_key(GroupKind::Dp, members);
+};
+
+TEST(WatchdogBoard, PublishesWhatItBlocksIn) {
+  TwoRanks n;
+  Watchdog dog(0, 60.0, [] { std::_Exit(9); });
+  dog.set_board(&n.mine);
+  EXPECT_NE(n.records[0].heartbeat_ns.load(), 0u);
+  const uint64_t seq = dog.issue("all_reduce", GroupKind::Dp, n.key);
+  EXPECT_EQ(seq, 1u);
+  {
+    auto guard =
+        dog.arm("all_reduce", "dp", Watchdog::Where{GroupKind::Dp, seq, n.members, -1, n.key});
+    EXPECT_EQ(Activity::unpack(n.records[0].waiting.load()).text(), "all_reduce #1 on group dp");
+  }
+  EXPECT_EQ(n.records[0].waiting.load(), 0u) << "computing again once the guard is gone";
+  dog.set_board(nullptr);
+}
+
+TEST(WatchdogBoardDeathTest, TimeoutNamesTheRankThatNeverArrived) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        TwoRanks n;
+        n.peer.heartbeat(
+            static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::steady_clock::now().time_since_epoch())
+                                      .count()));
+        Watchdog dog(0, 0.3, [] { std::_Exit(7); });
+        dog.set_board(&n.mine);
+        const uint64_t seq = dog.issue("all_reduce", GroupKind::Dp, n.key);
+        auto guard =
+            dog.arm("all_reduce", "dp", Watchdog::Where{GroupKind::Dp, seq, n.members, -1, n.key});
+        std::this_thread::sleep_for(std::chrono::seconds(20));
+      },
+      testing::ExitedWithCode(7),
+      "zerotron: error: collective all_reduce on group dp timed out on rank 0 after 0\\.[3-9] s "
+      "\\(#1 on the group\\): rank 1 \\(host a\\) never arrived: computing \\(nothing yet on group "
+      "dp\\); rank 0 arrived");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "src/comm/self_communicator.h"
 #include "src/core/error.h"
 
 namespace zt {
@@ -29,6 +30,8 @@ TEST(FaultInjection, ParsesKindRankStep) {
   EXPECT_EQ(parse_fault("kill-after-exchange:0:4").point, PublishPoint::AfterExchange);
   EXPECT_EQ(parse_fault("kill-before-rename:0:4").point, PublishPoint::BeforeRename);
   EXPECT_EQ(parse_fault("kill-before-prune:0:4").point, PublishPoint::BeforePrune);
+  EXPECT_EQ(parse_fault("stop:1:3").kind, Fault::Stop);
+  EXPECT_EQ(parse_fault("diverge:1:3").kind, Fault::Diverge);
   EXPECT_THROW(parse_fault("throw"), InputError);
   EXPECT_THROW(parse_fault("explode:1:3"), InputError);
 }
@@ -68,6 +71,18 @@ TEST(FaultInjection, HooksActOnlyOnTheRankAndStep) {
   EXPECT_FALSE(publish.mid_step) << "a publishing fault does nothing during the step";
   EXPECT_TRUE(publish.save(4).at_publish);
   EXPECT_FALSE(publish.save(4).after_shard);
+}
+
+TEST(FaultInjection, DivergeCallsABarrierOnTheWorldAtItsStepOnly) {
+  comm::SelfCommunicator world(cpu_backend());
+  const Fault f = parse_fault("diverge:0:3");
+  EXPECT_FALSE(fault_hooks(f, 0).mid_step) << "nothing to diverge into without a world";
+  const TrainerHooks h = fault_hooks(f, 0, &world);
+  ASSERT_TRUE(h.mid_step);
+  h.mid_step(2);
+  EXPECT_EQ(world.stats().snapshot().at(comm::GroupKind::World, comm::CommOp::Barrier).calls, 0u);
+  h.mid_step(3);
+  EXPECT_EQ(world.stats().snapshot().at(comm::GroupKind::World, comm::CommOp::Barrier).calls, 1u);
 }
 
 }  // namespace
