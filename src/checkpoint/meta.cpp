@@ -211,6 +211,7 @@ std::string meta_json(const MetaRecord& r) {
     meta["settings"] = t.settings;
   }
   meta["shards"] = r.shards;
+  if (r.token_ids.is_object() && !r.token_ids.empty()) meta["token_ids"] = r.token_ids;
   return meta.dump(2);
 }
 

@@ -63,6 +63,9 @@ struct MetaRecord {
   int64_t adam_step = 0;
   std::optional<TrainingRecord> training;
   nlohmann::json shards;
+  // An import's bos_token_id and eos_token_id from config.json (hf_token_ids), for an export to
+  // write back; null when there are none.
+  nlohmann::json token_ids;
 };
 // meta.json's text for `r`: the one place it is assembled.
 std::string meta_json(const MetaRecord& r);

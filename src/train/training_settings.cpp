@@ -10,12 +10,17 @@ nlohmann::json training_settings(const TrainOptions& o, int64_t global_batch) {
                       {"lr-warmup-iters", o.lr_warmup_iters},
                       {"lr-decay-iters", o.lr_decay_iters == 0 ? o.train_iters : o.lr_decay_iters},
                       {"lr-decay-style", o.lr_decay_style},
+                      {"lr-warmup-style", o.lr_warmup_style},
                       {"adam-beta1", o.adam_beta1},
                       {"adam-beta2", o.adam_beta2},
                       {"adam-eps", o.adam_eps},
                       {"weight-decay", o.weight_decay},
                       {"clip-grad", o.clip_grad},
-                      {"global-batch-size", global_batch}};
+                      {"global-batch-size", global_batch},
+                      // How the run split its batch and how much it evaluated: what
+                      // `zerotron evaluate` needs to reproduce its validation loss.
+                      {"micro-batch-size", o.micro_batch_size},
+                      {"eval-iters", o.eval_iters}};
   // The tokenizer the ids mean something in: what `zerotron generate` decodes with.
   std::error_code ec;
   if (!o.vocab_file.empty() && !o.merge_file.empty()) {
