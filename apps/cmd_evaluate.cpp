@@ -136,7 +136,12 @@ int evaluate(Args args) {
     if (verdict != 0) return verdict;
     if (help) {
       if (rt.rank() == 0)
-        std::fputs(train_options_help("evaluate", evaluate_flags()).c_str(), stdout);
+        std::fputs((train_options_help("evaluate", evaluate_flags()) +
+                    "\nThe model, --micro-batch-size, --global-batch-size, --eval-iters, --seed, "
+                    "the precision and the tokenizer files are the checkpoint's unless given; the "
+                    "validation samples are those of the run's last evaluation.\n")
+                       .c_str(),
+                   stdout);
       return 0;
     }
     std::optional<TrainDevice> device;
