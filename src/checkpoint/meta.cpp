@@ -220,6 +220,8 @@ std::vector<std::string> changed_settings(const nlohmann::json& saved, const nlo
   if (!saved.is_object()) return lines;
   for (auto it = now.begin(); it != now.end(); ++it) {
     if (!saved.contains(it.key())) continue;
+    // Recorded for `zerotron evaluate`; a resume under another layout changes them legitimately.
+    if (it.key() == "micro-batch-size" || it.key() == "eval-iters") continue;
     const auto& was = saved[it.key()];
     if (was != *it)
       lines.push_back(fmt::format("--{} was {} in the checkpoint, this run uses {}", it.key(),
