@@ -287,6 +287,9 @@ TEST(CheckpointMeta, ChangedSettingsAreOneLineEach) {
   TrainOptions o;
   const nlohmann::json saved = training_settings(o, 8);
   EXPECT_TRUE(changed_settings(saved, training_settings(o, 8)).empty());
+  // The later keys are written only off their defaults: a default run's record is unchanged.
+  for (const char* key : {"micro-batch-size", "eval-iters", "lr-warmup-style"})
+    EXPECT_FALSE(saved.contains(key)) << key;
   o.lr = 3e-4;
   o.adam_beta2 = 0.95;
   o.micro_batch_size = 4;  // recorded for evaluate, a layout's choice: no line
