@@ -8,31 +8,20 @@
 #include "src/config/derive.h"
 #include "src/config/saved_model.h"
 #include "src/core/error.h"
+#include "tests/support/tiny_gpt.h"
 
 namespace zt {
 namespace {
 
-// A Llama-shaped model as an import records it: rope, RMSNorm, SwiGLU, grouped-query attention,
-// an untied head, no biases, no dropout.
+// A Llama-shaped model as an import records it (tests/support/tiny_llama: rope, RMSNorm, SwiGLU,
+// 2 key/value heads of 4, an untied head, no biases, no dropout), with 3 layers and its own
+// rotary base, init std and positions.
 GptConfig llama() {
-  GptConfig c;
+  GptConfig c = test::tiny_llama(2);
   c.num_layers = 3;
-  c.hidden = 48;
-  c.heads = 6;
-  c.seq_length = 24;
-  c.vocab_size = 90;
-  c.padded_vocab_size = 128;
-  c.position_embedding = PositionEmbedding::Rope;
   c.rotary_base = 500000.0f;
-  c.normalization = Normalization::RMSNorm;
-  c.norm_epsilon = 1e-6f;
-  c.swiglu = true;
-  c.ffn_hidden_size = 80;
-  c.num_query_groups = 2;
-  c.untie_embeddings = true;
-  c.add_bias_linear = false;
-  c.max_position_embeddings = 24;
   c.init_method_std = 0.01f;
+  c.max_position_embeddings = 10;
   return c;
 }
 
@@ -59,11 +48,11 @@ TEST(SavedModel, EveryModelOptionNotGivenIsTheCheckpoints) {
   EXPECT_TRUE(run.rmsnorm());
   EXPECT_EQ(run.norm_epsilon, saved.norm_epsilon);
   EXPECT_TRUE(run.swiglu);
-  EXPECT_EQ(run.ffn_hidden(), 80);
+  EXPECT_EQ(run.ffn_hidden(), 24);
   EXPECT_EQ(run.kv_heads(), 2);
   EXPECT_TRUE(run.untie_embeddings);
   EXPECT_FALSE(run.add_bias_linear);
-  EXPECT_EQ(run.max_position_embeddings, 24);
+  EXPECT_EQ(run.max_position_embeddings, 10);
   EXPECT_EQ(run.init_method_std, saved.init_method_std);
   EXPECT_EQ(run.attention_dropout, 0.0f);  // the import's, not the default 0.1
   EXPECT_EQ(run.hidden_dropout, 0.0f);
@@ -72,11 +61,11 @@ TEST(SavedModel, EveryModelOptionNotGivenIsTheCheckpoints) {
 TEST(SavedModel, GivenFlagsThatAgreeOrMayChangeAreKept) {
   TrainOptions o;
   o.swiglu = true;  // given and equal
-  o.seq_length = 16;
+  o.seq_length = 8;
   o.hidden_dropout = 0.2;
   o.rotary_base = 10000.0;
   take_saved_model(llama(), {"swiglu", "seq-length", "hidden-dropout", "rotary-base"}, "ck", o);
-  EXPECT_EQ(o.seq_length, 16);  // a shorter sequence: the load reads fewer positions
+  EXPECT_EQ(o.seq_length, 8);  // a shorter sequence: the load reads fewer positions
   EXPECT_EQ(o.hidden_dropout, 0.2);
   EXPECT_EQ(o.rotary_base, 10000.0);
   EXPECT_EQ(o.num_layers, 3);
@@ -91,8 +80,8 @@ TEST(SavedModel, EveryDifferingFlagIsNamedInOneLine) {
                       return t;
                     }()),
             "checkpoint 'ck/iter_0000000/meta.json' holds another model than the flags ask for: "
-            "--num-layers 2 (checkpoint: 3), --hidden-size 64 (checkpoint: 48), --normalization "
-            "LayerNorm (checkpoint: RMSNorm), --seq-length 64 (checkpoint: 24 at most); leave out "
+            "--num-layers 2 (checkpoint: 3), --hidden-size 64 (checkpoint: 16), --normalization "
+            "LayerNorm (checkpoint: RMSNorm), --seq-length 64 (checkpoint: 10 at most); leave out "
             "the model flags to take the checkpoint's");
   o.swiglu = false;
   o.disable_bias_linear = false;
@@ -104,7 +93,7 @@ TEST(SavedModel, EveryDifferingFlagIsNamedInOneLine) {
                       return t;
                     }()),
             "checkpoint 'ck/iter_0000000/meta.json' holds another model than the flags ask for: "
-            "--vocab-size 100 (checkpoint: 90), --swiglu off (checkpoint: on), "
+            "--vocab-size 100 (checkpoint: 20), --swiglu off (checkpoint: on), "
             "--disable-bias-linear off (checkpoint: on); leave out the model flags to take the "
             "checkpoint's");
   o = TrainOptions{};
@@ -113,7 +102,7 @@ TEST(SavedModel, EveryDifferingFlagIsNamedInOneLine) {
   o.num_query_groups = 3;
   EXPECT_EQ(refusal({"ffn-hidden-size", "num-query-groups"}, o),
             "checkpoint 'ck/iter_0000000/meta.json' holds another model than the flags ask for: "
-            "--ffn-hidden-size 96 (checkpoint: 80), --num-query-groups 3 (checkpoint: 2); leave "
+            "--ffn-hidden-size 96 (checkpoint: 24), --num-query-groups 3 (checkpoint: 2); leave "
             "out the model flags to take the checkpoint's");
 }
 
