@@ -33,55 +33,26 @@ namespace {
 // checkpoint; a flag may shorten the sequence or must agree), the batch and the precision (the
 // checkpoint's by default), the layout it runs under and where it reports.
 const std::vector<std::string_view>& evaluate_flags() {
-  static const std::vector<std::string_view> flags = {"load",
-                                                      "data-path",
-                                                      "split",
-                                                      "tokenizer-type",
-                                                      "vocab-file",
-                                                      "merge-file",
-                                                      "tokenizer-model",
-                                                      "eval-iters",
-                                                      "micro-batch-size",
-                                                      "global-batch-size",
-                                                      "seed",
-                                                      "num-layers",
-                                                      "hidden-size",
-                                                      "num-attention-heads",
-                                                      "seq-length",
-                                                      "vocab-size",
-                                                      "make-vocab-size-divisible-by",
-                                                      "position-embedding-type",
-                                                      "rotary-base",
-                                                      "normalization",
-                                                      "norm-epsilon",
-                                                      "swiglu",
-                                                      "ffn-hidden-size",
-                                                      "group-query-attention",
-                                                      "num-query-groups",
-                                                      "untie-embeddings-and-output-weights",
-                                                      "disable-bias-linear",
-                                                      "max-position-embeddings",
-                                                      "fp16",
-                                                      "bf16",
-                                                      "tf32",
-                                                      "tensor-model-parallel-size",
-                                                      "pipeline-model-parallel-size",
-                                                      "num-layers-per-virtual-pipeline-stage",
-                                                      "decoder-first-pipeline-num-layers",
-                                                      "decoder-last-pipeline-num-layers",
-                                                      "sequence-parallel",
-                                                      "zero-stage",
-                                                      "allgather-bucket-size",
-                                                      "prefetch-bucket-size",
-                                                      "max-live-parameters",
-                                                      "reduce-bucket-size",
-                                                      "device",
-                                                      "device-memory",
-                                                      "comm-timeout",
-                                                      "tp-within-node",
-                                                      "metrics-file",
-                                                      "tensorboard-dir",
-                                                      "config"};
+  static constexpr std::string_view kFlags =
+      "load data-path split tokenizer-type vocab-file merge-file tokenizer-model eval-iters "
+      "micro-batch-size global-batch-size seed num-layers hidden-size num-attention-heads "
+      "seq-length vocab-size make-vocab-size-divisible-by position-embedding-type rotary-base "
+      "normalization norm-epsilon swiglu ffn-hidden-size group-query-attention num-query-groups "
+      "untie-embeddings-and-output-weights disable-bias-linear max-position-embeddings fp16 bf16 "
+      "tf32 tensor-model-parallel-size pipeline-model-parallel-size "
+      "num-layers-per-virtual-pipeline-stage decoder-first-pipeline-num-layers "
+      "decoder-last-pipeline-num-layers sequence-parallel zero-stage allgather-bucket-size "
+      "prefetch-bucket-size max-live-parameters reduce-bucket-size device device-memory "
+      "comm-timeout tp-within-node metrics-file tensorboard-dir config";
+  static const std::vector<std::string_view> flags = [] {
+    std::vector<std::string_view> names;
+    for (size_t at = 0; at < kFlags.size();) {
+      const size_t end = std::min(kFlags.find(' ', at), kFlags.size());
+      names.push_back(kFlags.substr(at, end - at));
+      at = end + 1;
+    }
+    return names;
+  }();
   return flags;
 }
 
@@ -95,10 +66,10 @@ void take_saved_settings(const nlohmann::json& meta, const TrainFlags& flags, Tr
         set_train_option(key, value.is_string() ? value.get<std::string>() : value.dump(), o);
   if (!flags.has("seed") && meta.contains("seed") && meta["seed"].is_number_integer())
     o.seed = meta["seed"].get<int64_t>();
-  if (!flags.has("bf16") && !flags.has("fp16")) {
-    const std::string precision = meta["layout"].value("precision", "fp32");
-    o.bf16 = precision == "bf16";
-    o.fp16 = precision == "fp16";
+  const auto precision = meta["layout"].find("precision");
+  if (!flags.has("bf16") && !flags.has("fp16") && precision != meta["layout"].end()) {
+    o.bf16 = *precision == "bf16";
+    o.fp16 = *precision == "fp16";
   }
 }
 
