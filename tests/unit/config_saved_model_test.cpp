@@ -106,5 +106,15 @@ TEST(SavedModel, EveryDifferingFlagIsNamedInOneLine) {
             "out the model flags to take the checkpoint's");
 }
 
+// What --config sets counts as given: a checkpoint's model does not override it.
+TEST(SavedModel, ConfigKeysCountAsGiven) {
+  TrainOptions o;
+  std::vector<std::string> set;
+  apply_json_config(R"({"num_layers": 5, "train_batch_size": 8})", "c.json", o,
+                    ConfigDialect::Zerotron, &set);
+  EXPECT_EQ(set, (std::vector<std::string>{"num-layers", "global-batch-size"}));
+  EXPECT_NE(refusal(set, o).find("--num-layers 5 (checkpoint: 3)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace zt
