@@ -35,7 +35,7 @@ def steps(text):
     out = []
     for block in fenced(text):
         lines = block.rstrip("\n").split("\n")
-        if lines[0].startswith("$ "):  # a session: commands after "$ ", their output below them
+        if lines[0].startswith("$ "):  # a shell transcript: commands after "$ ", their output below them
             cmds, expect, cont = [], [], False
             for line in lines:
                 if line.startswith("$ ") or cont:
