@@ -11,6 +11,7 @@ ROOT's. Exits 77 (skipped) without Debian's fortunes, the walk-through's corpus.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,7 +36,7 @@ def steps(text):
     out = []
     for block in fenced(text):
         lines = block.rstrip("\n").split("\n")
-        if lines[0].startswith("$ "):  # a shell transcript: commands after "$ ", their output below them
+        if lines[0].startswith("$ "):  # a transcript: commands after "$ ", output below them
             cmds, expect, cont = [], [], False
             for line in lines:
                 if line.startswith("$ ") or cont:
@@ -107,6 +108,7 @@ def main():
         shell += "".join(d + "\n" for d in re.findall(r'(?ms)^[A-Z]+="[^"]*"', cmds))
         print(f"step {n}: {len(expect)} README line(s) checked")
         check(expect, p.stdout + p.stderr, problems)
+    shutil.rmtree(work, ignore_errors=True)
     for line in problems:
         print("FAIL:", line)
     if problems:
