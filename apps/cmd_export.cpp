@@ -128,6 +128,21 @@ void write_tokenizer(const std::pair<std::string, std::string>& files,
   write_file_atomically(out_dir, "special_tokens_map.json", special.dump(2) + "\n");
 }
 
+// config.json's bos_token_id and eos_token_id: the tokenizer's end-of-document token where the
+// tokenizer is known (zerotron's documents begin and end with it, as GPT-2's do), else what an
+// import recorded from the Hugging Face config, else none (GPT-2's config keeps its default).
+nlohmann::json token_ids(const std::optional<data::BpeTokenizer>& tok, const nlohmann::json& meta,
+                         const GptConfig& c, const std::string& where) {
+  if (tok) return {{"bos_token_id", *tok->eod()}, {"eos_token_id", *tok->eod()}};
+  const auto it = meta.find("token_ids");
+  if (it == meta.end()) return nlohmann::json::object();
+  ZT_REQUIRE(it->is_object(), "{}: 'token_ids' must be an object", where);
+  return hf_token_ids(nlohmann::json{{"bos_token_id", it->value("bos_token_id", nlohmann::json())},
+                                     {"eos_token_id", it->value("eos_token_id", nlohmann::json())}}
+                          .dump(),
+                      c.vocab_size, where);
+}
+
 }  // namespace
 
 int export_model(Args args) {
@@ -218,7 +233,9 @@ int export_model(Args args) {
   const char* torch_dtype = dt == DType::F32    ? "float32"
                             : dt == DType::BF16 ? "bfloat16"
                                                 : "float16";
-  write_file_atomically(out_dir, "config.json", hf_config(c, torch_dtype).dump(2) + "\n");
+  const nlohmann::json ids =
+      token_ids(tok, meta, c, fmt::format("export: '{}/meta.json'", iter_dir));
+  write_file_atomically(out_dir, "config.json", hf_config(c, torch_dtype, ids).dump(2) + "\n");
   if (tokenizer) write_tokenizer(*tokenizer, *tok, c, out_dir);
   fmt::print("zerotron: exported {} tensors ({} bytes, {}) of iteration {} to {} and {}\n",
              outs.size(), offset, torch_dtype, meta.at("iteration").get<int64_t>(), output.string(),

@@ -120,9 +120,12 @@ int import_model(Args args) {
   std::error_code ec;
   ZT_REQUIRE(fs::exists(input, ec), "import: --input '{}' does not exist", input.string());
   const fs::path config = (fs::is_directory(input) ? input : input.parent_path()) / "config.json";
-  GptConfig model = hf_model_from_config(
-      read_small_file(config.parent_path(), config.filename().string(), uint64_t{1} << 20),
-      config.string());
+  const std::string config_text =
+      read_small_file(config.parent_path(), config.filename().string(), uint64_t{1} << 20);
+  GptConfig model = hf_model_from_config(config_text, config.string());
+  // Recorded in the checkpoint for an export to write back.
+  const nlohmann::json token_ids =
+      hf_token_ids(config_text, model.vocab_size, fmt::format("import: '{}'", config.string()));
   model.padded_vocab_size = padded_vocab_size(model.vocab_size, divisible, lay.tp);
   validate_architecture(model);
   validate_tensor_parallel(model, lay.tp);
@@ -164,22 +167,26 @@ int import_model(Args args) {
   const std::string save = flags->str("--save");
   // The bytes counted are the parameters read for each shard file (every file's share of them).
   Progress progress(fmt::format("importing {} into {}", input.string(), save), 0);
-  write_checkpoint(save, lay, [&](const ParamSpec& p, int64_t f, int64_t n, float* dst) {
-    progress.add(static_cast<uint64_t>(n) * 4);
-    const std::vector<Source>& from = sources.at(p.name);
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t at = f + i, row = at / from.front().cols;
-      const Source* s = nullptr;
-      for (const Source& c : from)
-        if (row >= c.row_begin && row < c.row_begin + c.rows) s = &c;
-      if (s == nullptr) {  // a row of the vocabulary padding
-        dst[i] = 0;
-        continue;
-      }
-      const int64_t local = at - s->row_begin * s->cols;
-      dst[i] = s->tensor->at(s->transpose ? (local % s->cols) * s->rows + local / s->cols : local);
-    }
-  });
+  write_checkpoint(
+      save, lay,
+      [&](const ParamSpec& p, int64_t f, int64_t n, float* dst) {
+        progress.add(static_cast<uint64_t>(n) * 4);
+        const std::vector<Source>& from = sources.at(p.name);
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t at = f + i, row = at / from.front().cols;
+          const Source* s = nullptr;
+          for (const Source& c : from)
+            if (row >= c.row_begin && row < c.row_begin + c.rows) s = &c;
+          if (s == nullptr) {  // a row of the vocabulary padding
+            dst[i] = 0;
+            continue;
+          }
+          const int64_t local = at - s->row_begin * s->cols;
+          dst[i] =
+              s->tensor->at(s->transpose ? (local % s->cols) * s->rows + local / s->cols : local);
+        }
+      },
+      token_ids);
   fmt::print(
       "zerotron: imported {} ({} parameters, {} layers, hidden {}) into {} at iteration 0 as tp {} "
       "x dp {}, ZeRO stage {}\n",

@@ -12,6 +12,7 @@
 #include "src/checkpoint/access_probe.h"
 #include "src/checkpoint/checkpoint.h"
 #include "src/checkpoint/directory.h"
+#include "src/checkpoint/meta.h"
 #include "src/comm/nccl_groups.h"
 #include "src/comm/placement.h"
 #include "src/comm/runtime.h"
@@ -19,6 +20,7 @@
 #include "src/config/deepspeed.h"
 #include "src/config/derive.h"
 #include "src/config/options.h"
+#include "src/config/saved_model.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/faults/fault_injection.h"
@@ -59,10 +61,23 @@ int train(Args args) {
     bool help = false;
     std::optional<CheckpointLock> save_lock;  // held until the job ends
     const int verdict = rt.agree_on_input([&] {
-      help = !parse_train_options(args, o);
+      TrainFlags flags = parse_train_flags(
+          "train", args, [](std::string_view) { return std::optional<FlagArity>(); });
+      help = flags.help;
       if (help) return;
+      o = std::move(flags.options);
       // A rank stuck in a check below is bounded by the user's timeout from here on.
       rt.set_comm_timeout(o.comm_timeout);
+      // The model of the checkpoint --load resumes, where a flag does not say otherwise.
+      if (!o.load.empty()) {
+        check_load_readable(o.load);
+        if (checkpoint_step(o) || has_latest(o.load)) {
+          nlohmann::json meta;
+          const std::string where =
+              checkpoint_iteration_dir(o.load, checkpoint_step(o), meta) + "/meta.json";
+          take_saved_model(read_layout(meta, where).model, flags.given, where, o);
+        }
+      }
       resolve_micro_batch(o, data_parallel_size(o, rt.world_size()));
       const int dp = derive(o, rt.world_size()).dp;  // every check of the options
       check_tp_placement(o, rt);

@@ -17,5 +17,6 @@ int import_model(Args args);
 int estimate(Args args);
 int simulate(Args args);
 int generate(Args args);
+int version(Args args);
 
 }  // namespace zt::app

@@ -30,7 +30,7 @@ std::vector<FlagSpec> plan_flag_specs() {
 
 std::optional<PlanArgs> parse_plan_args(std::string_view command,
                                         const std::vector<FlagSpec>& specs, Args args) {
-  PlanArgs a{parse_train_flags(command, args, arity_of(specs)), {}};
+  PlanArgs a{parse_train_flags(command, args, arity_of(specs), flag_names(specs)), {}};
   if (a.train.help) {
     print_usage(command, specs);
     std::printf(

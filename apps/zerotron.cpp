@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "apps/commands.h"
+#include "src/config/flag_scan.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 
@@ -28,6 +29,8 @@ constexpr Command kCommands[] = {
      "consolidate a checkpoint into Hugging Face GPT-2 or Llama safetensors"},
     {"import", zt::app::import_model,
      "turn Hugging Face GPT-2 or Llama safetensors into a checkpoint for any layout"},
+    {"version", zt::app::version,
+     "version, commit, backends, CPU ISA and CUDA of this build (also --version)"},
 };
 
 int usage(FILE* out) {
@@ -43,7 +46,7 @@ int usage(FILE* out) {
 
 int main(int argc, char** argv) {
   if (argc < 2) return usage(stderr);
-  const std::string_view name = argv[1];
+  const std::string_view name = argv[1] == std::string_view("--version") ? "version" : argv[1];
   if (name == "--help" || name == "-h" || name == "help") return usage(stdout);
   std::vector<std::string_view> rest(argv + 2, argv + argc);
   for (const auto& c : kCommands) {
@@ -58,6 +61,11 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  zt::log::error_line("unknown command '" + std::string(name) + "', run 'zerotron --help'");
+  std::vector<std::string_view> names;
+  for (const auto& c : kCommands) names.push_back(c.name);
+  const std::string_view near = zt::nearest_flag(name, names);
+  zt::log::error_line("unknown command '" + std::string(name) + "'" +
+                      (near.empty() ? "" : " (did you mean '" + std::string(near) + "'?)") +
+                      ", run 'zerotron --help'");
   return 2;
 }

@@ -162,6 +162,7 @@ GptConfig llama_model_from_config(const nlohmann::json& c, const std::string& wh
   ZT_REQUIRE(dropout < 1, "import: '{}': 'attention_dropout' must be below 1, got {}", where,
              dropout);
   g.attention_dropout = static_cast<float>(dropout);
+  g.init_method_std = static_cast<float>(config_number(c, "initializer_range", 0.02, true, where));
   if (const auto it = c.find("tie_word_embeddings"); it != c.end()) {
     ZT_REQUIRE(it->is_boolean(),
                "import: '{}': 'tie_word_embeddings' must be true or false, got {}", where,
@@ -206,8 +207,30 @@ std::vector<HfTensor> hf_tensors(const GptConfig& c, const std::string& where) {
   return llama_tensors(c);
 }
 
-nlohmann::json hf_config(const GptConfig& c, const std::string& dtype) {
-  return c.gpt2_architecture() ? gpt2_config(c, dtype) : llama_config(c, dtype);
+nlohmann::json hf_config(const GptConfig& c, const std::string& dtype,
+                         const nlohmann::json& token_ids) {
+  nlohmann::json j = c.gpt2_architecture() ? gpt2_config(c, dtype) : llama_config(c, dtype);
+  for (const auto& [key, id] : token_ids.items()) j[key] = id;
+  return j;
+}
+
+nlohmann::json hf_token_ids(std::string_view config_text, int vocab_size, const std::string& what) {
+  const nlohmann::json c = parse_json_input(config_text, what);
+  nlohmann::json ids = nlohmann::json::object();
+  auto token = [&](const nlohmann::json& v) {
+    return v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < vocab_size;
+  };
+  for (const char* key : {"bos_token_id", "eos_token_id"}) {
+    const auto it = c.is_object() ? c.find(key) : c.end();
+    if (it == c.end() || it->is_null()) continue;
+    bool ok = token(*it) || (it->is_array() && !it->empty() && it->size() <= 16);
+    if (it->is_array())
+      for (const auto& v : *it) ok = ok && token(v);
+    ZT_REQUIRE(ok, "{}: '{}' must be a token id below vocab_size {} or a list of them, got {}",
+               what, key, vocab_size, json_excerpt(*it));
+    ids[key] = *it;
+  }
+  return ids;
 }
 
 }  // namespace zt

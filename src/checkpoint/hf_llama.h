@@ -33,8 +33,15 @@ GptConfig llama_model_from_config(const nlohmann::json& c, const std::string& wh
 // Either format, by config.json's model_type (or architectures where model_type is absent).
 GptConfig hf_model_from_config(std::string_view text, const std::string& where);
 // The tensor table and config.json of a model either format represents; InputError otherwise.
-// `what` opens the error line ("export: 'DIR'").
+// `what` opens the error line ("export: 'DIR'"). `token_ids` (bos_token_id, eos_token_id) go into
+// config.json, replacing GPT-2's default of the last token.
 std::vector<HfTensor> hf_tensors(const GptConfig& c, const std::string& what);
-nlohmann::json hf_config(const GptConfig& c, const std::string& dtype);
+nlohmann::json hf_config(const GptConfig& c, const std::string& dtype,
+                         const nlohmann::json& token_ids = nlohmann::json::object());
+
+// config.json's bos_token_id and eos_token_id, those present and not null (each a token id
+// below `vocab_size` or a list of them, as transformers allows for eos_token_id), as an object
+// of those keys; InputError opened by `what` ("import: 'config.json'") for another value.
+nlohmann::json hf_token_ids(std::string_view config_text, int vocab_size, const std::string& what);
 
 }  // namespace zt

@@ -234,6 +234,7 @@ std::string meta_json(const MetaRecord& r) {
     meta["settings"] = t.settings;
   }
   meta["shards"] = r.shards;
+  if (r.token_ids.is_object() && !r.token_ids.empty()) meta["token_ids"] = r.token_ids;
   return meta.dump(2);
 }
 
@@ -242,6 +243,8 @@ std::vector<std::string> changed_settings(const nlohmann::json& saved, const nlo
   if (!saved.is_object()) return lines;
   for (auto it = now.begin(); it != now.end(); ++it) {
     if (!saved.contains(it.key())) continue;
+    // Recorded for `zerotron evaluate`; a resume under another layout changes them legitimately.
+    if (it.key() == "micro-batch-size" || it.key() == "eval-iters") continue;
     const auto& was = saved[it.key()];
     if (was != *it)
       lines.push_back(fmt::format("--{} was {} in the checkpoint, this run uses {}", it.key(),

@@ -66,6 +66,9 @@ struct MetaRecord {
   int64_t adam_step = 0;
   std::optional<TrainingRecord> training;
   nlohmann::json shards;
+  // An import's bos_token_id and eos_token_id from config.json (hf_token_ids), for an export to
+  // write back; null when there are none.
+  nlohmann::json token_ids;
 };
 // meta.json's "skipped_train_samples" (none when absent), checked: at most
 // SampleSkips::kMaxRanges sorted, disjoint, non-empty [begin, end) pairs.

@@ -88,7 +88,7 @@ void write_zeros(ShardWriter& w, int64_t n) {
 }  // namespace
 
 void write_checkpoint(const std::string& dir, const CheckpointLayout& lay,
-                      const FullTensorSource& source) {
+                      const FullTensorSource& source, const nlohmann::json& token_ids) {
   ZT_CHECK(lay.pp == 1 && lay.chunks == 1 && lay.iteration == 0,
            "write_checkpoint writes iteration 0 of a layout without a pipeline");
   const GptConfig& model = lay.model;
@@ -118,6 +118,7 @@ void write_checkpoint(const std::string& dir, const CheckpointLayout& lay,
   MetaRecord meta;
   meta.layout = lay;
   meta.shards = shards;
+  meta.token_ids = token_ids;
   write_file_atomically(tmp, "meta.json", meta_json(meta));
   sync_dir(tmp);
   publish_iteration(dir, 0, 0);

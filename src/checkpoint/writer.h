@@ -19,7 +19,9 @@ using FullTensorSource = std::function<void(const ParamSpec& p, int64_t f, int64
 // Writes DIR/iter_0000000 (and `latest`) through the same atomic publish as a training save,
 // holding DIR's lock. `lay.model.padded_vocab_size` must be the layout's; `lay.pp` and
 // `lay.chunks` must be 1, `lay.iteration` 0.
+// `token_ids`: what meta.json records as the model's special tokens (MetaRecord::token_ids).
 void write_checkpoint(const std::string& dir, const CheckpointLayout& lay,
-                      const FullTensorSource& source);
+                      const FullTensorSource& source,
+                      const nlohmann::json& token_ids = nlohmann::json());
 
 }  // namespace zt

@@ -27,6 +27,12 @@ FlagArityOf arity_of(const std::vector<FlagSpec>& specs) {
   };
 }
 
+std::vector<std::string_view> flag_names(const std::vector<FlagSpec>& specs) {
+  std::vector<std::string_view> names;
+  for (const auto& s : specs) names.push_back(s.name.substr(2));
+  return names;
+}
+
 void print_usage(std::string_view command, const std::vector<FlagSpec>& specs) {
   fmt::print("usage: zerotron {} [flags]\n\nflags:\n", command);
   for (const auto& s : specs)
@@ -37,7 +43,7 @@ void print_usage(std::string_view command, const std::vector<FlagSpec>& specs) {
 std::optional<ParsedFlags> ParsedFlags::parse(std::string_view command,
                                               const std::vector<FlagSpec>& specs,
                                               std::span<const std::string_view> args) {
-  const FlagScan scan = scan_flags(command, args, arity_of(specs));
+  const FlagScan scan = scan_flags(command, args, arity_of(specs), flag_names(specs));
   if (scan.help) {
     print_usage(command, specs);
     return std::nullopt;

@@ -31,6 +31,8 @@ const FlagSpec* find_spec(const std::vector<FlagSpec>& specs, std::string_view n
 // The scanner's view of `specs`: each flag's arity, nullopt for a name not among them. `specs`
 // must outlive the function.
 FlagArityOf arity_of(const std::vector<FlagSpec>& specs);
+// The names of `specs` without "--" ("did you mean" candidates).
+std::vector<std::string_view> flag_names(const std::vector<FlagSpec>& specs);
 // "usage: zerotron {command} [flags]" and a line per spec.
 void print_usage(std::string_view command, const std::vector<FlagSpec>& specs);
 

@@ -345,11 +345,11 @@ void DeepSpeedKeys::finish(TrainOptions& o) const {
   if (!cosine && !has("scheduler.params.warmup_max_lr")) set_("lr", "0.001");
   if (scheduler_type_ != "WarmupLR" && !has("scheduler.params.total_num_steps"))
     set_("lr-decay-iters", "10000");
-  // DeepSpeed's warm-up is logarithmic unless warmup_type says linear; zerotron's is linear.
-  ZT_REQUIRE(warmup_type_ == "linear" || o.lr_warmup_iters == 0,
-             "{}: 'scheduler.params.warmup_type': {} is not supported: zerotron's warm-up is "
-             "linear (DeepSpeed's default is log; give \"warmup_type\": \"linear\")",
-             where_, warmup_type_.empty() ? "log (the default)" : warmup_type_);
+  // DeepSpeed's warm-up is logarithmic unless warmup_type says linear.
+  ZT_REQUIRE(warmup_type_.empty() || warmup_type_ == "log" || warmup_type_ == "linear",
+             "{}: 'scheduler.params.warmup_type' must be \"log\" or \"linear\", got {}", where_,
+             excerpt(warmup_type_));
+  set_("lr-warmup-style", warmup_type_.empty() ? "log" : warmup_type_);
   if (scheduler_type_ == "WarmupLR") {
     set_("lr-decay-style", "constant");
   } else {

@@ -75,21 +75,6 @@ GptConfig gpt_config_from(const TrainOptions& o) {
   return c;
 }
 
-void set_architecture_options(TrainOptions& o, const GptConfig& c) {
-  o.position_embedding_type = c.rope() ? "rope" : "learned_absolute";
-  o.rotary_base = c.rotary_base;
-  o.normalization = c.rmsnorm() ? "RMSNorm" : "LayerNorm";
-  o.norm_epsilon = c.norm_epsilon;
-  o.swiglu = c.swiglu;
-  o.ffn_hidden_size = c.ffn_hidden_size;
-  o.group_query_attention = c.num_query_groups > 0;
-  o.num_query_groups = c.num_query_groups > 0 ? c.num_query_groups : 1;
-  o.untie_embeddings_and_output_weights = c.untie_embeddings;
-  o.disable_bias_linear = !c.add_bias_linear;
-  o.max_position_embeddings = c.max_position_embeddings;
-  o.init_method_std = c.init_method_std;
-}
-
 namespace {
 
 LossScalerConfig scaler_config(const TrainOptions& o) {

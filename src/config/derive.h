@@ -74,8 +74,5 @@ std::optional<int64_t> checkpoint_step(const TrainOptions& o);
 DType working_dtype(const TrainOptions& o);
 // The model: shape, padded vocabulary (for the tensor-parallel size), dropout, dtype.
 GptConfig gpt_config_from(const TrainOptions& o);
-// The inverse of gpt_config_from for the architecture choices (rope, norm, SwiGLU, widths,
-// query groups, untied head, biases, init): a run that takes its model from a checkpoint.
-void set_architecture_options(TrainOptions& o, const GptConfig& c);
 
 }  // namespace zt

@@ -34,9 +34,16 @@ struct FlagScan {
 using FlagArityOf = std::function<std::optional<FlagArity>(std::string_view name)>;
 
 // Throws InputError with one line, prefixed "{command}: ", on an argument that is not a flag, an
-// unknown flag, a missing value (a value never starts with "--") or a switch given a value
-// other than true/false/1/0.
+// unknown flag (with the nearest of `known`, the command's flag names without "--", as "did you
+// mean"), a missing value (a value never starts with "--") or a switch given a value other than
+// true/false/1/0.
 FlagScan scan_flags(std::string_view command, std::span<const std::string_view> args,
-                    const FlagArityOf& arity_of);
+                    const FlagArityOf& arity_of, const std::vector<std::string_view>& known = {});
+
+// The name of `known` nearest to `name` by edit distance (insertions, deletions, substitutions
+// and transpositions of adjacent characters, each counting 1), when it is near enough to be a
+// likely typo (at most 1 edit for names of up to 4 characters, 2 up to 8, 3 beyond); ties go to
+// the earlier name. Empty when none is.
+std::string_view nearest_flag(std::string_view name, const std::vector<std::string_view>& known);
 
 }  // namespace zt

@@ -1,6 +1,7 @@
 #include "src/config/options.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -46,6 +47,16 @@ const std::vector<Decl>& decls() {
 #undef ZT_OPTION
   };
   return d;
+}
+
+// Every flag name, without "--", in table order: what "did you mean" searches.
+const std::vector<std::string_view>& train_flag_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> n;
+    for (const auto& d : decls()) n.push_back(d.flag);
+    return n;
+  }();
+  return names;
 }
 
 const Decl* find_flag(std::string_view name) {
@@ -168,17 +179,19 @@ std::string json_option_text(const Decl& d, const nlohmann::json& v, std::string
       d.field);
 }
 
-void read_json_config(const std::string& path, O& o, ConfigDialect dialect) {
+void read_json_config(const std::string& path, O& o, ConfigDialect dialect,
+                      std::vector<std::string>* set_flags) {
   // A DeepSpeed config is a few kilobytes; a megabyte leaves room and bounds what is read.
   const char* flag = dialect == ConfigDialect::DeepSpeed ? "--deepspeed-config" : "--config";
   apply_json_config(read_input_file(path, 1 << 20, fmt::format("{} file", flag)),
-                    fmt::format("{} file '{}'", flag, excerpt(path, 200)), o, dialect);
+                    fmt::format("{} file '{}'", flag, excerpt(path, 200)), o, dialect, set_flags);
 }
 
 }  // namespace
 
 std::vector<std::string> apply_json_config(std::string_view text, std::string_view where, O& o,
-                                           ConfigDialect dialect) {
+                                           ConfigDialect dialect,
+                                           std::vector<std::string>* set_flags) {
   const nlohmann::json j =
       parse_json_input(text, where, JsonLimits{.max_depth = 8, .max_string = 4096});
   ZT_REQUIRE(j.is_object(), "{} must hold a JSON object, got {}", where, json_type_name(j));
@@ -188,6 +201,7 @@ std::vector<std::string> apply_json_config(std::string_view text, std::string_vi
     const Decl* d = find_flag(flag);
     ZT_CHECK(d != nullptr, "no option --{}", flag);
     set_from_text(*d, v, o);
+    if (set_flags != nullptr) set_flags->emplace_back(flag);
   });
   for (const auto& [key, value] : items) {
     if (ds.take(key, value)) continue;
@@ -199,6 +213,7 @@ std::vector<std::string> apply_json_config(std::string_view text, std::string_vi
       continue;
     }
     set_from_text(*d, json_option_text(*d, value, where), o);
+    if (set_flags != nullptr) set_flags->emplace_back(d->flag);
     ds.given(key);
   }
   ds.finish(o);
@@ -253,10 +268,13 @@ std::string default_text(const Decl& d) {
 
 }  // namespace
 
-std::string train_options_help() {
-  std::string s =
-      "usage: zerotron train [flags]\n\nflags (default in parentheses, JSON key in brackets):\n";
+std::string train_options_help(std::string_view command,
+                               const std::vector<std::string_view>& only) {
+  std::string s = fmt::format(
+      "usage: zerotron {} [flags]\n\nflags (default in parentheses, JSON key in brackets):\n",
+      command);
   for (const auto& d : decls()) {
+    if (!only.empty() && std::find(only.begin(), only.end(), d.flag) == only.end()) continue;
     std::string name = "--" + std::string(d.flag);
     if (!is_bool(d)) name += d.words ? " X..." : " X";
     s += fmt::format("  {:<34} {}", name, d.help);
@@ -308,13 +326,14 @@ std::string joined(const std::vector<std::string>& words) {
 
 // The training options among `scan`'s flags into `o`, over the JSON config when --config is
 // given (read first, so flags override it wherever it appears on the line); the others go to
-// `rest` when it is given.
+// `rest` when it is given. The options the JSON config sets count as given.
 void apply_scanned(const FlagScan& scan, O& o, TrainFlags* flags) {
   o = O{};
+  std::vector<std::string>* given = flags != nullptr ? &flags->given : nullptr;
   for (const ScannedFlag& f : scan.flags) {
-    if (f.name == "config") read_json_config(f.values.front(), o, ConfigDialect::Zerotron);
+    if (f.name == "config") read_json_config(f.values.front(), o, ConfigDialect::Zerotron, given);
     if (f.name == "deepspeed-config")
-      read_json_config(f.values.front(), o, ConfigDialect::DeepSpeed);
+      read_json_config(f.values.front(), o, ConfigDialect::DeepSpeed, given);
   }
   for (const ScannedFlag& f : scan.flags) {
     const Decl* d = find_flag(f.name);
@@ -336,19 +355,49 @@ void apply_scanned(const FlagScan& scan, O& o, TrainFlags* flags) {
 }  // namespace
 
 bool parse_train_options(std::span<const std::string_view> args, O& o) {
-  const FlagScan scan = scan_flags("train", args, train_arity);
+  const FlagScan scan = scan_flags("train", args, train_arity, train_flag_names());
   if (scan.help) return false;
   apply_scanned(scan, o, nullptr);
   return true;
 }
 
 TrainFlags parse_train_flags(std::string_view command, std::span<const std::string_view> args,
-                             const FlagArityOf& own_flags) {
+                             const FlagArityOf& own_flags,
+                             const std::vector<std::string_view>& own_names) {
   TrainFlags f;
-  const FlagScan scan = scan_flags(command, args, [&](std::string_view name) {
-    const std::optional<FlagArity> a = train_arity(name);
-    return a ? a : own_flags(name);
-  });
+  std::vector<std::string_view> names = own_names;
+  names.insert(names.end(), train_flag_names().begin(), train_flag_names().end());
+  const FlagScan scan = scan_flags(
+      command, args,
+      [&](std::string_view name) {
+        const std::optional<FlagArity> a = train_arity(name);
+        return a ? a : own_flags(name);
+      },
+      names);
+  f.help = scan.help;
+  if (!f.help) apply_scanned(scan, f.options, &f);
+  return f;
+}
+
+bool set_train_option(std::string_view flag, std::string_view text, O& o) {
+  const Decl* d = find_flag(flag);
+  if (d == nullptr) return false;
+  set_from_text(*d, text, o);
+  return true;
+}
+
+TrainFlags parse_command_flags(std::string_view command, std::span<const std::string_view> args,
+                               const std::vector<std::string_view>& only) {
+  for (const std::string_view flag : only)
+    ZT_CHECK(find_flag(flag) != nullptr, "no option --{}", flag);
+  TrainFlags f;
+  const FlagScan scan = scan_flags(
+      command, args,
+      [&](std::string_view name) {
+        return std::find(only.begin(), only.end(), name) == only.end() ? std::nullopt
+                                                                       : train_arity(name);
+      },
+      only);
   f.help = scan.help;
   if (!f.help) apply_scanned(scan, f.options, &f);
   return f;

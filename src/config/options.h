@@ -46,7 +46,8 @@ bool parse_train_options(std::span<const std::string_view> args, TrainOptions& o
 // For commands that take the training options besides flags of their own (`zerotron estimate`,
 // `simulate`): one scan of the line over both tables, the training options set exactly as
 // `train` sets them (same names, defaults and checks, --config included), the command's own
-// flags (`own_flags` gives their arity) left in `rest`.
+// flags (`own_flags` gives their arity, `own_names` their names for "did you mean") left in
+// `rest`.
 struct TrainFlags {
   TrainOptions options;
   std::vector<std::string> given;         // the table's flags on the line, without "--"
@@ -55,7 +56,17 @@ struct TrainFlags {
   bool has(std::string_view flag) const;  // `flag` without "--" was on the line
 };
 TrainFlags parse_train_flags(std::string_view command, std::span<const std::string_view> args,
-                             const FlagArityOf& own_flags);
+                             const FlagArityOf& own_flags,
+                             const std::vector<std::string_view>& own_names = {});
+
+// Sets the option of `flag` (without "--") from the text the flag would take, with the flag's
+// checks (InputError). False when no training option has that flag.
+bool set_train_option(std::string_view flag, std::string_view text, TrainOptions& out);
+
+// For a command that reads some of the training options (`zerotron evaluate`): the flags of
+// `only` (without "--") are scanned and set as `train` sets them, any other is an unknown flag.
+TrainFlags parse_command_flags(std::string_view command, std::span<const std::string_view> args,
+                               const std::vector<std::string_view>& only);
 
 // Which reader a JSON config gets: zerotron's own (--config: DeepSpeed's key names, zerotron's
 // defaults, an unknown key refused as a likely typo) or DeepSpeed's (--deepspeed-config:
@@ -64,12 +75,17 @@ enum class ConfigDialect { Zerotron, DeepSpeed };
 
 // Sets the options a JSON config text names (DeepSpeed's keys; what --config and
 // --deepspeed-config read from their files, each in its dialect: deepspeed.h). `where` names the
-// source in errors. Throws InputError. Returns the warning lines printed (keys ignored).
+// source in errors. Throws InputError. Returns the warning lines printed (keys ignored). The
+// flags (without "--") of the options it sets go to `set_flags` when given.
 std::vector<std::string> apply_json_config(std::string_view text, std::string_view where,
                                            TrainOptions& out,
-                                           ConfigDialect dialect = ConfigDialect::Zerotron);
+                                           ConfigDialect dialect = ConfigDialect::Zerotron,
+                                           std::vector<std::string>* set_flags = nullptr);
 
-std::string train_options_help();
+// "usage: zerotron {command} [flags]" and a line per training option, or per option of `only`
+// (flags without "--") when it is not empty: what a command that reads some of them prints.
+std::string train_options_help(std::string_view command = "train",
+                               const std::vector<std::string_view>& only = {});
 // The options as a Markdown table (flag, JSON key, default, help): docs/options.md.
 std::string train_options_markdown();
 

@@ -1,11 +1,14 @@
 #include "src/train/lr_schedule.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
 namespace zt {
 
 double LrSchedule::at(int step) const {
+  if (warmup > 0 && warmup_style == "log" && step < warmup)
+    return lr * std::log(step + 1.0) / std::log(std::max(2.0, double{warmup * 1.0}));
   if (warmup > 0 && step <= warmup) return lr * step / warmup;
   if (style == "constant") return lr;
   if (step > decay_iters) return min_lr;

@@ -1,6 +1,8 @@
 #pragma once
-// Megatron's learning-rate schedule: linear warm-up from 0 to lr over warmup steps, then decay
-// to min_lr by the decay step (constant, linear or cosine), min_lr after that.
+// Megatron's learning-rate schedule: warm-up from 0 to lr over warmup steps, then decay to min_lr
+// by the decay step (constant, linear or cosine), min_lr after that. The warm-up is linear
+// (Megatron's) or logarithmic (DeepSpeed's WarmupLR default, warmup_type log: lr x ln(step + 1) /
+// ln(warmup) before step `warmup`, the warm-up counted as at least 2 steps as DeepSpeed does).
 #include <string>
 
 namespace zt {
@@ -11,6 +13,7 @@ struct LrSchedule {
   int warmup = 0;
   int decay_iters = 0;
   std::string style = "linear";
+  std::string warmup_style = "linear";  // or "log"
 
   // Learning rate used by optimizer step `step` (1-based: the first step is 1).
   double at(int step) const;

@@ -29,7 +29,12 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
           ParamLayout::gpt(config_, topology.tp_size(), topology.tp_rank(),
                            PipelinePart{topology.pp_size(), topology.pp_rank(), derived_.chunks,
                                         derived_.first_stage_layers, derived_.last_stage_layers})),
-      schedule_{o_.lr, o_.min_lr, o_.lr_warmup_iters, derived_.lr_decay_iters, o_.lr_decay_style},
+      schedule_{o_.lr,
+                o_.min_lr,
+                o_.lr_warmup_iters,
+                derived_.lr_decay_iters,
+                o_.lr_decay_style,
+                o_.lr_warmup_style},
       scaler_(derived_.scaler),
       data_(std::move(data)),
       // Metrics are reduced over ranks; rank 0 alone writes them.

@@ -7,7 +7,8 @@
                  for every step, validation and test record of the JSONL, each scalar under its
                  tag with the JSONL value (as float32). Exits 77 (skipped) without `tensorboard`.
     evaluate     `zerotron evaluate` of the saved run, on one rank and reshaped to tp 2, prints
-                 the validation and test losses the run printed at its end.
+                 the validation and test losses the run printed at its end; of a run that
+                 evaluated twice, with no batch flag, the text of its last validation loss.
     progress     a save slowed to more than 5 s (ZT_INJECT_FAULT=slow-save) prints its start line
                  and at least one progress line (MB done, MB/s) before the saved line.
 The data: each line of tests/fixtures/bpe_train_corpus.txt a document, through prepare-data.
@@ -128,11 +129,25 @@ def check_evaluate(zt, mpirun, work, data):
         assert len(v) == 1 and len(t) == 1, f"FAIL: evaluate printed\n{ev}"
         for a, b, what in ((v[0], valid[0], "validation"), (t[0], test[0], "test")):
             assert abs(a - b) <= 1e-5 * abs(b), f"FAIL: {what} {a} != run's {b} (np {np})"
-    run([zt, "evaluate", "--load", ck] + data)  # the defaults: --eval-iters 100, one rank
+    # Evaluated during the run too (iterations 2 and 4): evaluate takes the batch and --eval-iters
+    # from the checkpoint and scores the samples of the run's last evaluation, so with no batch
+    # flag it prints the run's final validation loss. Same layout, same summation order: the
+    # printed digits are equal (compared as text); the earlier samples would give another loss.
+    ck2 = os.path.join(work, "ck2")
+    out = train(zt, mpirun, work, data, ["--save", ck2])
+    valid = re.findall(r"validation loss at iteration (\d+) \| lm loss value: (\S+)", out)
+    assert [i for i, _ in valid] == ["2", "4"], f"FAIL: run printed {valid}\n{out}"
+    ev = run([mpirun, "-np", "2", zt, "evaluate", "--load", ck2] + data)
+    again = re.findall(r"validation loss at iteration (\d+) \| lm loss value: (\S+)", ev)
+    assert again == [valid[-1]], f"FAIL: evaluate printed {again}, the run's last {valid[-1]}\n{ev}"
+    assert "validation samples 4 to 7 (the run's last evaluation)" in ev, f"FAIL: samples\n{ev}"
+    assert "warning" not in ev, f"FAIL: evaluate warned about settings\n{ev}"
+    run([zt, "evaluate", "--load", ck] + data)  # one rank, the checkpoint's batch
     err = subprocess.run([zt, "evaluate"] + data, capture_output=True, text=True)
     assert err.returncode == 2 and err.stderr.startswith("zerotron: error: evaluate: --load"), \
         f"FAIL: no --load: {err.returncode} {err.stderr}"
-    print(f"PASS: evaluate reproduces validation {valid[0]} and test {test[0]} at tp 1 and 2")
+    print(f"PASS: evaluate reproduces validation {valid[-1][1]} at iteration 4 and the first run's "
+          f"test {test[0]} at tp 1 and 2")
 
 
 def check_progress(zt, mpirun, work, data):

@@ -287,9 +287,17 @@ TEST(CheckpointMeta, ChangedSettingsAreOneLineEach) {
   TrainOptions o;
   const nlohmann::json saved = training_settings(o, 8);
   EXPECT_TRUE(changed_settings(saved, training_settings(o, 8)).empty());
+  // The later keys are written only off their defaults: a default run's record is unchanged.
+  for (const char* key : {"micro-batch-size", "eval-iters", "lr-warmup-style"})
+    EXPECT_FALSE(saved.contains(key)) << key;
   o.lr = 3e-4;
   o.adam_beta2 = 0.95;
-  const auto lines = changed_settings(saved, training_settings(o, 16));
+  o.micro_batch_size = 4;  // recorded for evaluate, a layout's choice: no line
+  o.eval_iters = 7;
+  const nlohmann::json now = training_settings(o, 16);
+  EXPECT_EQ(now.at("micro-batch-size"), 4);
+  EXPECT_EQ(now.at("eval-iters"), 7);
+  const auto lines = changed_settings(saved, now);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_NE(std::find(lines.begin(), lines.end(),
                       "--lr was 0.0001 in the checkpoint, this run uses 0.0003"),

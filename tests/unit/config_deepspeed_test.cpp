@@ -178,8 +178,7 @@ TEST(DeepSpeedConfig, OptimizerSectionOfTheReference) {
 }
 
 TEST(DeepSpeedConfig, SchedulerSectionOfTheReference) {
-  // The reference's WarmupLR example leaves warmup_type at DeepSpeed's default, log: zerotron's
-  // warm-up is linear, so it is refused rather than silently reshaped.
+  // The reference's WarmupLR example leaves warmup_type at DeepSpeed's default, log.
   const std::string warmup = R"({"scheduler": {"type": "WarmupLR", "params": {
       "warmup_min_lr": 0, "warmup_max_lr": 0.001, "warmup_num_steps": 1000%s}}})";
   auto with = [&](const std::string& extra) {
@@ -187,9 +186,14 @@ TEST(DeepSpeedConfig, SchedulerSectionOfTheReference) {
     s.replace(s.find("%s"), 2, extra);
     return s;
   };
-  EXPECT_NE(refusal(with("")).find("'scheduler.params.warmup_type': log (the default)"),
+  const TrainOptions log = with_config(with(""));
+  EXPECT_EQ(log.lr_warmup_style, "log");
+  EXPECT_EQ(with_config(with(R"(, "warmup_type": "log")")).lr_warmup_style, "log");
+  EXPECT_NE(refusal(with(R"(, "warmup_type": "exp")"))
+                .find("'scheduler.params.warmup_type' must be \"log\" or \"linear\", got exp"),
             std::string::npos);
   const TrainOptions o = with_config(with(R"(, "warmup_type": "linear")"));
+  EXPECT_EQ(o.lr_warmup_style, "linear");
   EXPECT_DOUBLE_EQ(o.lr, 0.001);
   EXPECT_EQ(o.lr_warmup_iters, 1000);
   EXPECT_EQ(o.lr_decay_style, "constant");

@@ -103,5 +103,70 @@ TEST(FlagScan, PlannerCommandsSplitTheLineOverBothTables) {
   }
 }
 
+// An unknown flag near one of the command's names is named in the one error line.
+TEST(FlagScan, UnknownFlagsSuggestTheNearestName) {
+  TrainOptions o;
+  auto train_error = [&](std::vector<std::string_view> args) {
+    try {
+      parse_train_options(args, o);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(train_error({"--num-layer", "2"}),
+            "train: unknown flag --num-layer (did you mean --num-layers?), run 'zerotron train "
+            "--help'");
+  EXPECT_EQ(train_error({"--hiden-size", "2"}),
+            "train: unknown flag --hiden-size (did you mean --hidden-size?), run 'zerotron train "
+            "--help'");
+  EXPECT_EQ(train_error({"--zero-stgae", "2"}),  // a transposition is one edit
+            "train: unknown flag --zero-stgae (did you mean --zero-stage?), run 'zerotron train "
+            "--help'");
+  EXPECT_EQ(train_error({"--no-such-flag"}),
+            "train: unknown flag --no-such-flag, run 'zerotron train --help'");
+  EXPECT_EQ(error_of({"--inptu", "a"}),
+            "cmd: unknown flag --inptu (did you mean --input?), run 'zerotron cmd --help'");
+  // Both tables of the planner's commands.
+  try {
+    parse_train_flags("estimate", std::vector<std::string_view>{"--counts"}, arity_of(kSpecs),
+                      flag_names(kSpecs));
+    FAIL() << "unknown flag accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "estimate: unknown flag --counts (did you mean --count?), run 'zerotron estimate "
+                 "--help'");
+  }
+  // Up to 4 characters one edit, up to 8 two, beyond that three.
+  const std::vector<std::string_view> names = {"lr", "seed", "min-lr", "num-layers"};
+  EXPECT_EQ(nearest_flag("l", names), "lr");
+  EXPECT_EQ(nearest_flag("sd", names), "");
+  EXPECT_EQ(nearest_flag("mn-l", names), "");
+  EXPECT_EQ(nearest_flag("minlr", names), "min-lr");
+  EXPECT_EQ(nearest_flag("nmu-lyrs", names), "");
+  EXPECT_EQ(nearest_flag("numlayer", names), "num-layers");
+}
+
+// evaluate scans only the training options it reads.
+TEST(FlagScan, ACommandReadingSomeOptionsRefusesTheOthers) {
+  const std::vector<std::string_view> only = {"load", "eval-iters"};
+  const TrainFlags f = parse_command_flags(
+      "evaluate", std::vector<std::string_view>{"--load", "ck", "--eval-iters=3"}, only);
+  EXPECT_EQ(f.options.load, "ck");
+  EXPECT_EQ(f.options.eval_iters, 3);
+  EXPECT_TRUE(f.has("eval-iters"));
+  EXPECT_FALSE(f.has("lr"));
+  try {
+    parse_command_flags("evaluate", std::vector<std::string_view>{"--lr", "1"}, only);
+    FAIL() << "a flag evaluate does not read was accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "evaluate: unknown flag --lr, run 'zerotron evaluate --help'");
+  }
+  const std::string help = train_options_help("evaluate", only);
+  EXPECT_EQ(help.rfind("usage: zerotron evaluate [flags]", 0), 0u) << help;
+  EXPECT_NE(help.find("--eval-iters"), std::string::npos);
+  EXPECT_EQ(help.find("--lr "), std::string::npos);
+}
+
 }  // namespace
 }  // namespace zt

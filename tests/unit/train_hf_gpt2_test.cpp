@@ -9,7 +9,9 @@
 #include <string>
 
 #include "src/checkpoint/hf_gpt2.h"
+#include "src/checkpoint/hf_llama.h"
 #include "src/core/error.h"
+#include "tests/support/tiny_gpt.h"
 
 namespace zt {
 namespace {
@@ -95,6 +97,35 @@ TEST(HfGpt2, RefusesHostileConfig) {
   refused(ok + R"(, "resid_pdrop": "x"})", "'resid_pdrop' must be a number in [0, 1), got x");
   refused(R"({"n_embd": 4.5})", "needs a positive integer 'n_embd' below 2^24, got 4.5");
   refused("[]", "must hold a JSON object, got array");
+}
+
+// config.json's bos_token_id and eos_token_id: what import records and export writes back.
+TEST(HfConfig, TokenIdsAreCheckedAndWrittenBack) {
+  const nlohmann::json ids =
+      hf_token_ids(R"({"bos_token_id": 1, "eos_token_id": [2, 3], "x": 0})", 16, "import: 'c'");
+  EXPECT_EQ(ids, nlohmann::json::parse(R"({"bos_token_id": 1, "eos_token_id": [2, 3]})"));
+  EXPECT_EQ(hf_token_ids(R"({"bos_token_id": null})", 16, "import: 'c'"), nlohmann::json::object());
+  for (const char* bad : {"16", "-1", "\"1\"", "[]", "[1, 16]", "1.5"}) {
+    try {
+      hf_token_ids(std::string(R"({"eos_token_id": )") + bad + "}", 16, "import: 'c'");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("import: 'c': 'eos_token_id' must be a token id below "
+                                            "vocab_size 16 or a list of them, got ",
+                                            0),
+                0u)
+          << e.what();
+    }
+  }
+  const GptConfig llama = test::tiny_llama(2);
+  EXPECT_FALSE(hf_config(llama, "float32").contains("bos_token_id"));
+  const nlohmann::json with = hf_config(llama, "float32", ids);
+  EXPECT_EQ(with.at("bos_token_id"), 1);
+  EXPECT_EQ(with.at("eos_token_id"), nlohmann::json::parse("[2, 3]"));
+  const GptConfig gpt2 = test::tiny_gpt();  // GPT-2's default: the last token
+  EXPECT_EQ(hf_config(gpt2, "float32").at("eos_token_id"), gpt2.vocab_size - 1);
+  EXPECT_EQ(
+      hf_config(gpt2, "float32", {{"bos_token_id", 5}, {"eos_token_id", 5}}).at("eos_token_id"), 5);
 }
 
 }  // namespace

@@ -23,6 +23,23 @@ TEST(LrSchedule, LinearAndConstant) {
   EXPECT_DOUBLE_EQ(c.at(90), 2.0);
 }
 
+// DeepSpeed's WarmupLR / WarmupDecayLR with warmup_type log (deepspeed/runtime/lr_schedules.py,
+// _get_gamma): lr = min_lr + (max_lr - min_lr) x ln(i + 1) / ln(max(2, warmup_num_steps)) for
+// i < warmup_num_steps, then the decay; min_lr is 0 here. The expected values are the formula's,
+// written out with ln(2) = 0.693147..., ln(10) = 2.302585...
+TEST(LrSchedule, LogWarmupIsDeepSpeeds) {
+  const LrSchedule s{0.001, 0.0, 10, 100, "linear", "log"};
+  EXPECT_NEAR(s.at(1), 0.001 * 0.6931471805599453 / 2.302585092994046, 1e-15);  // ln 2 / ln 10
+  EXPECT_NEAR(s.at(4), 0.001 * 1.6094379124341003 / 2.302585092994046, 1e-15);  // ln 5 / ln 10
+  EXPECT_NEAR(s.at(9), 0.001, 1e-15);                                           // ln 10 / ln 10
+  EXPECT_DOUBLE_EQ(s.at(10), 0.001);                              // warm-up over: the peak
+  EXPECT_NEAR(s.at(55), 0.001 * (100 - 55) / (100 - 10), 1e-15);  // WarmupDecayLR's linear decay
+  const LrSchedule two{1.0, 0.0, 2, 2, "constant", "log"};        // ln(2) / ln(2) at the first step
+  EXPECT_DOUBLE_EQ(two.at(1), 1.0);
+  const LrSchedule linear{1.0, 0.0, 10, 100, "linear"};  // the default shape: lr x step / warm-up
+  EXPECT_DOUBLE_EQ(linear.at(4), 0.4);
+}
+
 TEST(LossScaler, HysteresisBackoffAndGrowth) {
   LossScaler s(LossScalerConfig{true, 1024.0, 3, 2, 256.0});
   s.update(true);  // first overflow: hysteresis absorbs it
