@@ -7,7 +7,7 @@
 #include "src/core/log.h"
 #include "src/data/blended_dataset.h"
 #include "src/data/bpe_tokenizer.h"
-#include "src/train/mock_data.h"
+#include "src/data/mock_data.h"
 
 namespace zt {
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "src/config/options.h"
-#include "src/train/batch_source.h"
+#include "src/data/batch_source.h"
 
 namespace zt {
 

@@ -9,10 +9,10 @@
 
 #include "src/checkpoint/checkpoint.h"
 #include "src/comm/rank_flags.h"
+#include "src/config/training_settings.h"
 #include "src/core/log.h"
 #include "src/core/progress.h"
 #include "src/train/exit_conditions.h"
-#include "src/train/training_settings.h"
 
 namespace zt {
 Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::Topology& topology,
@@ -41,7 +41,8 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
       metrics_(topology.rank() == 0 ? o_.metrics_file : std::string(),
                topology.rank() == 0 ? o_.tensorboard_dir : std::string()),
       dropout_seed_(o_.seed),
-      divergence_(o_, derived_.working) {
+      divergence_(!o_.no_check_for_nan_in_loss_and_grad, derived_.working == DType::F16,
+                  o_.loss_spike_factor) {
   if (!o_.skip_train_samples.empty()) flag_skips_ = data::SampleSkips::parse(o_.skip_train_samples);
   skips_ = flag_skips_;
   if (data_.train == nullptr) {
@@ -413,7 +414,7 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
       m.eta_s = clock.eta(o_.train_iters - m.iteration);
       metrics_.write(m);
       const bool stuck = !scaler_.stuck().empty();
-      const std::string diverged = divergence_.cause(m);
+      const std::string diverged = divergence_.cause(m.lm_loss, m.grad_norm);
       if (print && (m.iteration % o_.log_interval == 0 || m.iteration == o_.train_iters || stuck ||
                     !diverged.empty()))
         log::line(MetricsWriter::console_line(m));

@@ -23,13 +23,13 @@
 #include "src/model/activation_store.h"
 #include "src/model/gpt.h"
 #include "src/pipeline/micro_batch_runner.h"
-#include "src/train/divergence.h"
-#include "src/train/lr_schedule.h"
 #include "src/train/metrics.h"
 #include "src/train/train_data.h"
 #include "src/train/trainer_hooks.h"
 #include "src/zero/activation_checkpointer.h"
+#include "src/zero/divergence_check.h"
 #include "src/zero/loss_scaler.h"
+#include "src/zero/lr_schedule.h"
 #include "src/zero/zero_optimizer.h"
 
 namespace zt {

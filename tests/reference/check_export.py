@@ -38,7 +38,7 @@ def mix64(seed, counter):
 
 
 def mock_sample(seed, index, seq, vocab):
-    """src/train/mock_data.cpp, sample `index`: seq+1 tokens."""
+    """src/data/mock_data.cpp, sample `index`: seq+1 tokens."""
     s = mix64(seed ^ 0x6D6F636B, index)
     counting = vocab - 1
     boundary = mix64(s, 0) % (seq + 1)

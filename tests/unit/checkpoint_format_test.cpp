@@ -13,7 +13,7 @@
 #include "src/checkpoint/layout_map.h"
 #include "src/checkpoint/meta.h"
 #include "src/checkpoint/shard.h"
-#include "src/train/training_settings.h"
+#include "src/config/training_settings.h"
 
 namespace zt {
 namespace {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "src/train/mock_data.h"
+#include "src/data/mock_data.h"
 #include "tests/support/model_rig.h"
 #include "tests/support/tiny_gpt.h"
 

@@ -8,7 +8,7 @@
 #include "src/core/error.h"
 #include "src/data/blended_dataset.h"
 #include "src/data/indexed_dataset_builder.h"
-#include "src/train/mock_data.h"
+#include "src/data/mock_data.h"
 #include "src/train/train_data.h"
 #include "tests/support/train_data_testing.h"
 #include "tests/support/train_options.h"

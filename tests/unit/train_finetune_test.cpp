@@ -12,7 +12,7 @@
 
 #include "src/comm/self_communicator.h"
 #include "src/core/error.h"
-#include "src/train/lr_schedule.h"
+#include "src/zero/lr_schedule.h"
 #include "src/train/trainer.h"
 #include "tests/support/train_options.h"
 

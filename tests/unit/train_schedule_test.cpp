@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "src/train/lr_schedule.h"
+#include "src/zero/lr_schedule.h"
 #include "src/zero/loss_scaler.h"
 
 namespace zt {

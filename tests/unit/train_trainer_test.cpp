@@ -10,7 +10,7 @@
 
 #include "src/comm/self_communicator.h"
 #include "src/core/error.h"
-#include "src/train/batch_source.h"
+#include "src/data/batch_source.h"
 #include "src/train/train_data.h"
 #include "src/train/trainer.h"
 #include "tests/support/train_options.h"

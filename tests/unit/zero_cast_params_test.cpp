@@ -15,7 +15,7 @@
 #include "src/generate/text_sample.h"
 #include "src/model/activation_store.h"
 #include "src/model/gpt.h"
-#include "src/train/mock_data.h"
+#include "src/data/mock_data.h"
 #include "src/zero/cast_params.h"
 #include "src/zero/zero_optimizer.h"
 #include "tests/support/model_rig.h"

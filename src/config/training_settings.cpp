@@ -1,4 +1,4 @@
-#include "src/train/training_settings.h"
+#include "src/config/training_settings.h"
 
 #include <filesystem>
 

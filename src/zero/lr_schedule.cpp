@@ -1,4 +1,4 @@
-#include "src/train/lr_schedule.h"
+#include "src/zero/lr_schedule.h"
 
 #include <algorithm>
 #include <cmath>

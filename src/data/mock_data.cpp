@@ -1,4 +1,4 @@
-#include "src/train/mock_data.h"
+#include "src/data/mock_data.h"
 
 #include <vector>
 

@@ -5,7 +5,7 @@
 // ln(vocab). Sample i depends only on (seed, i): any data-parallel split sees the same data.
 #include <cstdint>
 
-#include "src/train/batch_source.h"
+#include "src/data/batch_source.h"
 
 namespace zt {
 
