@@ -35,7 +35,8 @@ namespace {
 // checkpoint's by default), the layout it runs under and where it reports.
 const std::vector<std::string_view>& evaluate_flags() {
   static constexpr std::string_view kFlags =
-      "load data-path split tokenizer-type vocab-file merge-file tokenizer-model eval-iters "
+      "load ckpt-step data-path split tokenizer-type vocab-file merge-file tokenizer-model "
+      "eval-iters "
       "micro-batch-size global-batch-size seed num-layers hidden-size num-attention-heads "
       "seq-length vocab-size make-vocab-size-divisible-by position-embedding-type rotary-base "
       "normalization norm-epsilon swiglu ffn-hidden-size group-query-attention num-query-groups "

@@ -46,6 +46,8 @@ struct LoopState {
   std::optional<int64_t> seed;
   // Training-stream positions the run leaves out (rewinds, --skip-train-samples).
   data::SampleSkips skipped_train_samples;
+  // An imported model's special tokens (meta.json token_ids), kept by every save for export.
+  nlohmann::json token_ids;
 };
 
 // What a load takes from the checkpoint besides the model's weights (Megatron's --finetune,

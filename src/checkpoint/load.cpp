@@ -255,6 +255,10 @@ ReadResult read_checkpoint(const std::string& dir, const CheckpointState& state,
                         : loop.iteration;
   if (scope.rng && meta.contains("seed"))
     loop.seed = int_field(meta, "seed", 0, std::numeric_limits<int64_t>::max(), where);
+  if (meta.contains("token_ids")) {
+    ZT_REQUIRE(meta["token_ids"].is_object(), "'{}': token_ids must be an object", where);
+    loop.token_ids = meta["token_ids"];
+  }
   if (scope.optimizer && meta.contains("loss_scaler")) {
     const auto& ls = meta["loss_scaler"];
     ZT_REQUIRE(ls.is_object() && ls.contains("scale") && ls["scale"].is_number(),

@@ -73,6 +73,7 @@ SaveInProgress begin_save(const std::string& dir, const CheckpointState& s) {
   meta.training = TrainingRecord{
       s.consumed_train_samples, s.loop.consumed_valid,       s.loop.scaler, s.seed, s.settings,
       s.loop.lr_steps,          s.loop.skipped_train_samples};
+  meta.token_ids = s.loop.token_ids;
   if (role.writes) {
     // The file's header and section length from the same description a load rebuilds them from.
     const SavedStage stage = saved_stage(meta.layout, role.pp_rank);

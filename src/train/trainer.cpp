@@ -242,6 +242,7 @@ void Trainer::restore_loop_state(const LoopState& s) {
   scaler_.restore(s.scaler);
   lr_steps_ = s.lr_steps;
   if (s.seed) dropout_seed_ = *s.seed;
+  token_ids_ = s.token_ids;
   // A range added by --skip-train-samples before the loaded position would move every sample
   // the checkpoint's run has already trained on.
   data::SampleSkips skips = s.skipped_train_samples;

@@ -76,7 +76,8 @@ class Trainer {
   // The loop state a checkpoint carries besides the model states.
   using LoopState = zt::LoopState;
   LoopState loop_state() const {
-    return {iteration_, consumed_valid_, scaler_.state(), lr_steps_, dropout_seed_, skips_};
+    return {iteration_,    consumed_valid_, scaler_.state(), lr_steps_,
+            dropout_seed_, skips_,          token_ids_};
   }
   void restore_loop_state(const LoopState& s);
   // What a checkpoint of this run holds, as save_checkpoint and load_checkpoint take it.
@@ -129,6 +130,7 @@ class Trainer {
                        int32_t* dst);
   // Training-stream positions left out: --skip-train-samples, the loaded checkpoint's, rewinds'.
   data::SampleSkips skips_, flag_skips_;
+  nlohmann::json token_ids_;  // a loaded import's special tokens, saved again
   // Whether a fault hook poisons one of the samples this rank reads in the step from `base`.
   bool step_poisoned(int64_t base) const;
   // The first sample of micro-step m of the batch starting at sample `base` on this rank.

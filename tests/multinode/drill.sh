@@ -50,7 +50,11 @@ for l in open(sys.argv[1]):
         print(json.dumps({k: d[k] for k in ("iteration", "lm_loss", "grad_norm", "loss_scale", "comm_bytes")}))' "$1"
 }
 # The steps a metrics file records.
-steps_in() { grep -c '"lm_loss"' "$1" 2> /dev/null || true; }
+steps_in() {
+  local n
+  n=$(grep -c '"lm_loss"' "$1" 2> /dev/null)
+  echo "${n:-0}"
+}
 # Runs launch/mpirun.sh on node 1 with the nodes' hostfile; extra mpirun options in $margs.
 margs=
 across() {
