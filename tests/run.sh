@@ -8,6 +8,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
+"$root/scripts/install-python-deps.sh" # torch, transformers, ... for the reference checks
 "$root/scripts/build.sh" release
 cd "$root"
 ctest --preset release -j "$(nproc)" --timeout 600
