@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that the folders keep their layer order (docs: DESIGN.md, "Layout").
+"""Checks that the folders keep their layer order (docs/design/architecture.md, "Layout").
 
 Fails (exit 1, one line per violation) when a source file in src/, kernels/ or apps/ includes a
 folder its own folder may not use, when the folder include graph has a cycle, when a folder's

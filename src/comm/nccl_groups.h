@@ -52,7 +52,7 @@ inline int nccl_communicators(int tp, int dp, int pp, int stage) {
 // channel whatever the group size and the memory grows linearly with the channels
 // (NVIDIA/nccl#864 / #986, NCCL's maintainer), and point-to-point operations share one buffer
 // (NVIDIA/nccl#1450). The channel count is NCCL's choice per topology, capped by MAXCHANNELS in
-// NCCL's src/include/device.h (32 in older releases, 64 in newer ones); the plan assumes 32, an
+// NVIDIA/nccl:src/include/device.h (32 in older releases, 64 in newer); the plan assumes 32, an
 // assumption for NVLink-class machines, not a documented default. TrainDevice measures the drop of
 // free device memory across the communicators' creation beside this figure (cmd_train's log line).
 inline constexpr size_t kNcclBuffSizeBytes = size_t{4} << 20;

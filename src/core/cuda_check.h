@@ -1,7 +1,7 @@
 #pragma once
 // Checking wrappers for the CUDA runtime, cuBLAS/cuBLASLt and NCCL: a failing call throws
-// zt::Error naming the call, the file:line and the rank (DESIGN.md, Conventions). Only
-// translation units built with the CUDA backend include this header.
+// zt::Error naming the call, the file:line and the rank (docs/design/architecture.md,
+// Conventions). Only translation units built with the CUDA backend include this header.
 #include <cuda_runtime_api.h>
 
 #include "src/core/error.h"

@@ -39,8 +39,8 @@ void validate(const ScheduleShape& s);
 // Interleaved: megatron-core 0.16's order (forward_backward_pipelining_with_interleaving with
 // its default microbatch_group_size_per_vp_stage = P): warm-up min((P - stage - 1)·2 + (v - 1)·P,
 // v·m) forwards, micro-batches taken in groups of P per chunk, each backward on the oldest
-// micro-batch of the chunks in reverse. tests/support/megatron_core_schedule.py ports its
-// scheduling logic; pipeline_schedule_test compares the orders.
+// micro-batch of the chunks in reverse. tests/fixtures/make_megatron_core_schedule.py ports its
+// scheduling logic into a fixture of orders; pipeline_schedule_test compares them.
 std::vector<Step> stage_schedule(const ScheduleShape& s, int stage);
 
 // The virtual stage a step of `stage` runs as (its position in the model, 0 = first layers).

@@ -10,8 +10,9 @@
 namespace zt {
 
 struct TrainerHooks {
-  // Step `step` (counted from 1) is under way: after each micro-batch's forward and backward; in
-  // a pipeline, as its middle micro-batch is loaded and after its schedule.
+  // Step `step` (counted from 1) is under way. Fires twice per step: as the middle micro-batch
+  // (number accumulation / 2) is loaded, and after the last micro-batch's backward, before the
+  // optimizer step.
   std::function<void(int step)> mid_step;
   // The gradient every token's backward starts from in step `step` (the loss scale over the
   // global batch's token count): returns the one backward uses.

@@ -1,5 +1,5 @@
 #pragma once
-// ActivationCheckpointer: ZeRO-R's activation policy (DESIGN.md's ActivationStore).
+// ActivationCheckpointer: ZeRO-R's ActivationStore (docs/design/architecture.md, Layout).
 //   --checkpoint-activations     keep only the input of every span of --checkpoint-num-layers
 //                                layers; backward recomputes the span's forward first.
 //   --partition-activations (Pa) a layer input is replicated across the tensor-parallel group,

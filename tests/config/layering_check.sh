@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# src/config and src/planner sit below src/train (DESIGN.md's layout): neither includes a
-# src/train header nor links zt_train.
+# src/config and src/planner sit below src/train (docs/design/architecture.md, Layout): neither
+# includes a src/train header nor links zt_train.
 # usage: layering_check.sh SOURCE_DIR
 set -euo pipefail
 cd "${1:?usage: layering_check.sh SOURCE_DIR}"

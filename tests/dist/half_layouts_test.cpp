@@ -1,8 +1,9 @@
-// Invariant 1 of DESIGN.md in half precision: (tp, dp, ZeRO stage, checkpointing, Pa, Pa+cpu)
-// change memory and speed, never the math. On every rank count CTest runs (1, 2, 4), for bf16
-// and fp16, every layout tp x dp = world (tp 1, 2, 4), stage 0-3, activations kept /
-// checkpointed / Pa / Pa+cpu, and with tp > 1 sequence parallelism (stages 0 and 3), trains 14
-// steps and is compared with the run of tp = 1, dp = 1 with the same global batch and seed:
+// Invariant 1 (docs/design/architecture.md, Invariants) in half precision: (tp, dp, ZeRO
+// stage, checkpointing, Pa, Pa+cpu) change memory and speed, never the math. On every rank count
+// CTest runs (1, 2, 4), for bf16 and fp16, every layout tp x dp = world (tp 1, 2, 4), stage 0-3,
+// activations kept / checkpointed / Pa / Pa+cpu, and with tp > 1 sequence parallelism (stages 0 and
+// 3), trains 14 steps and is compared with the run of tp = 1, dp = 1 with the same global batch and
+// seed:
 //   - bitwise where the arithmetic is the same:
 //       * checkpointing, Pa and Pa+cpu against keeping the activations (any stage, tp, dp):
 //         checkpoints are stored in the working precision, which is what the forward stored, and

@@ -1,5 +1,6 @@
-// The layout invariant (DESIGN.md: tp, dp, ZeRO stage, pipeline, sequence parallelism and the
-// activation policies change memory and speed, never the math) for the Llama-shaped model:
+// The layout invariant (docs/design/architecture.md, Invariants, 1: tp, dp, ZeRO stage,
+// pipeline, sequence parallelism and the activation policies change memory and speed, never the
+// math) for the Llama-shaped model:
 // rotary positions, RMSNorm, SwiGLU at Megatron's default width, grouped-query attention (4 key/
 // value groups of 8 heads: 2 query heads per group at every tp), an untied output layer and no
 // linear biases. Each layout's losses and gradient norms equal the one-rank run's (fp32,

@@ -1,7 +1,7 @@
 # cmake -DCMD="prog|arg|..." -DREGEX=... -DLIMIT=seconds [-DEXIT=status] [-DRUN=1]
 #       [-DMKFIFO=path] [-DWRITE=path -DCONTENT=text] [-DPRE=shell-command] -P expect_refusal.cmake
-# The hostile-input contract (DESIGN.md invariant 3): the command exits with status EXIT
-# (default 2), within LIMIT seconds, and prints exactly one line in all (stdout and stderr
+# The hostile-input contract (docs/design/architecture.md, Invariants, 3): the command exits
+# with status EXIT (default 2), within LIMIT seconds, and prints exactly one line in all (stdout and stderr
 # together), "zerotron: error: ..." matching REGEX. RUN=1: a run that trains and then stops, so
 # stdout holds its log and only stderr must be that one line. MKFIFO makes a FIFO first (removed
 # after); WRITE writes CONTENT to a file first ("@DEEP@" expands to 100000 nested arrays, "@LONG@"

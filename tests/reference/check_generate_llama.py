@@ -12,19 +12,20 @@ greedy continuation of `zerotron generate --greedy --print-ids` on one rank and 
 LlamaForCausalLM.generate(do_sample=False) token for token (both stop after the last vocabulary
 id, zerotron's end of text for a checkpoint without a tokenizer).
 The smallest gap between the best and second-best logit along transformers' continuations is
-printed. Exits 77 (CTest: skipped) without torch and transformers.
+printed. Exits 77 (skipped; failed under CI=true) without torch and transformers.
 """
 import os
 import subprocess
 import sys
 import tempfile
 
+from missing_package import skip_or_fail
+
 try:
     import torch
     import transformers  # noqa: F401  (the model comes from check_import_llama)
 except ImportError as e:  # pragma: no cover - depends on the machine
-    print(f"skipped: {e}")
-    sys.exit(77)
+    skip_or_fail(e)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_generate import zerotron_greedy  # noqa: E402  (the same zerotron invocation)

@@ -17,7 +17,7 @@ and compares, for each, `tokenizers`' Tokenizer.encode(text).ids (+ eos, --appen
 `zerotron prepare-data` writes, on the nasty-text cases of tests/fixtures/make_tokenizer_fixture.py,
 extra cases for these rules, seeded random Unicode strings, and the King James Bible (the whole
 of `bible -f -l 'Gen1:1-Rev22:21'` when bible-kjv is installed, else the fixture corpus).
-Exit 77 (skip) without the `tokenizers` package.
+Exit 77 (skip) without the `tokenizers` package; under CI=true that fails (missing_package.py).
 
 Usage: check_hf_tokenizers.py ZEROTRON [--keep DIR] [--all-code-points]
   --all-code-points  also every Unicode scalar value c in letter, number, space and combining-mark
@@ -33,10 +33,11 @@ import subprocess
 import sys
 import tempfile
 
+from missing_package import skip_or_fail
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "fixtures")
 CORPUS = os.path.join(FIXTURES, "bpe_train_corpus.txt")
-SKIP = 77
 
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
           r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -223,10 +224,9 @@ def main():
         sys.exit(__doc__)
     binary = sys.argv[1]
     try:
-        import tokenizers
-    except ImportError:
-        print("SKIP: the Python `tokenizers` package is not installed")
-        return SKIP
+        import tokenizers  # noqa: F401
+    except ImportError as e:
+        skip_or_fail(e)
     sys.path.insert(0, FIXTURES)
     from make_tokenizer_fixture import CASES
 

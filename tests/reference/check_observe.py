@@ -5,7 +5,8 @@
     tensorboard  a 2-rank run with --tensorboard-dir and --metrics-file: rank 0 alone writes one
                  event file; the `tensorboard` package's reader finds the version event first and,
                  for every step, validation and test record of the JSONL, each scalar under its
-                 tag with the JSONL value (as float32). Exits 77 (skipped) without `tensorboard`.
+                 tag with the JSONL value (as float32). Exits 77 (skipped; failed under
+                 CI=true) without `tensorboard`.
     evaluate     `zerotron evaluate` of the saved run, on one rank and reshaped to tp 2, prints
                  the validation and test losses the run printed at its end; of a run that
                  evaluated twice, with no batch flag, the text of its last validation loss.
@@ -21,6 +22,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+
+from missing_package import skip_or_fail
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "..", "fixtures")
@@ -66,8 +69,7 @@ def check_tensorboard(zt, mpirun, work, data):
         from tensorboard.backend.event_processing import event_file_loader
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     except ImportError as e:
-        print(f"skipped: {e}")
-        sys.exit(77)
+        skip_or_fail(e)
     tb, jl = os.path.join(work, "tb"), os.path.join(work, "m.jsonl")
     train(zt, mpirun, work, data, ["--tensorboard-dir", tb, "--metrics-file", jl])
     files = glob.glob(os.path.join(tb, "events.out.tfevents.*"))

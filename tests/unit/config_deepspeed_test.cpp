@@ -1,4 +1,5 @@
-// DeepSpeed configs as DeepSpeed's own documentation writes them (docs/_pages/config-json.md and
+// DeepSpeed configs as DeepSpeed's own documentation writes them
+// (deepspeedai/DeepSpeed:docs/_pages/config-json.md and
 // the getting-started and ZeRO tutorials; the examples are written out here from their published
 // text), read by --deepspeed-config with DeepSpeed's meanings and defaults: each documented key's
 // effect on the options, the batch identity, "auto", keys ignored with one warning, and keys
