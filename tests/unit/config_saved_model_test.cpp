@@ -13,9 +13,9 @@
 namespace zt {
 namespace {
 
-// A Llama-shaped model as an import records it (tests/support/tiny_llama: rope, RMSNorm, SwiGLU,
-// 2 key/value heads of 4, an untied head, no biases, no dropout), with 3 layers and its own
-// rotary base, init std and positions.
+// A Llama-shaped model as an import records it (test::tiny_llama in tests/support/tiny_gpt.h: rope,
+// RMSNorm, SwiGLU, 2 key/value heads of 4, an untied head, no biases, no dropout), with 3 layers
+// and its own rotary base, init std and positions.
 GptConfig llama() {
   GptConfig c = test::tiny_llama(2);
   c.num_layers = 3;
