@@ -8,6 +8,7 @@
 #include "src/core/error.h"
 #include "src/core/input_file.h"
 #include "src/core/json_input.h"
+#include "src/core/log.h"
 
 namespace zt {
 namespace {
@@ -217,17 +218,30 @@ nlohmann::json hf_config(const GptConfig& c, const std::string& dtype,
 nlohmann::json hf_token_ids(std::string_view config_text, int vocab_size, const std::string& what) {
   const nlohmann::json c = parse_json_input(config_text, what);
   nlohmann::json ids = nlohmann::json::object();
-  auto token = [&](const nlohmann::json& v) {
-    return v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < vocab_size;
+  auto integer = [](const nlohmann::json& v) { return v.is_number_integer(); };
+  auto in_vocab = [&](const nlohmann::json& v) {
+    return v.get<int64_t>() >= 0 && v.get<int64_t>() < vocab_size;
   };
   for (const char* key : {"bos_token_id", "eos_token_id"}) {
     const auto it = c.is_object() ? c.find(key) : c.end();
     if (it == c.end() || it->is_null()) continue;
-    bool ok = token(*it) || (it->is_array() && !it->empty() && it->size() <= 16);
+    bool ok = integer(*it) || (it->is_array() && !it->empty() && it->size() <= 16);
+    bool inside = ok && (!integer(*it) || in_vocab(*it));
     if (it->is_array())
-      for (const auto& v : *it) ok = ok && token(v);
-    ZT_REQUIRE(ok, "{}: '{}' must be a token id below vocab_size {} or a list of them, got {}",
-               what, key, vocab_size, json_excerpt(*it));
+      for (const auto& v : *it) {
+        ok = ok && integer(v);
+        inside = inside && ok && in_vocab(v);
+      }
+    ZT_REQUIRE(ok, "{}: '{}' must be a token id or a list of them, got {}", what, key,
+               json_excerpt(*it));
+    // Transformers only warns of an id outside the vocabulary (GPT2Config's default 50256 with a
+    // small test vocabulary): it is left out, as a model without one.
+    if (!inside) {
+      log::info(
+          "zerotron: warning: {}: '{}' {} is outside the vocabulary (vocab_size {}): left out",
+          what, key, json_excerpt(*it), vocab_size);
+      continue;
+    }
     ids[key] = *it;
   }
   return ids;
