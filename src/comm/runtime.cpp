@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -173,12 +174,20 @@ void MpiRuntime::open_board(MPI_Comm node) {
   void* mine = nullptr;
   // The board only names ranks in a hang report: an MPI without shared windows runs without it
   // (timeouts keep the plain line) rather than not at all.
-  if (MPI_Win_allocate_shared(sizeof(RankRecord), sizeof(RankRecord), MPI_INFO_NULL, node, &mine,
+  // The window places each rank's segment after its own header, aligned to less than a record
+  // needs: each record starts at its segment's first 64-byte boundary (the same offset in every
+  // process, whose mappings are page-aligned).
+  constexpr size_t kAlign = alignof(RankRecord);
+  const auto record_in = [](void* segment) {
+    const auto at = reinterpret_cast<std::uintptr_t>(segment);
+    return reinterpret_cast<RankRecord*>((at + kAlign - 1) & ~std::uintptr_t{kAlign - 1});
+  };
+  if (MPI_Win_allocate_shared(sizeof(RankRecord) + kAlign, 1, MPI_INFO_NULL, node, &mine,
                               &board_win_) != MPI_SUCCESS) {
     board_win_ = MPI_WIN_NULL;
     return;
   }
-  std::construct_at(static_cast<RankRecord*>(mine));
+  std::construct_at(record_in(mine));
   // Each local rank's record, wherever the window placed it.
   std::vector<RankRecord*> records(static_cast<size_t>(local_size_));
   for (int i = 0; i < local_size_; ++i) {
@@ -186,7 +195,7 @@ void MpiRuntime::open_board(MPI_Comm node) {
     int disp = 0;
     void* at = nullptr;
     ZT_MPI(MPI_Win_shared_query(board_win_, i, &bytes, &disp, &at));
-    records[static_cast<size_t>(i)] = static_cast<RankRecord*>(at);
+    records[static_cast<size_t>(i)] = record_in(at);
   }
   ZT_MPI(MPI_Barrier(node));  // every record constructed before any is read
   board_ = std::make_unique<RankBoard>(std::move(records), rank_, node_of_, hosts_);
