@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "src/pipeline/micro_batch_runner.h"
 #include "src/data/mock_data.h"
+#include "src/pipeline/micro_batch_runner.h"
 #include "tests/support/model_rig.h"
 #include "tests/support/tiny_gpt.h"
 

@@ -12,8 +12,8 @@
 
 #include "src/comm/self_communicator.h"
 #include "src/core/error.h"
-#include "src/zero/lr_schedule.h"
 #include "src/train/trainer.h"
+#include "src/zero/lr_schedule.h"
 #include "tests/support/train_options.h"
 
 namespace zt {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "src/zero/lr_schedule.h"
 #include "src/zero/loss_scaler.h"
+#include "src/zero/lr_schedule.h"
 
 namespace zt {
 namespace {
