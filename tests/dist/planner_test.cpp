@@ -52,6 +52,26 @@ void set_llama(TrainOptions& o) {
 
 constexpr DType F32 = DType::F32, BF16 = DType::BF16, F16 = DType::F16;
 
+// The small GPT of every planner case at one layout and precision over `dp` data-parallel
+// ranks, `accumulation` micro-batches of 2 a step, small buckets. The plan is a step that
+// updates: a skipped fp16 step (overflow at the default initial scale of 2^32) all-gathers no
+// updated parameters, so stages 1-2 would move half the planned dp bytes.
+TrainOptions layout_options(int tp, int pp, int stage, DType working, int layers, int dp,
+                            int accumulation) {
+  TrainOptions o = test::small_gpt(0.1, 2);
+  o.num_layers = layers;
+  o.micro_batch_size = 2;
+  o.global_batch_size = 2 * dp * accumulation;
+  o.zero_stage = stage;
+  o.bf16 = working == BF16;
+  o.fp16 = working == F16;
+  if (o.fp16) o.initial_loss_scale = 1024;
+  o.tensor_model_parallel_size = tp;
+  o.pipeline_model_parallel_size = pp;
+  o.reduce_bucket_size = 2000;
+  return o;
+}
+
 void expect_equal(size_t measured, size_t planned, const char* what, int i) {
   EXPECT_EQ(measured, planned) << what << ", case " << i;
 }
@@ -129,22 +149,13 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     const Case& k = cases[i];
     if (world % (k.tp * k.pp) != 0) continue;
     const int dp = world / (k.tp * k.pp);
-    TrainOptions o = test::small_gpt(0.1, 2);
-    o.num_layers = k.layers > 0 ? k.layers : (k.pp > 1 ? 4 : 3);
+    TrainOptions o =
+        layout_options(k.tp, k.pp, k.stage, k.working, k.layers > 0 ? k.layers : (k.pp > 1 ? 4 : 3),
+                       dp, k.accumulation);
     o.decoder_first_pipeline_num_layers = k.first;
     o.decoder_last_pipeline_num_layers = k.last;
-    o.micro_batch_size = 2;
-    o.global_batch_size = 2 * dp * k.accumulation;
     o.lr = 1e-4;
     o.log_interval = 100;
-    o.zero_stage = k.stage;
-    o.bf16 = k.working == BF16;
-    o.fp16 = k.working == F16;
-    // The plan is a step that updates: a skipped fp16 step (overflow at the default initial scale
-    // of 2^32) all-gathers no updated parameters, so stages 1-2 move half the planned dp bytes.
-    if (o.fp16) o.initial_loss_scale = 1024;
-    o.tensor_model_parallel_size = k.tp;
-    o.pipeline_model_parallel_size = k.pp;
     o.num_layers_per_virtual_pipeline_stage = k.layers_per_virtual_stage;
     o.checkpoint_activations = k.ckpt;
     o.partition_activations = k.pa;
@@ -153,7 +164,6 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     o.accumulate_allreduce_grads_in_fp32 = k.fp32_grads;
     if (k.llama) set_llama(o);
     if (k.cast) o.working_params = "cast";
-    o.reduce_bucket_size = 2000;
     o.param_persistence_threshold = 200;
     validate_train_options(o, dp);
     comm::Topology topo(dist::world(), k.tp, k.pp);
@@ -221,17 +231,7 @@ TEST(Planner, CountsTheAsyncSaveSnapshot) {
     if (world % (k.tp * k.pp) != 0) continue;
     const int dp = world / (k.tp * k.pp);
     for (bool async : {false, true}) {
-      TrainOptions o = test::small_gpt(0.1, 2);
-      o.num_layers = k.pp > 1 ? 4 : 3;
-      o.micro_batch_size = 2;
-      o.global_batch_size = 2 * dp * 2;
-      o.zero_stage = k.stage;
-      o.bf16 = k.working == BF16;
-      o.fp16 = k.working == F16;
-      if (o.fp16) o.initial_loss_scale = 1024;
-      o.tensor_model_parallel_size = k.tp;
-      o.pipeline_model_parallel_size = k.pp;
-      o.reduce_bucket_size = 2000;
+      TrainOptions o = layout_options(k.tp, k.pp, k.stage, k.working, k.pp > 1 ? 4 : 3, dp, 2);
       o.train_iters = 3;
       o.save_interval = 1;
       o.save = dist::scratch_dir() + "zt_planner_async_" + std::to_string(world);
@@ -270,13 +270,8 @@ TEST(Planner, CountsTheAsyncSaveSnapshot) {
 TEST(Planner, CudaPathsAllocateTheCudaPlan) {
   const int world = dist::world().size();
   for (int stage = 0; stage <= 3; ++stage) {
-    TrainOptions o = test::small_gpt(0.1, 2);
-    o.num_layers = 3;
-    o.micro_batch_size = 2;
-    o.global_batch_size = 2 * world;
+    TrainOptions o = layout_options(1, 1, stage, F32, 3, world, 1);
     o.log_interval = 100;
-    o.zero_stage = stage;
-    o.reduce_bucket_size = 2000;
     o.param_persistence_threshold = 200;
     validate_train_options(o, world);
     MemoryPool device(make_host_allocator()), host(make_host_allocator());
