@@ -505,18 +505,17 @@ std::string Trainer::divergence_report(const std::string& cause, int& reporter) 
 void Trainer::on_divergence(const std::string& cause) {
   int reporter = 0;
   const std::string report = divergence_report(cause, reporter);
+  if (o_.on_divergence == "rewind") return rewind(report, reporter);
   wait_for_pending_save();  // an earlier step's write: finite, so `latest` may move to it
-  if (o_.on_divergence != "rewind")
-    throw RunStopped(report +
-                         "; stopped without saving (--on-divergence rewind goes back to the newest "
-                         "checkpoint, --no-check-for-nan-in-loss-and-grad goes on)",
-                     reporter);
-  rewind(report, reporter);
+  throw RunStopped(report +
+                       "; stopped without saving (--on-divergence rewind goes back to the newest "
+                       "checkpoint, --no-check-for-nan-in-loss-and-grad goes on)",
+                   reporter);
 }
 
 void Trainer::rewind(const std::string& report, int reporter) {
   namespace fs = std::filesystem;
-  wait_for_pending_save();
+  wait_for_pending_save();  // `latest` as every earlier save left it
   // Every rank must reach the checkpoint (--save is checked to be shared at start).
   const bool missing = !fs::exists(fs::path(o_.save) / "latest");
   if (!comm::ranks_where(topo_.host_world(), missing).empty())
