@@ -10,24 +10,17 @@
 #include <utility>
 
 #include "src/core/error.h"
+#include "src/core/input_file.h"
 
 namespace zt::data {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  // O_NONBLOCK: opening a FIFO returns at once (and is refused below) instead of blocking.
-  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  ZT_REQUIRE(fd_ >= 0, "cannot open '{}': {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0) {
-    const int err = errno;
-    reset();
-    throw InputError(fmt::format("cannot stat '{}': {}", path, std::strerror(err)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    reset();
-    throw InputError(fmt::format("'{}' is not a regular file", path));
-  }
-  size_ = static_cast<size_t>(st.st_size);
+  // Opened without blocking: a FIFO or a device is refused, not waited on.
+  RegularFile f = open_regular_file(AT_FDCWD, path.c_str());
+  ZT_REQUIRE(f.error == 0, "cannot open '{}': {}", path, std::strerror(f.error));
+  ZT_REQUIRE(f.fd, "'{}' is not a regular file", path);
+  size_ = static_cast<size_t>(f.size);
+  fd_ = f.fd.release();
   if (size_ == 0) return;  // mmap of length 0 is an error; an empty span is the right answer
   void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
   if (p == MAP_FAILED) {
