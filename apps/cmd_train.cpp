@@ -88,6 +88,7 @@ int train(Args args) {
       // The plan is what the run will allocate: refuse a layout that cannot fit, before it
       // allocates for seconds and dies of std::bad_alloc.
       check_plan_fits(o, dp, memory_budget(o, cpu, rt.local_size()));
+      check_offload_fits(o, dp, cpu, rt.local_size());
       // Every rank reaches --save and --load itself: a node without the shared filesystem is
       // named now, not found at the first save hours later.
       if (!o.save.empty()) check_save_writable(o.save);

@@ -22,13 +22,17 @@ namespace zt {
 namespace fs = std::filesystem;
 namespace {
 
-// Where a load writes one state tensor: straight into it where the host reaches the device's
-// memory (CPU), else into the host staging buffer, copied to the device when full.
+// Where a load writes state k (owned_state()'s order): straight into it where the host reaches
+// the device's memory (CPU) and the state is resident there, else into the host staging buffer,
+// written to the state's tier (the device, or offloaded states) when full.
 class StateSink {
  public:
-  StateSink(const CheckpointState& s, const Tensor& state)
+  StateSink(const CheckpointState& s, int k)
       : be_(s.backend),
-        base_(state.f32()),
+        states_(s.optimizer.states()),
+        resident_(s.optimizer.states_resident()),
+        k_(k),
+        base_(states_.resident(k)),
         staging_(static_cast<float*>(s.staging.data())),
         cap_(static_cast<int64_t>(s.staging.bytes() / 4)) {}
   int64_t capacity() const {
@@ -44,13 +48,20 @@ class StateSink {
     return p;
   }
   void flush() {
-    if (pending_ > 0)
-      be_.copy_to_device(base_ + first_, staging_, static_cast<size_t>(pending_) * 4);
+    if (pending_ > 0) {
+      if (resident_)
+        be_.copy_to_device(base_ + first_, staging_, static_cast<size_t>(pending_) * 4);
+      else
+        states_.write(k_, first_, pending_, staging_);
+    }
     pending_ = 0;
   }
 
  private:
   Backend& be_;
+  OptimizerStates& states_;
+  bool resident_;
+  int k_;
   float* base_;
   float* staging_;
   int64_t cap_, first_ = 0, pending_ = 0;
@@ -93,9 +104,8 @@ void load_runs(SavedCheckpoint& saved, const CheckpointState& state,
                "checkpoint tensor '{}' has shape {}, this model {}", p.name, s->full_shape.str(),
                p.full_shape.str());
   }
-  const std::vector<Tensor> tensors = state.optimizer.owned_state();
   for (int k = 0; k < tensors_read; ++k) {
-    StateSink sink(state, tensors[static_cast<size_t>(k)]);
+    StateSink sink(state, k);
     for (const OwnedRun& r : runs) {
       const SavedTensor& st = *saved.find(r.p->name);
       const ParamSpec& s = *st.spec;
@@ -120,10 +130,9 @@ void load_runs(SavedCheckpoint& saved, const CheckpointState& state,
 // shard file; the rest, the last stage's tied head copy, loads from the saved embedding.word.
 void load_same_layout(SavedCheckpoint& saved, const CheckpointState& state, const ShardRole& role,
                       const std::string& where, int tensors_read) {
-  const std::vector<Tensor> tensors = state.optimizer.owned_state();
   const int64_t section = saved.section_numel(role.pp_rank);
   for (int k = 0; k < tensors_read; ++k) {
-    StateSink sink(state, tensors[static_cast<size_t>(k)]);
+    StateSink sink(state, k);
     for (int64_t at = 0; at < section;) {
       const int64_t n = std::min(section - at, sink.capacity());
       saved.read_shard(role.tp_rank, role.pp_rank, role.file_dp, k, at, n, sink.window(at, n));
@@ -141,18 +150,17 @@ void load_same_layout(SavedCheckpoint& saved, const CheckpointState& state, cons
 // The states a load does not take (Adam's moments under --finetune or --no-load-optim) start
 // fresh: zero.
 void zero_states(const CheckpointState& state, int from) {
-  const std::vector<Tensor> tensors = state.optimizer.owned_state();
+  OptimizerStates& states = state.optimizer.states();
+  const int64_t n = states.numel();
+  if (n == 0) return;
   std::vector<float> zeros;
-  for (size_t k = static_cast<size_t>(from); k < tensors.size(); ++k) {
-    const Tensor& t = tensors[k];
-    const auto bytes = static_cast<size_t>(t.numel()) * 4;
-    if (bytes == 0) continue;
-    if (state.staging.data() == nullptr) {
-      std::fill_n(t.f32(), t.numel(), 0.f);
-    } else {
-      zeros.assign(static_cast<size_t>(t.numel()), 0.f);
-      state.backend.copy_to_device(t.f32(), zeros.data(), bytes);
+  for (int k = from; k < OptimizerStates::kStates; ++k) {
+    if (state.staging.data() == nullptr && state.optimizer.states_resident()) {
+      std::fill_n(states.resident(k), n, 0.f);
+      continue;
     }
+    zeros.assign(static_cast<size_t>(n), 0.f);
+    states.write(k, 0, n, zeros.data());
   }
 }
 

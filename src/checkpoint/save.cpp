@@ -77,9 +77,9 @@ SaveInProgress begin_save(const std::string& dir, const CheckpointState& s) {
   if (role.writes) {
     // The file's header and section length from the same description a load rebuilds them from.
     const SavedStage stage = saved_stage(meta.layout, role.pp_rank);
-    const std::vector<Tensor> state = s.optimizer.owned_state();
     ZT_CHECK(stage.layout.numel() == s.optimizer.layout().numel() &&
-                 stage.section <= state.at(0).numel() && state.size() == ShardHeader::kTensors,
+                 stage.section <= s.optimizer.states().numel() &&
+                 OptimizerStates::kStates == ShardHeader::kTensors,
              "checkpoint layout of pipeline stage {} differs from the optimizer's", role.pp_rank);
     save.header = shard_header(meta.layout, stage, role.tp_rank, role.file_dp);
     save.shard_path =
@@ -153,9 +153,15 @@ uint32_t write_shard_from_state(const SaveInProgress& save, const CheckpointStat
                                 const SaveHooks& hooks) {
   const std::vector<Tensor> state =
       save.role.writes ? s.optimizer.owned_state() : std::vector<Tensor>{};
-  // Directly where the host reads the device's memory, else through the host staging buffer.
+  // Directly where the host reads the device's memory, else through the host staging buffer
+  // (from the device, or from the tier offloaded states live on).
   const bool staged = s.staging.data() != nullptr;
   const SectionReader read = [&](int k, size_t at, size_t n) -> const void* {
+    if (!s.optimizer.states_resident()) {
+      auto* dst = static_cast<float*>(s.staging.data());
+      s.optimizer.states().read(k, static_cast<int64_t>(at / 4), static_cast<int64_t>(n / 4), dst);
+      return dst;
+    }
     const auto* src = static_cast<const char*>(state[static_cast<size_t>(k)].data()) + at;
     if (!staged) return src;
     s.backend.copy_to_host(s.staging.data(), src, n);

@@ -31,7 +31,7 @@ CheckpointSaver::CheckpointSaver(const DeviceContext& ctx, bool async, ZeroOptim
   const bool writes = !optimizer.state_replicated_over_dp() || dp_rank == 0;
   size_t bytes = 0;
   if (writes)
-    for (const Tensor& t : optimizer.owned_state()) bytes += static_cast<size_t>(t.numel()) * 4;
+    bytes = static_cast<size_t>(optimizer.states().numel()) * 4 * OptimizerStates::kStates;
   if (bytes > 0) snapshot_ = ctx.host().allocate(bytes, MemCategory::HostSnapshot);
 }
 
@@ -61,14 +61,19 @@ std::optional<SaveRecord> CheckpointSaver::save(const std::string& dir, const Ch
   std::vector<const void*> live;  // the states, where the writer thread copies them itself
   if (p.save.role.writes) {
     const std::vector<Tensor> state = s.optimizer.owned_state();
-    ZT_CHECK(snapshot_.bytes() >= bytes * state.size(),
+    constexpr size_t kStates = OptimizerStates::kStates;
+    ZT_CHECK(snapshot_.bytes() >= bytes * kStates,
              "the host snapshot ({} bytes) is smaller than the shard's states ({} bytes)",
-             snapshot_.bytes(), bytes * state.size());
+             snapshot_.bytes(), bytes * kStates);
     // Each state section's bytes, back to back, as the step left them: copied here through the
-    // backend where the device's memory needs it, else by the writer thread.
-    for (size_t k = 0; k < state.size(); ++k) {
+    // backend where the device's memory needs it, or from the tier offloaded states live on,
+    // else by the writer thread.
+    for (size_t k = 0; k < kStates; ++k) {
       char* dst = static_cast<char*>(snapshot_.data()) + k * bytes;
-      if (s.staging.data() != nullptr)
+      if (!s.optimizer.states_resident())
+        s.optimizer.states().read(static_cast<int>(k), 0, static_cast<int64_t>(bytes / 4),
+                                  reinterpret_cast<float*>(dst));
+      else if (s.staging.data() != nullptr)
         s.backend.copy_to_host(dst, state[k].data(), bytes);
       else
         live.push_back(state[k].data());

@@ -30,7 +30,7 @@ bool is_true(const nlohmann::json& v) {
 }
 
 // Keys of features zerotron does not have whose absence leaves the math as it is: DeepSpeed's
-// offloads move states to the host or NVMe, ZeRO++'s hierarchical partition and MiCS are
+// parameter offload moves parameter partitions to the host or NVMe, ZeRO++'s hierarchical partition and MiCS are
 // placements, the monitors, profilers and tuners observe. Each is ignored, with one warning unless
 // its value is `neutral` (JSON: DeepSpeed's default, or the switch that leaves the feature off),
 // which is what zerotron does anyway. A section is judged by its "enabled" or "device" key; "*":
@@ -39,9 +39,7 @@ struct Ignored {
   std::string_view key, neutral;
 };
 constexpr Ignored kIgnored[] = {
-    {"zero_optimization.offload_optimizer", R"("none")"},
     {"zero_optimization.offload_param", R"("none")"},
-    {"zero_optimization.cpu_offload", "false"},
     {"zero_optimization.cpu_offload_params", "false"},
     {"zero_optimization.cpu_offload_use_pin_memory", "*"},
     {"zero_optimization.sub_group_size", "*"},
@@ -90,7 +88,11 @@ constexpr Ignored kIgnored[] = {
     {"nebula", "false"},
     {"hybrid_engine", "false"},
     {"compile", "false"},
-    {"aio", "*"},
+    // DeepSpeed aio's thread and submission settings: zerotron's one io_uring ring per rank.
+    {"aio.thread_count", "*"},
+    {"aio.single_submit", "*"},
+    {"aio.overlap_events", "*"},
+    {"aio.use_gds", "false"},
     {"checkpoint", ""},
     {"data_types", ""},
     {"timers", "*"},
@@ -253,6 +255,24 @@ bool DeepSpeedKeys::take(const std::string& key, const nlohmann::json& value) {
       key == "zero_optimization.zero_quantized_nontrainable_weights") {
     refuse_unless(value == false, key, value,
                   "ZeRO++ quantized communication changes the values reduced and gathered");
+    return true;
+  }
+  if (starts_with_section(key, "zero_optimization.offload_optimizer")) {
+    const std::string sub = key.substr(std::string_view("zero_optimization.offload_optimizer").size());
+    // Host buffers are pinned and the read/step/write pipeline always runs.
+    if (sub == ".pin_memory" || sub == ".buffer_count" || sub == ".fast_init" ||
+        sub == ".pipeline" || sub == ".pipeline_read" || sub == ".pipeline_write")
+      return true;
+    if (sub == ".ratio") {
+      refuse_unless(value.is_number() && value.get<double>() == 1.0, key, value,
+                    "zerotron offloads every optimizer state (ratio 1)");
+      return true;
+    }
+    return false;  // device, nvme_path: options of their own
+  }
+  if (key == "zero_optimization.cpu_offload") {  // DeepSpeed's older form of the above
+    ZT_REQUIRE(value.is_boolean(), "{}: key '{}' must be true or false", where_, key);
+    set_("offload-optimizer", value.get<bool>() ? "cpu" : "none");
     return true;
   }
   if (key == "communication_data_type") {

@@ -115,6 +115,19 @@ void validate_train_options(const TrainOptions& o, int dp) {
   ZT_REQUIRE(!(o.exit_signal_handler && o.no_exit_signal_handler),
              "--exit-signal-handler and --no-exit-signal-handler are exclusive");
   ZT_REQUIRE(!o.async_save || !o.save.empty(), "--async-save needs --save");
+  ZT_REQUIRE(o.offload_optimizer != "nvme" || !o.nvme_path.empty(),
+             "--offload-optimizer nvme needs --nvme-path DIR (the directory of the swap files)");
+  ZT_REQUIRE(o.nvme_path.empty() || o.offload_optimizer == "nvme",
+             "--nvme-path is for --offload-optimizer nvme");
+  ZT_REQUIRE(o.offload_optimizer == "none" || o.working_params != "cast",
+             "--offload-optimizer {} and --working-params cast are exclusive: cast working "
+             "parameters read the master parameters on the device",
+             o.offload_optimizer);
+  ZT_REQUIRE(o.sub_group_size % 1024 == 0,
+             "--sub-group-size must be a multiple of 1024 (whole 4 KiB blocks of fp32), got {}",
+             o.sub_group_size);
+  ZT_REQUIRE(o.aio_block_size % 4096 == 0,
+             "--aio-block-size must be a multiple of 4096 bytes, got {}", o.aio_block_size);
   ZT_REQUIRE(o.min_lr <= o.lr, "--min-lr ({}) must not exceed --lr ({})", o.min_lr, o.lr);
   const int decay = lr_decay_iters(o);
   ZT_REQUIRE(o.lr_warmup_iters <= decay,

@@ -24,6 +24,7 @@ Fault parse_fault(const std::string& spec) {
       {"kill-in-save", Fault::KillInSave},
       {"slow-save", Fault::SlowSave},
       {"kill-in-write", Fault::KillInWrite},
+      {"kill-in-offload", Fault::KillInOffload},
       {"stop", Fault::Stop},
       {"diverge", Fault::Diverge}};
   // Rank 0 dies between these steps of publishing a checkpoint.
@@ -47,7 +48,7 @@ Fault parse_fault(const std::string& spec) {
     }
   ZT_REQUIRE(known,
              "ZT_INJECT_FAULT kind must be throw, hang, inf, poison, kill-in-save, slow-save, "
-             "kill-in-write, stop, diverge, kill-before-rename, kill-after-exchange, "
+             "kill-in-write, kill-in-offload, stop, diverge, kill-before-rename, kill-after-exchange, "
              "kill-before-latest or kill-before-prune");
   f.rank = std::stoi(spec.substr(a + 1, b - a - 1));
   f.step = std::stoi(spec.substr(b + 1));
@@ -105,6 +106,11 @@ TrainerHooks fault_hooks(const Fault& fault, int rank, comm::Communicator* world
             std::this_thread::sleep_for(std::chrono::seconds(3));
           };
         return s;
+      };
+      break;
+    case Fault::KillInOffload:
+      h.optimizer_write_back = [at](int step) {
+        if (step == at) std::raise(SIGKILL);
       };
       break;
     case Fault::KillInWrite:

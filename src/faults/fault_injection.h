@@ -17,6 +17,8 @@
 //   kill-in-write        it is killed (SIGKILL) in the middle of writing its shard of step
 //                        STEP's checkpoint, after the first piece (with --async-save on the
 //                        background writer, while training goes on)
+//   kill-in-offload      it is killed (SIGKILL) as step STEP's optimizer starts writing back
+//                        the first chunk of its states swapped to NVMe (--offload-optimizer nvme)
 //   kill-before-rename, kill-after-exchange, kill-before-latest, kill-before-prune
 //                        it (rank 0, the one that publishes) is killed at that point of
 //                        publishing step STEP's checkpoint
@@ -39,6 +41,7 @@ struct Fault {
     SlowSave,
     KillInPublish,
     KillInWrite,
+    KillInOffload,
     Stop,
     Diverge
   } kind = Throw;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/backend_memory.h"
+#include "src/checkpoint/host_staging.h"
 #include "src/comm/mpi_communicator.h"
 #include "src/comm/nccl_groups.h"
 #include "src/comm/scalar_reducer.h"
@@ -22,6 +23,7 @@
 #include "src/zero/prefetch_policy.h"
 #include "src/zero/reduce_scatter_grads.h"
 #include "src/zero/sharded_adam.h"
+#include "src/zero/swapped_states.h"
 
 namespace zt {
 namespace {
@@ -73,6 +75,15 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
     b += std::min(staged_elems, static_cast<size_t>(comm::MpiCommunicator::kStagingSlice)) * 4;
   }
   b += ShardedAdam::workspace_bytes();  // this rank's share of the gradient norm
+  // Offloaded states: on a device of its own, each streamed chunk's master parameters go back
+  // through a device chunk (ShardedAdam; its gradients come through a host one, in the host
+  // pool); on the CPU backend, checkpoints reach them through the host window (HostStaging),
+  // which that backend otherwise does without.
+  if (in.optimizer_tier != StateTier::Device) {
+    const int64_t owned = in.zero_stage == 0 ? layout.numel() : part.shard_numel();
+    b += in.cuda ? static_cast<size_t>(std::min(in.sub_group_elems, owned)) * 4
+                 : HostStaging::kBytes;
+  }
   const size_t staging = GradStaging::bytes(layout, in.reduce_bucket_elems);
   if (in.zero_stage == 0) {
     if (in.cast_params)
@@ -220,7 +231,19 @@ MemoryPlan plan_memory(const PlanInput& in) {
       p.grads = shard * eg;
       p.optimizer = 3 * shard * 4;
   }
-  p.host_snapshot = in.async_save ? 3 * (in.zero_stage == 0 ? numel : shard) * 4 : 0;
+  const size_t owned = in.zero_stage == 0 ? numel : shard;  // the optimizer's shard
+  p.host_snapshot = in.async_save ? 3 * owned * 4 : 0;
+  if (in.optimizer_tier != StateTier::Device) {
+    // The master is a copy of its own (in fp32 too), off the device with the moments.
+    p.optimizer = 0;
+    const auto n = static_cast<int64_t>(owned);
+    if (in.optimizer_tier == StateTier::Host) {
+      p.host_optimizer = 3 * owned * 4;
+    } else {
+      p.nvme_bytes = swapped_states_file_bytes(n, in.sub_group_elems);
+      p.nvme_buffers = swapped_states_buffer_bytes(n, in.sub_group_elems);
+    }
+  }
   // The model computes in the working precision: its activations and checkpoints are sized by it.
   GptConfig c = in.model;
   c.dtype = in.working;

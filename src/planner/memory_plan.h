@@ -9,6 +9,7 @@
 #include "src/config/options.h"
 #include "src/core/dtype.h"
 #include "src/model/gpt_config.h"
+#include "src/zero/optimizer_states.h"
 
 namespace zt {
 
@@ -48,6 +49,10 @@ struct PlanInput {
   bool cuda = false;
   // --async-save with --save: the host snapshot of the writing rank's states.
   bool async_save = false;
+  // --offload-optimizer: where the fp32 master parameters and Adam moments live, and the chunk
+  // the step streams them in (--sub-group-size).
+  StateTier optimizer_tier = StateTier::Device;
+  int64_t sub_group_elems = option_defaults::sub_group_size;
 };
 
 struct MemoryPlan {
@@ -58,6 +63,11 @@ struct MemoryPlan {
   // background, on a rank that writes a shard (at ZeRO stage 0 one data-parallel rank per
   // tensor-parallel rank and stage: the plan is that rank's).
   size_t host_snapshot = 0;
+  // --offload-optimizer cpu: the fp32 master and Adam moments in host memory (HostOptimizer);
+  // nvme: the host buffers they stream through (NvmeBuffers) and the swap file's bytes. None of
+  // them is device memory (on the CPU backend the host pool is the device's).
+  size_t host_optimizer = 0, nvme_buffers = 0;
+  uint64_t nvme_bytes = 0;
   // Constant-size buffers (category Buffers): staging slots, gradient slots, reduce buckets,
   // stage-3 gathered blocks, the communicators' staging, the scalar reducers (on the CPU backend:
   // on CUDA they are in pinned host memory, not counted here).

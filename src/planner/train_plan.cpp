@@ -8,6 +8,7 @@
 
 #include "src/config/derive.h"
 #include "src/core/error.h"
+#include "src/core/swap_dir.h"
 #include "src/planner/host_memory.h"
 
 namespace zt {
@@ -26,6 +27,10 @@ std::string_view advice(std::string_view category) {
            "a smaller --micro-batch-size or --seq-length";
   if (category == "buffers")
     return "use smaller --reduce-bucket-size, --allgather-bucket-size or --prefetch-bucket-size";
+  if (category == "optimizer states")
+    return "use a higher --zero-stage, more ranks, tensor parallelism, a smaller model, or keep "
+           "the optimizer off the device: --offload-optimizer nvme --nvme-path DIR (or cpu with "
+           "--device cuda)";
   return "use a higher --zero-stage, more ranks, tensor parallelism or a smaller model";
 }
 
@@ -68,6 +73,8 @@ PlanInput plan_input_from(const TrainOptions& o, int dp) {
   in.staged_half_reductions = o.device != "cuda";
   in.cuda = o.device == "cuda";
   in.async_save = o.async_save && !o.save.empty();
+  in.optimizer_tier = d.zero.optimizer_tier.tier;
+  in.sub_group_elems = d.zero.optimizer_tier.chunk_elems;
   return in;
 }
 
@@ -115,14 +122,16 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
   const double params = L * (4 * h * h + 2 * h * ffn + 9 * h + ffn) +
                         (static_cast<double>(c.padded_vocab_size) + (in.pp == 1 ? T : 0)) * h +
                         2 * h;
-  const double states = 16 * params / (tp * dp);
+  // Offloaded optimizer states leave the working parameters and gradients (2 + 2 bytes).
+  const double state_bytes = in.optimizer_tier == StateTier::Device ? 16 : 4;
+  const double states = state_bytes * params / (tp * dp);
   const double acts = n * (c.padded_vocab_size / tp) * 4 + n * (8 * h / tp + 2 * h) * 2;
   if (states + acts > budget.bytes) {
     if (states >= acts) refuse("at least ", states + acts, "model states", states, budget);
     refuse("at least ", states + acts, "activations", acts, budget);
   }
   // Every stage's own plan: a pipeline stage holds its layers only, and every rank must fit.
-  using Parts = std::array<std::pair<std::string_view, double>, 8>;
+  using Parts = std::array<std::pair<std::string_view, double>, 9>;
   auto parts_of = [&](const MemoryPlan& p) {
     return Parts{{
         {"params", static_cast<double>(p.params)},
@@ -133,6 +142,7 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
         {"buffers", static_cast<double>(p.buffers)},
         {"host checkpoints", budget.host ? static_cast<double>(p.host_checkpoints) : 0.0},
         {"host snapshot", budget.host ? static_cast<double>(p.host_snapshot) : 0.0},
+        {"NVMe buffers", budget.host ? static_cast<double>(p.nvme_buffers) : 0.0},
     }};
   };
   auto total_of = [](const Parts& parts) {
@@ -151,6 +161,34 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
       parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   refuse("", total, largest->first, largest->second, budget,
          in.pp > 1 ? fmt::format(" on pipeline stage {} of {}", worst, in.pp) : std::string());
+}
+
+void check_offload_fits(const TrainOptions& o, int dp, bool cpu, int local_ranks) {
+  if (o.offload_optimizer == "none") return;
+  ZT_REQUIRE(!(cpu && o.offload_optimizer == "cpu"),
+             "--offload-optimizer cpu: on the CPU backend the device's memory is the host's, so "
+             "there is nothing to move; the tier below RAM is nvme (--offload-optimizer nvme "
+             "--nvme-path DIR)");
+  const std::vector<MemoryPlan> stages = plan_stages(plan_input_from(o, dp));
+  uint64_t nvme = 0;
+  double host = 0;
+  for (const MemoryPlan& p : stages) {
+    nvme = std::max(nvme, p.nvme_bytes);
+    host = std::max(host, static_cast<double>(p.host_optimizer));
+  }
+  const auto ranks = static_cast<uint64_t>(std::max(local_ranks, 1));
+  if (o.offload_optimizer == "nvme") {
+    require_writable_dir(o.nvme_path, "--nvme-path");
+    require_free_space(o.nvme_path, nvme * ranks,
+                       fmt::format("the optimizer states' swap files of {} local rank(s)", ranks));
+    return;
+  }
+  const HostMemory left = available_host_memory(local_ranks);
+  ZT_REQUIRE(left.bytes < 0 || host <= left.bytes,
+             "--offload-optimizer cpu: the optimizer states need {} of host memory per rank, "
+             "more than {} ({}); use --offload-optimizer nvme --nvme-path DIR, a higher "
+             "--zero-stage or more ranks",
+             gb(host), gb(left.bytes), left.source);
 }
 
 }  // namespace zt

@@ -78,10 +78,10 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
                                   o_.micro_batch_size, static_cast<int32_t*>(batch_.data()));
   if (o_.sample_interval > 0) sample_ = std::make_unique<TextSample>(o_);
   saver_.emplace(ctx_, o_.async_save, *optimizer_, dp_rank_);
-  if (ctx_.needs_staging()) {
-    batch_host_ = ctx_.host().allocate(batch_bytes, MemCategory::Buffers);
+  if (ctx_.needs_staging()) batch_host_ = ctx_.host().allocate(batch_bytes, MemCategory::Buffers);
+  // Offloaded optimizer states reach a checkpoint file through host memory too.
+  if (ctx_.needs_staging() || !optimizer_->states_resident())
     checkpoint_staging_ = HostStaging(ctx_);
-  }
 }
 
 ZeroConfig Trainer::zero_config() const {
@@ -91,6 +91,8 @@ ZeroConfig Trainer::zero_config() const {
   zero.tp_rank = topo_.tp_rank();
   if (zero.cast_params)
     zero.held_params_elems = Gpt::held_params_elems(config_, layout_, zero.reduce_bucket_elems);
+  if (hooks_.optimizer_write_back)
+    zero.optimizer_tier.on_write_back = [this] { hooks_.optimizer_write_back(iteration_ + 1); };
   // derive() turned overlap_comm off: the tied embedding's sum comes first. An untied head has
   // nothing to sum between the stages.
   if (pp_ > 1 && !config_.untie_embeddings) {
@@ -330,11 +332,12 @@ StepMetrics Trainer::train_step() {
   for (size_t c = 0; c < kNumMemCategories; ++c)
     mem[c] = static_cast<double>(pool_.counters().peak[c]);
   mem[kNumMemCategories] = static_cast<double>(pool_.total_peak());
-  // Offloaded checkpoints and the --async-save snapshot live in the host pool where that is a
-  // pool of its own (CUDA): they are part of what the run keeps, so they are reported with the
-  // rest (the device total excludes them).
+  // Offloaded checkpoints and optimizer states and the --async-save snapshot live in the host
+  // pool where that is a pool of its own (CUDA): they are part of what the run keeps, so they are
+  // reported with the rest (the device total excludes them).
   if (&ctx_.host() != &pool_)
-    for (const MemCategory c : {MemCategory::HostCheckpoints, MemCategory::HostSnapshot})
+    for (const MemCategory c :
+         {MemCategory::HostCheckpoints, MemCategory::HostSnapshot, MemCategory::HostOptimizer})
       mem[static_cast<size_t>(c)] +=
           static_cast<double>(ctx_.host().counters().peak[static_cast<size_t>(c)]);
   mem[kNumMemCategories + 1] = 1.0 - pool_.fragmentation();  // max of this = worst rank

@@ -20,6 +20,9 @@ struct TrainerHooks {
   // Whether the training-stream sample at position `sample` is poisoned: a step in which this
   // rank reads one starts its backward from NaN (a bad batch, which a rewind leaves out).
   std::function<bool(int64_t sample)> poisoned;
+  // Step `step`'s optimizer starts writing back a chunk of its states swapped to NVMe
+  // (--offload-optimizer nvme), once per chunk.
+  std::function<void(int step)> optimizer_write_back;
   // The hooks of the save of iteration `iteration`'s checkpoint (after a rank's shard is on
   // disk, at each point of publishing it).
   std::function<SaveHooks(int iteration)> save;

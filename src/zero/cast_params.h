@@ -11,6 +11,7 @@
 #include "kernels/backend.h"
 #include "src/core/memory_pool.h"
 #include "src/model/param_layout.h"
+#include "src/core/error.h"
 #include "src/zero/param_store.h"
 
 namespace zt {
@@ -24,6 +25,12 @@ class CastParams final : public ParamStore {
   void release(const Span& s) override;
   // Nothing to refresh: the next acquire reads the updated master.
   void from_master(const float* master) override { master_ = master; }
+  // Only the whole resident master (it is read on every acquire: offloaded states are refused).
+  void from_master_range(int64_t shard_offset, int64_t, const float* master) override {
+    ZT_CHECK(shard_offset == 0, "cast working parameters need the master resident");
+    master_ = master;
+  }
+  void finish_from_master() override {}
   void from_full(const float*, const float* master) override { master_ = master; }
   const CastStats* cast_stats() const override { return &stats_; }
   // The arena's bytes for `elems` held elements in `working` (what the constructor allocates).

@@ -146,7 +146,15 @@ void GatheredParams::release(const Span& s) {
 }
 
 void GatheredParams::from_master(const float* master) {
-  from_f32(be_, shard_.data(), working_, master, part_.shard_numel());
+  from_master_range(0, part_.shard_numel(), master);
+  finish_from_master();
+}
+
+void GatheredParams::from_master_range(int64_t shard_offset, int64_t len, const float* master) {
+  from_f32(be_, at(shard_.data(), working_, shard_offset), working_, master, len);
+}
+
+void GatheredParams::finish_from_master() {
   // Every gathered copy is stale now.
   for (auto& s : shared_) {
     s.pending.wait();

@@ -27,6 +27,8 @@ class GatheredParams final : public ParamStore {
   CRef acquire(const Span& s) override;
   void release(const Span& s) override;
   void from_master(const float* master) override;
+  void from_master_range(int64_t shard_offset, int64_t len, const float* master) override;
+  void finish_from_master() override;
   void from_full(const float*, const float* master) override { from_master(master); }
   void begin_step() override;
   void end_step() override;

@@ -15,6 +15,13 @@ inline constexpr int64_t kAllgatherBucketElems = 500'000'000;
 inline constexpr int64_t kPrefetchBucketElems = 50'000'000;
 inline constexpr int64_t kParamPersistenceThreshold = 100'000;
 inline constexpr int64_t kMaxLiveParameters = 1'000'000'000;
+// Offloaded optimizer states are stepped in chunks of this many elements (DeepSpeed's
+// sub_group_size, whose own default of 10^9 it holds whole in host buffers: here three chunks
+// of 4 Mi elements, 144 MiB of fp32 master, m and v, stream through the host). DeepSpeed aio's
+// request size and requests in flight.
+inline constexpr int64_t kSubGroupElems = int64_t{1} << 22;
+inline constexpr int64_t kAioBlockBytes = int64_t{1} << 20;
+inline constexpr int kAioQueueDepth = 8;
 
 // Adam.
 inline constexpr double kAdamBeta1 = 0.9;

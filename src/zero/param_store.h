@@ -42,8 +42,12 @@ class ParamStore {
   virtual CRef acquire(const Span& s) = 0;
   virtual void release(const Span& s) = 0;
   // The working parameters again from the updated fp32 master shard (collective over the
-  // data-parallel group in stages 1-2).
+  // data-parallel group in stages 1-2): from_master_range for every run of the shard (in the
+  // backend's memory; any order, any cut), then finish_from_master. from_master(m) is both over
+  // the whole shard.
   virtual void from_master(const float* master) = 0;
+  virtual void from_master_range(int64_t shard_offset, int64_t len, const float* master) = 0;
+  virtual void finish_from_master() = 0;
   // The working parameters from a full fp32 host copy every rank holds, and the master shard
   // already set from it (no collective).
   virtual void from_full(const float* full, const float* master) = 0;

@@ -26,8 +26,13 @@ CRef ResidentParams::acquire(const Span& s) {
 }
 
 void ResidentParams::from_master(const float* master) {
-  if (master == params_.data()) return;  // fp32: the master is the working copy
-  from_f32(be_, params_.data(), working_, master, layout_.numel());
+  from_master_range(0, layout_.numel(), master);
+}
+
+void ResidentParams::from_master_range(int64_t shard_offset, int64_t len, const float* master) {
+  void* dst = at(params_.data(), working_, shard_offset);
+  if (master == dst) return;  // fp32: the master is the working copy
+  from_f32(be_, dst, working_, master, len);
 }
 
 PaddedParams::PaddedParams(const ParamLayout& layout, const Partition& part, DType working,
@@ -74,12 +79,28 @@ CRef PaddedParams::acquire(const Span& s) {
 }
 
 void PaddedParams::from_master(const float* master) {
-  // Each rank's updated part goes in place into the padded full buffer; then all-gather unit by
-  // unit with at most --allgather-bucket-size elements in flight.
+  from_master_range(0, part_.shard_numel(), master);
+  finish_from_master();
+}
+
+void PaddedParams::from_master_range(int64_t shard_offset, int64_t len, const float* master) {
+  // This rank's updated part of each unit the run overlaps goes in place into the padded full
+  // buffer.
   const int rank = dp_.rank();
-  for (const auto& u : part_.units())
-    from_f32(be_, at(params_.data(), working_, u.padded_begin + int64_t{rank} * u.part_len),
-             working_, master + u.shard_offset, u.part_len);
+  const int64_t end = shard_offset + len;
+  for (const auto& u : part_.units()) {
+    const int64_t lo = std::max(u.shard_offset, shard_offset);
+    const int64_t hi = std::min(u.shard_offset + u.part_len, end);
+    if (lo >= hi) continue;
+    from_f32(be_,
+             at(params_.data(), working_,
+                u.padded_begin + int64_t{rank} * u.part_len + (lo - u.shard_offset)),
+             working_, master + (lo - shard_offset), hi - lo);
+  }
+}
+
+void PaddedParams::finish_from_master() {
+  // All-gather unit by unit with at most --allgather-bucket-size elements in flight.
   std::vector<comm::Handle> inflight;
   int64_t inflight_elems = 0;
   for (const auto& u : part_.units()) {

@@ -17,6 +17,8 @@ class ResidentParams final : public ParamStore {
   CRef acquire(const Span& s) override;
   void release(const Span&) override {}
   void from_master(const float* master) override;
+  void from_master_range(int64_t shard_offset, int64_t len, const float* master) override;
+  void finish_from_master() override {}
   void from_full(const float*, const float* master) override { from_master(master); }
   Tensor params() const { return params_.view({layout_.numel()}, working_); }
   Tensor layout_params() const override { return params(); }
@@ -38,6 +40,8 @@ class PaddedParams final : public ParamStore {
   CRef acquire(const Span& s) override;
   void release(const Span&) override {}
   void from_master(const float* master) override;
+  void from_master_range(int64_t shard_offset, int64_t len, const float* master) override;
+  void finish_from_master() override;
   void from_full(const float* full, const float* master) override;
 
  private:

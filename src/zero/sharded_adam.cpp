@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "src/zero/precision.h"
+
 namespace zt {
 namespace {
 
@@ -42,38 +44,49 @@ size_t ShardedAdam::workspace_bytes() {
 }
 
 ShardedAdam::ShardedAdam(const ParamLayout& layout, Shard shard, const AdamConfig& adam,
-                         const DeviceContext& ctx, float* master)
-    : layout_(layout), shard_(std::move(shard)), adam_(adam), be_(ctx.backend()), master_(master) {
-  MemoryPool& pool = ctx.pool();
-  if (master_ == nullptr) {
-    own_master_ = pool.allocate({shard_.numel}, DType::F32, MemCategory::Optimizer);
-    master_ = static_cast<float*>(own_master_.data());
+                         const DeviceContext& ctx, float* master, const StateTierConfig& tier)
+    : layout_(layout),
+      shard_(std::move(shard)),
+      adam_(adam),
+      be_(ctx.backend()),
+      staged_(ctx.needs_staging()),
+      states_(make_optimizer_states(tier, shard_.numel, ctx, master)) {
+  norm_ws_ = ctx.pool().allocate(workspace_bytes(), MemCategory::Buffers);
+  if (states_->tier() != StateTier::Device) {
+    // Each chunk's gradients come to the host and its master parameters go back, through
+    // chunk-sized staging where the host cannot reach the device's memory.
+    if (staged_) {
+      const int64_t n = std::min(tier.chunk_elems, shard_.numel);
+      grad_stage_ = ctx.host().allocate({n}, DType::F32, MemCategory::Buffers);
+      master_stage_ = ctx.pool().allocate({n}, DType::F32, MemCategory::Buffers);
+    }
+    return;
   }
-  m_ = pool.allocate({shard_.numel}, DType::F32, MemCategory::Optimizer);
-  v_ = pool.allocate({shard_.numel}, DType::F32, MemCategory::Optimizer);
-  norm_ws_ = pool.allocate(workspace_bytes(), MemCategory::Buffers);
+  float* m = states_->resident(OptimizerStates::kM);
+  float* v = states_->resident(OptimizerStates::kV);
   for (const auto& seg : shard_.segments) {
     const ParamSpec& p = layout_.params()[static_cast<size_t>(seg.param)];
     const int64_t o = seg.shard_offset;
-    adam_table_.push_back({master_ + o, static_cast<float*>(m_.data()) + o,
-                           static_cast<float*>(v_.data()) + o, nullptr, seg.len,
+    adam_table_.push_back({this->master() + o, m + o, v + o, nullptr, seg.len,
                            p.weight_decay ? static_cast<float>(adam_.weight_decay) : 0.0f});
   }
 }
 
+ShardedAdam::~ShardedAdam() = default;
+
 std::vector<Tensor> ShardedAdam::state() const {
+  if (states_->tier() != StateTier::Device) return {};
   const int64_t n = shard_.numel;
-  return {Tensor(master_, {n}, DType::F32, be_.device()), m_.view({n}, DType::F32),
-          v_.view({n}, DType::F32)};
+  std::vector<Tensor> out;
+  for (int k = 0; k < OptimizerStates::kStates; ++k)
+    out.emplace_back(states_->resident(k), Shape{n}, DType::F32, be_.device());
+  return out;
 }
 
 void ShardedAdam::set_from_layout_order(const float* master, const float* m, const float* v) {
-  float* dst[3] = {master_, static_cast<float*>(m_.data()), static_cast<float*>(v_.data())};
   const float* src[3] = {master, m, v};
-  for (int k = 0; k < 3; ++k)
-    for (const auto& s : shard_.segments)
-      be_.copy_to_device(dst[k] + s.shard_offset, src[k] + s.layout_offset,
-                         static_cast<size_t>(s.len) * 4);
+  for (int k = 0; k < OptimizerStates::kStates; ++k)
+    for (const auto& s : shard_.segments) states_->write(k, s.shard_offset, s.len, src[k] + s.layout_offset);
 }
 
 int ShardedAdam::first_nonfinite_grad(const GradReducer& grads, DType grad_dtype) const {
@@ -89,17 +102,88 @@ int ShardedAdam::first_nonfinite_grad(const GradReducer& grads, DType grad_dtype
 }
 
 bool ShardedAdam::master_finite() const {
-  return shard_.numel == 0 || !be_.has_inf_or_nan(static_cast<const float*>(master_), shard_.numel);
+  if (shard_.numel == 0) return true;
+  if (states_->tier() == StateTier::Device) return !be_.has_inf_or_nan(master(), shard_.numel);
+  bool finite = true;
+  states_->stream(false, [&](const StateChunk& c) {
+    finite = finite && !cpu_backend().has_inf_or_nan(c.state[OptimizerStates::kMaster], c.len);
+  });
+  return finite;
+}
+
+void ShardedAdam::visit_master(const MasterChunkFn& fn) {
+  states_->stream(false, [&](const StateChunk& c) {
+    const float* master = c.state[OptimizerStates::kMaster];
+    if (states_->tier() != StateTier::Device && staged_) {
+      auto* d = static_cast<float*>(master_stage_.data());
+      be_.copy_to_device(d, master, static_cast<size_t>(c.len) * 4);
+      master = d;
+    }
+    fn(c.offset, c.len, master);
+  });
+}
+
+void ShardedAdam::init_master(uint64_t seed) {
+  states_->stream(true, [&](const StateChunk& c) {
+    const int64_t end = c.offset + c.len;
+    for (const ShardSegment& s : shard_.segments) {
+      const int64_t lo = std::max(s.shard_offset, c.offset);
+      const int64_t hi = std::min(s.shard_offset + s.len, end);
+      if (lo >= hi) continue;
+      const ParamSpec& p = layout_.params()[static_cast<size_t>(s.param)];
+      init_parameter_range(p, seed, s.layout_offset - p.offset + (lo - s.shard_offset), hi - lo,
+                           c.state[OptimizerStates::kMaster] + (lo - c.offset));
+    }
+  });
+}
+
+// The AdamW of the device tier's one launch, on the host over each streamed chunk: the segments
+// that overlap the chunk, with their gradients (brought to the host through the staging chunk
+// where the host cannot read them); then the chunk's new master parameters to `updated`.
+void ShardedAdam::adamw_offloaded(const GradReducer& grads, DType grad_dtype, const AdamWParams& p,
+                                  const MasterChunkFn& updated) {
+  const auto gsize = static_cast<int64_t>(dtype_size(grad_dtype));
+  std::vector<AdamWSegment> table;
+  states_->stream(true, [&](const StateChunk& c) {
+    table.clear();
+    const int64_t end = c.offset + c.len;
+    for (const ShardSegment& s : shard_.segments) {
+      const int64_t lo = std::max(s.shard_offset, c.offset);
+      const int64_t hi = std::min(s.shard_offset + s.len, end);
+      if (lo >= hi) continue;
+      const void* g = at(grads.grad(s), grad_dtype, lo - s.shard_offset);
+      if (staged_) {
+        void* h = at(grad_stage_.data(), grad_dtype, lo - c.offset);
+        be_.copy_to_host(h, g, static_cast<size_t>((hi - lo) * gsize));
+        g = h;
+      }
+      const ParamSpec& spec = layout_.params()[static_cast<size_t>(s.param)];
+      const int64_t o = lo - c.offset;
+      table.push_back({c.state[OptimizerStates::kMaster] + o, c.state[OptimizerStates::kM] + o,
+                       c.state[OptimizerStates::kV] + o, g, hi - lo,
+                       spec.weight_decay ? static_cast<float>(adam_.weight_decay) : 0.0f});
+    }
+    cpu_backend().adamw_multi(table.data(), static_cast<int>(table.size()), p, grad_dtype);
+    const float* master = c.state[OptimizerStates::kMaster];
+    if (staged_) {
+      auto* d = static_cast<float*>(master_stage_.data());
+      be_.copy_to_device(d, master, static_cast<size_t>(c.len) * 4);
+      master = d;
+    }
+    updated(c.offset, c.len, master);
+  });
 }
 
 StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr, double loss_scale,
                              bool counts_in_norm, int tp_rank, comm::ScalarReducer* norm,
-                             const std::vector<char>& norm_excluded) {
+                             const std::vector<char>& norm_excluded,
+                             const MasterChunkFn& updated) {
   const auto& params = layout_.params();
   norm_table_.clear();
+  const bool device = states_->tier() == StateTier::Device;
   for (size_t k = 0; k < shard_.segments.size(); ++k) {
     const ShardSegment& s = shard_.segments[k];
-    adam_table_[k].grad = grads.grad(s);
+    if (device) adam_table_[k].grad = grads.grad(s);
     // A tp-replicated parameter's gradient counts once in the global norm: on tp rank 0.
     const ParamSpec& p = params[static_cast<size_t>(s.param)];
     if (counts_in_norm && (!p.tp_replicated || tp_rank == 0) &&
@@ -133,8 +217,13 @@ StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr,
   p.eps = static_cast<float>(adam_.eps);
   p.grad_scale = static_cast<float>(coef / loss_scale);
   p.step = steps_;
+  if (!device) {
+    adamw_offloaded(grads, working, p, updated);
+    return r;
+  }
   // Every segment in one launch, half gradients read as they are (widening is exact).
   be_.adamw_multi(adam_table_.data(), static_cast<int>(adam_table_.size()), p, working);
+  updated(0, shard_.numel, master());
   return r;
 }
 

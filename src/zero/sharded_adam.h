@@ -3,6 +3,8 @@
 // over them from a GradReducer's summed gradient — the one optimizer of every ZeRO stage (stage 0's
 // shard is the whole layout).
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -10,6 +12,7 @@
 #include "src/core/memory_pool.h"
 #include "src/zero/grad_reducer.h"
 #include "src/zero/model_state_defaults.h"
+#include "src/zero/optimizer_states.h"
 #include "src/zero/shard.h"
 
 namespace zt {
@@ -27,23 +30,37 @@ struct StepResult {
   bool skipped = false;  // non-finite gradients somewhere: no parameter changed on any rank
 };
 
+// Elements [offset, offset + len) of the shard's updated master parameters, in the backend's
+// memory (for the parameter store to take its working copy from).
+using MasterChunkFn = std::function<void(int64_t offset, int64_t len, const float* master)>;
+
 class ShardedAdam {
  public:
   // `master`: fp32 storage the caller already has for it (stage 0 in fp32: the working
-  // parameters), or null to allocate it.
+  // parameters, on the device tier only), or null to allocate it. `tier`: where the states live.
   ShardedAdam(const ParamLayout& layout, Shard shard, const AdamConfig& adam,
-              const DeviceContext& ctx, float* master);
-  float* master() const { return master_; }
+              const DeviceContext& ctx, float* master, const StateTierConfig& tier = {});
+  ~ShardedAdam();
+  // The master parameters resident in the backend's memory (device tier); null on the others.
+  float* master() const { return states_->resident(OptimizerStates::kMaster); }
+  OptimizerStates& states() const { return *states_; }
   const Shard& shard() const { return shard_; }
   // Unscales by loss_scale, clips to the global norm (Σ over world of each rank's share:
   // `counts_in_norm` says whether this rank's share counts, parameters replicated over tp on tp
   // rank 0 only,
   // none of those flagged in `norm_excluded`, by parameter index) and
   // applies one AdamW step at lr. On the device: one multi-tensor norm, one read of it, one
-  // multi-tensor AdamW over every segment (kernels/ops.inc sum_squares_multi, adamw_multi).
+  // multi-tensor AdamW over every segment (kernels/ops.inc sum_squares_multi, adamw_multi); with
+  // offloaded states, the same AdamW on the host, chunk by chunk. `updated` gets the new master
+  // parameters, chunk by chunk in shard order (unless the step is skipped).
   StepResult step(const GradReducer& grads, DType working, double lr, double loss_scale,
                   bool counts_in_norm, int tp_rank, comm::ScalarReducer* norm,
-                  const std::vector<char>& norm_excluded);
+                  const std::vector<char>& norm_excluded, const MasterChunkFn& updated);
+  // The master parameters, chunk by chunk in shard order, as `updated` receives them.
+  void visit_master(const MasterChunkFn& fn);
+  // Offloaded states: the master parameters from the seed, chunk by chunk as the tier streams
+  // them (the values init_parameters gives: a pure function of each element's index).
+  void init_master(uint64_t seed);
   int64_t steps() const { return steps_; }
   // This rank's share of the squared gradient norm in the last step: inf or NaN when its shard of
   // the gradient held a non-finite value (the ranks that saw a divergence first).
@@ -57,7 +74,7 @@ class ShardedAdam {
   // counts them).
   static size_t workspace_bytes();
   void set_steps(int64_t n) { steps_ = n; }
-  // master, m, v in shard order.
+  // master, m, v in shard order (device tier; empty on the others: use states()).
   std::vector<Tensor> state() const;
   // Sets master, m and v from full copies in ParamLayout order (host).
   void set_from_layout_order(const float* master, const float* m, const float* v);
@@ -66,9 +83,15 @@ class ShardedAdam {
   const ParamLayout& layout_;
   Shard shard_;
   AdamConfig adam_;
+  void adamw_offloaded(const GradReducer& grads, DType grad_dtype, const AdamWParams& p,
+                       const MasterChunkFn& updated);
+
   Backend& be_;
-  Buffer own_master_, m_, v_, norm_ws_;
-  float* master_;
+  bool staged_;  // the host cannot reach the backend's memory
+  std::unique_ptr<OptimizerStates> states_;
+  Buffer norm_ws_;
+  Buffer grad_stage_;    // host (offloaded, staged): one chunk's gradients
+  Buffer master_stage_;  // device (offloaded, staged): one chunk's master parameters
   // The multi-tensor tables (host memory: kernels/common/multi_tensor.h). The AdamW table is
   // fixed but for the gradient pointers, set at each step; the norm table is rebuilt each step.
   std::vector<AdamWSegment> adam_table_;

@@ -50,6 +50,10 @@ ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const Ada
   ZT_CHECK(!zero.cast_params || (zero.stage == 0 && working != DType::F32),
            "cast working parameters need ZeRO stage 0 and a half working precision (stage {}, {})",
            zero.stage, dtype_name(working));
+  const StateTierConfig& tier = zero.optimizer_tier;
+  const bool offloaded = tier.tier != StateTier::Device;
+  ZT_CHECK(!zero.cast_params || !offloaded,
+           "cast working parameters read the master parameters resident on the device");
   if (kStages[zero.stage].store != Store::Resident) {
     compose_partitioned(adam, seed);
     return;
@@ -63,15 +67,20 @@ ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const Ada
                                           adam_->master());
     return;
   }
-  // In fp32 the resident working parameters are the master parameters themselves.
+  // In fp32 the resident working parameters are the master parameters themselves (when those
+  // are on the device).
   auto params = std::make_unique<ResidentParams>(layout_, working_, ctx);
-  float* alias = working_ != DType::F32 ? nullptr : params->params().f32();
+  float* alias = working_ != DType::F32 || offloaded ? nullptr : params->params().f32();
   store_ = std::move(params);
   grads_ = std::make_unique<AllReduceGrads>(layout_, grad_dtype_, ctx, zero.dp,
                                             zero.reduce_bucket_elems, zero.overlap_comm);
-  adam_ = std::make_unique<ShardedAdam>(layout_, Shard::whole(layout_), adam, ctx, alias);
-  init_parameters_on(ctx, layout_, seed, adam_->master());
-  store_->from_master(adam_->master());
+  adam_ =
+      std::make_unique<ShardedAdam>(layout_, Shard::whole(layout_), adam, ctx, alias, tier);
+  if (offloaded)
+    adam_->init_master(seed);
+  else
+    init_parameters_on(ctx, layout_, seed, adam_->master());
+  refresh_working();
 }
 
 void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
@@ -85,10 +94,13 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
   chunk_ = ctx_.pool().allocate({std::max(kChunk, max_part)}, DType::F32, MemCategory::Buffers);
   auto* chunk = static_cast<float*>(chunk_.data());
   const int64_t chunk_elems = static_cast<int64_t>(chunk_.bytes() / 4);
-  adam_ = std::make_unique<ShardedAdam>(layout_, Shard::of(part), adam, ctx_, nullptr);
+  adam_ = std::make_unique<ShardedAdam>(layout_, Shard::of(part), adam, ctx_, nullptr,
+                                        zero_.optimizer_tier);
   // The own shard of the master parameters, element by element from the seed: the full model is
   // never materialised in fp32. Where the host cannot write the device, through a host chunk.
-  {
+  if (zero_.optimizer_tier.tier != StateTier::Device) {
+    adam_->init_master(seed);
+  } else {
     Buffer host_chunk;
     float* make = nullptr;
     int64_t room = chunk_elems;
@@ -115,7 +127,7 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
     store_ = std::make_unique<GatheredParams>(
         layout_, part, working_, ctx_, dp, zero_.param_persistence_threshold,
         PrefetchLimits{zero_.prefetch_bucket_elems, zero_.max_live_parameters});
-    store_->from_master(adam_->master());
+    refresh_working();
   } else {
     store_ = std::make_unique<PaddedParams>(layout_, part, working_, ctx_, dp,
                                             zero_.allgather_bucket_elems, seed, chunk, chunk_elems);
@@ -158,10 +170,20 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale) {
   // Every data-parallel replica of a replicated gradient holds the same sum: only dp rank 0's
   // copy counts in the global norm.
   const bool counts_in_norm = !grads_->replicated() || zero_.dp == nullptr || zero_.dp->rank() == 0;
-  const StepResult r = adam_->step(*grads_, grad_dtype_, lr, loss_scale, counts_in_norm,
-                                   zero_.tp_rank, norm_.get(), norm_excluded_);
-  if (!r.skipped) store_->from_master(adam_->master());
+  const StepResult r = adam_->step(
+      *grads_, grad_dtype_, lr, loss_scale, counts_in_norm, zero_.tp_rank, norm_.get(),
+      norm_excluded_, [this](int64_t offset, int64_t len, const float* master) {
+        store_->from_master_range(offset, len, master);
+      });
+  if (!r.skipped) store_->finish_from_master();
   return r;
+}
+
+void ZeroOptimizer::refresh_working() {
+  adam_->visit_master([this](int64_t offset, int64_t len, const float* master) {
+    store_->from_master_range(offset, len, master);
+  });
+  store_->finish_from_master();
 }
 
 std::string ZeroOptimizer::first_nonfinite_grad() const {
@@ -181,8 +203,9 @@ GradSyncTiming ZeroOptimizer::grad_sync_timing() const {
 }
 
 void ZeroOptimizer::gather_master(float* full) {
+  OptimizerStates& states = adam_->states();
   if (!part_) {
-    be_.copy_to_host(full, adam_->master(), static_cast<size_t>(layout_.numel()) * 4);
+    states.read(OptimizerStates::kMaster, 0, layout_.numel(), full);
     return;
   }
   // The gather lands in the backend's memory: a host vector on the CPU, a device buffer for the
@@ -198,26 +221,37 @@ void ZeroOptimizer::gather_master(float* full) {
     host_tmp.resize(static_cast<size_t>(max_unit));
     tmp = host_tmp.data();
   }
+  // Offloaded states: each unit's part through host memory into the gather's own place first.
   float* master = adam_->master();
+  std::vector<float> part;
+  if (master == nullptr) part.resize(static_cast<size_t>(max_unit / zero_.dp->size()));
   for (const auto& u : part_->units()) {
     Tensor out(tmp, {u.padded_len}, DType::F32, be_.device());
-    Tensor in(master + u.shard_offset, {u.part_len}, DType::F32, be_.device());
-    zero_.dp->all_gather(in, out);
+    float* own = tmp + int64_t{zero_.dp->rank()} * u.part_len;
+    if (master != nullptr) {
+      own = master + u.shard_offset;
+    } else {
+      states.read(OptimizerStates::kMaster, u.shard_offset, u.part_len, part.data());
+      be_.copy_to_device(own, part.data(), static_cast<size_t>(u.part_len) * 4);
+    }
+    zero_.dp->all_gather(Tensor(own, {u.part_len}, DType::F32, be_.device()), out);
     be_.copy_to_host(full + u.layout_begin, tmp, static_cast<size_t>(u.real_len) * 4);
   }
 }
 
 void ZeroOptimizer::set_master(const float* full) {
-  float* master = adam_->master();
+  OptimizerStates& states = adam_->states();
   for (const auto& s : shard().segments)
-    be_.copy_to_device(master + s.shard_offset, full + s.layout_offset,
-                       static_cast<size_t>(s.len) * 4);
-  store_->from_full(full, master);
+    states.write(OptimizerStates::kMaster, s.shard_offset, s.len, full + s.layout_offset);
+  if (states_resident())
+    store_->from_full(full, adam_->master());
+  else
+    refresh_working();
 }
 
 void ZeroOptimizer::after_load(int64_t adam_step) {
   adam_->set_steps(adam_step);
-  store_->from_master(adam_->master());
+  refresh_working();
 }
 
 Tensor ZeroOptimizer::working_params() const {
@@ -236,6 +270,8 @@ Tensor ZeroOptimizer::working_grads() const {
 
 Tensor ZeroOptimizer::master_params() const {
   ZT_CHECK(!part_, "stage {} keeps only a shard of the master parameters", zero_.stage);
+  ZT_CHECK(states_resident(), "the master parameters are offloaded ({})",
+           state_tier_flag_value(adam_->states().tier()));
   return Tensor(adam_->master(), {layout_.numel()}, DType::F32, be_.device());
 }
 

@@ -26,6 +26,7 @@
 #include "src/zero/dp_grad_sync.h"
 #include "src/zero/grad_reducer.h"
 #include "src/zero/model_state_defaults.h"
+#include "src/zero/optimizer_states.h"
 #include "src/zero/param_store.h"
 #include "src/zero/partition.h"
 #include "src/zero/shard.h"
@@ -62,6 +63,9 @@ struct ZeroConfig {
   // model holds at once (Gpt::held_params_elems) — bitwise the stored copy's values.
   bool cast_params = false;
   int64_t held_params_elems = 0;
+  // Where the fp32 master parameters and Adam moments live, and the optimizer step with them
+  // (--offload-optimizer; optimizer_states.h).
+  StateTierConfig optimizer_tier;
 };
 
 class ZeroOptimizer final : public ParamSource {
@@ -115,8 +119,11 @@ class ZeroOptimizer final : public ParamSource {
 
   // What a checkpoint saves for this rank: fp32 master parameters, Adam m and v — the rank's
   // shard (stages 1–3) or everything (stage 0) — in a fixed order. Working parameters are not
-  // saved: they are always the master rounded to the working precision.
+  // saved: they are always the master rounded to the working precision. Resident in the
+  // backend's memory on the device tier (owned_state: tensors); on any tier through states().
   std::vector<Tensor> owned_state() { return adam_->state(); }
+  OptimizerStates& states() const { return adam_->states(); }
+  bool states_resident() const { return adam_->states().tier() == StateTier::Device; }
   // Stage 0 holds identical states on every data-parallel rank: only one needs writing.
   bool state_replicated_over_dp() const { return !part_.has_value(); }
   // After owned_state() was overwritten from a checkpoint: re-derive the working parameters
@@ -137,9 +144,11 @@ class ZeroOptimizer final : public ParamSource {
   Tensor working_params() const;
   Tensor working_grads() const;
   Tensor master_params() const;
-  void sync_working_from_master() { store_->from_master(adam_->master()); }
+  void sync_working_from_master() { refresh_working(); }
 
  private:
+  // The working parameters from the master parameters wherever they live.
+  void refresh_working();
   // The stages 1-3 compositions: the partition, the own master shard from the seed, then the
   // parameter store and gradient reducer the stage names.
   void compose_partitioned(const AdamConfig& adam, uint64_t seed);

@@ -1,0 +1,174 @@
+// Offloaded optimizer states (--offload-optimizer, src/zero/optimizer_states.h) in a world of one:
+// the host tier through the CPU staging backend (device memory separate from the host's, as on
+// CUDA) and the NVMe tier on both backends give the losses, gradient norms and master
+// parameters of the device tier bit for bit at every ZeRO stage, fp32 and bf16, GPT and Llama,
+// with chunks smaller than the shard (--sub-group-size 1024); every tier's pool holds what the
+// plan says (device, host, NVMe buffers) and the swap file is the plan's size; the swap file is
+// gone from --nvme-path while the run holds it; a swap file changed behind the run stops it with
+// an error naming the file.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/backend_memory.h"
+#include "src/comm/self_communicator.h"
+#include "src/core/error.h"
+#include "src/planner/train_plan.h"
+#include "src/train/trainer.h"
+#include "tests/support/train_options.h"
+
+namespace zt {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Variant {
+  int stage;
+  bool bf16, llama;
+};
+
+TrainOptions options(const Variant& v, const std::string& tier, const std::string& nvme_path) {
+  TrainOptions o = test::small_gpt(0, 3);
+  o.device = "cpu";
+  o.global_batch_size = 2;
+  o.zero_stage = v.stage;
+  o.bf16 = v.bf16;
+  o.reduce_bucket_size = 700;  // several partition units
+  if (v.llama) {
+    o.position_embedding_type = "rope";
+    o.normalization = "RMSNorm";
+    o.swiglu = true;
+    o.group_query_attention = true;
+    o.num_query_groups = 2;
+    o.untie_embeddings_and_output_weights = true;
+    o.disable_bias_linear = true;
+  }
+  o.offload_optimizer = tier;
+  if (tier == "nvme") o.nvme_path = nvme_path;
+  o.sub_group_size = 1024;
+  return o;
+}
+
+struct Outcome {
+  std::vector<double> losses, norms;
+  std::vector<float> master;
+};
+
+// Trains `o` on the CPU backend, or on the staging backend with a host pool of its own; checks
+// each pool against the plan of the run on that backend (CUDA's for staging).
+Outcome train(const TrainOptions& o, bool staging, const std::string& what) {
+  MemoryPool device(make_host_allocator()), host(make_host_allocator());
+  const DeviceContext ctx = staging ? DeviceContext(cpu_staging_backend(), device, host)
+                                    : DeviceContext(device);
+  comm::SelfWorld world(ctx.backend());
+  Trainer t(o, ctx, world.topology());
+  Outcome out;
+  for (const StepMetrics& m : t.run(false)) {
+    out.losses.push_back(m.lm_loss);
+    out.norms.push_back(m.grad_norm);
+  }
+  out.master.resize(static_cast<size_t>(t.optimizer().layout().numel()));
+  t.optimizer().gather_master(out.master.data());
+
+  TrainOptions planned = o;
+  planned.device = staging ? "cuda" : "cpu";
+  PlanInput in = plan_input_from(planned, 1);
+  in.staged_half_reductions = false;  // a world of one: no MPI staging
+  const MemoryPlan p = plan_memory(in);
+  const size_t backend = staging ? p.backend_buffers : 0;
+  EXPECT_EQ(device.peak(MemCategory::Optimizer), p.optimizer) << what;
+  EXPECT_EQ(device.peak(MemCategory::Params), p.params) << what;
+  EXPECT_EQ(device.peak(MemCategory::Grads), p.grads) << what;
+  EXPECT_EQ(device.peak(MemCategory::Buffers) + backend, p.buffers) << what;
+  MemoryPool& hp = staging ? host : device;
+  EXPECT_EQ(hp.peak(MemCategory::HostOptimizer), p.host_optimizer) << what;
+  EXPECT_EQ(hp.peak(MemCategory::NvmeBuffers), p.nvme_buffers) << what;
+  EXPECT_EQ(t.optimizer().states().file_bytes(), p.nvme_bytes) << what;
+  if (o.offload_optimizer != "none") EXPECT_EQ(p.optimizer, 0u) << what;
+  return out;
+}
+
+class Offload : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("zt_offload_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    EXPECT_TRUE(fs::is_empty(dir_)) << "a swap file was left in --nvme-path";
+    fs::remove_all(dir_);
+  }
+  fs::path dir_;
+};
+
+TEST_F(Offload, EveryTierGivesTheDeviceTiersBits) {
+  const std::vector<Variant> variants = {{0, false, false}, {0, true, false}, {1, true, false},
+                                         {2, false, false}, {3, true, false}, {3, false, true},
+                                         {1, true, true}};
+  for (const Variant& v : variants) {
+    const std::string what = fmt::format("stage {} {}{}", v.stage, v.bf16 ? "bf16" : "fp32",
+                                         v.llama ? " llama" : "");
+    const Outcome want = train(options(v, "none", ""), false, what + " device");
+    struct Run {
+      const char* tier;
+      bool staging;
+    };
+    for (const Run& r : {Run{"nvme", false}, Run{"none", true}, Run{"cpu", true},
+                         Run{"nvme", true}}) {
+      const std::string run =
+          fmt::format("{}: {} on the {} backend", what, r.tier, r.staging ? "staging" : "CPU");
+      const Outcome got = train(options(v, r.tier, dir_.string()), r.staging, run);
+      EXPECT_EQ(got.losses, want.losses) << run;
+      EXPECT_EQ(got.norms, want.norms) << run;
+      EXPECT_EQ(0, std::memcmp(got.master.data(), want.master.data(), want.master.size() * 4))
+          << run << ": master parameters";
+      EXPECT_EQ(got.losses.size(), 3u) << run;
+    }
+  }
+}
+
+// The swap file is unlinked as soon as it is made: the directory is empty while the run holds
+// it. Changed behind the run (a chunk overwritten through the run's own descriptor), the next
+// step's read-back stops with an error naming the file.
+TEST_F(Offload, AChangedSwapFileStopsTheRun) {
+  TrainOptions o = options({1, true, false}, "nvme", dir_.string());
+  o.train_iters = 1;
+  MemoryPool pool(make_host_allocator());
+  comm::SelfWorld world;
+  Trainer t(o, pool, world.topology());
+  t.run(false);
+  EXPECT_TRUE(fs::is_empty(dir_));
+  // The run's descriptor of the file: the one /proc names after it.
+  std::string path;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const fs::path target = fs::read_symlink(e.path(), ec);
+    if (!ec && target.string().find("zerotron-swap-") != std::string::npos) path = e.path();
+  }
+  ASSERT_FALSE(path.empty());
+  {
+    const int fd = ::open(path.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    const std::vector<char> junk(4096, 'x');
+    ASSERT_EQ(::pwrite(fd, junk.data(), junk.size(), 0), static_cast<ssize_t>(junk.size()));
+    ::close(fd);
+  }
+  try {
+    t.train_step();
+    FAIL() << "a changed swap file was read back";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("zerotron-swap-"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace zt
