@@ -26,6 +26,8 @@ std::string_view mem_category_name(MemCategory c) {
       return "kv_cache";
     case MemCategory::HostSnapshot:
       return "host_snapshot";
+    case MemCategory::NvmeBuffers:
+      return "nvme_buffers";
     case MemCategory::kCount:
       break;
   }

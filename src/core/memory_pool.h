@@ -21,6 +21,7 @@ enum class MemCategory : uint8_t {
   Buffers,          // communication buckets, gathered parameters, staging, scratch
   KvCache,          // generation: the key/value cache and the decoder's workspace
   HostSnapshot,     // --async-save: the copy of a checkpoint's states its background write reads
+  NvmeBuffers,      // host buffers the NVMe tier reads into and writes from (swap staging)
   kCount
 };
 constexpr size_t kNumMemCategories = static_cast<size_t>(MemCategory::kCount);
