@@ -29,6 +29,9 @@ std::string_view mem_category_name(MemCategory c);
 
 // Where bytes come from: the CPU backend uses aligned host memory; the CUDA backend a caching
 // device allocator. Allocations are zero-filled so every run starts from the same bits.
+// Alignment: the host allocator guarantees 64 bytes, SlabAllocator and CachingAllocator 256 (what
+// cudaMalloc gives). Buffers for O_DIRECT file I/O need 4096: IoBuffer (src/core/io_buffer.h)
+// takes them from any pool and aligns them itself.
 class Allocator {
  public:
   virtual ~Allocator() = default;
