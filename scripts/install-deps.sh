@@ -3,7 +3,7 @@
 # commands work on a fresh machine and cost nothing on a prepared one.
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config libopenblas-dev libopenblas-openmp-dev libdnnl-dev libopenmpi-dev openmpi-bin
-  nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev bible-kjv fortunes python3 python3-venv)
+  liburing-dev nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev bible-kjv fortunes python3 python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -28,6 +28,8 @@ std::string_view mem_category_name(MemCategory c) {
       return "host_snapshot";
     case MemCategory::HostOptimizer:
       return "host_optimizer";
+    case MemCategory::NvmeBuffers:
+      return "nvme_buffers";
     case MemCategory::kCount:
       break;
   }

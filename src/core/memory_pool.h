@@ -22,6 +22,7 @@ enum class MemCategory : uint8_t {
   KvCache,          // generation: the key/value cache and the decoder's workspace
   HostSnapshot,     // --async-save: the copy of a checkpoint's states its background write reads
   HostOptimizer,    // --offload-optimizer cpu: fp32 master parameters and Adam moments on the host
+  NvmeBuffers,      // host buffers the NVMe tier reads into and writes from (swap staging)
   kCount
 };
 constexpr size_t kNumMemCategories = static_cast<size_t>(MemCategory::kCount);
@@ -29,6 +30,9 @@ std::string_view mem_category_name(MemCategory c);
 
 // Where bytes come from: the CPU backend uses aligned host memory; the CUDA backend a caching
 // device allocator. Allocations are zero-filled so every run starts from the same bits.
+// Alignment: the host allocator guarantees 64 bytes, SlabAllocator and CachingAllocator 256 (what
+// cudaMalloc gives). Buffers for O_DIRECT file I/O need 4096: IoBuffer (src/core/io_buffer.h)
+// takes them from any pool and aligns them itself.
 class Allocator {
  public:
   virtual ~Allocator() = default;

@@ -8,6 +8,7 @@
 
 #include "src/core/async_io.h"
 #include "src/core/error.h"
+#include "src/core/io_buffer.h"
 #include "src/core/swap_file.h"
 
 namespace zt {
@@ -23,9 +24,7 @@ class SwappedStates final : public OptimizerStates {
         chunks_(static_cast<size_t>((numel + chunk_elems_ - 1) / chunk_elems_)),
         io_(static_cast<unsigned>(cfg.aio_queue_depth), static_cast<size_t>(cfg.aio_block_bytes)),
         on_write_back_(cfg.on_write_back) {
-    for (auto& b : buf_)
-      b = ctx.host().allocate(static_cast<size_t>(chunk_elems_) * 4 * kStates,
-                              MemCategory::NvmeBuffers);
+    for (auto& b : buf_) b = IoBuffer(ctx.host(), static_cast<size_t>(chunk_elems_) * 4 * kStates);
     if (chunks_ > 0)
       file_.emplace(io_, cfg.nvme_path, "optimizer", chunks_,
                     static_cast<size_t>(chunk_elems_) * 4 * kStates);
@@ -127,7 +126,7 @@ class SwappedStates final : public OptimizerStates {
   int64_t chunk_elems_;
   size_t chunks_;
   // Destroyed in reverse: the file (waiting for its requests) before the ring and the buffers.
-  std::array<Buffer, kBuffers> buf_;
+  std::array<IoBuffer, kBuffers> buf_;
   AsyncIo io_;
   std::optional<SwapFile> file_;
   std::vector<bool> written_;
@@ -152,7 +151,8 @@ uint64_t swapped_states_file_bytes(int64_t numel, int64_t chunk_elems) {
 
 size_t swapped_states_buffer_bytes(int64_t numel, int64_t chunk_elems) {
   const int64_t c = std::min(chunk_elems, (std::max<int64_t>(numel, 1) + 1023) / 1024 * 1024);
-  return static_cast<size_t>(c) * 4 * OptimizerStates::kStates * kBuffers;
+  // IoBuffer takes one alignment's worth more than it spans.
+  return (static_cast<size_t>(c) * 4 * OptimizerStates::kStates + IoBuffer::kAlign) * kBuffers;
 }
 
 }  // namespace zt
