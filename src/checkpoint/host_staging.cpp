@@ -3,7 +3,7 @@
 namespace zt {
 
 HostStaging::HostStaging(const DeviceContext& ctx) {
-  if (ctx.needs_staging()) buf_ = ctx.host().allocate(kBytes, MemCategory::Buffers);
+  buf_ = ctx.host().allocate(kBytes, MemCategory::Buffers);
 }
 
 }  // namespace zt

@@ -91,8 +91,10 @@ ZeroConfig Trainer::zero_config() const {
   zero.tp_rank = topo_.tp_rank();
   if (zero.cast_params)
     zero.held_params_elems = Gpt::held_params_elems(config_, layout_, zero.reduce_bucket_elems);
-  if (hooks_.optimizer_write_back)
-    zero.optimizer_tier.on_write_back = [this] { hooks_.optimizer_write_back(iteration_ + 1); };
+  // The hooks are set after construction: looked up at each call.
+  zero.optimizer_tier.on_write_back = [this] {
+    if (hooks_.optimizer_write_back) hooks_.optimizer_write_back(iteration_ + 1);
+  };
   // derive() turned overlap_comm off: the tied embedding's sum comes first. An untied head has
   // nothing to sum between the stages.
   if (pp_ > 1 && !config_.untie_embeddings) {
