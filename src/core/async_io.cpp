@@ -32,7 +32,7 @@ struct Request {
   uint64_t offset = 0;
   size_t bytes = 0;
   size_t pieces_left = 0;  // queued or in the kernel
-  std::string error;       // the first failure; its queued pieces are dropped
+  std::string error;       // where and why it first failed; its queued pieces are dropped
 };
 
 }  // namespace
@@ -197,8 +197,7 @@ void AsyncIo::Impl::finish(const Piece& p, int res) {
 void AsyncIo::Impl::fail(Request& r, const Piece& p, const std::string& why) {
   --r.pieces_left;
   if (!r.error.empty()) return;
-  r.error = fmt::format("{} {} at offset {} ({} bytes of a {}-byte request at {}): {}",
-                        r.op == Op::Read ? "read from" : "write to", r.path, p.offset, p.bytes,
+  r.error = fmt::format("at offset {} ({} bytes of a {}-byte request at {}): {}", p.offset, p.bytes,
                         r.bytes, r.offset, why);
   // The request has failed: its pieces not yet submitted never will be.
   const Ticket t = p.ticket;
@@ -218,9 +217,12 @@ void AsyncIo::wait(Ticket ticket) {
     m.fill();
     m.complete_one();
   }
-  std::string error = std::move(it->second.error);
+  const Request r = std::move(it->second);
   m.requests.erase(it);
-  if (!error.empty()) throw Error(error);
+  if (r.error.empty()) return;
+  const bool read = r.op == Op::Read;
+  throw IoError(fmt::format("{} {} {}", read ? "read from" : "write to", r.path, r.error),
+                fmt::format("{} {}", read ? "read" : "write", r.error));
 }
 
 bool AsyncIo::ready(Ticket ticket) {

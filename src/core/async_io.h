@@ -13,9 +13,24 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <utility>
+
+#include "src/core/error.h"
 
 namespace zt {
+
+// What AsyncIo::wait throws for a failed request. what(): "write to PATH at offset N (...):
+// strerror"; detail(): the same without the file, for callers that name it themselves.
+class IoError : public Error {
+ public:
+  IoError(const std::string& what, std::string detail) : Error(what), detail_(std::move(detail)) {}
+  const std::string& detail() const { return detail_; }
+
+ private:
+  std::string detail_;
+};
 
 class AsyncIo {
  public:
@@ -36,7 +51,7 @@ class AsyncIo {
   Ticket read(int fd, uint64_t offset, void* buf, size_t bytes, std::string_view path);
   Ticket write(int fd, uint64_t offset, const void* buf, size_t bytes, std::string_view path);
   // Completes the request (waiting as needed) and forgets its ticket; throws zt::Error when it
-  // failed. Each ticket is waited for exactly once.
+  // failed (IoError). Each ticket is waited for exactly once.
   void wait(Ticket ticket);
   // Whether wait(ticket) would return without blocking; takes what completions are ready.
   bool ready(Ticket ticket);

@@ -128,9 +128,9 @@ void SwapFile::wait(Ticket ticket) {
   busy_[op.chunk] = op.read ? busy_[op.chunk] - 1 : 0;
   try {
     io_.wait(ticket);
-  } catch (const Error& e) {
+  } catch (const IoError& e) {
     if (!op.read) written_[op.chunk] = false;  // what is on disk is unknown
-    throw Error(fmt::format("{}: {}", where(op.chunk), e.what()));
+    throw Error(fmt::format("{}: {}", where(op.chunk), e.detail()));
   }
   if (op.read && chunk_checksum(op.buf, chunk_bytes_) != checksums_[op.chunk])
     throw Error(
