@@ -42,7 +42,6 @@ constexpr Ignored kIgnored[] = {
     {"zero_optimization.offload_param", R"("none")"},
     {"zero_optimization.cpu_offload_params", "false"},
     {"zero_optimization.cpu_offload_use_pin_memory", "*"},
-    {"zero_optimization.sub_group_size", "*"},
     // Gradient partitions are one pre-allocated buffer by construction (zero-stages.md).
     {"zero_optimization.contiguous_gradients", "true"},
     {"zero_optimization.stage3_max_reuse_distance", "*"},

@@ -106,7 +106,7 @@ ZeroConfig zero_config(const TrainOptions& o) {
   z.cast_params = o.working_params == "cast";  // held_params_elems: the model's, per rank
   z.optimizer_tier.tier = parse_state_tier(o.offload_optimizer);
   z.optimizer_tier.nvme_path = o.nvme_path;
-  z.optimizer_tier.chunk_elems = o.sub_group_size;
+  z.optimizer_tier.chunk_elems = (o.sub_group_size + 1023) / 1024 * 1024;
   z.optimizer_tier.aio_block_bytes = o.aio_block_size;
   z.optimizer_tier.aio_queue_depth = o.aio_queue_depth;
   return z;

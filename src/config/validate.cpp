@@ -123,9 +123,6 @@ void validate_train_options(const TrainOptions& o, int dp) {
              "--offload-optimizer {} and --working-params cast are exclusive: cast working "
              "parameters read the master parameters on the device",
              o.offload_optimizer);
-  ZT_REQUIRE(o.sub_group_size % 1024 == 0,
-             "--sub-group-size must be a multiple of 1024 (whole 4 KiB blocks of fp32), got {}",
-             o.sub_group_size);
   ZT_REQUIRE(o.aio_block_size % 4096 == 0,
              "--aio-block-size must be a multiple of 4096 bytes, got {}", o.aio_block_size);
   ZT_REQUIRE(o.min_lr <= o.lr, "--min-lr ({}) must not exceed --lr ({})", o.min_lr, o.lr);
