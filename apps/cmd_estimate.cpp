@@ -26,6 +26,9 @@ nlohmann::json stage_json(const MemoryPlan& p, double device) {
           {"checkpoint_bytes", p.checkpoints},
           {"host_checkpoint_bytes", p.host_checkpoints},
           {"host_snapshot_bytes", p.host_snapshot},
+          {"host_optimizer_bytes", p.host_optimizer},
+          {"nvme_buffers_bytes", p.nvme_buffers},
+          {"nvme_bytes", p.nvme_bytes},
           {"buffers_bytes", p.buffers},
           {"total_bytes", p.device_total()},
           {"nccl_communicators", p.nccl_communicators},
@@ -136,6 +139,11 @@ int estimate(Args args) {
         gb(p.buffers), gb(p.device_total()), gb(p.host_checkpoints));
     if (p.host_snapshot > 0)  // --async-save
       fmt::print("  host snapshot   {:10.3f}\n", gb(p.host_snapshot));
+    if (p.host_optimizer > 0)  // --offload-optimizer cpu
+      fmt::print("  host optimizer  {:10.3f}\n", gb(p.host_optimizer));
+    if (p.nvme_bytes > 0)  // --offload-optimizer nvme
+      fmt::print("  nvme buffers    {:10.3f}\n  nvme (file)     {:10.3f}\n", gb(p.nvme_buffers),
+                 gb(static_cast<double>(p.nvme_bytes)));
     if (device > 0)
       fmt::print("  fits in {:.1f} GB: {}\n", gb(device),
                  plan_fits(p, device, FitCriterion::Device) ? "yes" : "no");
@@ -171,6 +179,12 @@ int estimate(Args args) {
   row("total (device)", [](P q) { return static_cast<double>(q.device_total()); });
   row("host ckpts", [](P q) { return static_cast<double>(q.host_checkpoints); });
   if (in.async_save) row("host snapshot", [](P q) { return static_cast<double>(q.host_snapshot); });
+  if (in.optimizer_tier == StateTier::Host)
+    row("host optimizer", [](P q) { return static_cast<double>(q.host_optimizer); });
+  if (in.optimizer_tier == StateTier::Nvme) {
+    row("nvme buffers", [](P q) { return static_cast<double>(q.nvme_buffers); });
+    row("nvme (file)", [](P q) { return static_cast<double>(q.nvme_bytes); });
+  }
   row("comm dp /step", [](P q) { return static_cast<double>(q.comm_dp); });
   row("comm tp /step", [](P q) { return static_cast<double>(q.comm_tp); });
   row("comm pp /step", [](P q) { return static_cast<double>(q.comm_pp); });
