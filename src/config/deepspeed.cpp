@@ -30,11 +30,12 @@ bool is_true(const nlohmann::json& v) {
 }
 
 // Keys of features zerotron does not have whose absence leaves the math as it is: DeepSpeed's
-// parameter offload moves parameter partitions to the host or NVMe, ZeRO++'s hierarchical partition and MiCS are
-// placements, the monitors, profilers and tuners observe. Each is ignored, with one warning unless
-// its value is `neutral` (JSON: DeepSpeed's default, or the switch that leaves the feature off),
-// which is what zerotron does anyway. A section is judged by its "enabled" or "device" key; "*":
-// never warned (a permission or a detail with no meaning here); "": always warned.
+// parameter offload moves parameter partitions to the host or NVMe, ZeRO++'s hierarchical partition
+// and MiCS are placements, the monitors, profilers and tuners observe. Each is ignored, with one
+// warning unless its value is `neutral` (JSON: DeepSpeed's default, or the switch that leaves the
+// feature off), which is what zerotron does anyway. A section is judged by its "enabled" or
+// "device" key; "*": never warned (a permission or a detail with no meaning here); "": always
+// warned.
 struct Ignored {
   std::string_view key, neutral;
 };
@@ -257,7 +258,8 @@ bool DeepSpeedKeys::take(const std::string& key, const nlohmann::json& value) {
     return true;
   }
   if (starts_with_section(key, "zero_optimization.offload_optimizer")) {
-    const std::string sub = key.substr(std::string_view("zero_optimization.offload_optimizer").size());
+    const std::string sub =
+        key.substr(std::string_view("zero_optimization.offload_optimizer").size());
     // Host buffers are pinned and the read/step/write pipeline always runs.
     if (sub == ".pin_memory" || sub == ".buffer_count" || sub == ".fast_init" ||
         sub == ".pipeline" || sub == ".pipeline_read" || sub == ".pipeline_write")

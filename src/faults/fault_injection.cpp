@@ -46,10 +46,11 @@ Fault parse_fault(const std::string& spec) {
       f.point = point;
       known = true;
     }
-  ZT_REQUIRE(known,
-             "ZT_INJECT_FAULT kind must be throw, hang, inf, poison, kill-in-save, slow-save, "
-             "kill-in-write, kill-in-offload, stop, diverge, kill-before-rename, kill-after-exchange, "
-             "kill-before-latest or kill-before-prune");
+  ZT_REQUIRE(
+      known,
+      "ZT_INJECT_FAULT kind must be throw, hang, inf, poison, kill-in-save, slow-save, "
+      "kill-in-write, kill-in-offload, stop, diverge, kill-before-rename, kill-after-exchange, "
+      "kill-before-latest or kill-before-prune");
   f.rank = std::stoi(spec.substr(a + 1, b - a - 1));
   f.step = std::stoi(spec.substr(b + 1));
   return f;

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "src/core/error.h"
 #include "src/core/memory_pool.h"
 #include "src/model/param_layout.h"
-#include "src/core/error.h"
 #include "src/zero/param_store.h"
 
 namespace zt {

@@ -33,9 +33,9 @@ struct StateChunk {
 
 struct StateTierConfig {
   StateTier tier = StateTier::Device;
-  std::string nvme_path;           // Nvme: the directory the swap file goes in
-  int64_t chunk_elems = 1 << 22;   // Host, Nvme: elements per streamed chunk
-  int aio_queue_depth = 32;        // Nvme: requests in flight
+  std::string nvme_path;              // Nvme: the directory the swap file goes in
+  int64_t chunk_elems = 1 << 22;      // Host, Nvme: elements per streamed chunk
+  int aio_queue_depth = 32;           // Nvme: requests in flight
   int64_t aio_block_bytes = 1 << 20;  // Nvme: bytes per request
   // Nvme: called as each streamed chunk's write-back starts (the failure tests kill a rank
   // there); empty: nothing.

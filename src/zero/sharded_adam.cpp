@@ -86,7 +86,8 @@ std::vector<Tensor> ShardedAdam::state() const {
 void ShardedAdam::set_from_layout_order(const float* master, const float* m, const float* v) {
   const float* src[3] = {master, m, v};
   for (int k = 0; k < OptimizerStates::kStates; ++k)
-    for (const auto& s : shard_.segments) states_->write(k, s.shard_offset, s.len, src[k] + s.layout_offset);
+    for (const auto& s : shard_.segments)
+      states_->write(k, s.shard_offset, s.len, src[k] + s.layout_offset);
 }
 
 int ShardedAdam::first_nonfinite_grad(const GradReducer& grads, DType grad_dtype) const {
@@ -176,8 +177,7 @@ void ShardedAdam::adamw_offloaded(const GradReducer& grads, DType grad_dtype, co
 
 StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr, double loss_scale,
                              bool counts_in_norm, int tp_rank, comm::ScalarReducer* norm,
-                             const std::vector<char>& norm_excluded,
-                             const MasterChunkFn& updated) {
+                             const std::vector<char>& norm_excluded, const MasterChunkFn& updated) {
   const auto& params = layout_.params();
   norm_table_.clear();
   const bool device = states_->tier() == StateTier::Device;

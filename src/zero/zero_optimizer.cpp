@@ -74,8 +74,7 @@ ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const Ada
   store_ = std::move(params);
   grads_ = std::make_unique<AllReduceGrads>(layout_, grad_dtype_, ctx, zero.dp,
                                             zero.reduce_bucket_elems, zero.overlap_comm);
-  adam_ =
-      std::make_unique<ShardedAdam>(layout_, Shard::whole(layout_), adam, ctx, alias, tier);
+  adam_ = std::make_unique<ShardedAdam>(layout_, Shard::whole(layout_), adam, ctx, alias, tier);
   if (offloaded)
     adam_->init_master(seed);
   else
@@ -170,11 +169,11 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale) {
   // Every data-parallel replica of a replicated gradient holds the same sum: only dp rank 0's
   // copy counts in the global norm.
   const bool counts_in_norm = !grads_->replicated() || zero_.dp == nullptr || zero_.dp->rank() == 0;
-  const StepResult r = adam_->step(
-      *grads_, grad_dtype_, lr, loss_scale, counts_in_norm, zero_.tp_rank, norm_.get(),
-      norm_excluded_, [this](int64_t offset, int64_t len, const float* master) {
-        store_->from_master_range(offset, len, master);
-      });
+  const StepResult r =
+      adam_->step(*grads_, grad_dtype_, lr, loss_scale, counts_in_norm, zero_.tp_rank, norm_.get(),
+                  norm_excluded_, [this](int64_t offset, int64_t len, const float* master) {
+                    store_->from_master_range(offset, len, master);
+                  });
   if (!r.skipped) store_->finish_from_master();
   return r;
 }

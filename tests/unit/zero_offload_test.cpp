@@ -64,8 +64,8 @@ struct Outcome {
 // each pool against the plan of the run on that backend (CUDA's for staging).
 Outcome train(const TrainOptions& o, bool staging, const std::string& what) {
   MemoryPool device(make_host_allocator()), host(make_host_allocator());
-  const DeviceContext ctx = staging ? DeviceContext(cpu_staging_backend(), device, host)
-                                    : DeviceContext(device);
+  const DeviceContext ctx =
+      staging ? DeviceContext(cpu_staging_backend(), device, host) : DeviceContext(device);
   comm::SelfWorld world(ctx.backend());
   Trainer t(o, ctx, world.topology());
   Outcome out;
@@ -113,19 +113,18 @@ class Offload : public ::testing::Test {
 };
 
 TEST_F(Offload, EveryTierGivesTheDeviceTiersBits) {
-  const std::vector<Variant> variants = {{0, false, false}, {0, true, false}, {1, true, false},
-                                         {2, false, false}, {3, true, false}, {3, false, true},
-                                         {1, true, true}};
+  const std::vector<Variant> variants = {
+      {0, false, false}, {1, true, false}, {2, false, false}, {3, true, true}};
   for (const Variant& v : variants) {
-    const std::string what = fmt::format("stage {} {}{}", v.stage, v.bf16 ? "bf16" : "fp32",
-                                         v.llama ? " llama" : "");
+    const std::string what =
+        fmt::format("stage {} {}{}", v.stage, v.bf16 ? "bf16" : "fp32", v.llama ? " llama" : "");
     const Outcome want = train(options(v, "none", ""), false, what + " device");
     struct Run {
       const char* tier;
       bool staging;
     };
-    for (const Run& r : {Run{"nvme", false}, Run{"none", true}, Run{"cpu", true},
-                         Run{"nvme", true}}) {
+    for (const Run& r :
+         {Run{"nvme", false}, Run{"none", true}, Run{"cpu", true}, Run{"nvme", true}}) {
       const std::string run =
           fmt::format("{}: {} on the {} backend", what, r.tier, r.staging ? "staging" : "CPU");
       const Outcome got = train(options(v, r.tier, dir_.string()), r.staging, run);
