@@ -27,7 +27,9 @@ flock 9
 echo "zerotron: installing the reference checks' Python packages into $venv"
 rm -rf "$venv"
 "$base" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --no-deps --no-input --progress-bar off \
+# --no-compile: Python compiles what the checks import when they first import it, not every
+# module of every package now (most of torch's and transformers' never run here).
+"$venv/bin/python" -m pip install --quiet --no-deps --no-input --progress-bar off --no-compile \
   -r "$requirements"
 "$venv/bin/python" -c 'import torch; assert float(torch.ones(2) @ torch.ones(2)) == 2'
 touch "$venv/installed"

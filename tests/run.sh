@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fresh machine to a test report: installs what is missing (Debian packages, then the reference
-# checks' pinned Python packages), builds, runs the whole CTest suite, then builds the
+# checks' pinned Python packages while the release build compiles), builds, runs the whole CTest
+# suite, then builds the
 # single-process suites again under AddressSanitizer + UndefinedBehaviorSanitizer (preset
 # asan-all, target single_process_tests) and runs them under it: the unit tests (kernels
 # included), the hostile-input suite, the fuzz regressions and the C++ reference comparison. The
@@ -12,7 +13,12 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
-"$root/scripts/install-python-deps.sh"
+# The Python packages download while the release build compiles (the one waits on the network,
+# the other on the cores); configuring again afterwards gives the tests the environment's Python.
+"$root/scripts/install-python-deps.sh" &
+python_deps=$!
+"$root/scripts/build.sh" release
+wait "$python_deps"
 "$root/scripts/build.sh" release
 cd "$root"
 ctest --preset release -j "$(nproc)" --timeout 600
