@@ -30,7 +30,7 @@ mkdir "$cg"
 echo "$limit" >"$cg/memory.limit_in_bytes"
 model=(--num-layers 20 --hidden-size 1792 --num-attention-heads 14 --vocab-size 50257
   --seq-length 512 --micro-batch-size 1 --global-batch-size 1 --bf16 --checkpoint-activations
-  --reduce-bucket-size 1e7 --mock-data --lr 1e-4 --lr-warmup-iters 0 --log-interval 1
+  --reduce-bucket-size 1e7 --mock-data --lr 1e-3 --lr-decay-style constant --log-interval 1
   --eval-iters 0 --train-iters 3)
 offload=(--offload-optimizer nvme --nvme-path "$nvme")
 # in_cgroup CMD...: CMD as a member of the cgroup (its children too).
