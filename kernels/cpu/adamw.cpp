@@ -1,6 +1,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "kernels/common/adamw.h"
@@ -25,14 +26,13 @@ template <typename G>
   for (int64_t i = 0; i < n; ++i) adamw_update(param[i], m[i], v[i], to_float(g[i]), c);
 }
 
-// Elements per unit of a thread's share: 16 floats, one 64-byte cache line, so two threads
-// write the same line only where a segment starts off a line boundary.
-constexpr int64_t kShareUnit = 16;
-
-// The segments laid end to end, each thread of one team a contiguous, equal share of the total
-// (a memory-bound loop: every thread moves the same bytes). One parallel region for the whole
-// table instead of one per segment: no join per segment, and segments under kParallelMin are
-// split across the team too instead of running on one thread while the others wait.
+// The segments laid end to end and cut into chunks that the team's threads take in turn, one
+// parallel region for the whole table: no join per segment, segments under kParallelMin are
+// shared by the team too, and a thread that the OS preempts (a host busy with the rest of
+// training: data loading, copies, communication) leaves its remaining chunks to the others
+// instead of holding up the step, as an equal static share would. A chunk is at most 2^16
+// elements (1.75 MiB moved with fp32 gradients: one atomic increment per tens of microseconds
+// of work) and at least 8 per thread, in whole 64-byte lines of floats.
 template <typename G>
 void adamw_segments(const AdamWSegment* segs, int count, AdamWConsts c) {
   int64_t total = 0;
@@ -40,19 +40,26 @@ void adamw_segments(const AdamWSegment* segs, int count, AdamWConsts c) {
     ZT_CHECK(segs[k].n >= 0, "adamw: segment {} has {} elements", k, segs[k].n);
     total += segs[k].n;
   }
+  constexpr int64_t kLine = 16, kMaxChunk = int64_t{1} << 16;
+  std::atomic<int64_t> next{0};
 #pragma omp parallel if (total >= detail::kParallelMin) firstprivate(c)
   {
-    const int64_t units = (total + kShareUnit - 1) / kShareUnit;
-    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t lo = std::min(total, units * t / nt * kShareUnit);
-    const int64_t hi = std::min(total, units * (t + 1) / nt * kShareUnit);
-    int64_t base = 0;  // where segment k starts in the concatenation
-    for (int k = 0; k < count && base < hi; base += segs[k].n, ++k) {
-      const AdamWSegment& s = segs[k];
-      const int64_t a = std::max(lo, base) - base, b = std::min(hi, base + s.n) - base;
-      if (a >= b) continue;
-      c.weight_decay = s.weight_decay;
-      adamw_run(s.param + a, s.m + a, s.v + a, static_cast<const G*>(s.grad) + a, b - a, c);
+    const int64_t per_thread = total / (8 * int64_t{omp_get_num_threads()});
+    const int64_t chunk = std::clamp((per_thread + kLine - 1) / kLine * kLine, kLine, kMaxChunk);
+    int k = 0;
+    int64_t base = 0;  // where segment k starts; chunks come in increasing order to each thread
+    for (int64_t lo = next.fetch_add(chunk, std::memory_order_relaxed); lo < total;
+         lo = next.fetch_add(chunk, std::memory_order_relaxed)) {
+      const int64_t hi = std::min(total, lo + chunk);
+      for (; base + segs[k].n <= lo; ++k) base += segs[k].n;
+      int64_t jbase = base;
+      for (int j = k; j < count && jbase < hi; jbase += segs[j].n, ++j) {
+        const AdamWSegment& s = segs[j];
+        const int64_t a = std::max(lo, jbase) - jbase, b = std::min(hi, jbase + s.n) - jbase;
+        if (a >= b) continue;
+        c.weight_decay = s.weight_decay;
+        adamw_run(s.param + a, s.m + a, s.v + a, static_cast<const G*>(s.grad) + a, b - a, c);
+      }
     }
   }
 }
