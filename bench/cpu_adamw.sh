@@ -5,11 +5,12 @@
 # the same parameter count, tensor count, threads, lr and weight decay. Runs are interleaved
 # (zerotron, torch fused, torch foreach) `rounds` times so load drift on a shared machine hits
 # all of them alike; each figure is the median over every timed step of every round. The last
-# line is one JSON object: the CPU (model, avx512f / avx512_bf16 / amx flags), threads, params,
-# zerotron_s (fp32 gradients), torch_fused_s, ratio = zerotron_s / torch_fused_s (<= 1: zerotron
-# at least as fast), the bf16/fp16-gradient medians, torch_foreach_s, and GB/s for each: the
-# bytes an AdamW step must move (parameters, moments and gradients read, parameters and moments
-# written: 28 bytes per parameter with fp32 gradients, 26 with half ones) over its median.
+# line is one JSON object: the CPU (/proc/cpuinfo model name, family and model number; avx512f,
+# avx512_bf16 and amx flags), threads, params, zerotron_s (fp32 gradients), torch_fused_s,
+# ratio = zerotron_s / torch_fused_s (<= 1: zerotron at least as fast), the bf16/fp16-gradient
+# medians, torch_foreach_s, and GB/s for each: the bytes an AdamW step must move (parameters,
+# moments and gradients read, parameters and moments written: 28 bytes per parameter with fp32
+# gradients, 26 with half ones) over its median.
 # Where the installed torch has no fused CPU AdamW, torch_fused_available is false with its error
 # and ratio is against foreach.
 # Python: the reference checks' virtual environment (scripts/install-python-deps.sh) where it is
@@ -75,6 +76,7 @@ for line in open("/proc/cpuinfo"):
 flags = set(cpu.get("flags", "").split())
 out = {
     "cpu_model": cpu.get("model name"),
+    "cpu_family": cpu.get("cpu family"), "cpu_model_number": cpu.get("model"),
     "isa": {f: f in flags for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")},
     "threads": threads, "params": params, "tensors": tensors, "rounds": rounds,
     "steps_per_round": steps, "weight_decay": 0.1,
