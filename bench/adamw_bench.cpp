@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -42,13 +43,22 @@ float hashed(uint64_t i, uint64_t seed, float lo, float hi) {
   return lo + (hi - lo) * static_cast<float>(z >> 40) * 0x1p-24f;
 }
 
+// n elements, 64-byte aligned as zerotron's host allocator (src/core/memory_pool.cpp) and
+// PyTorch's CPU tensors align them, and not written: the first write (the pages' placement) is
+// the parallel fill's.
+template <typename T>
+std::unique_ptr<T[], void (*)(void*)> host_array(int64_t n) {
+  constexpr size_t kAlign = 64;
+  const size_t bytes = (static_cast<size_t>(n) * sizeof(T) + kAlign - 1) / kAlign * kAlign;
+  T* p = static_cast<T*>(std::aligned_alloc(kAlign, bytes));
+  ZT_CHECK(p != nullptr, "bench_adamw: cannot allocate {} bytes", bytes);
+  return {p, std::free};
+}
+
 template <typename G>
 nlohmann::json run(int64_t n, int tensors, int warmup, int steps) {
-  // Not value-initialised: the first write (the pages' placement) is the parallel fill's.
-  const auto param = std::make_unique_for_overwrite<float[]>(n);
-  const auto m = std::make_unique_for_overwrite<float[]>(n);
-  const auto v = std::make_unique_for_overwrite<float[]>(n);
-  const auto grad = std::make_unique_for_overwrite<G[]>(n);
+  const auto param = host_array<float>(n), m = host_array<float>(n), v = host_array<float>(n);
+  const auto grad = host_array<G>(n);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     param[i] = hashed(i, 1, -0.1f, 0.1f);
