@@ -3,15 +3,16 @@
 # zerotron's Kernels::adamw_multi (bench_adamw: fp32, bf16 and fp16 gradients) and
 # torch.optim.AdamW(fused=True) and (foreach=True) (bench/peers/torch_adamw.py: fp32 gradients),
 # the same parameter count, tensor count, threads, lr and weight decay. Runs are interleaved
-# (zerotron, torch fused, torch foreach) `rounds` times so load drift on a shared machine hits
-# all of them alike; each figure is the median over every timed step of every round. The last
-# line is one JSON object: the CPU (/proc/cpuinfo model name, family and model number; avx512f,
-# avx512_bf16 and amx flags), threads, params, zerotron_s (fp32 gradients), torch_fused_s,
-# ratio = zerotron_s / torch_fused_s (<= 1: zerotron at least as fast), the bf16/fp16-gradient
-# medians, torch_foreach_s, and GB/s for each: the bytes an AdamW step must move (parameters,
-# moments and gradients read, parameters and moments written: 28 bytes per parameter with fp32
-# gradients, 26 with half ones) over its median. The fastest step of each (_min_s) is there for
-# context: on a shared machine it is the one least slowed by other processes.
+# (zerotron and torch fused, in alternating order, then torch foreach) `rounds` times so load
+# drift on a shared machine hits all of them alike; each figure is the median over every timed
+# step of every round. The last line is one JSON object: the CPU (/proc/cpuinfo model name,
+# family and model number; avx512f, avx512_bf16 and amx flags), threads, params, zerotron_s
+# (fp32 gradients), torch_fused_s, ratio = zerotron_s / torch_fused_s (<= 1: zerotron at least as
+# fast), the bf16/fp16-gradient medians, torch_foreach_s, and GB/s for each: the bytes an AdamW
+# step must move (parameters, moments and gradients read, parameters and moments written: 28
+# bytes per parameter with fp32 gradients, 26 with half ones) over its median. The fastest step
+# of each (_min_s) is there for context: on a shared machine it is the one least slowed by other
+# processes.
 # Where the installed torch has no fused CPU AdamW, torch_fused_available is false with its error
 # and ratio is against foreach.
 # Python: the reference checks' virtual environment (scripts/install-python-deps.sh) where it is
@@ -20,11 +21,11 @@
 # (default 1) cuts the parameters into that many tensors (segments) on both sides. OpenBLAS
 # variables are left as the environment has them (AdamW calls no BLAS).
 # BASELINE_BENCH_ADAMW=<another bench_adamw> adds that binary's runs to every round ("base_" keys).
-# Usage: bench/cpu_adamw.sh [params=100000000] [rounds=3] [steps=5]
+# Usage: bench/cpu_adamw.sh [params=100000000] [rounds=4] [steps=5]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 params=${1:-100000000}
-rounds=${2:-3}
+rounds=${2:-4}
 steps=${3:-5}
 threads=${THREADS:-$(nproc)}
 tensors=${TENSORS:-1}
@@ -43,17 +44,29 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 common=(--params "$params" --tensors "$tensors" --steps "$steps" --warmup 2)
 cut -d' ' -f1-3 /proc/loadavg >"$tmp/load_before"
-for _ in $(seq "$rounds"); do
+run_zerotron() {
   if [ -n "$base" ]; then
     "$base" "${common[@]}" >>"$tmp/base_zt.jsonl"
   fi
   "$bin" "${common[@]}" >>"$tmp/zt.jsonl"
+}
+run_torch() {
   if [ "$have_torch" = 1 ]; then
-    for impl in fused foreach; do
-      "$py" "$root/bench/peers/torch_adamw.py" "${common[@]}" --threads "$threads" \
-        --impl "$impl" >>"$tmp/pt_$impl.jsonl"
-    done
+    "$py" "$root/bench/peers/torch_adamw.py" "${common[@]}" --threads "$threads" --impl "$1" \
+      >>"$tmp/pt_$1.jsonl"
   fi
+}
+# zerotron and torch fused swap places every round, so each follows the long foreach run (whose
+# exit hands gigabytes back to the kernel) as often as the other.
+for round in $(seq "$rounds"); do
+  if ((round % 2)); then
+    run_zerotron
+    run_torch fused
+  else
+    run_torch fused
+    run_zerotron
+  fi
+  run_torch foreach
 done
 cut -d' ' -f1-3 /proc/loadavg >"$tmp/load_after"
 "$py" - "$tmp" "$params" "$threads" "$tensors" "$rounds" "$steps" <<'PY'
