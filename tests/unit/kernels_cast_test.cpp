@@ -151,7 +151,7 @@ TEST(KernelsCast, Fp16Cases) {
 }
 
 // All 65536 patterns: decoding matches the independent decoder, and encoding the decoded
-// value gives the pattern back (NaN stays NaN with its sign).
+// value gives the pattern back (NaN stays NaN with its sign; decoded, with its payload).
 template <typename H>
 void check_exhaustive(const Format& f) {
   std::vector<H> all(65536);
@@ -169,6 +169,11 @@ void check_exhaustive(const Format& f) {
     if (a > f.inf_bits) {
       ASSERT_TRUE(std::isnan(x)) << b;
       ASSERT_EQ(std::signbit(x), neg) << b;
+      // Widening keeps the payload where it was (no quieting of a signalling NaN).
+      const uint32_t payload = a & ((1u << f.mant_bits) - 1);
+      ASSERT_EQ(float_bits(x),
+                (neg ? 0x80000000u : 0u) | 0x7f800000u | payload << (23 - f.mant_bits))
+          << b;
       ASSERT_TRUE(std::isnan(to_float(back[b]))) << b;
       ASSERT_EQ(back[b].bits & 0x8000, b & 0x8000) << b;
       continue;
