@@ -16,12 +16,25 @@ namespace {
 
 constexpr int kBuffers = 3;  // read ahead, update, write behind
 
+// Elements per chunk (whole 4 KiB blocks of fp32; no more than the shard needs) and chunks of a
+// shard of `numel` elements: what the file is made of and what the plan counts.
+struct SwapGeometry {
+  int64_t chunk_elems = 0;
+  int64_t chunks = 0;
+};
+SwapGeometry swap_geometry(int64_t numel, int64_t chunk_elems) {
+  SwapGeometry g;
+  g.chunk_elems = std::min(chunk_elems, (std::max<int64_t>(numel, 1) + 1023) / 1024 * 1024);
+  g.chunks = (numel + g.chunk_elems - 1) / g.chunk_elems;
+  return g;
+}
+
 class SwappedStates final : public OptimizerStates {
  public:
   SwappedStates(const StateTierConfig& cfg, int64_t numel, const DeviceContext& ctx)
       : OptimizerStates(numel),
-        chunk_elems_(std::min(cfg.chunk_elems, round_up(std::max<int64_t>(numel, 1)))),
-        chunks_(static_cast<size_t>((numel + chunk_elems_ - 1) / chunk_elems_)),
+        chunk_elems_(swap_geometry(numel, cfg.chunk_elems).chunk_elems),
+        chunks_(static_cast<size_t>(swap_geometry(numel, cfg.chunk_elems).chunks)),
         io_(static_cast<unsigned>(cfg.aio_queue_depth), static_cast<size_t>(cfg.aio_block_bytes)),
         on_write_back_(cfg.on_write_back) {
     for (auto& b : buf_) b = IoBuffer(ctx.host(), static_cast<size_t>(chunk_elems_) * 4 * kStates);
@@ -76,8 +89,6 @@ class SwappedStates final : public OptimizerStates {
   }
 
  private:
-  static int64_t round_up(int64_t n) { return (n + 1023) / 1024 * 1024; }
-
   StateChunk view(size_t c, size_t b) const {
     StateChunk s;
     s.offset = static_cast<int64_t>(c) * chunk_elems_;
@@ -143,16 +154,16 @@ std::unique_ptr<OptimizerStates> make_swapped_states(const StateTierConfig& cfg,
 }
 
 uint64_t swapped_states_file_bytes(int64_t numel, int64_t chunk_elems) {
-  if (numel == 0) return 0;
-  const int64_t c = std::min(chunk_elems, (numel + 1023) / 1024 * 1024);
-  const int64_t chunks = (numel + c - 1) / c;
-  return static_cast<uint64_t>(chunks) * static_cast<uint64_t>(c) * 4 * OptimizerStates::kStates;
+  const SwapGeometry g = swap_geometry(numel, chunk_elems);
+  return static_cast<uint64_t>(g.chunks) * static_cast<uint64_t>(g.chunk_elems) * 4 *
+         OptimizerStates::kStates;
 }
 
 size_t swapped_states_buffer_bytes(int64_t numel, int64_t chunk_elems) {
-  const int64_t c = std::min(chunk_elems, (std::max<int64_t>(numel, 1) + 1023) / 1024 * 1024);
+  const SwapGeometry g = swap_geometry(numel, chunk_elems);
   // IoBuffer takes one alignment's worth more than it spans.
-  return (static_cast<size_t>(c) * 4 * OptimizerStates::kStates + IoBuffer::kAlign) * kBuffers;
+  return (static_cast<size_t>(g.chunk_elems) * 4 * OptimizerStates::kStates + IoBuffer::kAlign) *
+         kBuffers;
 }
 
 }  // namespace zt
