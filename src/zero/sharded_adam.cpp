@@ -112,29 +112,39 @@ bool ShardedAdam::master_finite() const {
   return finite;
 }
 
+// A streamed chunk's master parameters where the backend computes: where the host cannot reach
+// its memory, copied into the device staging chunk.
+const float* ShardedAdam::backend_master(const StateChunk& c) const {
+  const float* master = c.state[OptimizerStates::kMaster];
+  if (states_->tier() == StateTier::Device || !staged_) return master;
+  auto* d = static_cast<float*>(master_stage_.data());
+  be_.copy_to_device(d, master, static_cast<size_t>(c.len) * 4);
+  return d;
+}
+
+// fn(segment, lo, hi) for every segment of the shard overlapping chunk c, [lo, hi) in shard
+// elements.
+template <typename Fn>
+void ShardedAdam::for_overlaps(const StateChunk& c, Fn&& fn) const {
+  const int64_t end = c.offset + c.len;
+  for (const ShardSegment& s : shard_.segments) {
+    const int64_t lo = std::max(s.shard_offset, c.offset);
+    const int64_t hi = std::min(s.shard_offset + s.len, end);
+    if (lo < hi) fn(s, lo, hi);
+  }
+}
+
 void ShardedAdam::visit_master(const MasterChunkFn& fn) {
-  states_->stream(false, [&](const StateChunk& c) {
-    const float* master = c.state[OptimizerStates::kMaster];
-    if (states_->tier() != StateTier::Device && staged_) {
-      auto* d = static_cast<float*>(master_stage_.data());
-      be_.copy_to_device(d, master, static_cast<size_t>(c.len) * 4);
-      master = d;
-    }
-    fn(c.offset, c.len, master);
-  });
+  states_->stream(false, [&](const StateChunk& c) { fn(c.offset, c.len, backend_master(c)); });
 }
 
 void ShardedAdam::init_master(uint64_t seed) {
   states_->stream(true, [&](const StateChunk& c) {
-    const int64_t end = c.offset + c.len;
-    for (const ShardSegment& s : shard_.segments) {
-      const int64_t lo = std::max(s.shard_offset, c.offset);
-      const int64_t hi = std::min(s.shard_offset + s.len, end);
-      if (lo >= hi) continue;
+    for_overlaps(c, [&](const ShardSegment& s, int64_t lo, int64_t hi) {
       const ParamSpec& p = layout_.params()[static_cast<size_t>(s.param)];
       init_parameter_range(p, seed, s.layout_offset - p.offset + (lo - s.shard_offset), hi - lo,
                            c.state[OptimizerStates::kMaster] + (lo - c.offset));
-    }
+    });
   });
 }
 
@@ -144,14 +154,11 @@ void ShardedAdam::init_master(uint64_t seed) {
 void ShardedAdam::adamw_offloaded(const GradReducer& grads, DType grad_dtype, const AdamWParams& p,
                                   const MasterChunkFn& updated) {
   const auto gsize = static_cast<int64_t>(dtype_size(grad_dtype));
-  std::vector<AdamWSegment> table;
+  // The device tier's table is not used here: it holds each chunk's, rebuilt per chunk.
+  std::vector<AdamWSegment>& table = adam_table_;
   states_->stream(true, [&](const StateChunk& c) {
     table.clear();
-    const int64_t end = c.offset + c.len;
-    for (const ShardSegment& s : shard_.segments) {
-      const int64_t lo = std::max(s.shard_offset, c.offset);
-      const int64_t hi = std::min(s.shard_offset + s.len, end);
-      if (lo >= hi) continue;
+    for_overlaps(c, [&](const ShardSegment& s, int64_t lo, int64_t hi) {
       const void* g = at(grads.grad(s), grad_dtype, lo - s.shard_offset);
       if (staged_) {
         void* h = at(grad_stage_.data(), grad_dtype, lo - c.offset);
@@ -163,15 +170,9 @@ void ShardedAdam::adamw_offloaded(const GradReducer& grads, DType grad_dtype, co
       table.push_back({c.state[OptimizerStates::kMaster] + o, c.state[OptimizerStates::kM] + o,
                        c.state[OptimizerStates::kV] + o, g, hi - lo,
                        spec.weight_decay ? static_cast<float>(adam_.weight_decay) : 0.0f});
-    }
+    });
     cpu_backend().adamw_multi(table.data(), static_cast<int>(table.size()), p, grad_dtype);
-    const float* master = c.state[OptimizerStates::kMaster];
-    if (staged_) {
-      auto* d = static_cast<float*>(master_stage_.data());
-      be_.copy_to_device(d, master, static_cast<size_t>(c.len) * 4);
-      master = d;
-    }
-    updated(c.offset, c.len, master);
+    updated(c.offset, c.len, backend_master(c));
   });
 }
 

@@ -85,6 +85,9 @@ class ShardedAdam {
   AdamConfig adam_;
   void adamw_offloaded(const GradReducer& grads, DType grad_dtype, const AdamWParams& p,
                        const MasterChunkFn& updated);
+  const float* backend_master(const StateChunk& c) const;
+  template <typename Fn>
+  void for_overlaps(const StateChunk& c, Fn&& fn) const;
 
   Backend& be_;
   bool staged_;  // the host cannot reach the backend's memory
@@ -93,7 +96,8 @@ class ShardedAdam {
   Buffer grad_stage_;    // host (offloaded, staged): one chunk's gradients
   Buffer master_stage_;  // device (offloaded, staged): one chunk's master parameters
   // The multi-tensor tables (host memory: kernels/common/multi_tensor.h). The AdamW table is
-  // fixed but for the gradient pointers, set at each step; the norm table is rebuilt each step.
+  // fixed but for the gradient pointers, set at each step (offloaded states: rebuilt for each
+  // streamed chunk); the norm table is rebuilt each step.
   std::vector<AdamWSegment> adam_table_;
   std::vector<NormSegment> norm_table_;
   int64_t steps_ = 0;
