@@ -150,17 +150,15 @@ void load_same_layout(SavedCheckpoint& saved, const CheckpointState& state, cons
 // The states a load does not take (Adam's moments under --finetune or --no-load-optim) start
 // fresh: zero.
 void zero_states(const CheckpointState& state, int from) {
-  OptimizerStates& states = state.optimizer.states();
-  const int64_t n = states.numel();
-  if (n == 0) return;
-  std::vector<float> zeros;
   for (int k = from; k < OptimizerStates::kStates; ++k) {
-    if (state.staging.data() == nullptr && state.optimizer.states_resident()) {
-      std::fill_n(states.resident(k), n, 0.f);
-      continue;
+    StateSink sink(state, k);
+    const int64_t n = state.optimizer.states().numel();
+    for (int64_t at = 0; at < n;) {
+      const int64_t len = std::min(n - at, sink.capacity());
+      std::fill_n(sink.window(at, len), len, 0.f);
+      at += len;
     }
-    zeros.assign(static_cast<size_t>(n), 0.f);
-    states.write(k, 0, n, zeros.data());
+    sink.flush();
   }
 }
 
