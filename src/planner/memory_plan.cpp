@@ -81,8 +81,9 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   // which that backend otherwise does without.
   if (in.optimizer_tier != StateTier::Device) {
     const int64_t owned = in.zero_stage == 0 ? layout.numel() : part.shard_numel();
-    b += in.cuda ? static_cast<size_t>(std::min(in.sub_group_elems, owned)) * 4
-                 : HostStaging::kBytes;
+    b += in.cuda
+             ? static_cast<size_t>(ShardedAdam::offload_stage_elems(in.sub_group_elems, owned)) * 4
+             : HostStaging::kBytes;
   }
   const size_t staging = GradStaging::bytes(layout, in.reduce_bucket_elems);
   if (in.zero_stage == 0) {

@@ -56,7 +56,7 @@ ShardedAdam::ShardedAdam(const ParamLayout& layout, Shard shard, const AdamConfi
     // Each chunk's gradients come to the host and its master parameters go back, through
     // chunk-sized staging where the host cannot reach the device's memory.
     if (staged_) {
-      const int64_t n = std::min(tier.chunk_elems, shard_.numel);
+      const int64_t n = offload_stage_elems(tier.chunk_elems, shard_.numel);
       grad_stage_ = ctx.host().allocate({n}, DType::F32, MemCategory::Buffers);
       master_stage_ = ctx.pool().allocate({n}, DType::F32, MemCategory::Buffers);
     }

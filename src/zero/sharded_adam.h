@@ -2,6 +2,7 @@
 // ShardedAdam: the fp32 master parameters and Adam moments of a rank's Shard, and the AdamW step
 // over them from a GradReducer's summed gradient — the one optimizer of every ZeRO stage (stage 0's
 // shard is the whole layout).
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -73,6 +74,12 @@ class ShardedAdam {
   // Device bytes of the norm's partials and result (category Buffers, constant; the planner
   // counts them).
   static size_t workspace_bytes();
+  // Offloaded states where the host cannot reach the device's memory: elements of the host chunk
+  // a streamed chunk's gradients come through and of the device chunk its master parameters go
+  // back through (each allocated once; the planner counts the device one).
+  static int64_t offload_stage_elems(int64_t chunk_elems, int64_t shard_numel) {
+    return std::min(chunk_elems, shard_numel);
+  }
   void set_steps(int64_t n) { steps_ = n; }
   // master, m, v in shard order (device tier; empty on the others: use states()).
   std::vector<Tensor> state() const;
