@@ -169,19 +169,20 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale) {
   // Every data-parallel replica of a replicated gradient holds the same sum: only dp rank 0's
   // copy counts in the global norm.
   const bool counts_in_norm = !grads_->replicated() || zero_.dp == nullptr || zero_.dp->rank() == 0;
-  const StepResult r =
-      adam_->step(*grads_, grad_dtype_, lr, loss_scale, counts_in_norm, zero_.tp_rank, norm_.get(),
-                  norm_excluded_, [this](int64_t offset, int64_t len, const float* master) {
-                    store_->from_master_range(offset, len, master);
-                  });
+  const StepResult r = adam_->step(*grads_, grad_dtype_, lr, loss_scale, counts_in_norm,
+                                   zero_.tp_rank, norm_.get(), norm_excluded_, to_store());
   if (!r.skipped) store_->finish_from_master();
   return r;
 }
 
-void ZeroOptimizer::refresh_working() {
-  adam_->visit_master([this](int64_t offset, int64_t len, const float* master) {
+MasterChunkFn ZeroOptimizer::to_store() {
+  return [this](int64_t offset, int64_t len, const float* master) {
     store_->from_master_range(offset, len, master);
-  });
+  };
+}
+
+void ZeroOptimizer::refresh_working() {
+  adam_->visit_master(to_store());
   store_->finish_from_master();
 }
 

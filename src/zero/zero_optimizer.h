@@ -149,6 +149,8 @@ class ZeroOptimizer final : public ParamSource {
  private:
   // The working parameters from the master parameters wherever they live.
   void refresh_working();
+  // Takes updated master chunks into the parameter store (finish_from_master completes them).
+  MasterChunkFn to_store();
   // The stages 1-3 compositions: the partition, the own master shard from the seed, then the
   // parameter store and gradient reducer the stage names.
   void compose_partitioned(const AdamConfig& adam, uint64_t seed);
