@@ -27,6 +27,7 @@ nlohmann::json stage_json(const MemoryPlan& p, double device) {
           {"host_checkpoint_bytes", p.host_checkpoints},
           {"host_snapshot_bytes", p.host_snapshot},
           {"host_optimizer_bytes", p.host_optimizer},
+          {"host_params_bytes", p.host_params},
           {"nvme_buffers_bytes", p.nvme_buffers},
           {"nvme_bytes", p.nvme_bytes},
           {"buffers_bytes", p.buffers},
@@ -141,7 +142,9 @@ int estimate(Args args) {
       fmt::print("  host snapshot   {:10.3f}\n", gb(p.host_snapshot));
     if (p.host_optimizer > 0)  // --offload-optimizer cpu
       fmt::print("  host optimizer  {:10.3f}\n", gb(p.host_optimizer));
-    if (p.nvme_bytes > 0)  // --offload-optimizer nvme
+    if (p.host_params > 0)  // --offload-param cpu
+      fmt::print("  host params     {:10.3f}\n", gb(p.host_params));
+    if (p.nvme_bytes > 0)  // --offload-optimizer or --offload-param nvme
       fmt::print("  nvme buffers    {:10.3f}\n  nvme (file)     {:10.3f}\n", gb(p.nvme_buffers),
                  gb(static_cast<double>(p.nvme_bytes)));
     if (device > 0)

@@ -29,19 +29,16 @@ bool is_true(const nlohmann::json& v) {
   return (v.is_boolean() && v.get<bool>()) || (v.is_number() && v.get<double>() != 0);
 }
 
-// Keys of features zerotron does not have whose absence leaves the math as it is: DeepSpeed's
-// parameter offload moves parameter partitions to the host or NVMe, ZeRO++'s hierarchical partition
-// and MiCS are placements, the monitors, profilers and tuners observe. Each is ignored, with one
-// warning unless its value is `neutral` (JSON: DeepSpeed's default, or the switch that leaves the
-// feature off), which is what zerotron does anyway. A section is judged by its "enabled" or
-// "device" key; "*": never warned (a permission or a detail with no meaning here); "": always
-// warned.
+// Keys of features zerotron does not have whose absence leaves the math as it is: ZeRO++'s
+// hierarchical partition and MiCS are placements, the monitors, profilers and tuners observe. Each
+// is ignored, with one warning unless its value is `neutral` (JSON: DeepSpeed's default, or the
+// switch that leaves the feature off), which is what zerotron does anyway. A section is judged by
+// its "enabled" or "device" key; "*": never warned (a permission or a detail with no meaning here);
+// "": always warned.
 struct Ignored {
   std::string_view key, neutral;
 };
 constexpr Ignored kIgnored[] = {
-    {"zero_optimization.offload_param", R"("none")"},
-    {"zero_optimization.cpu_offload_params", "false"},
     {"zero_optimization.cpu_offload_use_pin_memory", "*"},
     // Gradient partitions are one pre-allocated buffer by construction (zero-stages.md).
     {"zero_optimization.contiguous_gradients", "true"},
@@ -271,6 +268,25 @@ bool DeepSpeedKeys::take(const std::string& key, const nlohmann::json& value) {
     }
     return false;  // device, nvme_path: options of their own
   }
+  if (starts_with_section(key, "zero_optimization.offload_param")) {
+    const std::string sub = key.substr(std::string_view("zero_optimization.offload_param").size());
+    // Host buffers are pinned; the gather slots are the prefetch policy's (buffer_count,
+    // buffer_size); nothing stays on the host beyond the partition (max_in_cpu).
+    if (sub == ".pin_memory" || sub == ".buffer_count" || sub == ".buffer_size" ||
+        sub == ".max_in_cpu")
+      return true;
+    if (sub == ".nvme_path") {  // one directory holds both tiers' swap files: finish()
+      ZT_REQUIRE(value.is_string(), "{}: key '{}' must be a string", where_, key);
+      param_nvme_path_ = value.get<std::string>();
+      return true;
+    }
+    return false;  // device: an option of its own
+  }
+  if (key == "zero_optimization.cpu_offload_params") {  // DeepSpeed's older form of offload_param
+    ZT_REQUIRE(value.is_boolean(), "{}: key '{}' must be true or false", where_, key);
+    set_("offload-param", value.get<bool>() ? "cpu" : "none");
+    return true;
+  }
   if (key == "zero_optimization.cpu_offload") {  // DeepSpeed's older form of the above
     ZT_REQUIRE(value.is_boolean(), "{}: key '{}' must be true or false", where_, key);
     set_("offload-optimizer", value.get<bool>() ? "cpu" : "none");
@@ -344,6 +360,13 @@ void DeepSpeedKeys::unknown(const std::string& key) {
 }
 
 void DeepSpeedKeys::finish(TrainOptions& o) const {
+  if (!param_nvme_path_.empty()) {
+    ZT_REQUIRE(o.nvme_path.empty() || o.nvme_path == param_nvme_path_,
+               "{}: 'zero_optimization.offload_param.nvme_path' ({}) differs from the optimizer's "
+               "({}): zerotron keeps both tiers' swap files in one directory (--nvme-path)",
+               where_, param_nvme_path_, o.nvme_path);
+    if (o.nvme_path.empty()) set_("nvme-path", param_nvme_path_);
+  }
   const bool train = given_.count("train_batch_size") != 0,
              micro = given_.count("train_micro_batch_size_per_gpu") != 0;
   // DeepSpeed: train_batch_size alone or with gradient_accumulation_steps sets the micro batch,

@@ -49,6 +49,7 @@ class DeepSpeedKeys {
   bool has(const std::string& key) const { return given_.count(key) + auto_.count(key) != 0; }
   // Keys set (through the table or here), keys given as "auto", sections warned.
   std::set<std::string> given_, auto_, warned_;
+  std::string param_nvme_path_;  // zero_optimization.offload_param.nvme_path
   std::vector<std::string> warnings_;
   std::string scheduler_type_, warmup_type_;
   double cos_min_ratio_ = 0;

@@ -117,8 +117,15 @@ void validate_train_options(const TrainOptions& o, int dp) {
   ZT_REQUIRE(!o.async_save || !o.save.empty(), "--async-save needs --save");
   ZT_REQUIRE(o.offload_optimizer != "nvme" || !o.nvme_path.empty(),
              "--offload-optimizer nvme needs --nvme-path DIR (the directory of the swap files)");
-  ZT_REQUIRE(o.nvme_path.empty() || o.offload_optimizer == "nvme",
-             "--nvme-path is for --offload-optimizer nvme");
+  ZT_REQUIRE(o.offload_param != "nvme" || !o.nvme_path.empty(),
+             "--offload-param nvme needs --nvme-path DIR (the directory of the swap files)");
+  ZT_REQUIRE(o.nvme_path.empty() || o.offload_optimizer == "nvme" || o.offload_param == "nvme",
+             "--nvme-path is for --offload-optimizer nvme or --offload-param nvme");
+  ZT_REQUIRE(o.offload_param == "none" || o.zero_stage == 3,
+             "--offload-param {} needs --zero-stage 3: below it every rank keeps all the "
+             "working parameters, gathered, on the device (use --offload-optimizer to move the "
+             "optimizer states)",
+             o.offload_param);
   ZT_REQUIRE(o.offload_optimizer == "none" || o.working_params != "cast",
              "--offload-optimizer {} and --working-params cast are exclusive: cast working "
              "parameters read the master parameters on the device",

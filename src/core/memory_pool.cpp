@@ -30,6 +30,8 @@ std::string_view mem_category_name(MemCategory c) {
       return "host_optimizer";
     case MemCategory::NvmeBuffers:
       return "nvme_buffers";
+    case MemCategory::HostParams:
+      return "host_params";
     case MemCategory::kCount:
       break;
   }

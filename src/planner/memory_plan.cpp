@@ -17,8 +17,10 @@
 #include "src/zero/activation_checkpointer.h"
 #include "src/zero/cast_params.h"
 #include "src/zero/dp_grad_sync.h"
+#include "src/zero/gathered_params.h"
 #include "src/zero/grad_buckets.h"
 #include "src/zero/grad_staging.h"
+#include "src/zero/param_shard.h"
 #include "src/zero/partition.h"
 #include "src/zero/prefetch_policy.h"
 #include "src/zero/reduce_scatter_grads.h"
@@ -32,6 +34,15 @@ namespace {
 // for each size); tests/dist/planner_test.cpp checks the sum against MemoryPool.
 constexpr size_t kStagingChunk = size_t{1} << 20;  // fp32 elements: ZeroOptimizer's workspace
 constexpr size_t kTrainerScalars = kNumMemCategories + 2;  // Trainer's metrics reducer
+
+// Stage 3's own shard of the working parameters on its tier, and the buffers the tier adds.
+ParamShardBytes stage3_shard_bytes(const PlanInput& in, const ParamLayout& layout,
+                                   const Partition& part) {
+  const PrefetchLimits limits{in.prefetch_bucket_elems, in.max_live_parameters};
+  return param_shard_bytes(
+      in.param_tier, part, in.working, in.cuda,
+      GatheredParams::slot_parts(layout, part, in.param_persistence_threshold, limits));
+}
 
 // The communicator's fp32 staging for `count` half reductions of up to `elems` elements
 // (MpiCommunicator::reserve_staging).
@@ -118,6 +129,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
     }
     const PrefetchLimits limits{in.prefetch_bucket_elems, in.max_live_parameters};
     b += static_cast<size_t>(gathered_slots(shared, part.max_unit(), limits)) * max_unit * e;
+    b += stage3_shard_bytes(in, layout, part).buffers;
   }
   return b;
 }
@@ -227,10 +239,15 @@ MemoryPlan plan_memory(const PlanInput& in) {
       p.grads = shard * eg;
       p.optimizer = 3 * shard * 4;
       break;
-    default:
-      p.params = shard * e;
+    default: {
+      const ParamShardBytes s = stage3_shard_bytes(in, layout, part);
+      p.params = s.params;
+      p.host_params = s.host_params;
+      p.nvme_buffers = s.nvme_buffers;
+      p.nvme_bytes = s.nvme_file;
       p.grads = shard * eg;
       p.optimizer = 3 * shard * 4;
+    }
   }
   const size_t owned = in.zero_stage == 0 ? numel : shard;  // the optimizer's shard
   p.host_snapshot = in.async_save ? 3 * owned * 4 : 0;
@@ -241,8 +258,8 @@ MemoryPlan plan_memory(const PlanInput& in) {
     if (in.optimizer_tier == StateTier::Host) {
       p.host_optimizer = 3 * owned * 4;
     } else {
-      p.nvme_bytes = swapped_states_file_bytes(n, in.sub_group_elems);
-      p.nvme_buffers = swapped_states_buffer_bytes(n, in.sub_group_elems);
+      p.nvme_bytes += swapped_states_file_bytes(n, in.sub_group_elems);
+      p.nvme_buffers += swapped_states_buffer_bytes(n, in.sub_group_elems);
     }
   }
   // The model computes in the working precision: its activations and checkpoints are sized by it.

@@ -53,6 +53,8 @@ struct PlanInput {
   // the step streams them in (--sub-group-size).
   StateTier optimizer_tier = StateTier::Device;
   int64_t sub_group_elems = option_defaults::sub_group_size;
+  // --offload-param (stage 3): where the own shard of the working parameters lives.
+  StateTier param_tier = StateTier::Device;
 };
 
 struct MemoryPlan {
@@ -66,7 +68,9 @@ struct MemoryPlan {
   // --offload-optimizer cpu: the fp32 master and Adam moments in host memory (HostOptimizer);
   // nvme: the host buffers they stream through (NvmeBuffers) and the swap file's bytes. None of
   // them is device memory (on the CPU backend the host pool is the device's).
-  size_t host_optimizer = 0, nvme_buffers = 0;
+  // --offload-param cpu: stage 3's own shard of the working parameters in host memory
+  // (HostParams); nvme: its swap file and buffers are in nvme_bytes and nvme_buffers too.
+  size_t host_optimizer = 0, host_params = 0, nvme_buffers = 0;
   uint64_t nvme_bytes = 0;
   // Constant-size buffers (category Buffers): staging slots, gradient slots, reduce buckets,
   // stage-3 gathered blocks, the communicators' staging, the scalar reducers (on the CPU backend:

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <tuple>
 #include <utility>
 
 #include "src/config/derive.h"
@@ -75,6 +76,7 @@ PlanInput plan_input_from(const TrainOptions& o, int dp) {
   in.async_save = o.async_save && !o.save.empty();
   in.optimizer_tier = d.zero.optimizer_tier.tier;
   in.sub_group_elems = d.zero.optimizer_tier.chunk_elems;
+  in.param_tier = d.zero.param_tier.tier;
   return in;
 }
 
@@ -122,8 +124,10 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
   const double params = L * (4 * h * h + 2 * h * ffn + 9 * h + ffn) +
                         (static_cast<double>(c.padded_vocab_size) + (in.pp == 1 ? T : 0)) * h +
                         2 * h;
-  // Offloaded optimizer states leave the working parameters and gradients (2 + 2 bytes).
-  const double state_bytes = in.optimizer_tier == StateTier::Device ? 16 : 4;
+  // Offloaded optimizer states leave the working parameters and gradients (2 + 2 bytes);
+  // offloaded parameters, the gradients.
+  const double state_bytes = (in.optimizer_tier == StateTier::Device ? 12 : 0) +
+                             (in.param_tier == StateTier::Device ? 2 : 0) + 2;
   const double states = state_bytes * params / (tp * dp);
   const double acts = n * (c.padded_vocab_size / tp) * 4 + n * (8 * h / tp + 2 * h) * 2;
   if (states + acts > budget.bytes) {
@@ -131,7 +135,7 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
     refuse("at least ", states + acts, "activations", acts, budget);
   }
   // Every stage's own plan: a pipeline stage holds its layers only, and every rank must fit.
-  using Parts = std::array<std::pair<std::string_view, double>, 9>;
+  using Parts = std::array<std::pair<std::string_view, double>, 10>;
   auto parts_of = [&](const MemoryPlan& p) {
     return Parts{{
         {"params", static_cast<double>(p.params)},
@@ -143,6 +147,7 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
         {"host checkpoints", budget.host ? static_cast<double>(p.host_checkpoints) : 0.0},
         {"host snapshot", budget.host ? static_cast<double>(p.host_snapshot) : 0.0},
         {"NVMe buffers", budget.host ? static_cast<double>(p.nvme_buffers) : 0.0},
+        {"host params", budget.host ? static_cast<double>(p.host_params) : 0.0},
     }};
   };
   auto total_of = [](const Parts& parts) {
@@ -164,30 +169,33 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
 }
 
 void check_offload_fits(const TrainOptions& o, int dp, bool cpu, int local_ranks) {
-  if (o.offload_optimizer == "none") return;
-  ZT_REQUIRE(!(cpu && o.offload_optimizer == "cpu"),
-             "--offload-optimizer cpu: on the CPU backend the device's memory is the host's, so "
-             "there is nothing to move; the tier below RAM is nvme (--offload-optimizer nvme "
-             "--nvme-path DIR)");
+  if (o.offload_optimizer == "none" && o.offload_param == "none") return;
+  for (const auto& [flag, value, what] :
+       {std::tuple{"--offload-optimizer", o.offload_optimizer, "optimizer states"},
+        std::tuple{"--offload-param", o.offload_param, "parameter partitions"}})
+    ZT_REQUIRE(!(cpu && value == "cpu"),
+               "{} cpu: on the CPU backend the device's memory is the host's, so there is nothing "
+               "to move; the tier below RAM is nvme ({} nvme --nvme-path DIR)",
+               flag, flag);
   const std::vector<MemoryPlan> stages = plan_stages(plan_input_from(o, dp));
   uint64_t nvme = 0;
   double host = 0;
   for (const MemoryPlan& p : stages) {
     nvme = std::max(nvme, p.nvme_bytes);
-    host = std::max(host, static_cast<double>(p.host_optimizer));
+    host = std::max(host, static_cast<double>(p.host_optimizer + p.host_params));
   }
   const auto ranks = static_cast<uint64_t>(std::max(local_ranks, 1));
-  if (o.offload_optimizer == "nvme") {
+  if (o.offload_optimizer == "nvme" || o.offload_param == "nvme") {
     require_writable_dir(o.nvme_path, "--nvme-path");
     require_free_space(o.nvme_path, nvme * ranks,
-                       fmt::format("the optimizer states' swap files of {} local rank(s)", ranks));
-    return;
+                       fmt::format("the NVMe tier of {} local rank(s)", ranks));
   }
+  if (host <= 0) return;
   const HostMemory left = available_host_memory(local_ranks);
   ZT_REQUIRE(left.bytes < 0 || host <= left.bytes,
-             "--offload-optimizer cpu: the optimizer states need {} of host memory per rank, "
-             "more than {} ({}); use --offload-optimizer nvme --nvme-path DIR, a higher "
-             "--zero-stage or more ranks",
+             "the offloaded states need {} of host memory per rank, more than {} ({}); use the "
+             "nvme tier (--offload-optimizer nvme, --offload-param nvme, --nvme-path DIR), a "
+             "higher --zero-stage or more ranks",
              gb(host), gb(left.bytes), left.source);
 }
 

@@ -29,10 +29,11 @@ MemoryBudget memory_budget(const TrainOptions& o, bool cpu, int local_ranks);
 // once, without building its layout or overflowing a byte count.
 void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget);
 
-// The tiers below the device (--offload-optimizer): refuses `cpu` on the CPU backend (its device
-// memory is the host's: nvme is the tier below RAM), an --nvme-path that is not a writable
-// directory or lacks the plan's swap-file bytes for the `local_ranks` ranks of this node, and on
-// CUDA host states beyond the host memory available to them. One line each (InputError).
+// The tiers below the device (--offload-optimizer, --offload-param): refuses `cpu` on the CPU
+// backend (its device memory is the host's: nvme is the tier below RAM), an --nvme-path that is
+// not a writable directory or lacks the plan's swap-file bytes for the `local_ranks` ranks of
+// this node, and on CUDA host states beyond the host memory available to them. One line each
+// (InputError).
 void check_offload_fits(const TrainOptions& o, int dp, bool cpu, int local_ranks);
 
 }  // namespace zt

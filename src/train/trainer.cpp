@@ -334,12 +334,14 @@ StepMetrics Trainer::train_step() {
   for (size_t c = 0; c < kNumMemCategories; ++c)
     mem[c] = static_cast<double>(pool_.counters().peak[c]);
   mem[kNumMemCategories] = static_cast<double>(pool_.total_peak());
-  // Offloaded checkpoints and optimizer states, the --async-save snapshot and the NVMe tier's
-  // staging buffers live in the host pool where that is a pool of its own (CUDA): they are part
-  // of what the run keeps, so they are reported with the rest (the device total excludes them).
+  // Offloaded checkpoints, optimizer states and parameters, the --async-save snapshot and the NVMe
+  // tier's staging buffers live in the host pool where that is a pool of its own (CUDA): they are
+  // part of what the run keeps, so they are reported with the rest (the device total excludes
+  // them).
   if (&ctx_.host() != &pool_)
-    for (const MemCategory c : {MemCategory::HostCheckpoints, MemCategory::HostSnapshot,
-                                MemCategory::HostOptimizer, MemCategory::NvmeBuffers})
+    for (const MemCategory c :
+         {MemCategory::HostCheckpoints, MemCategory::HostSnapshot, MemCategory::HostOptimizer,
+          MemCategory::NvmeBuffers, MemCategory::HostParams})
       mem[static_cast<size_t>(c)] +=
           static_cast<double>(ctx_.host().counters().peak[static_cast<size_t>(c)]);
   mem[kNumMemCategories + 1] = 1.0 - pool_.fragmentation();  // max of this = worst rank

@@ -62,6 +62,8 @@ class ParamStore {
   virtual const GatherStats* gather_stats() const { return nullptr; }
   // The cast store only.
   virtual const CastStats* cast_stats() const { return nullptr; }
+  // Stage 3 with its shard on NVMe: the swap file's bytes; 0 otherwise.
+  virtual uint64_t swap_file_bytes() const { return 0; }
   // The last step's parameter gathers against the compute that needed them (stage 3; read after
   // the step): each from its start to its completion as the communicator saw it.
   virtual comm::OverlapTiming gather_timing() const { return {}; }

@@ -54,6 +54,9 @@ ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const Ada
   const bool offloaded = tier.tier != StateTier::Device;
   ZT_CHECK(!zero.cast_params || !offloaded,
            "cast working parameters read the master parameters resident on the device");
+  ZT_CHECK(
+      zero.param_tier.tier == StateTier::Device || kStages[zero.stage].store == Store::Gathered,
+      "parameter partitions exist at ZeRO stage 3 only (stage {})", zero.stage);
   if (kStages[zero.stage].store != Store::Resident) {
     compose_partitioned(adam, seed);
     return;
@@ -125,7 +128,7 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
   if (c.store == Store::Gathered) {
     store_ = std::make_unique<GatheredParams>(
         layout_, part, working_, ctx_, dp, zero_.param_persistence_threshold,
-        PrefetchLimits{zero_.prefetch_bucket_elems, zero_.max_live_parameters});
+        PrefetchLimits{zero_.prefetch_bucket_elems, zero_.max_live_parameters}, zero_.param_tier);
     refresh_working();
   } else {
     store_ = std::make_unique<PaddedParams>(layout_, part, working_, ctx_, dp,

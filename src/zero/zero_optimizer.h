@@ -66,6 +66,9 @@ struct ZeroConfig {
   // Where the fp32 master parameters and Adam moments live, and the optimizer step with them
   // (--offload-optimizer; optimizer_states.h).
   StateTierConfig optimizer_tier;
+  // Stage 3: where the own shard of the working parameters lives (--offload-param;
+  // param_shard.h); its chunk_elems is unused.
+  StateTierConfig param_tier;
 };
 
 class ZeroOptimizer final : public ParamSource {
@@ -101,6 +104,8 @@ class ZeroOptimizer final : public ParamSource {
   comm::OverlapTiming gather_timing() const { return store_->gather_timing(); }
   // Stage 0 with cast_params: the arena and the casts measured; null otherwise.
   const CastStats* cast_stats() const { return store_->cast_stats(); }
+  // The parameters' swap file's bytes (stage 3, --offload-param nvme), else 0.
+  uint64_t param_file_bytes() const { return store_->swap_file_bytes(); }
   // The full fp32 master parameters in ParamLayout order into host memory, on every rank
   // (collective over dp). Host pointers here and in set_master / set_state_from_layout_order.
   void gather_master(float* full);

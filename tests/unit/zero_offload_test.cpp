@@ -1,11 +1,13 @@
-// Offloaded optimizer states (--offload-optimizer, src/zero/optimizer_states.h) in a world of one:
+// Offloaded optimizer states (--offload-optimizer, src/zero/optimizer_states.h) and stage 3's
+// parameter partitions (--offload-param, src/zero/param_shard.h) in a world of one:
 // the host tier through the CPU staging backend (device memory separate from the host's, as on
 // CUDA) and the NVMe tier on both backends give the losses, gradient norms and master
 // parameters of the device tier bit for bit at every ZeRO stage, fp32 and bf16, GPT and Llama,
 // with chunks smaller than the shard (--sub-group-size 1024); every tier's pool holds what the
 // plan says (device, host, NVMe buffers) and the swap file is the plan's size; the swap file is
 // gone from --nvme-path while the run holds it; a swap file changed behind the run stops it with
-// an error naming the file.
+// an error naming the file. The parameter tiers the same at stage 3, alone and with the
+// optimizer's, with every unit gathered ahead and with two gather slots only.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -31,9 +33,11 @@ namespace fs = std::filesystem;
 struct Variant {
   int stage;
   bool bf16, llama;
+  bool two_slots = false;  // stage 3: no gather ahead, two slots taking turns
 };
 
-TrainOptions options(const Variant& v, const std::string& tier, const std::string& nvme_path) {
+TrainOptions options(const Variant& v, const std::string& tier, const std::string& nvme_path,
+                     const std::string& param_tier = "none") {
   TrainOptions o = test::small_gpt(0, 3);
   o.device = "cpu";
   o.global_batch_size = 2;
@@ -50,8 +54,10 @@ TrainOptions options(const Variant& v, const std::string& tier, const std::strin
     o.disable_bias_linear = true;
   }
   o.offload_optimizer = tier;
-  if (tier == "nvme") o.nvme_path = nvme_path;
+  o.offload_param = param_tier;
+  if (tier == "nvme" || param_tier == "nvme") o.nvme_path = nvme_path;
   o.sub_group_size = 1024;
+  if (v.two_slots) o.max_live_parameters = 1;
   return o;
 }
 
@@ -85,10 +91,16 @@ Outcome train(const TrainOptions& o, bool staging, const std::string& what) {
   EXPECT_EQ(device.peak(MemCategory::Buffers) + backend, p.buffers) << what;
   MemoryPool& hp = staging ? host : device;
   EXPECT_EQ(hp.peak(MemCategory::HostOptimizer), p.host_optimizer) << what;
+  EXPECT_EQ(hp.peak(MemCategory::HostParams), p.host_params) << what;
   EXPECT_EQ(hp.peak(MemCategory::NvmeBuffers), p.nvme_buffers) << what;
-  EXPECT_EQ(t.optimizer().states().file_bytes(), p.nvme_bytes) << what;
+  EXPECT_EQ(t.optimizer().states().file_bytes() + t.optimizer().param_file_bytes(), p.nvme_bytes)
+      << what;
   if (o.offload_optimizer != "none") {
     EXPECT_EQ(p.optimizer, 0u) << what;
+  }
+  if (o.offload_param != "none") {
+    EXPECT_EQ(p.params, 0u) << what;
+    EXPECT_GT(p.host_params + p.nvme_bytes, 0u) << what;
   }
   // After the plan's check: gathering the master takes a temporary buffer of its own.
   out.master.resize(static_cast<size_t>(t.optimizer().layout().numel()));
@@ -112,6 +124,15 @@ class Offload : public ::testing::Test {
   fs::path dir_;
 };
 
+// A run on another tier against the device tier's: the same losses, norms and master bits.
+void expect_same(const Outcome& got, const Outcome& want, const std::string& run) {
+  EXPECT_EQ(got.losses, want.losses) << run;
+  EXPECT_EQ(got.norms, want.norms) << run;
+  EXPECT_EQ(0, std::memcmp(got.master.data(), want.master.data(), want.master.size() * 4))
+      << run << ": master parameters";
+  EXPECT_EQ(got.losses.size(), 3u) << run;
+}
+
 TEST_F(Offload, EveryTierGivesTheDeviceTiersBits) {
   const std::vector<Variant> variants = {
       {0, false, false}, {1, true, false}, {2, false, false}, {3, true, true}};
@@ -127,35 +148,52 @@ TEST_F(Offload, EveryTierGivesTheDeviceTiersBits) {
          {Run{"nvme", false}, Run{"none", true}, Run{"cpu", true}, Run{"nvme", true}}) {
       const std::string run =
           fmt::format("{}: {} on the {} backend", what, r.tier, r.staging ? "staging" : "CPU");
-      const Outcome got = train(options(v, r.tier, dir_.string()), r.staging, run);
-      EXPECT_EQ(got.losses, want.losses) << run;
-      EXPECT_EQ(got.norms, want.norms) << run;
-      EXPECT_EQ(0, std::memcmp(got.master.data(), want.master.data(), want.master.size() * 4))
-          << run << ": master parameters";
-      EXPECT_EQ(got.losses.size(), 3u) << run;
+      expect_same(train(options(v, r.tier, dir_.string()), r.staging, run), want, run);
     }
   }
 }
 
-// The swap file is unlinked as soon as it is made: the directory is empty while the run holds
-// it. Changed behind the run (a chunk overwritten through the run's own descriptor), the next
-// step's read-back stops with an error naming the file.
-TEST_F(Offload, AChangedSwapFileStopsTheRun) {
-  TrainOptions o = options({1, true, false}, "nvme", dir_.string());
-  o.train_iters = 1;
+TEST_F(Offload, EveryParamTierGivesTheDeviceTiersBits) {
+  for (const Variant& v :
+       {Variant{3, false, false}, Variant{3, true, true}, Variant{3, true, false, true}}) {
+    const std::string what = fmt::format("stage 3 {}{}{}", v.bf16 ? "bf16" : "fp32",
+                                         v.llama ? " llama" : "", v.two_slots ? " two slots" : "");
+    const Outcome want = train(options(v, "none", ""), false, what + " device");
+    struct Run {
+      const char* params;
+      const char* optimizer;
+      bool staging;
+    };
+    std::vector<Run> runs = {Run{"nvme", "none", false}, Run{"cpu", "cpu", true}};
+    if (!v.two_slots)
+      runs.insert(runs.end(), {Run{"nvme", "nvme", false}, Run{"nvme", "nvme", true}});
+    for (const Run& r : runs) {
+      const std::string run = fmt::format("{}: params {}, optimizer {} on the {} backend", what,
+                                          r.params, r.optimizer, r.staging ? "staging" : "CPU");
+      expect_same(train(options(v, r.optimizer, dir_.string(), r.params), r.staging, run), want,
+                  run);
+    }
+  }
+}
+
+// Trains one step of `o`, checks that --nvme-path is empty while the run holds its swap files
+// (each is unlinked as soon as it is made), overwrites the first block of the one whose name
+// holds `file` through the run's own descriptor (the one /proc names after it), and expects the
+// next step's read-back to stop with an error naming the file and the checksum.
+void expect_changed_file_stops(const TrainOptions& o, const fs::path& dir,
+                               const std::string& file) {
   MemoryPool pool(make_host_allocator());
   comm::SelfWorld world;
   Trainer t(o, pool, world.topology());
   t.run(false);
-  EXPECT_TRUE(fs::is_empty(dir_));
-  // The run's descriptor of the file: the one /proc names after it.
+  EXPECT_TRUE(fs::is_empty(dir));
   std::string path;
   for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
     std::error_code ec;
     const fs::path target = fs::read_symlink(e.path(), ec);
-    if (!ec && target.string().find("zerotron-swap-") != std::string::npos) path = e.path();
+    if (!ec && target.string().find(file) != std::string::npos) path = e.path();
   }
-  ASSERT_FALSE(path.empty());
+  ASSERT_FALSE(path.empty()) << "no descriptor of a file named *" << file << "*";
   {
     const int fd = ::open(path.c_str(), O_WRONLY);
     ASSERT_GE(fd, 0);
@@ -167,9 +205,22 @@ TEST_F(Offload, AChangedSwapFileStopsTheRun) {
     t.train_step();
     FAIL() << "a changed swap file was read back";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("zerotron-swap-"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos) << e.what();
   }
+}
+
+// The optimizer's swap file and stage 3's parameter one, each changed behind the run.
+TEST_F(Offload, AChangedSwapFileStopsTheRun) {
+  TrainOptions o = options({1, true, false}, "nvme", dir_.string());
+  o.train_iters = 1;
+  expect_changed_file_stops(o, dir_, "-optimizer-");
+}
+
+TEST_F(Offload, AChangedParameterSwapFileStopsTheRun) {
+  TrainOptions o = options({3, true, false}, "none", dir_.string(), "nvme");
+  o.train_iters = 1;
+  expect_changed_file_stops(o, dir_, "-params-");
 }
 
 }  // namespace
