@@ -28,6 +28,7 @@ nlohmann::json stage_json(const MemoryPlan& p, double device) {
           {"host_snapshot_bytes", p.host_snapshot},
           {"host_optimizer_bytes", p.host_optimizer},
           {"host_params_bytes", p.host_params},
+          {"host_grads_bytes", p.host_grads},
           {"nvme_buffers_bytes", p.nvme_buffers},
           {"nvme_bytes", p.nvme_bytes},
           {"buffers_bytes", p.buffers},
@@ -144,6 +145,8 @@ int estimate(Args args) {
       fmt::print("  host optimizer  {:10.3f}\n", gb(p.host_optimizer));
     if (p.host_params > 0)  // --offload-param cpu
       fmt::print("  host params     {:10.3f}\n", gb(p.host_params));
+    if (p.host_grads > 0)  // stages 2-3, the optimizer offloaded from CUDA
+      fmt::print("  host grads      {:10.3f}\n", gb(p.host_grads));
     if (p.nvme_bytes > 0)  // --offload-optimizer or --offload-param nvme
       fmt::print("  nvme buffers    {:10.3f}\n  nvme (file)     {:10.3f}\n", gb(p.nvme_buffers),
                  gb(static_cast<double>(p.nvme_bytes)));

@@ -32,6 +32,8 @@ std::string_view mem_category_name(MemCategory c) {
       return "nvme_buffers";
     case MemCategory::HostParams:
       return "host_params";
+    case MemCategory::HostGrads:
+      return "host_grads";
     case MemCategory::kCount:
       break;
   }

@@ -23,7 +23,8 @@ enum class MemCategory : uint8_t {
   HostSnapshot,     // --async-save: the copy of a checkpoint's states its background write reads
   HostOptimizer,    // --offload-optimizer cpu: fp32 master parameters and Adam moments on the host
   NvmeBuffers,      // host buffers the NVMe tier reads into and writes from (swap staging)
-  HostParams,  // --offload-param cpu: stage 3's own shard of the working parameters on the host
+  HostParams,       // --offload-param cpu: stage 3's own shard of the working parameters
+  HostGrads,        // optimizer offloaded from a device of its own, stages 2-3: gradient shard
   kCount
 };
 constexpr size_t kNumMemCategories = static_cast<size_t>(MemCategory::kCount);

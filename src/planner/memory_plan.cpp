@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 #include <vector>
 
 #include "kernels/backend_memory.h"
@@ -249,6 +250,7 @@ MemoryPlan plan_memory(const PlanInput& in) {
       p.optimizer = 3 * shard * 4;
     }
   }
+  if (grads_offloaded(in.zero_stage, in.optimizer_tier, in.cuda)) std::swap(p.grads, p.host_grads);
   const size_t owned = in.zero_stage == 0 ? numel : shard;  // the optimizer's shard
   p.host_snapshot = in.async_save ? 3 * owned * 4 : 0;
   if (in.optimizer_tier != StateTier::Device) {

@@ -70,7 +70,9 @@ struct MemoryPlan {
   // them is device memory (on the CPU backend the host pool is the device's).
   // --offload-param cpu: stage 3's own shard of the working parameters in host memory
   // (HostParams); nvme: its swap file and buffers are in nvme_bytes and nvme_buffers too.
-  size_t host_optimizer = 0, host_params = 0, nvme_buffers = 0;
+  // Stages 2-3 with the optimizer offloaded from CUDA: the gradient shard on the host
+  // (HostGrads, grads_offloaded).
+  size_t host_optimizer = 0, host_params = 0, host_grads = 0, nvme_buffers = 0;
   uint64_t nvme_bytes = 0;
   // Constant-size buffers (category Buffers): staging slots, gradient slots, reduce buckets,
   // stage-3 gathered blocks, the communicators' staging, the scalar reducers (on the CPU backend:

@@ -124,10 +124,12 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
   const double params = L * (4 * h * h + 2 * h * ffn + 9 * h + ffn) +
                         (static_cast<double>(c.padded_vocab_size) + (in.pp == 1 ? T : 0)) * h +
                         2 * h;
-  // Offloaded optimizer states leave the working parameters and gradients (2 + 2 bytes);
-  // offloaded parameters, the gradients.
+  // Offloaded optimizer states leave the working parameters and gradients (2 + 2 bytes), and
+  // from a device of its own at stages 2-3 the gradients go too; offloaded parameters leave
+  // the gradients.
   const double state_bytes = (in.optimizer_tier == StateTier::Device ? 12 : 0) +
-                             (in.param_tier == StateTier::Device ? 2 : 0) + 2;
+                             (in.param_tier == StateTier::Device ? 2 : 0) +
+                             (grads_offloaded(in.zero_stage, in.optimizer_tier, in.cuda) ? 0 : 2);
   const double states = state_bytes * params / (tp * dp);
   const double acts = n * (c.padded_vocab_size / tp) * 4 + n * (8 * h / tp + 2 * h) * 2;
   if (states + acts > budget.bytes) {
@@ -135,7 +137,7 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
     refuse("at least ", states + acts, "activations", acts, budget);
   }
   // Every stage's own plan: a pipeline stage holds its layers only, and every rank must fit.
-  using Parts = std::array<std::pair<std::string_view, double>, 10>;
+  using Parts = std::array<std::pair<std::string_view, double>, 11>;
   auto parts_of = [&](const MemoryPlan& p) {
     return Parts{{
         {"params", static_cast<double>(p.params)},
@@ -148,6 +150,7 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
         {"host snapshot", budget.host ? static_cast<double>(p.host_snapshot) : 0.0},
         {"NVMe buffers", budget.host ? static_cast<double>(p.nvme_buffers) : 0.0},
         {"host params", budget.host ? static_cast<double>(p.host_params) : 0.0},
+        {"host grads", budget.host ? static_cast<double>(p.host_grads) : 0.0},
     }};
   };
   auto total_of = [](const Parts& parts) {
@@ -182,7 +185,7 @@ void check_offload_fits(const TrainOptions& o, int dp, bool cpu, int local_ranks
   double host = 0;
   for (const MemoryPlan& p : stages) {
     nvme = std::max(nvme, p.nvme_bytes);
-    host = std::max(host, static_cast<double>(p.host_optimizer + p.host_params));
+    host = std::max(host, static_cast<double>(p.host_optimizer + p.host_params + p.host_grads));
   }
   const auto ranks = static_cast<uint64_t>(std::max(local_ranks, 1));
   if (o.offload_optimizer == "nvme" || o.offload_param == "nvme") {

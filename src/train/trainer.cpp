@@ -341,7 +341,7 @@ StepMetrics Trainer::train_step() {
   if (&ctx_.host() != &pool_)
     for (const MemCategory c :
          {MemCategory::HostCheckpoints, MemCategory::HostSnapshot, MemCategory::HostOptimizer,
-          MemCategory::NvmeBuffers, MemCategory::HostParams})
+          MemCategory::NvmeBuffers, MemCategory::HostParams, MemCategory::HostGrads})
       mem[static_cast<size_t>(c)] +=
           static_cast<double>(ctx_.host().counters().peak[static_cast<size_t>(c)]);
   mem[kNumMemCategories + 1] = 1.0 - pool_.fragmentation();  // max of this = worst rank

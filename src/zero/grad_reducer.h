@@ -8,6 +8,9 @@
 //                        once the last micro-batch completes it.
 //   ReduceScatterUnits   stages 2-3: only the own shard kept; each unit staged and
 //                        reduce-scattered as soon as backward completes it, every micro-batch.
+//                        With the optimizer offloaded from a device of its own, the shard is
+//                        in host memory and each reduced part goes there as it completes
+//                        (ZeRO-Offload's gradient offload).
 #include <chrono>
 
 #include "src/model/param_source.h"
@@ -25,8 +28,10 @@ class GradReducer {
   virtual void zero() = 0;
   // Completes every reduction of the step.
   virtual void finish() = 0;
-  // The summed gradient of a segment of the rank's Shard, in the working precision.
+  // The summed gradient of a segment of the rank's Shard, in the working precision: in the
+  // backend's memory, or in host memory where grads_on_host().
   virtual const void* grad(const ShardSegment& s) const = 0;
+  virtual bool grads_on_host() const { return false; }
   // True when every data-parallel rank holds the same summed gradient (then one rank's copy counts
   // in the global norm).
   virtual bool replicated() const = 0;

@@ -68,6 +68,10 @@ class ResidentStates final : public OptimizerStates {
 
 }  // namespace
 
+bool grads_offloaded(int zero_stage, StateTier optimizer_tier, bool needs_staging) {
+  return zero_stage >= 2 && optimizer_tier != StateTier::Device && needs_staging;
+}
+
 StateTier parse_state_tier(const std::string& name) {
   if (name == "none") return StateTier::Device;
   if (name == "cpu") return StateTier::Host;

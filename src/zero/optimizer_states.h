@@ -66,6 +66,11 @@ class OptimizerStates {
   int64_t numel_;
 };
 
+// Whether a ZeRO stage keeps its gradient shard in host memory: stages 2-3 (which keep only the
+// shard) with the optimizer off a device of its own (ZeRO-Offload: each reduced part goes to the
+// host as backward completes it, and the host optimizer reads it there).
+bool grads_offloaded(int zero_stage, StateTier optimizer_tier, bool needs_staging);
+
 // `master`: device memory the Device tier uses for the master instead of its own (stage 0 in
 // fp32, where the working parameters are the master), or null.
 std::unique_ptr<OptimizerStates> make_optimizer_states(const StateTierConfig& cfg, int64_t numel,

@@ -121,21 +121,26 @@ const void* ReduceScatterAtStep::grad(const ShardSegment& s) const {
 ReduceScatterUnits::ReduceScatterUnits(const ParamLayout& layout, const Partition& part,
                                        DType working, const DeviceContext& ctx,
                                        comm::Communicator& dp, int64_t span_elems, bool overlap,
-                                       float* scratch)
+                                       float* scratch, bool on_host)
     : layout_(layout),
       part_(part),
       working_(working),
       be_(ctx.backend()),
       dp_(dp),
       overlap_(overlap),
-      scratch_(scratch) {
+      scratch_(scratch),
+      on_host_(on_host) {
   MemoryPool& pool = ctx.pool();
-  shard_ = pool.allocate({part_.shard_numel()}, working_, MemCategory::Grads);
+  if (on_host_)
+    shard_ = ctx.host().allocate({part_.shard_numel()}, working_, MemCategory::HostGrads);
+  else
+    shard_ = pool.allocate({part_.shard_numel()}, working_, MemCategory::Grads);
   staging_ = GradStaging(ctx, layout_, span_elems);
   for (const auto& u : part_.units()) pending_.push_back(u.real_len);
   fill_.assign(part_.units().size(), -1);
   int64_t max_part = 0;
   for (const auto& u : part_.units()) max_part = std::max(max_part, u.part_len);
+  if (on_host_) host_part_ = ctx.host().allocate({max_part}, DType::F32, MemCategory::Buffers);
   reductions_.resize(kReductions);
   for (auto& r : reductions_) {
     r.input = pool.allocate({part_.max_unit()}, working_, MemCategory::Buffers);
@@ -208,13 +213,21 @@ void ReduceScatterUnits::complete(Reduction& r) {
   log_.add(r.handle, std::move(needed));
   const auto& u = part_.units()[static_cast<size_t>(r.unit)];
   to_f32(be_, scratch_, r.output.data(), working_, u.part_len);
-  accumulate_f32(be_, at(shard_.data(), working_, u.shard_offset), working_, scratch_, u.part_len);
+  if (on_host_) {
+    auto* h = static_cast<float*>(host_part_.data());
+    be_.copy_to_host(h, scratch_, static_cast<size_t>(u.part_len) * 4);
+    accumulate_f32(cpu_backend(), at(shard_.data(), working_, u.shard_offset), working_, h,
+                   u.part_len);
+  } else {
+    accumulate_f32(be_, at(shard_.data(), working_, u.shard_offset), working_, scratch_,
+                   u.part_len);
+  }
   r.unit = -1;
   r.state = Fill::Free;
 }
 
 void ReduceScatterUnits::zero() {
-  be_.fill_zero(shard_.data(), shard_.bytes());
+  (on_host_ ? cpu_backend() : be_).fill_zero(shard_.data(), shard_.bytes());
   log_.clear(dp_.stamp());  // the step begins: every micro-batch's reductions count
 }
 

@@ -5,7 +5,10 @@
 //     own part of the sum lands where the rank's own part already is.
 //   ReduceScatterUnits (stages 2-3): only the own shard kept; each unit is staged in the working
 //     precision as its spans close and reduce-scattered the moment it is complete, every
-//     micro-batch, and its part added (fp32, rounded once) into the shard.
+//     micro-batch, and its part added (fp32, rounded once) into the shard. `on_host`: the shard
+//     is in host memory (category HostGrads) and each completed part is widened on the device,
+//     copied to the host and added there by the same kernel on the host backend, so the device
+//     keeps only the staging and the reductions in flight.
 // Both are double-buffered, as DeepSpeed's reduce buckets: at most two units' reductions are
 // staged or in flight (a half one holds an fp32 copy in the MPI communicator, so that staging is
 // two units too). Two suffice because backward closes spans from the last element down (two
@@ -62,7 +65,7 @@ class ReduceScatterUnits final : public GradReducer {
   // `scratch`: fp32 workspace of at least the largest unit part, shared with the optimizer.
   ReduceScatterUnits(const ParamLayout& layout, const Partition& part, DType working,
                      const DeviceContext& ctx, comm::Communicator& dp, int64_t span_elems,
-                     bool overlap, float* scratch);
+                     bool overlap, float* scratch, bool on_host = false);
   ~ReduceScatterUnits() override;
   float* open(const Span& s) override { return staging_.open(s); }
   void close(const Span& s) override;
@@ -70,6 +73,7 @@ class ReduceScatterUnits final : public GradReducer {
   void zero() override;
   void finish() override;
   const void* grad(const ShardSegment& s) const override;
+  bool grads_on_host() const override { return on_host_; }
   bool replicated() const override { return false; }
   GradSyncTiming timing() const override;
 
@@ -94,7 +98,9 @@ class ReduceScatterUnits final : public GradReducer {
   comm::Communicator& dp_;
   bool overlap_;
   float* scratch_;
-  Buffer shard_;  // the own shard, working precision
+  bool on_host_;
+  Buffer shard_;      // the own shard, working precision
+  Buffer host_part_;  // on_host: one part widened to fp32, on the host
   GradStaging staging_;
   std::vector<int64_t> pending_;  // per unit
   std::vector<int> fill_;         // per unit: its Reduction while filling, else -1

@@ -56,6 +56,7 @@ ShardedAdam::ShardedAdam(const ParamLayout& layout, Shard shard, const AdamConfi
     // Each chunk's gradients come to the host and its master parameters go back, through
     // chunk-sized staging where the host cannot reach the device's memory.
     if (staged_) {
+      host_norm_ws_ = ctx.host().allocate(workspace_bytes(), MemCategory::Buffers);
       const int64_t n = offload_stage_elems(tier.chunk_elems, shard_.numel);
       grad_stage_ = ctx.host().allocate({n}, DType::F32, MemCategory::Buffers);
       master_stage_ = ctx.pool().allocate({n}, DType::F32, MemCategory::Buffers);
@@ -91,12 +92,13 @@ void ShardedAdam::set_from_layout_order(const float* master, const float* m, con
 }
 
 int ShardedAdam::first_nonfinite_grad(const GradReducer& grads, DType grad_dtype) const {
+  Backend& be = grads.grads_on_host() ? cpu_backend() : be_;
   for (const ShardSegment& s : shard_.segments) {
     const void* g = grads.grad(s);
     const bool bad =
-        grad_dtype == DType::BF16  ? be_.has_inf_or_nan(static_cast<const bf16*>(g), s.len)
-        : grad_dtype == DType::F16 ? be_.has_inf_or_nan(static_cast<const fp16*>(g), s.len)
-                                   : be_.has_inf_or_nan(static_cast<const float*>(g), s.len);
+        grad_dtype == DType::BF16  ? be.has_inf_or_nan(static_cast<const bf16*>(g), s.len)
+        : grad_dtype == DType::F16 ? be.has_inf_or_nan(static_cast<const fp16*>(g), s.len)
+                                   : be.has_inf_or_nan(static_cast<const float*>(g), s.len);
     if (bad) return s.param;
   }
   return -1;
@@ -160,7 +162,7 @@ void ShardedAdam::adamw_offloaded(const GradReducer& grads, DType grad_dtype, co
     table.clear();
     for_overlaps(c, [&](const ShardSegment& s, int64_t lo, int64_t hi) {
       const void* g = at(grads.grad(s), grad_dtype, lo - s.shard_offset);
-      if (staged_) {
+      if (staged_ && !grads.grads_on_host()) {
         void* h = at(grad_stage_.data(), grad_dtype, lo - c.offset);
         be_.copy_to_host(h, g, static_cast<size_t>((hi - lo) * gsize));
         g = h;
@@ -195,10 +197,13 @@ StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr,
   // skip decision and the clipping coefficient are made on the host.
   double local = 0;
   if (!norm_table_.empty()) {
-    auto* ws = static_cast<double*>(norm_ws_.data());
-    be_.sum_squares_multi(ws + kNormPartials, ws, norm_table_.data(),
-                          static_cast<int>(norm_table_.size()), working);
-    be_.copy_to_host(&local, ws + kNormPartials, sizeof(double));
+    // Gradients in host memory: the same kernel on the host, into the host workspace.
+    const bool host = grads.grads_on_host();
+    Backend& be = host ? cpu_backend() : be_;
+    auto* ws = static_cast<double*>((host ? host_norm_ws_ : norm_ws_).data());
+    be.sum_squares_multi(ws + kNormPartials, ws, norm_table_.data(),
+                         static_cast<int>(norm_table_.size()), working);
+    be.copy_to_host(&local, ws + kNormPartials, sizeof(double));
   }
   local_sumsq_ = local;
   const double sumsq = global_sum(norm, local);

@@ -100,6 +100,7 @@ class ShardedAdam {
   bool staged_;  // the host cannot reach the backend's memory
   std::unique_ptr<OptimizerStates> states_;
   Buffer norm_ws_;
+  Buffer host_norm_ws_;  // host (offloaded, staged): the norm of gradients kept on the host
   Buffer grad_stage_;    // host (offloaded, staged): one chunk's gradients
   Buffer master_stage_;  // device (offloaded, staged): one chunk's master parameters
   // The multi-tensor tables (host memory: kernels/common/multi_tensor.h). The AdamW table is

@@ -139,7 +139,8 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
                                                    zero_.reduce_bucket_elems, zero_.overlap_comm);
   else
     grads_ = std::make_unique<ReduceScatterUnits>(
-        layout_, part, grad_dtype_, ctx_, dp, zero_.reduce_bucket_elems, zero_.overlap_comm, chunk);
+        layout_, part, grad_dtype_, ctx_, dp, zero_.reduce_bucket_elems, zero_.overlap_comm, chunk,
+        grads_offloaded(zero_.stage, zero_.optimizer_tier.tier, ctx_.needs_staging()));
   if (grad_dtype_ != DType::F32)
     dp.reserve_staging(static_cast<size_t>(part.max_unit()), ReduceScatterUnits::kReductions);
 }

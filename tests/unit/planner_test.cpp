@@ -97,6 +97,66 @@ TEST(Planner, CudaAddsTheGemmWorkspaceAndThePrefetchBuffer) {
   EXPECT_EQ(kept.activations + scratch, plan_memory(in).activations);
 }
 
+// A GPT shape of `layers` x `hidden` (`heads` heads), sequence 1024, GPT-2's vocabulary, fp16,
+// micro batch 1 with activation checkpoints, on CUDA (as `zerotron estimate --device cuda`).
+PlanInput paper_shape(int layers, int hidden, int heads, int dp, int stage) {
+  PlanInput in;
+  in.model.num_layers = layers;
+  in.model.hidden = hidden;
+  in.model.heads = heads;
+  in.model.seq_length = 1024;
+  in.model.vocab_size = 50257;
+  in.model.padded_vocab_size = padded_vocab_size(in.model.vocab_size, 128, 1);
+  in.dp = dp;
+  in.zero_stage = stage;
+  in.working = DType::F16;
+  in.micro_batch = 1;
+  in.checkpoint_activations = true;
+  in.cuda = true;
+  in.staged_half_reductions = false;  // NCCL reduces half tensors natively
+  return in;
+}
+
+constexpr double kV100Bytes = 32.0 * (1 << 30);
+
+// ZeRO-Offload (Ren et al., 2021): a 13B model trains on one 32 GB V100 with the optimizer on
+// the host. The shape is GPT-3's 13B (40 layers, hidden 5120, 40 heads: 12.85B parameters
+// here), ZeRO 2 on one GPU. With --offload-optimizer cpu the device keeps the fp16 parameters,
+// activations and buffers, the host the fp32 states and the fp16 gradient shard; without it,
+// the 16 bytes per parameter do not fit.
+TEST(Planner, ZeroOffloadFitsThirteenBillionOnOneV100) {
+  PlanInput in = paper_shape(40, 5120, 40, 1, 2);
+  const MemoryPlan resident = plan_memory(in);
+  EXPECT_NEAR(static_cast<double>(resident.num_parameters), 12.85e9, 0.01e9);
+  EXPECT_FALSE(plan_fits(resident, kV100Bytes, FitCriterion::Device));
+  in.optimizer_tier = StateTier::Host;
+  const MemoryPlan offloaded = plan_memory(in);
+  EXPECT_TRUE(plan_fits(offloaded, kV100Bytes, FitCriterion::Device));
+  const auto psi = static_cast<size_t>(offloaded.num_parameters);
+  EXPECT_EQ(offloaded.optimizer, 0u);
+  EXPECT_EQ(offloaded.grads, 0u);
+  EXPECT_GE(offloaded.host_optimizer, 12 * psi);
+  EXPECT_GE(offloaded.host_grads, 2 * psi);
+}
+
+// ZeRO-Infinity (Rajbhandari et al., SC21): 1T parameters on one DGX-2 (16 x 32 GB V100, 1.5 TB
+// of host memory, NVMe) with parameters and optimizer states on NVMe. The shape: 128 layers,
+// hidden 25600, 160 heads (1.008T), ZeRO 3 over 16 ranks. Each GPU's share fits its device,
+// and the swap files' 14 TB fit the node's NVMe; but the gradient shards stay in host memory
+// here (2 bytes per parameter: 2 TB for the node, more than its 1.5 TB), where ZeRO-Infinity
+// can put them on NVMe too. What the plan says is checked, not the claim.
+TEST(Planner, ZeroInfinityOneTrillionOnADgx2NeedsGradientsOnNvme) {
+  PlanInput in = paper_shape(128, 25600, 160, 16, 3);
+  in.optimizer_tier = StateTier::Nvme;
+  in.param_tier = StateTier::Nvme;
+  const MemoryPlan p = plan_memory(in);
+  EXPECT_NEAR(static_cast<double>(p.num_parameters), 1.008e12, 0.001e12);
+  EXPECT_TRUE(plan_fits(p, kV100Bytes, FitCriterion::Device));
+  EXPECT_EQ(p.params + p.grads + p.optimizer, 0u);
+  EXPECT_LT(16.0 * static_cast<double>(p.nvme_bytes), 30.72e12);  // 8 x 3.84 TB NVMe
+  EXPECT_GT(16.0 * static_cast<double>(p.host_grads), 1.5e12);
+}
+
 TEST(StepModel, DataParallelTimeIsTheRingFormulaOnThePlansVolume) {
   PlanInput in = gpt_input(1e9, 1, 4, 2);
   const ClusterSpec c = one_node();
