@@ -10,7 +10,7 @@
 # config.json, tokenizer.json) run in the unit tests and fuzz regressions. The multi-rank (dist)
 # and end-to-end training (train) labels run under the sanitizers by hand only: see
 # docs/results/test-suite.md for why and for their last result; the docs checks (label docs)
-# run in the release suite only.
+# and the paper's tables (label planner) run in the release suite only.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"

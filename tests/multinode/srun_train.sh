@@ -8,7 +8,7 @@
 #     the one-node run under launch/mpirun.sh
 #   - stop cases (default: term usr1; none: no stop case): a running job stopped by
 #       term   scancel --signal=TERM <job>
-#       usr1   sbatch --time=3 --signal=USR1@100 (SLURM's warning before the time limit)
+#       usr1   sbatch --time=2 --signal=USR1@80 (SLURM's warning before the time limit)
 #     saves a checkpoint at a step every rank agrees on, exits 0, and resuming from it gives
 #     bitwise the losses of an uninterrupted run.
 # Exit status 77 (skip) when the cluster cannot be built here.
@@ -87,7 +87,7 @@ stop_case() {
   local c=$1 d="$work/$1" job k
   mkdir -p "$d"
   local extra=()
-  [ "$c" = usr1 ] && extra=(--time=3 --signal=USR1@100)
+  [ "$c" = usr1 ] && extra=(--time=2 --signal=USR1@80)
   job=$(sbatch --parsable "${alloc[@]}" "${extra[@]}" -o "$d/job.log" --wrap \
     "$root/launch/srun.sh $zt ${args[*]} --train-iters 1000000 --save $d/ck --exit-signal-handler \
        --metrics-file $d/stopped.jsonl; echo \$? >$d/rc")
@@ -96,8 +96,9 @@ stop_case() {
     for _ in $(seq 600); do [ "$( (wc -l <"$d/stopped.jsonl") 2>/dev/null || echo 0)" -ge 3 ] && break; sleep 0.2; done
     scancel --signal=TERM "$job"
   fi
-  # SLURM sends USR1 up to a minute before the time given (its timer runs every 30 s or so);
-  # here 20 to 80 s after the start.
+  # SLURM sends USR1 once the time left is within the warning plus its timer's period (30 s):
+  # here 10 to 40 s after the start, 80 s or more before the end. The job trains all the while
+  # (thousands of steps of this model), and the uninterrupted run below repeats them.
   for _ in $(seq 900); do [ -f "$d/rc" ] && break; sleep 0.2; done
   [ -f "$d/rc" ] || { scancel "$job"; cat "$d/job.log"; fail "$c: job $job did not stop"; }
   sleep 0.5
