@@ -27,13 +27,13 @@
 #include "src/zero/reduce_scatter_grads.h"
 #include "src/zero/sharded_adam.h"
 #include "src/zero/swapped_states.h"
+#include "src/zero/zero_optimizer.h"
 
 namespace zt {
 namespace {
 
 // The constant-size buffers the trainer's components allocate (their sources give the reason
 // for each size); tests/dist/planner_test.cpp checks the sum against MemoryPool.
-constexpr size_t kStagingChunk = size_t{1} << 20;  // fp32 elements: ZeroOptimizer's workspace
 constexpr size_t kTrainerScalars = kNumMemCategories + 2;  // Trainer's metrics reducer
 
 // Stage 3's own shard of the working parameters on its tier, and the buffers the tier adds.
@@ -116,7 +116,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   size_t max_part = 0;
   for (const auto& u : part.units()) max_part = std::max(max_part, static_cast<size_t>(u.part_len));
   const auto reductions = static_cast<size_t>(ReduceScatterUnits::kReductions);
-  b += std::max(kStagingChunk, max_part) * 4;  // ZeroOptimizer's fp32 chunk
+  b += static_cast<size_t>(ZeroOptimizer::workspace_elems(part)) * 4;
   if (in.zero_stage >= 2 || half_grads) b += staging;
   if (staged_grads) b += mpi_staging_bytes(max_unit, dp, reductions);
   if (in.zero_stage >= 2) b += reductions * (max_unit + max_part) * eg;

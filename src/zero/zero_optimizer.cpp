@@ -90,10 +90,7 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
   comm::Communicator& dp = *zero_.dp;
   part_.emplace(layout_, dp.size(), dp.rank(), zero_.reduce_bucket_elems);
   const Partition& part = *part_;
-  int64_t max_part = 0;
-  for (const auto& u : part.units()) max_part = std::max(max_part, u.part_len);
-  // Constant-size: the largest unit part (a reduced gradient part), at least 4 MiB.
-  chunk_ = ctx_.pool().allocate({std::max(kChunk, max_part)}, DType::F32, MemCategory::Buffers);
+  chunk_ = ctx_.pool().allocate({workspace_elems(part)}, DType::F32, MemCategory::Buffers);
   auto* chunk = static_cast<float*>(chunk_.data());
   const int64_t chunk_elems = static_cast<int64_t>(chunk_.bytes() / 4);
   adam_ = std::make_unique<ShardedAdam>(layout_, Shard::of(part), adam, ctx_, nullptr,
@@ -146,6 +143,13 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
 }
 
 ZeroOptimizer::~ZeroOptimizer() = default;
+
+int64_t ZeroOptimizer::workspace_elems(const Partition& part) {
+  // Constant-size: the largest unit part (a reduced gradient part), at least 4 MiB.
+  int64_t max_part = 0;
+  for (const auto& u : part.units()) max_part = std::max(max_part, u.part_len);
+  return std::max(kChunk, max_part);
+}
 
 void ZeroOptimizer::zero_grad() {
   grads_->zero();

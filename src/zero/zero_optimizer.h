@@ -77,6 +77,8 @@ class ZeroOptimizer final : public ParamSource {
   ZeroOptimizer(const ParamLayout& layout, DType working, const AdamConfig& adam,
                 const DeviceContext& ctx, uint64_t seed, const ZeroConfig& zero = {});
   ~ZeroOptimizer() override;
+  // The fp32 workspace stages 1-3 allocate (category Buffers: unit parts, initialisation).
+  static int64_t workspace_elems(const Partition& part);
   // The parts hold references into this object.
   ZeroOptimizer(const ZeroOptimizer&) = delete;
   ZeroOptimizer& operator=(const ZeroOptimizer&) = delete;
