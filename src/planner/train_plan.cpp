@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <tuple>
 #include <utility>
 
 #include "src/config/derive.h"
@@ -173,9 +172,8 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
 
 void check_offload_fits(const TrainOptions& o, int dp, bool cpu, int local_ranks) {
   if (o.offload_optimizer == "none" && o.offload_param == "none") return;
-  for (const auto& [flag, value, what] :
-       {std::tuple{"--offload-optimizer", o.offload_optimizer, "optimizer states"},
-        std::tuple{"--offload-param", o.offload_param, "parameter partitions"}})
+  for (const auto& [flag, value] : {std::pair{"--offload-optimizer", o.offload_optimizer},
+                                    std::pair{"--offload-param", o.offload_param}})
     ZT_REQUIRE(!(cpu && value == "cpu"),
                "{} cpu: on the CPU backend the device's memory is the host's, so there is nothing "
                "to move; the tier below RAM is nvme ({} nvme --nvme-path DIR)",

@@ -138,11 +138,13 @@ void GatheredParams::start_gather(int u, bool ahead) {
 }
 
 void GatheredParams::launch_through(const Slot& s) {
-  while (s.fetching) {
-    Slot* f = fetching_.front();
-    fetching_.pop_front();
-    launch_gather(*f);
-  }
+  while (s.fetching) launch_oldest();
+}
+
+void GatheredParams::launch_oldest() {
+  Slot* f = fetching_.front();
+  fetching_.pop_front();
+  launch_gather(*f);
 }
 
 void GatheredParams::launch_gather(Slot& s) {
@@ -168,11 +170,7 @@ void GatheredParams::poll() {
   // The oldest fetch, if asked for in an earlier call: gathered now (waiting for its read if it
   // is not in). One per call, so the later ones' reads run on behind the compute; the queue is
   // in the order the model will need the units.
-  if (!fetching_.empty() && fetching_.front()->asked_at < calls_) {
-    Slot* f = fetching_.front();
-    fetching_.pop_front();
-    launch_gather(*f);
-  }
+  if (!fetching_.empty() && fetching_.front()->asked_at < calls_) launch_oldest();
   for (auto& s : shared_)
     if (s.ahead && !s.fetching && !s.pending.done()) (void)s.pending.test();
 }

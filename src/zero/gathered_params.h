@@ -64,6 +64,7 @@ class GatheredParams final : public ParamStore {
   void start_gather(int unit, bool ahead);
   // Starts the gathers of the fetches asked for before `s`'s, then `s`'s.
   void launch_through(const Slot& s);
+  void launch_oldest();  // the gather of the fetch asked for first
   void launch_gather(Slot& s);
   void settle(Slot& s);
   Slot& slot_of(int unit);
