@@ -113,8 +113,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
     return b;
   }
   const auto max_unit = static_cast<size_t>(part.max_unit());
-  size_t max_part = 0;
-  for (const auto& u : part.units()) max_part = std::max(max_part, static_cast<size_t>(u.part_len));
+  const auto max_part = static_cast<size_t>(part.max_part());
   const auto reductions = static_cast<size_t>(ReduceScatterUnits::kReductions);
   b += static_cast<size_t>(ZeroOptimizer::workspace_elems(part)) * 4;
   if (in.zero_stage >= 2 || half_grads) b += staging;

@@ -20,12 +20,6 @@ namespace {
 // waste at most on a unit of a few MiB, and one request per page).
 constexpr size_t kPageBytes = size_t{64} << 10;
 
-int64_t max_part(const Partition& part) {
-  int64_t m = 0;
-  for (const auto& u : part.units()) m = std::max(m, u.part_len);
-  return m;
-}
-
 size_t pages_of(int64_t elems, size_t elem_bytes) {
   return (static_cast<size_t>(elems) * elem_bytes + kPageBytes - 1) / kPageBytes;
 }
@@ -129,7 +123,7 @@ class HostShard final : public ParamShard {
  public:
   HostShard(const Partition& part, DType working, const DeviceContext& ctx,
             const std::vector<int64_t>& slot_parts)
-      : part_(part), working_(working), staging_(ctx, working, slot_parts, max_part(part)) {
+      : part_(part), working_(working), staging_(ctx, working, slot_parts, part.max_part()) {
     shard_ = ctx.host().allocate({part_.shard_numel()}, working_, MemCategory::HostParams);
   }
   StateTier tier() const override { return StateTier::Host; }
@@ -162,7 +156,7 @@ class SwappedShard final : public ParamShard {
       : part_(part),
         working_(working),
         e_(dtype_size(working)),
-        staging_(ctx, working, slot_parts, max_part(part)),
+        staging_(ctx, working, slot_parts, part.max_part()),
         io_(static_cast<unsigned>(cfg.aio_queue_depth), static_cast<size_t>(cfg.aio_block_bytes)) {
     size_t pages = 0;
     for (const auto& u : part_.units()) {
@@ -174,7 +168,7 @@ class SwappedShard final : public ParamShard {
       f.buf = IoBuffer(ctx.host(), pages_of(n, e_) * kPageBytes);
       slots_.push_back(std::move(f));
     }
-    unit_buf_ = IoBuffer(ctx.host(), pages_of(max_part(part), e_) * kPageBytes);
+    unit_buf_ = IoBuffer(ctx.host(), pages_of(part.max_part(), e_) * kPageBytes);
     written_.assign(part_.units().size(), false);
     if (pages > 0) file_.emplace(io_, cfg.nvme_path, "params", pages, kPageBytes);
   }
@@ -317,13 +311,13 @@ ParamShardBytes param_shard_bytes(StateTier tier, const Partition& part, DType w
     b.params = shard;
     return b;
   }
-  b.buffers = Staging::bytes(needs_staging, working, slot_parts, max_part(part));
+  b.buffers = Staging::bytes(needs_staging, working, slot_parts, part.max_part());
   if (tier == StateTier::Host) {
     b.host_params = shard;
     return b;
   }
   for (int64_t n : slot_parts) b.nvme_buffers += io_buffer_bytes(pages_of(n, e) * kPageBytes);
-  b.nvme_buffers += io_buffer_bytes(pages_of(max_part(part), e) * kPageBytes);
+  b.nvme_buffers += io_buffer_bytes(pages_of(part.max_part(), e) * kPageBytes);
   for (const auto& u : part.units())
     b.nvme_file += static_cast<uint64_t>(pages_of(u.part_len, e)) * kPageBytes;
   return b;

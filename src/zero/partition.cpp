@@ -59,6 +59,7 @@ Partition::Partition(const ParamLayout& layout, int dp_size, int dp_rank, int64_
   for (const auto& b : blocks) largest_block = std::max(largest_block, b.numel());
   auto round_up = [&](int64_t n) { return (n + quantum - 1) / quantum * quantum; };
   max_unit_ = std::min(round_up(std::max(unit_elems, longest_row)), round_up(largest_block));
+  for (const auto& u : units_) max_part_ = std::max(max_part_, u.part_len);
   // This rank's real elements: intersect each of its parts with the parameters of the unit.
   for (size_t ui = 0; ui < units_.size(); ++ui) {
     const auto& u = units_[ui];

@@ -54,6 +54,8 @@ class Partition {
   // Padded elements any unit may have under this unit flag (at least every unit's padded_len):
   // what unit-sized buffers are sized by.
   int64_t max_unit() const { return max_unit_; }
+  // The largest part of any unit of this model (a reduced gradient part, a parameter part).
+  int64_t max_part() const { return max_part_; }
   int64_t padded_numel() const { return padded_numel_; }
   int64_t shard_numel() const { return shard_numel_; }
   // This rank's real elements, in shard order.
@@ -74,7 +76,7 @@ class Partition {
   std::vector<int64_t> padded_begin_, padded_len_;
   std::vector<int64_t> unit_layout_begin_;  // units with real elements, by layout offset
   std::vector<int> unit_index_;
-  int64_t max_unit_ = 0, padded_numel_ = 0, shard_numel_ = 0;
+  int64_t max_unit_ = 0, max_part_ = 0, padded_numel_ = 0, shard_numel_ = 0;
   std::vector<ShardSegment> segments_;
 };
 

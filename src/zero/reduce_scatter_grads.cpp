@@ -138,8 +138,7 @@ ReduceScatterUnits::ReduceScatterUnits(const ParamLayout& layout, const Partitio
   staging_ = GradStaging(ctx, layout_, span_elems);
   for (const auto& u : part_.units()) pending_.push_back(u.real_len);
   fill_.assign(part_.units().size(), -1);
-  int64_t max_part = 0;
-  for (const auto& u : part_.units()) max_part = std::max(max_part, u.part_len);
+  const int64_t max_part = part_.max_part();
   if (on_host_) host_part_ = ctx.host().allocate({max_part}, DType::F32, MemCategory::Buffers);
   reductions_.resize(kReductions);
   for (auto& r : reductions_) {

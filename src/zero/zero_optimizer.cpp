@@ -146,9 +146,7 @@ ZeroOptimizer::~ZeroOptimizer() = default;
 
 int64_t ZeroOptimizer::workspace_elems(const Partition& part) {
   // Constant-size: the largest unit part (a reduced gradient part), at least 4 MiB.
-  int64_t max_part = 0;
-  for (const auto& u : part.units()) max_part = std::max(max_part, u.part_len);
-  return std::max(kChunk, max_part);
+  return std::max(kChunk, part.max_part());
 }
 
 void ZeroOptimizer::zero_grad() {
