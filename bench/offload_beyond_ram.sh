@@ -7,9 +7,11 @@
 # compute time is the same model's step in memory, outside the cgroup (it fits this machine's
 # RAM); the disk's direct-I/O bandwidth is measured here (bench_disk_bandwidth on the same
 # directory), so io_bound_s = the swap file's bytes read / read bandwidth + written / write
-# bandwidth, per step. Last line: one JSON object.
+# bandwidth, per step. The offloaded run is made twice: with the streamed update behind the next
+# forward (the default) and with --no-overlap-optimizer-step (serial_step_s). Last line: one JSON
+# object.
 # Usage (root, cgroup v1 memory at /sys/fs/cgroup/memory): bench/offload_beyond_ram.sh [DIR]
-#   DIR: where the swap file goes (default /work/zt_nvme); about 5 minutes on 2 cores, ~15 GB
+#   DIR: where the swap file goes (default /work/zt_nvme); about 7 minutes on 2 cores, ~15 GB
 #   of memory (the in-memory run) and ~11 GB of disk.
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for this benchmark's commands.
 set -euo pipefail
@@ -54,6 +56,8 @@ echo 0 >"$cg/memory.max_usage_in_bytes"
 in_cgroup /usr/bin/time -f "%M" -o "$tmp/offload.rss" "$zt" train "${model[@]}" "${offload[@]}" \
   --metrics-file "$tmp/offload.jsonl" | tee "$tmp/offload.log" >&2
 cgroup_peak=$(cat "$cg/memory.max_usage_in_bytes")
+in_cgroup "$zt" train "${model[@]}" "${offload[@]}" --no-overlap-optimizer-step \
+  --metrics-file "$tmp/serial.jsonl" | tee "$tmp/serial.log" >&2
 "$zt" train "${model[@]}" --metrics-file "$tmp/memory.jsonl" | tee "$tmp/memory.log" >&2
 vocab=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$data/tokenizer/vocab.json")
 "$zt" estimate "${model[@]}" "${offload[@]}" --vocab-size "$vocab" --device cpu --world-size 1 \
@@ -64,7 +68,7 @@ import json, platform, statistics, subprocess, sys
 tmp, limit, refused_rc, cgroup_peak, disk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), json.loads(sys.argv[5])
 def steps(name):
     return [json.loads(l) for l in open(f"{tmp}/{name}.jsonl") if '"lm_loss"' in l]
-off, mem = steps("offload"), steps("memory")
+off, mem, serial = steps("offload"), steps("memory"), steps("serial")
 plan = json.loads(open(f"{tmp}/plan.json").read())
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
 flags = next(l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags"))
@@ -73,7 +77,10 @@ read_bw, write_bw = disk["read_bytes_per_s"], disk["write_bytes_per_s"]
 io_bound = nvme / read_bw + nvme / write_bw
 step_s = statistics.median(s["elapsed_ms"] for s in off[1:]) / 1e3
 compute_s = statistics.median(s["elapsed_ms"] for s in mem[1:]) / 1e3
+serial_s = statistics.median(s["elapsed_ms"] for s in serial[1:]) / 1e3
 losses = [s["lm_loss"] for s in off]
+assert losses == [s["lm_loss"] for s in serial] == [s["lm_loss"] for s in mem], "losses differ"
+
 out = {
     "cpu": cpu, "isa": [f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f in flags],
     "params": plan["num_parameters"],
@@ -83,7 +90,7 @@ out = {
     "cgroup_peak_bytes": cgroup_peak,
     "nvme_bytes": nvme, "nvme_buffers_bytes": plan["nvme_buffers_bytes"],
     "plan_total_bytes": plan["total_bytes"] + plan["nvme_buffers_bytes"],
-    "step_s": step_s, "compute_s": compute_s,
+    "step_s": step_s, "compute_s": compute_s, "serial_step_s": serial_s,
     "io_bytes_per_step": 2 * nvme,
     "disk_read_bytes_per_s": read_bw, "disk_write_bytes_per_s": write_bw, "disk_direct": disk.get("direct"),
     "disk_bw_bytes_per_s": 2 / (1 / read_bw + 1 / write_bw),

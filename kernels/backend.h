@@ -49,6 +49,9 @@ class Backend {
   virtual bool host_accessible() const = 0;
   // The compute stream (a cudaStream_t) for code that enqueues its own work; null on the CPU.
   virtual void* stream() const = 0;
+  // Makes this backend's device current on the calling thread, before a thread other than the
+  // one that created the backend calls it; nothing on the CPU.
+  virtual void bind_thread() {}
 
   // ---- the kernels: one pure virtual per op of kernels/ops.inc (read it for each contract) ----
   // Activations and parameters are Refs in the run's working precision (every Ref argument of

@@ -4,8 +4,14 @@
 
 namespace zt {
 
-CudaBackend::CudaBackend() = default;
+CudaBackend::CudaBackend() {
+  ZT_CUDA_CHECK(cudaGetDevice(&device_));
+}
 CudaBackend::~CudaBackend() = default;
+
+void CudaBackend::bind_thread() {
+  ZT_CUDA_CHECK(cudaSetDevice(device_));
+}
 
 // Host copies synchronise: the host buffer (often pageable, often reused right away) is safe
 // to touch when they return, and every device result the host reads is complete.

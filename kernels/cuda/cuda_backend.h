@@ -22,6 +22,7 @@ class CudaBackend final : public KernelBackend<cuda::Kernels, CudaBackend> {
   Device device() const override { return Device::Cuda; }
   bool host_accessible() const override { return false; }
   void* stream() const override { return compute_.get(); }
+  void bind_thread() override;
   cudaStream_t compute_stream() const { return compute_.get(); }
   // Where the kernels run (kernels/kernel_backend.h).
   cudaStream_t exec() const { return compute_.get(); }
@@ -39,6 +40,7 @@ class CudaBackend final : public KernelBackend<cuda::Kernels, CudaBackend> {
 
  private:
   void copy_stream_waits_compute();
+  int device_ = 0;  // current when constructed
   cuda::Stream compute_, copies_;
   cuda::Event compute_done_, copies_done_;
 };

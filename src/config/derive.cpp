@@ -109,6 +109,7 @@ ZeroConfig zero_config(const TrainOptions& o) {
   z.optimizer_tier.chunk_elems = (o.sub_group_size + 1023) / 1024 * 1024;
   z.optimizer_tier.aio_block_bytes = o.aio_block_size;
   z.optimizer_tier.aio_queue_depth = o.aio_queue_depth;
+  z.overlap_offloaded_step = !o.no_overlap_optimizer_step;
   z.param_tier = z.optimizer_tier;
   z.param_tier.tier = parse_state_tier(o.offload_param);
   z.param_tier.on_write_back = nullptr;

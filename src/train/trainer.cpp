@@ -186,6 +186,7 @@ void Trainer::save(bool print) {
 }
 
 void Trainer::wait_for_pending_save(bool print) {
+  optimizer_->wait_for_update();  // the run's end: a failed update of its last step is reported
   report_save(saver_->wait(topo_.host_world()), print);
 }
 

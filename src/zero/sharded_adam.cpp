@@ -180,7 +180,8 @@ void ShardedAdam::adamw_offloaded(const GradReducer& grads, DType grad_dtype, co
 
 StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr, double loss_scale,
                              bool counts_in_norm, int tp_rank, comm::ScalarReducer* norm,
-                             const std::vector<char>& norm_excluded, const MasterChunkFn& updated) {
+                             const std::vector<char>& norm_excluded, const MasterChunkFn& updated,
+                             const UpdateRunner& run) {
   const auto& params = layout_.params();
   norm_table_.clear();
   const bool device = states_->tier() == StateTier::Device;
@@ -224,7 +225,10 @@ StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr,
   p.grad_scale = static_cast<float>(coef / loss_scale);
   p.step = steps_;
   if (!device) {
-    adamw_offloaded(grads, working, p, updated);
+    if (run)
+      run([this, &grads, working, p, updated] { adamw_offloaded(grads, working, p, updated); });
+    else
+      adamw_offloaded(grads, working, p, updated);
     return r;
   }
   // Every segment in one launch, half gradients read as they are (widening is exact).

@@ -34,6 +34,10 @@ struct StepResult {
 // Elements [offset, offset + len) of the shard's updated master parameters, in the backend's
 // memory (for the parameter store to take its working copy from).
 using MasterChunkFn = std::function<void(int64_t offset, int64_t len, const float* master)>;
+// Runs an offloaded step's update (the streamed AdamW) where the caller chooses: on a thread of
+// its own behind the next forward. The update reads the gradients and writes the states until it
+// ends.
+using UpdateRunner = std::function<void(std::function<void()> update)>;
 
 class ShardedAdam {
  public:
@@ -53,10 +57,13 @@ class ShardedAdam {
   // applies one AdamW step at lr. On the device: one multi-tensor norm, one read of it, one
   // multi-tensor AdamW over every segment (kernels/ops.inc sum_squares_multi, adamw_multi); with
   // offloaded states, the same AdamW on the host, chunk by chunk. `updated` gets the new master
-  // parameters, chunk by chunk in shard order (unless the step is skipped).
+  // parameters, chunk by chunk in shard order (unless the step is skipped). With offloaded
+  // states and `run` given, the update goes to `run` once the norm and the skip decision are
+  // made, and `updated` is called from there.
   StepResult step(const GradReducer& grads, DType working, double lr, double loss_scale,
                   bool counts_in_norm, int tp_rank, comm::ScalarReducer* norm,
-                  const std::vector<char>& norm_excluded, const MasterChunkFn& updated);
+                  const std::vector<char>& norm_excluded, const MasterChunkFn& updated,
+                  const UpdateRunner& run = {});
   // The master parameters, chunk by chunk in shard order, as `updated` receives them.
   void visit_master(const MasterChunkFn& fn);
   // Offloaded states: the master parameters from the seed, chunk by chunk as the tier streams

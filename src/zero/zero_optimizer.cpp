@@ -83,6 +83,10 @@ ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const Ada
   else
     init_parameters_on(ctx, layout_, seed, adam_->master());
   refresh_working();
+  // The resident store's spans are the whole shard in layout order, so an acquire knows which
+  // updated chunks it needs; its ranges are written by casts alone (no collective).
+  if (offloaded && zero.overlap_offloaded_step)
+    update_ = std::make_unique<BackgroundJob>([&be = be_] { be.bind_thread(); });
 }
 
 void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
@@ -150,11 +154,28 @@ int64_t ZeroOptimizer::workspace_elems(const Partition& part) {
 }
 
 void ZeroOptimizer::zero_grad() {
-  grads_->zero();
   store_->begin_step();
+  if (updating_)
+    zero_pending_ = true;
+  else
+    grads_->zero();
+}
+
+void ZeroOptimizer::wait_for_update() const {
+  if (!updating_) return;
+  update_->wait();  // rethrows a failure, here and at every later call
+  updating_ = false;
+}
+
+void ZeroOptimizer::settle_grads() {
+  wait_for_update();
+  if (!zero_pending_) return;
+  grads_->zero();
+  zero_pending_ = false;
 }
 
 void ZeroOptimizer::tie_grads() {
+  settle_grads();
   if (zero_.tied == nullptr) return;
   for (int k : zero_.tied_params) {
     const ParamSpec& p = layout_.params()[static_cast<size_t>(k)];
@@ -170,15 +191,29 @@ void ZeroOptimizer::tie_grads() {
 }
 
 StepResult ZeroOptimizer::step(double lr, double loss_scale) {
+  settle_grads();
   grads_->finish();
   store_->end_step();
   // Every data-parallel replica of a replicated gradient holds the same sum: only dp rank 0's
   // copy counts in the global norm.
   const bool counts_in_norm = !grads_->replicated() || zero_.dp == nullptr || zero_.dp->rank() == 0;
-  const StepResult r = adam_->step(*grads_, grad_dtype_, lr, loss_scale, counts_in_norm,
-                                   zero_.tp_rank, norm_.get(), norm_excluded_, to_store());
-  if (!r.skipped) store_->finish_from_master();
-  return r;
+  if (!update_) {
+    const StepResult r = adam_->step(*grads_, grad_dtype_, lr, loss_scale, counts_in_norm,
+                                     zero_.tp_rank, norm_.get(), norm_excluded_, to_store());
+    if (!r.skipped) store_->finish_from_master();
+    return r;
+  }
+  // Each updated chunk is published once its working copy is written: the resident store's
+  // finish_from_master has nothing left to do.
+  const MasterChunkFn updated = [this](int64_t offset, int64_t len, const float* master) {
+    store_->from_master_range(offset, len, master);
+    update_->publish(offset + len);
+  };
+  return adam_->step(*grads_, grad_dtype_, lr, loss_scale, counts_in_norm, zero_.tp_rank,
+                     norm_.get(), norm_excluded_, updated, [this](std::function<void()> update) {
+                       update_->start(std::move(update));
+                       updating_ = true;
+                     });
 }
 
 MasterChunkFn ZeroOptimizer::to_store() {
@@ -193,6 +228,7 @@ void ZeroOptimizer::refresh_working() {
 }
 
 std::string ZeroOptimizer::first_nonfinite_grad() const {
+  wait_for_update();
   const int k = adam_->first_nonfinite_grad(*grads_, grad_dtype_);
   return k < 0 ? std::string() : layout_.params()[static_cast<size_t>(k)].name;
 }
@@ -209,6 +245,7 @@ GradSyncTiming ZeroOptimizer::grad_sync_timing() const {
 }
 
 void ZeroOptimizer::gather_master(float* full) {
+  wait_for_update();
   OptimizerStates& states = adam_->states();
   if (!part_) {
     states.read(OptimizerStates::kMaster, 0, layout_.numel(), full);
@@ -246,6 +283,7 @@ void ZeroOptimizer::gather_master(float* full) {
 }
 
 void ZeroOptimizer::set_master(const float* full) {
+  wait_for_update();
   OptimizerStates& states = adam_->states();
   for (const auto& s : shard().segments)
     states.write(OptimizerStates::kMaster, s.shard_offset, s.len, full + s.layout_offset);
@@ -256,11 +294,13 @@ void ZeroOptimizer::set_master(const float* full) {
 }
 
 void ZeroOptimizer::after_load(int64_t adam_step) {
+  wait_for_update();
   adam_->set_steps(adam_step);
   refresh_working();
 }
 
 Tensor ZeroOptimizer::working_params() const {
+  wait_for_update();
   const Tensor t = store_->layout_params();
   ZT_CHECK(t.data() != nullptr,
            "stage {} keeps no full working parameters{}; use gather_master() or master_params()",
@@ -269,12 +309,14 @@ Tensor ZeroOptimizer::working_params() const {
 }
 
 Tensor ZeroOptimizer::working_grads() const {
+  wait_for_update();
   const Tensor t = grads_->layout_grads();
   ZT_CHECK(t.data() != nullptr, "stage {} keeps no full gradient", zero_.stage);
   return t;
 }
 
 Tensor ZeroOptimizer::master_params() const {
+  wait_for_update();
   ZT_CHECK(!part_, "stage {} keeps only a shard of the master parameters", zero_.stage);
   ZT_CHECK(states_resident(), "the master parameters are offloaded ({})",
            state_tier_flag_value(adam_->states().tier()));

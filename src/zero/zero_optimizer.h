@@ -20,8 +20,10 @@
 #include "kernels/backend.h"
 #include "src/comm/communicator.h"
 #include "src/comm/scalar_reducer.h"
+#include "src/core/background_job.h"
 #include "src/core/memory_pool.h"
 #include "src/model/param_layout.h"
+#include "src/model/param_ref.h"
 #include "src/model/param_source.h"
 #include "src/zero/dp_grad_sync.h"
 #include "src/zero/grad_reducer.h"
@@ -69,6 +71,10 @@ struct ZeroConfig {
   // Stage 3: where the own shard of the working parameters lives (--offload-param;
   // param_shard.h); its chunk_elems is unused.
   StateTierConfig param_tier;
+  // With the optimizer offloaded at stage 0: the streamed update runs on a thread of its own
+  // behind the next forward, each acquire waiting for the chunks its span lies in (the same
+  // bits as waiting for the whole update; docs/design/offload.md).
+  bool overlap_offloaded_step = true;
 };
 
 class ZeroOptimizer final : public ParamSource {
@@ -84,9 +90,15 @@ class ZeroOptimizer final : public ParamSource {
   ZeroOptimizer& operator=(const ZeroOptimizer&) = delete;
 
   int64_t max_span() const override { return zero_.reduce_bucket_elems; }
-  CRef acquire(const Span& s) override { return store_->acquire(s); }
+  CRef acquire(const Span& s) override {
+    if (updating_) update_->wait_for(layout_offset(layout_, s) + s.len);
+    return store_->acquire(s);
+  }
   void release(const Span& s) override { store_->release(s); }
-  float* open_grads(const Span& s) override { return grads_->open(s); }
+  float* open_grads(const Span& s) override {
+    settle_grads();
+    return grads_->open(s);
+  }
   void close_grads(const Span& s) override { grads_->close(s); }
 
   void zero_grad();
@@ -95,8 +107,13 @@ class ZeroOptimizer final : public ParamSource {
   // Sums the tied parameters' gradients over ZeroConfig::tied (stages 0-1, which keep the whole
   // gradient; before step(), with overlap_comm off so no data-parallel reduction has started).
   void tie_grads();
-  // Unscales by loss_scale, clips to the global norm, applies one AdamW step at lr.
+  // Unscales by loss_scale, clips to the global norm, applies one AdamW step at lr. With the
+  // update behind the next forward (ZeroConfig::overlap_offloaded_step) it may still run on
+  // return: every method but acquire and release waits for it first.
   StepResult step(double lr, double loss_scale);
+  // Waits for the update still running, and rethrows its error (an NVMe read or write that
+  // failed): the end of a run calls it so that no failure goes unreported.
+  void wait_for_update() const;
   // The last step's data-parallel communication against compute: the gradient reductions and,
   // at stage 3, the parameter gathers (each hidden for the part that ran before compute needed
   // it; a gather's exposed time is the rest, which the acquire waited).
@@ -122,14 +139,23 @@ class ZeroOptimizer final : public ParamSource {
   // last step; empty when none is (a divergence's report).
   std::string first_nonfinite_grad() const;
   // Every fp32 master parameter this rank owns is finite.
-  bool master_finite() const { return adam_->master_finite(); }
+  bool master_finite() const {
+    wait_for_update();
+    return adam_->master_finite();
+  }
 
   // What a checkpoint saves for this rank: fp32 master parameters, Adam m and v — the rank's
   // shard (stages 1–3) or everything (stage 0) — in a fixed order. Working parameters are not
   // saved: they are always the master rounded to the working precision. Resident in the
   // backend's memory on the device tier (owned_state: tensors); on any tier through states().
-  std::vector<Tensor> owned_state() { return adam_->state(); }
-  OptimizerStates& states() const { return adam_->states(); }
+  std::vector<Tensor> owned_state() {
+    wait_for_update();
+    return adam_->state();
+  }
+  OptimizerStates& states() const {
+    wait_for_update();
+    return adam_->states();
+  }
   bool states_resident() const { return adam_->states().tier() == StateTier::Device; }
   // Stage 0 holds identical states on every data-parallel rank: only one needs writing.
   bool state_replicated_over_dp() const { return !part_.has_value(); }
@@ -139,6 +165,7 @@ class ZeroOptimizer final : public ParamSource {
   // Sets master, m and v from full copies in ParamLayout order (this rank's tensor-parallel
   // shard, the same on every dp rank) — the reshaping path, when the saved layout differs.
   void set_state_from_layout_order(const float* master, const float* m, const float* v) {
+    wait_for_update();
     adam_->set_from_layout_order(master, m, v);
   }
 
@@ -151,7 +178,10 @@ class ZeroOptimizer final : public ParamSource {
   Tensor working_params() const;
   Tensor working_grads() const;
   Tensor master_params() const;
-  void sync_working_from_master() { refresh_working(); }
+  void sync_working_from_master() {
+    wait_for_update();
+    refresh_working();
+  }
 
  private:
   // The working parameters from the master parameters wherever they live.
@@ -161,6 +191,8 @@ class ZeroOptimizer final : public ParamSource {
   // The stages 1-3 compositions: the partition, the own master shard from the seed, then the
   // parameter store and gradient reducer the stage names.
   void compose_partitioned(const AdamConfig& adam, uint64_t seed);
+  // wait_for_update, then the zeroing zero_grad left for after it (the update reads them).
+  void settle_grads();
 
   ParamLayout layout_;
   DType working_;
@@ -175,6 +207,11 @@ class ZeroOptimizer final : public ParamSource {
   std::unique_ptr<ShardedAdam> adam_;
   std::unique_ptr<comm::ScalarReducer> norm_;
   std::vector<char> norm_excluded_;  // by parameter: a tied copy, counted on another stage
+  // The offloaded update behind the next forward (stage 0), and whether one was started and not
+  // yet waited for; zero_grad leaves the zeroing to settle_grads while one runs.
+  std::unique_ptr<BackgroundJob> update_;
+  mutable bool updating_ = false;
+  bool zero_pending_ = false;
 };
 
 }  // namespace zt

@@ -7,13 +7,17 @@
 // plan says (device, host, NVMe buffers) and the swap file is the plan's size; the swap file is
 // gone from --nvme-path while the run holds it; a swap file changed behind the run stops it with
 // an error naming the file. The parameter tiers the same at stage 3, alone and with the
-// optimizer's, with every unit gathered ahead and with two gather slots only.
+// optimizer's, with every unit gathered ahead and with two gather slots only. At stage 0 the
+// streamed update runs behind what follows the step, and each acquire sees its span updated.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,6 +27,8 @@
 #include "src/core/error.h"
 #include "src/planner/train_plan.h"
 #include "src/train/trainer.h"
+#include "src/zero/zero_optimizer.h"
+#include "tests/support/tiny_gpt.h"
 #include "tests/support/train_options.h"
 
 namespace zt {
@@ -155,7 +161,86 @@ TEST_F(Offload, EveryTierGivesTheDeviceTiersBits) {
           fmt::format("{}: {} on the {} backend", what, r.tier, r.staging ? "staging" : "CPU");
       expect_same(train(options(v, r.tier, dir_.string()), r.staging, run), want, run);
     }
+    if (v.stage != 0) continue;  // stage 0's update runs behind the next forward: also without
+    TrainOptions o = options(v, "nvme", dir_.string());
+    o.no_overlap_optimizer_step = true;
+    expect_same(train(o, false, what + ": nvme, update before the forward"), want,
+                what + ": nvme, update before the forward");
   }
+}
+
+// The stage-0 ZeroOptimizer of the tiny GPT in fp32 with its states on NVMe in 1024-element
+// chunks; `hook` runs as each chunk's write-back starts.
+ZeroConfig streamed(const fs::path& dir, bool overlap, std::function<void()> hook) {
+  ZeroConfig z;
+  z.optimizer_tier.tier = StateTier::Nvme;
+  z.optimizer_tier.nvme_path = dir.string();
+  z.optimizer_tier.chunk_elems = 1024;
+  z.optimizer_tier.on_write_back = std::move(hook);
+  z.overlap_offloaded_step = overlap;
+  return z;
+}
+
+// One micro-batch's gradient, the same made-up values in both optimizers, then a step.
+void step_on_made_up_grads(ZeroOptimizer& opt, const ParamLayout& layout) {
+  opt.zero_grad();
+  opt.begin_microbatch(true);
+  for (size_t b = 0; b < layout.blocks().size(); ++b)
+    for (int64_t o = 0; o < layout.blocks()[b].numel(); o += opt.max_span()) {
+      const Span s{static_cast<int>(b), o,
+                   std::min(opt.max_span(), layout.blocks()[b].numel() - o)};
+      float* g = opt.open_grads(s);
+      for (int64_t i = 0; i < s.len; ++i) g[i] = 0.01f * static_cast<float>((o + i) % 17) - 0.08f;
+      opt.close_grads(s);
+    }
+  opt.step(1e-2, 1.0);
+}
+
+// What follows a step runs while its streamed update goes on: the last chunk's write-back
+// waits until the first span has been acquired (were the acquire to wait for the whole update,
+// the hook would time out), and each span acquired after the step holds the values of an update
+// finished before the next forward.
+TEST_F(Offload, TheNextForwardRunsBehindTheStreamedUpdate) {
+  const GptConfig c = test::tiny_gpt();
+  const ParamLayout layout = ParamLayout::gpt(c);
+  const int64_t chunks = (layout.numel() + 1023) / 1024;
+  ASSERT_GE(chunks, 4);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool acquired = false, timed_out = false, armed = false;
+  int64_t writes = 0;
+  const auto hook = [&] {
+    std::unique_lock lock(mu);
+    if (!armed || ++writes != chunks) return;
+    timed_out = !cv.wait_for(lock, std::chrono::seconds(20), [&] { return acquired; });
+  };
+  MemoryPool pool(make_host_allocator()), serial_pool(make_host_allocator());
+  ZeroOptimizer overlapped(layout, DType::F32, AdamConfig{}, pool, 5, streamed(dir_, true, hook));
+  ZeroOptimizer serial(layout, DType::F32, AdamConfig{}, serial_pool, 5, streamed(dir_, false, {}));
+  {
+    std::lock_guard lock(mu);
+    armed = true;
+  }
+  step_on_made_up_grads(serial, layout);
+  step_on_made_up_grads(overlapped, layout);
+  const Span first{0, 0, 64};
+  (void)overlapped.acquire(first);
+  {
+    std::lock_guard lock(mu);
+    acquired = true;
+  }
+  cv.notify_all();
+  for (size_t b = 0; b < layout.blocks().size(); ++b) {
+    const Span s{static_cast<int>(b), 0, layout.blocks()[b].numel()};
+    const CRef got = overlapped.acquire(s), want = serial.acquire(s);
+    EXPECT_EQ(0, std::memcmp(got.p, want.p, static_cast<size_t>(s.len) * 4)) << "block " << b;
+    overlapped.release(s);
+    serial.release(s);
+  }
+  overlapped.release(first);
+  overlapped.wait_for_update();
+  EXPECT_EQ(writes, chunks);
+  EXPECT_FALSE(timed_out) << "the first span's acquire waited for the whole update";
 }
 
 TEST_F(Offload, EveryParamTierGivesTheDeviceTiersBits) {
