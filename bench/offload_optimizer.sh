@@ -26,13 +26,7 @@ args=(train --device cpu --mock-data --vocab-size 50257 --num-layers 12 --hidden
   --num-attention-heads 12 --seq-length 512 --micro-batch-size 1 --global-batch-size 8 --lr 1e-4
   --zero-stage 0 --bf16 --train-iters "$steps" --log-interval 1 --eval-iters 0)
 offload=(--offload-optimizer nvme --nvme-path "$nvme")
-median_ms() {
-  python3 -c 'import json,statistics,sys
-rows=[json.loads(l) for l in open(sys.argv[1]) if "\"lm_loss\"" in l]
-print(statistics.median(r["elapsed_ms"] for r in rows[1:]))' "$1"
-}
-losses() { python3 -c 'import json,sys
-print([json.loads(l)["lm_loss"] for l in open(sys.argv[1]) if "\"lm_loss\"" in l])' "$1"; }
+. "$root/bench/metrics_file.sh"
 memory=() nvme_ms=() serial=()
 for r in $(seq "$rounds"); do
   for run in memory nvme serial; do
@@ -43,7 +37,7 @@ for r in $(seq "$rounds"); do
       { cat "$tmp/$run$r.log" >&2; exit 1; }
     [ "$(losses "$tmp/memory1.jsonl")" = "$(losses "$tmp/$run$r.jsonl")" ] ||
       { echo "offload_optimizer: round $r, $run: other losses" >&2; exit 1; }
-    ms=$(median_ms "$tmp/$run$r.jsonl")
+    ms=$(median_ms "$tmp/$run$r.jsonl" 1)
     echo "round $r: $run ${ms} ms per step" >&2
     case $run in memory) memory+=("$ms") ;; nvme) nvme_ms+=("$ms") ;; serial) serial+=("$ms") ;; esac
   done

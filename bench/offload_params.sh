@@ -21,14 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 args=(train --device cpu --mock-data --vocab-size 50257 --num-layers 12 --hidden-size 768
   --num-attention-heads 12 --seq-length 512 --micro-batch-size 2 --global-batch-size 4 --lr 1e-4
   --zero-stage 3 --bf16 --train-iters "$steps" --log-interval 1 --eval-iters 0)
-# median_ms FILE: the median step time after the first 2 steps.
-median_ms() {
-  python3 -c 'import json,statistics,sys
-rows=[json.loads(l) for l in open(sys.argv[1]) if "\"lm_loss\"" in l]
-print(statistics.median(r["elapsed_ms"] for r in rows[2:]))' "$1"
-}
-losses() { python3 -c 'import json,sys
-print([json.loads(l)["lm_loss"] for l in open(sys.argv[1]) if "\"lm_loss\"" in l])' "$1"; }
+. "$root/bench/metrics_file.sh"
 none=() params=()
 for r in $(seq "$rounds"); do
   for tier in none nvme; do
@@ -39,7 +32,7 @@ for r in $(seq "$rounds"); do
       { cat "$tmp/$tier$r.log" >&2; exit 1; }
     [ "$(losses "$tmp/none1.jsonl")" = "$(losses "$tmp/$tier$r.jsonl")" ] ||
       { echo "offload_params: round $r, $tier: other losses" >&2; exit 1; }
-    ms=$(median_ms "$tmp/$tier$r.jsonl")
+    ms=$(median_ms "$tmp/$tier$r.jsonl" 2)
     echo "round $r: $tier ${ms} ms per step" >&2
     if [ "$tier" = none ]; then none+=("$ms"); else params+=("$ms"); fi
   done
