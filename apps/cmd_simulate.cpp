@@ -73,6 +73,7 @@ int simulate(Args args) {
   PlanInput in = plan_input_from_args(*a, kCommand);
   SimOptions opt;
   opt.overlap_comm = !f->has("--no-overlap-comm");
+  opt.overlap_offloaded_step = !a->train.options.no_overlap_optimizer_step;
   opt.prefetch_bucket_elems = a->train.options.prefetch_bucket_size;
   opt.max_live_elems = a->train.options.max_live_parameters;
   ClusterSpec sized = cluster;
@@ -116,6 +117,12 @@ int simulate(Args args) {
                         {"dp_hidden_fraction", r.dp_hidden_fraction},
                         {"compute_busy_ms", r.compute_busy_ms},
                         {"offload_ms", r.offload_ms},
+                        {"offload_tiers",
+                         {{"host_adamw_ms", r.tiers.host_ms},
+                          {"nvme_ms", r.tiers.nvme_ms},
+                          {"pcie_ms", r.tiers.pcie_ms},
+                          {"param_write_ms", r.tiers.param_write_ms},
+                          {"param_read_ms", r.tiers.param_read_ms}}},
                         {"pipeline_ms", r.pipeline_ms},
                         {"bubble_fraction", r.bubble_fraction},
                         {"p2p_ms", r.p2p_ms},
@@ -158,6 +165,12 @@ int simulate(Args args) {
         r.backward_ms, r.tp_comm_ms, r.p2p_ms, r.tied_ms, r.optimizer_ms, r.dp_exposed_ms,
         r.offload_ms);
   }
+  if (in.optimizer_tier != StateTier::Device || in.param_tier != StateTier::Device)
+    fmt::print(
+        "offload: host AdamW {:.1f}, NVMe {:.1f}, PCIe {:.1f}, parameters written {:.1f} and read "
+        "{:.1f} ms per step (optimizer above: what the step waits for)\n",
+        r.tiers.host_ms, r.tiers.nvme_ms, r.tiers.pcie_ms, r.tiers.param_write_ms,
+        r.tiers.param_read_ms);
   fmt::print(
       "per device: {:.1f} TFLOP/s ({:.1f} model TFLOP/s, GEMMs at {:.0f}% of the {:.1f} TFLOP/s "
       "{} peak); {:.0f} tokens/s for the job; {:.2f} PFLOP/s in total\n",

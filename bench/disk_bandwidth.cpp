@@ -1,6 +1,7 @@
 // Swap-file bandwidth: writes and reads a SwapFile under DIR the way the NVMe tier does (chunks
 // from a few aligned buffers, each chunk checksummed on write and verified on read, all through
-// one io_uring ring), and times the checksum alone. Prints one JSON object.
+// one io_uring ring), and times the checksum alone. Prints one JSON object, which `zerotron
+// simulate --calibrate` reads for the NVMe tier's bandwidths.
 //
 // Usage: build/bin/bench_disk_bandwidth DIR [TOTAL [CHUNK [QUEUE_DEPTH]]] [--block B] [--buffered]
 //   TOTAL        bytes written and read (default 2G; K, M, G suffixes are powers of 1024)
@@ -165,6 +166,10 @@ static int run(int argc, char** argv) {
       {"first_write_bytes_per_s", first_write},
       {"write_bytes_per_s", write},
       {"read_bytes_per_s", read},
+      // The same in the cluster description's fields: `zerotron simulate --calibrate` takes this
+      // output as it is.
+      {"nvme_read_gbps", read / 1e9},
+      {"nvme_write_gbps", write / 1e9},
       {"resubmitted", io.resubmitted()},
       {"crc32_instruction", zt::detail::crc32c_instruction()},
       {"checksum_bytes_per_s", sum_memory},

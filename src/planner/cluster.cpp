@@ -228,6 +228,9 @@ ClusterSpec cluster_from_json(const nlohmann::json& j, ClusterSpec c) {
   take(j, "shared_compute", c.shared_compute);
   take(j, "comm_overlaps_compute", c.comm_overlaps_compute);
   take(j, "memcpy_gbps", c.memcpy_gbps);
+  take(j, "host_memory_gbps", c.host_memory_gbps);
+  take(j, "nvme_read_gbps", c.nvme_read_gbps);
+  take(j, "nvme_write_gbps", c.nvme_write_gbps);
   take(j, "shared_core_speedup", c.shared_core_speedup);
   try {
     if (j.contains("gemm_table")) {
@@ -325,6 +328,9 @@ nlohmann::json cluster_to_json(const ClusterSpec& c) {
           {"shared_compute", c.shared_compute},
           {"comm_overlaps_compute", c.comm_overlaps_compute},
           {"memcpy_gbps", c.memcpy_gbps},
+          {"host_memory_gbps", c.host_memory_gbps},
+          {"nvme_read_gbps", c.nvme_read_gbps},
+          {"nvme_write_gbps", c.nvme_write_gbps},
           {"shared_core_speedup", c.shared_core_speedup},
           {"gemm_table", gemm},
           {"attention_table", attention},

@@ -57,6 +57,12 @@ struct ClusterSpec {
   // streams: copy engines and NVLink/IB run beside the SMs).
   bool comm_overlaps_compute = true;
   double memcpy_gbps = 0;  // host copies (Pa+cpu on the CPU backend); 0: pcie_gbps
+  // Offload (docs/design/offload.md), per node and shared by its ranks; 0: not known, and
+  // `simulate` refuses a run that needs it. Host memory bandwidth for the host AdamW of devices
+  // with memory of their own (on the CPU the device is the host: its AdamW is the device's);
+  // the --nvme-path disk's direct-I/O read and write bandwidths (bench_disk_bandwidth DIR).
+  double host_memory_gbps = 0;
+  double nvme_read_gbps = 0, nvme_write_gbps = 0;
   // Ranks that share cores (CPU) run faster while the others wait: the most a rank speeds up
   // when it is alone (ranks x threads / cores, from the calibration; 1 = devices of their own).
   // A pipeline's bubble then costs less than its idle time: the waiting ranks lend their cores.

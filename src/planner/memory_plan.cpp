@@ -245,12 +245,14 @@ MemoryPlan plan_memory(const PlanInput& in) {
       p.host_params = s.host_params;
       p.nvme_buffers = s.nvme_buffers;
       p.nvme_bytes = s.nvme_file;
+      p.param_nvme_bytes = s.nvme_file;
       p.grads = shard * eg;
       p.optimizer = 3 * shard * 4;
     }
   }
   if (grads_offloaded(in.zero_stage, in.optimizer_tier, in.cuda)) std::swap(p.grads, p.host_grads);
   const size_t owned = in.zero_stage == 0 ? numel : shard;  // the optimizer's shard
+  p.optimizer_elems = static_cast<int64_t>(owned);
   p.host_snapshot = in.async_save ? 3 * owned * 4 : 0;
   if (in.optimizer_tier != StateTier::Device) {
     // The master is a copy of its own (in fp32 too), off the device with the moments.

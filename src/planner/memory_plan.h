@@ -74,6 +74,10 @@ struct MemoryPlan {
   // (HostGrads, grads_offloaded).
   size_t host_optimizer = 0, host_params = 0, host_grads = 0, nvme_buffers = 0;
   uint64_t nvme_bytes = 0;
+  // Of nvme_bytes, the parameters' swap file (stage 3, --offload-param nvme).
+  uint64_t param_nvme_bytes = 0;
+  // The elements the rank's optimizer steps: its shard (the whole layout at stage 0).
+  int64_t optimizer_elems = 0;
   // Constant-size buffers (category Buffers): staging slots, gradient slots, reduce buckets,
   // stage-3 gathered blocks, the communicators' staging, the scalar reducers (on the CPU backend:
   // on CUDA they are in pinned host memory, not counted here).

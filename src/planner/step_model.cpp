@@ -291,6 +291,7 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
     double fwd = 0, rec = 0, bwd = 0, tp_mb = 0, optimizer_ms = 0;
     double gemm_ms = 0, gemm_flops = 0, gemm_ideal = 0, model_flops = 0, ew_ms = 0;
     bool first = false, last = false;
+    OffloadTime tiers;
   };
   std::vector<PerStage> per(r.stages.size());
   for (size_t k = 0; k < per.size(); ++k) {
@@ -319,6 +320,19 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
     const double ns_adam = table_elementwise_ns(cl, in.working, "adamw");
     x.optimizer_ms =
         ns_adam >= 0 ? ns_adam * opt_elems * 1e-6 : dev.memory_ms(opt_elems * (24 + 2 * e));
+    if (in.optimizer_tier != StateTier::Device || in.param_tier != StateTier::Device) {
+      x.tiers = offload_time(in, m, cl, ns_adam, std::min(cl.gpus_per_node, world));
+      if (in.optimizer_tier != StateTier::Device) {
+        x.optimizer_ms = x.tiers.update_ms();
+        // Stage 0 streams the update behind the next forward, which waits only for the spans it
+        // reaches; on the CPU the host AdamW takes the forward's cores meanwhile.
+        if (in.zero_stage == 0 && opt.overlap_offloaded_step)
+          x.optimizer_ms = std::max(x.optimizer_ms - x.fwd, in.cuda ? 0.0 : x.tiers.host_ms);
+      }
+      // The parameters' write-back at the step; their reads run behind the compute.
+      x.optimizer_ms += x.tiers.param_write_ms +
+                        std::max(0.0, x.tiers.param_read_ms - a * (x.fwd + x.rec + x.bwd));
+    }
   }
   size_t slow = 0;
   auto stage_ms = [&](const PerStage& x) { return x.fwd + x.rec + x.bwd + x.tp_mb; };
@@ -342,6 +356,7 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
   r.hardware_flops = hardware / in.pp;
   r.model_flops = model / in.pp;
   for (const PerStage& x : per) r.optimizer_ms = std::max(r.optimizer_ms, x.optimizer_ms);
+  r.tiers = per[static_cast<size_t>(r.largest_stage)].tiers;
 
   // The step as an event schedule. Communication streams share the compute's resource where
   // the cluster's collectives progress on its cores.

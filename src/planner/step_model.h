@@ -13,6 +13,7 @@
 
 #include "src/planner/cluster.h"
 #include "src/planner/memory_plan.h"
+#include "src/planner/offload_model.h"
 
 namespace zt {
 
@@ -21,12 +22,16 @@ struct SimOptions {
   // ZeRO-3's gather policy (DeepSpeed's meaning; src/planner/prefetch_model.h).
   int64_t prefetch_bucket_elems = 50'000'000;
   int64_t max_live_elems = 1'000'000'000;
+  // ZeRO 0 with the optimizer offloaded: its update runs behind the next forward.
+  bool overlap_offloaded_step = true;
 };
 
 struct StepEstimate {
   double forward_ms = 0, backward_ms = 0, recompute_ms = 0, optimizer_ms = 0;
   double gemm_ms = 0, memory_bound_ms = 0;  // compute split by kind (summed over the step)
   double tp_comm_ms = 0, dp_comm_ms = 0, dp_exposed_ms = 0, offload_ms = 0;
+  // The offload tiers' parts of the largest stage's step (optimizer_ms holds what is exposed).
+  OffloadTime tiers;
   double step_ms = 0;
   // Pipeline (pp > 1): the schedule's makespan (forward, recompute, backward and tp comm of every
   // micro-batch, with the bubble), its bubble fraction (idle / (P · makespan)), one hand-over's
