@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "src/model/param_layout.h"
 #include "src/model/pipeline_split.h"
 #include "src/pipeline/schedule.h"
 #include "src/planner/event_sim.h"
@@ -247,18 +248,19 @@ UnitCompute unit_compute(const PlanInput& in, const ClusterSpec& cl, const Devic
   return u;
 }
 
-// Parameters (elements, one tp rank) of the units ZeRO gathers and reduces, in forward order:
-// the embedding, each layer, the final norm (with the untied output layer).
-std::vector<int64_t> unit_elems(const GptConfig& c, int tp, int layers, bool first, bool last) {
-  const int64_t h = c.hidden, qkv = c.qkv_rows(), f = c.ffn_hidden(), f1 = c.fc_rows();
-  const int64_t vocab_rows = static_cast<int64_t>(c.padded_vocab_size) / tp;
-  const int64_t norm = c.rmsnorm() ? h : 2 * h;
-  const int64_t bias = c.add_bias_linear ? (qkv + f1) / tp + 2 * h : 0;
+// Parameters (elements, one tp rank) of the units ZeRO gathers and reduces, in forward order,
+// from the rank's layout: the embedding, each layer, and the blocks after the last layer (the
+// final norm, an untied output layer) as one.
+std::vector<int64_t> unit_elems(const PlanInput& in) {
+  const auto layers = static_cast<size_t>(in.model.num_layers);
+  const ParamLayout layout = ParamLayout::gpt(in.model, in.tp, 0);
   std::vector<int64_t> u;
-  if (first) u.push_back(vocab_rows * h + (c.rope() ? 0 : int64_t{c.seq_length} * h));
-  for (int l = 0; l < layers; ++l)
-    u.push_back((qkv * h + h * h + f1 * h + h * f) / tp + bias + 2 * norm);
-  if (last) u.push_back(norm + (c.untie_embeddings ? vocab_rows * h : 0));
+  for (const BlockRange& b : layout.blocks()) {
+    if (u.size() == layers + 2)
+      u.back() += b.numel();
+    else
+      u.push_back(b.numel());
+  }
   return u;
 }
 
@@ -371,7 +373,7 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
     const MemoryPlan& m = r.stages[0];
     const int C = s.resource("compute"), TP = s.resource("tp"), G = s.resource("dp-gather"),
               R = s.resource("dp-reduce"), H = s.resource("host-copy");
-    const std::vector<int64_t> elems = unit_elems(c, in.tp, L, true, true);
+    const std::vector<int64_t> elems = unit_elems(in);
     const int U = static_cast<int>(elems.size());
     const bool z3 = in.zero_stage == 3 && in.dp > 1;
     // Units stage 3 gathers (the rest persist), and each unit's share of the gathers' bytes.

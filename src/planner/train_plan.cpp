@@ -9,6 +9,8 @@
 #include "src/config/derive.h"
 #include "src/core/error.h"
 #include "src/core/swap_dir.h"
+#include "src/model/param_layout.h"
+#include "src/model/pipeline_split.h"
 #include "src/planner/host_memory.h"
 
 namespace zt {
@@ -107,6 +109,21 @@ MemoryBudget memory_budget(const TrainOptions& o, bool cpu, int local_ranks) {
   return b;
 }
 
+// From the layout of the same model with one layer per virtual stage, its layers scaled to the
+// stage's count.
+double last_stage_params(const PlanInput& in) {
+  GptConfig one = in.model;
+  one.num_layers = in.pp * in.chunks;
+  const ParamLayout layout = ParamLayout::gpt(one, in.tp, 0, {in.pp, in.pp - 1, in.chunks});
+  double layer = 0;
+  for (const BlockRange& b : layout.blocks())
+    if (b.name.starts_with("layers.")) layer = static_cast<double>(b.numel());
+  const PipelineSplit split{in.model.num_layers, in.pp, in.chunks, in.first_stage_layers,
+                            in.last_stage_layers};
+  const int layers = stage_layer_count(split, in.pp - 1);
+  return static_cast<double>(layout.numel()) + (layers - in.chunks) * layer;
+}
+
 void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) {
   if (budget.bytes <= 0) return;
   const PlanInput in = plan_input_from(o, dp);
@@ -114,22 +131,19 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
   const double tp = in.tp;
   // Lower bounds for the last pipeline stage (the whole model without a pipeline), in double:
   // every stage keeps at least ZeRO-3's 16 bytes per parameter of the rank's shard (2+2+12 in
-  // half precision, more in fp32) of its layers, final layernorm and (tied) word embedding, and
-  // holds the fp32 logits and one layer's activations (even with checkpoints on the host, the
-  // layer in flight keeps at least its qkv, attention output, MLP input and two residual
-  // tensors, 2 bytes each).
-  const double h = c.hidden, L = c.num_layers / in.pp, T = c.seq_length, n = in.micro_batch * T;
-  const double ffn = 4 * h;
-  const double params = L * (4 * h * h + 2 * h * ffn + 9 * h + ffn) +
-                        (static_cast<double>(c.padded_vocab_size) + (in.pp == 1 ? T : 0)) * h +
-                        2 * h;
+  // half precision, more in fp32) of its tensor-parallel layout (its layers, final norm and
+  // output layer or tied embedding: the layout's own count), and holds the fp32 logits and one
+  // layer's activations (even with checkpoints on the host, the layer in flight keeps at least
+  // its qkv, attention output, MLP input and two residual tensors, 2 bytes each).
+  const double h = c.hidden, T = c.seq_length, n = in.micro_batch * T;
+  const double params = last_stage_params(in);
   // Offloaded optimizer states leave the working parameters and gradients (2 + 2 bytes), and
   // from a device of its own at stages 2-3 the gradients go too; offloaded parameters leave
   // the gradients.
   const double state_bytes = (in.optimizer_tier == StateTier::Device ? 12 : 0) +
                              (in.param_tier == StateTier::Device ? 2 : 0) +
                              (grads_offloaded(in.zero_stage, in.optimizer_tier, in.cuda) ? 0 : 2);
-  const double states = state_bytes * params / (tp * dp);
+  const double states = state_bytes * params / dp;
   const double acts = n * (c.padded_vocab_size / tp) * 4 + n * (8 * h / tp + 2 * h) * 2;
   if (states + acts > budget.bytes) {
     if (states >= acts) refuse("at least ", states + acts, "model states", states, budget);

@@ -28,6 +28,9 @@ MemoryBudget memory_budget(const TrainOptions& o, bool cpu, int local_ranks);
 // are checked first, in floating point, so an absurd shape (--num-layers 10000000) is refused at
 // once, without building its layout or overflowing a byte count.
 void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget);
+// The rank's parameters (its tensor-parallel shard) of the last pipeline stage, exactly as its
+// layout counts them, without building a layout of every layer (check_plan_fits' lower bound).
+double last_stage_params(const PlanInput& in);
 
 // The tiers below the device (--offload-optimizer, --offload-param): refuses `cpu` on the CPU
 // backend (its device memory is the host's: nvme is the tier below RAM), an --nvme-path that is

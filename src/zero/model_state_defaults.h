@@ -23,6 +23,10 @@ inline constexpr int64_t kSubGroupElems = int64_t{1} << 22;
 inline constexpr int64_t kAioBlockBytes = int64_t{1} << 20;
 inline constexpr int kAioQueueDepth = 8;
 
+// The host chunk the model states are made in where the host cannot write the device's memory
+// (initialisation from the seed), and the least size of stages 1-3's fp32 workspace: 4 MiB.
+inline constexpr int64_t kHostChunkElems = int64_t{1} << 20;
+
 // Adam.
 inline constexpr double kAdamBeta1 = 0.9;
 inline constexpr double kAdamBeta2 = 0.999;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "src/model/param_ref.h"
+#include "src/zero/model_state_defaults.h"
 #include "src/zero/precision.h"
 
 namespace zt {
@@ -56,7 +57,7 @@ PaddedParams::PaddedParams(const ParamLayout& layout, const Partition& part, DTy
   float* make = chunk_;
   int64_t room = chunk_elems_;
   if (ctx.needs_staging()) {
-    room = std::min<int64_t>(room, int64_t{1} << 20);
+    room = std::min(room, model_state_defaults::kHostChunkElems);
     host_chunk = ctx.host().allocate({room}, DType::F32, MemCategory::Buffers);
     make = static_cast<float*>(host_chunk.data());
   }

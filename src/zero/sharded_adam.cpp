@@ -9,7 +9,7 @@
 namespace zt {
 namespace {
 
-constexpr int64_t kHostChunk = int64_t{1} << 20;  // host staging for initialisation: 4 MiB
+constexpr int64_t kHostChunk = model_state_defaults::kHostChunkElems;
 
 // Σ over the world group of each rank's share of the squared gradient norm (exact, rank order).
 double global_sum(comm::ScalarReducer* reducer, double local) {

@@ -11,7 +11,7 @@
 namespace zt {
 namespace {
 
-constexpr int64_t kChunk = int64_t{1} << 20;  // fp32 workspace: 4 MiB
+constexpr int64_t kChunk = model_state_defaults::kHostChunkElems;
 
 enum class Store : uint8_t { Resident, Padded, Gathered };
 enum class Reducer : uint8_t { AllReduce, ReduceScatterAtStep, ReduceScatterUnits };

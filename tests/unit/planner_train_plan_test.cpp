@@ -1,11 +1,14 @@
 // train's up-front memory check (src/planner/train_plan.h): absurd shapes are refused from
 // bounds that need no layout, at once, naming the largest category; a layout that fits passes.
+// The bound's parameter count is the layout's, for GPT-2's and Llama's shapes alike.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
+#include <tuple>
 
 #include "src/core/error.h"
+#include "src/model/param_layout.h"
 #include "src/planner/train_plan.h"
 
 namespace zt {
@@ -49,6 +52,32 @@ TEST(TrainPlan, AbsurdShapesAreRefusedAtOnce) {
   e = refusal(o, 24e9, &s);
   EXPECT_NE(e.find("the largest part model states"), std::string::npos) << e;
   EXPECT_LT(s, 0.05);  // without building a layout of ten million layers
+}
+
+TEST(TrainPlan, TheLowerBoundCountsTheLastStagesLayoutExactly) {
+  TrainOptions gpt = small();
+  gpt.num_layers = 12;
+  gpt.hidden_size = 64;
+  TrainOptions llama = gpt;
+  llama.position_embedding_type = "rope";
+  llama.normalization = "RMSNorm";
+  llama.swiglu = true;
+  llama.group_query_attention = true;
+  llama.num_query_groups = 2;
+  llama.untie_embeddings_and_output_weights = true;
+  llama.disable_bias_linear = true;
+  for (TrainOptions o : {gpt, llama})
+    for (const auto& [tp, pp, chunks] : {std::tuple{1, 1, 1}, {2, 1, 1}, {1, 2, 1}, {2, 3, 2}}) {
+      o.tensor_model_parallel_size = tp;
+      o.pipeline_model_parallel_size = pp;
+      o.num_layers_per_virtual_pipeline_stage = chunks > 1 ? 2 : 0;
+      const PlanInput in = plan_input_from(o, 1);
+      ASSERT_EQ(in.chunks, chunks);
+      const PipelinePart last{in.pp, in.pp - 1, in.chunks};
+      EXPECT_EQ(last_stage_params(in),
+                static_cast<double>(ParamLayout::gpt(in.model, tp, 0, last).numel()))
+          << (o.swiglu ? "llama" : "gpt") << " tp " << tp << " pp " << pp << " chunks " << chunks;
+    }
 }
 
 TEST(TrainPlan, TheExactPlanNamesItsLargestCategory) {
