@@ -27,14 +27,9 @@ namespace fs = std::filesystem;
 TrainOptions small_llama(int iters) {
   TrainOptions o = test::small_gpt(0.1, iters);
   o.num_attention_heads = 8;  // head dimension 4
-  o.position_embedding_type = "rope";
-  o.normalization = "RMSNorm";
   o.norm_epsilon = 1e-6;
-  o.swiglu = true;  // --ffn-hidden-size unset: int(8/3 x 32 / 64) x 64 = 64
-  o.group_query_attention = true;
-  o.num_query_groups = 4;
-  o.untie_embeddings_and_output_weights = true;
-  o.disable_bias_linear = true;
+  // --ffn-hidden-size unset: SwiGLU's width is int(8/3 x 32 / 64) x 64 = 64.
+  test::set_llama_shape(o, 4);
   o.clip_grad = 0.5;
   o.reduce_bucket_size = 1500;  // several buckets / partition units per block
   o.param_persistence_threshold = 40;

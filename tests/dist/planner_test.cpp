@@ -41,13 +41,7 @@ struct Case {
 // output layer, no linear biases.
 void set_llama(TrainOptions& o) {
   o.num_attention_heads = 8;
-  o.position_embedding_type = "rope";
-  o.normalization = "RMSNorm";
-  o.swiglu = true;
-  o.group_query_attention = true;
-  o.num_query_groups = 4;
-  o.untie_embeddings_and_output_weights = true;
-  o.disable_bias_linear = true;
+  test::set_llama_shape(o, 4);
 }
 
 constexpr DType F32 = DType::F32, BF16 = DType::BF16, F16 = DType::F16;

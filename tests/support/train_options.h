@@ -32,6 +32,18 @@ inline TrainOptions small_gpt(double dropout, int train_iters) {
   return o;
 }
 
+// Llama's shape on top of `o`: rotary positions, RMSNorm, SwiGLU, `groups` key/value groups,
+// an untied output layer and no linear biases.
+inline void set_llama_shape(TrainOptions& o, int groups) {
+  o.position_embedding_type = "rope";
+  o.normalization = "RMSNorm";
+  o.swiglu = true;
+  o.group_query_attention = true;
+  o.num_query_groups = groups;
+  o.untie_embeddings_and_output_weights = true;
+  o.disable_bias_linear = true;
+}
+
 // The defaults with `args` applied as `zerotron train` applies its flags.
 inline TrainOptions parse_options(std::vector<std::string_view> args) {
   TrainOptions o;

@@ -10,6 +10,7 @@
 #include "src/core/error.h"
 #include "src/model/param_layout.h"
 #include "src/planner/train_plan.h"
+#include "tests/support/train_options.h"
 
 namespace zt {
 namespace {
@@ -59,13 +60,7 @@ TEST(TrainPlan, TheLowerBoundCountsTheLastStagesLayoutExactly) {
   gpt.num_layers = 12;
   gpt.hidden_size = 64;
   TrainOptions llama = gpt;
-  llama.position_embedding_type = "rope";
-  llama.normalization = "RMSNorm";
-  llama.swiglu = true;
-  llama.group_query_attention = true;
-  llama.num_query_groups = 2;
-  llama.untie_embeddings_and_output_weights = true;
-  llama.disable_bias_linear = true;
+  test::set_llama_shape(llama, 2);
   for (TrainOptions o : {gpt, llama})
     for (const auto& [tp, pp, chunks] : {std::tuple{1, 1, 1}, {2, 1, 1}, {1, 2, 1}, {2, 3, 2}}) {
       o.tensor_model_parallel_size = tp;

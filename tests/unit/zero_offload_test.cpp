@@ -50,15 +50,7 @@ TrainOptions options(const Variant& v, const std::string& tier, const std::strin
   o.zero_stage = v.stage;
   o.bf16 = v.bf16;
   o.reduce_bucket_size = 700;  // several partition units
-  if (v.llama) {
-    o.position_embedding_type = "rope";
-    o.normalization = "RMSNorm";
-    o.swiglu = true;
-    o.group_query_attention = true;
-    o.num_query_groups = 2;
-    o.untie_embeddings_and_output_weights = true;
-    o.disable_bias_linear = true;
-  }
+  if (v.llama) test::set_llama_shape(o, 2);
   o.offload_optimizer = tier;
   o.offload_param = param_tier;
   if (tier == "nvme" || param_tier == "nvme") o.nvme_path = nvme_path;
