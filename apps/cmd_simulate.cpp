@@ -121,6 +121,7 @@ int simulate(Args args) {
                          {{"host_adamw_ms", r.tiers.host_ms},
                           {"nvme_ms", r.tiers.nvme_ms},
                           {"pcie_ms", r.tiers.pcie_ms},
+                          {"grad_ms", r.tiers.grad_ms},
                           {"param_write_ms", r.tiers.param_write_ms},
                           {"param_read_ms", r.tiers.param_read_ms}}},
                         {"pipeline_ms", r.pipeline_ms},
@@ -167,9 +168,9 @@ int simulate(Args args) {
   }
   if (in.optimizer_tier != StateTier::Device || in.param_tier != StateTier::Device)
     fmt::print(
-        "offload: host AdamW {:.1f}, NVMe {:.1f}, PCIe {:.1f}, parameters written {:.1f} and read "
-        "{:.1f} ms per step (optimizer above: what the step waits for)\n",
-        r.tiers.host_ms, r.tiers.nvme_ms, r.tiers.pcie_ms, r.tiers.param_write_ms,
+        "offload: host AdamW {:.1f}, NVMe {:.1f}, PCIe {:.1f}, gradients {:.1f}, parameters "
+        "written {:.1f} and read {:.1f} ms per step (optimizer above: what the step waits for)\n",
+        r.tiers.host_ms, r.tiers.nvme_ms, r.tiers.pcie_ms, r.tiers.grad_ms, r.tiers.param_write_ms,
         r.tiers.param_read_ms);
   fmt::print(
       "per device: {:.1f} TFLOP/s ({:.1f} model TFLOP/s, GEMMs at {:.0f}% of the {:.1f} TFLOP/s "

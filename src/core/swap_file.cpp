@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 
 #include "src/core/checksum.h"
 #include "src/core/error.h"
@@ -136,6 +137,18 @@ void SwapFile::wait(Ticket ticket) {
     throw Error(
         fmt::format("{}: checksum mismatch: the file was changed or truncated while training",
                     where(op.chunk)));
+}
+
+void SwapFile::wait_all(const std::vector<Ticket>& tickets) {
+  std::exception_ptr first;
+  for (const Ticket t : tickets) {
+    try {
+      wait(t);
+    } catch (const Error&) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace zt

@@ -43,6 +43,9 @@ class SwapFile {
   // Completes a request of this file; after a read, verifies the chunk's checksum. Throws
   // zt::Error naming the file and the chunk on any failure.
   void wait(Ticket ticket);
+  // Completes every one of `tickets`, then throws the first failure, if any: none of them is
+  // in flight when this returns or throws.
+  void wait_all(const std::vector<Ticket>& tickets);
 
   bool direct() const { return direct_; }
   const std::string& path() const { return path_; }  // unlinked: for messages only

@@ -25,7 +25,9 @@
 #include "src/zero/partition.h"
 #include "src/zero/prefetch_policy.h"
 #include "src/zero/reduce_scatter_grads.h"
+#include "src/zero/shard.h"
 #include "src/zero/sharded_adam.h"
+#include "src/zero/swapped_grads.h"
 #include "src/zero/swapped_states.h"
 #include "src/zero/zero_optimizer.h"
 
@@ -250,7 +252,22 @@ MemoryPlan plan_memory(const PlanInput& in) {
       p.optimizer = 3 * shard * 4;
     }
   }
-  if (grads_offloaded(in.zero_stage, in.optimizer_tier, in.cuda)) std::swap(p.grads, p.host_grads);
+  // Off the device the gradient shard is in host memory or, with the optimizer on NVMe, in a
+  // swap file read through a unit buffer and, for the norm, a segment buffer.
+  switch (grad_tier(in.zero_stage, in.optimizer_tier, in.cuda)) {
+    case StateTier::Host:
+      std::swap(p.grads, p.host_grads);
+      break;
+    case StateTier::Nvme:
+      p.grads = 0;
+      p.grad_nvme_bytes = SwappedGrads::file_bytes(part, in.grad_dtype());
+      p.nvme_bytes += p.grad_nvme_bytes;
+      p.nvme_buffers += SwappedGrads::buffer_bytes(part, in.grad_dtype()) +
+                        ShardedAdam::segment_buffer_bytes(Shard::of(part), in.grad_dtype());
+      break;
+    case StateTier::Device:
+      break;
+  }
   const size_t owned = in.zero_stage == 0 ? numel : shard;  // the optimizer's shard
   p.optimizer_elems = static_cast<int64_t>(owned);
   p.host_snapshot = in.async_save ? 3 * owned * 4 : 0;

@@ -71,11 +71,13 @@ struct MemoryPlan {
   // --offload-param cpu: stage 3's own shard of the working parameters in host memory
   // (HostParams); nvme: its swap file and buffers are in nvme_bytes and nvme_buffers too.
   // Stages 2-3 with the optimizer offloaded from CUDA: the gradient shard on the host
-  // (HostGrads, grads_offloaded).
+  // (HostGrads, grad_tier), or with the optimizer on NVMe its swap file and buffers in
+  // nvme_bytes and nvme_buffers.
   size_t host_optimizer = 0, host_params = 0, host_grads = 0, nvme_buffers = 0;
   uint64_t nvme_bytes = 0;
-  // Of nvme_bytes, the parameters' swap file (stage 3, --offload-param nvme).
-  uint64_t param_nvme_bytes = 0;
+  // Of nvme_bytes, the parameters' swap file (stage 3, --offload-param nvme) and the gradients'
+  // (grad_tier Nvme).
+  uint64_t param_nvme_bytes = 0, grad_nvme_bytes = 0;
   // The elements the rank's optimizer steps: its shard (the whole layout at stage 0).
   int64_t optimizer_elems = 0;
   // Constant-size buffers (category Buffers): staging slots, gradient slots, reduce buckets,

@@ -45,8 +45,11 @@ OffloadTime offload_time(const PlanInput& in, const MemoryPlan& m, const Cluster
     }
     if (in.optimizer_tier == StateTier::Nvme) {
       require_nvme(c);
-      const auto file = static_cast<double>(m.nvme_bytes - m.param_nvme_bytes);
+      const auto file = static_cast<double>(m.nvme_bytes - m.param_nvme_bytes - m.grad_nvme_bytes);
       t.nvme_ms = std::max(ms(file, c.nvme_read_gbps / ranks), ms(file, c.nvme_write_gbps / ranks));
+      const auto grads = static_cast<double>(m.grad_nvme_bytes);
+      t.grad_ms =
+          ms((a + 1) * grads, c.nvme_read_gbps / ranks) + ms(a * grads, c.nvme_write_gbps / ranks);
     }
     // The gradient leaves the device (each micro-batch's reduced part where it is kept on the
     // host, in fp32; else the whole shard at the step) and the fp32 master comes back.

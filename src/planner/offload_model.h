@@ -14,9 +14,12 @@ struct OffloadTime {
   double pcie_ms = 0;
   double param_write_ms = 0;  // stage 3's parameter swap file, written back at the step
   double param_read_ms = 0;   // and read by the gathers of every forward and backward
+  // The gradient shard's swap file (grad_tier Nvme): written by each micro-batch's backward
+  // (read and added to after the first) and read twice at the step (the norm, the update).
+  double grad_ms = 0;
   // The offloaded optimizer's update: its streamed pipeline (read ahead, update, write behind)
   // runs at its slowest stage, and the copies are synchronous.
-  double update_ms() const { return std::max(host_ms, nvme_ms) + pcie_ms; }
+  double update_ms() const { return std::max(host_ms, nvme_ms) + pcie_ms + grad_ms; }
 };
 
 // `adamw_ns`: the CPU backend's AdamW per element where calibrated (its device is the host), or

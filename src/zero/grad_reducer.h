@@ -9,8 +9,9 @@
 //   ReduceScatterUnits   stages 2-3: only the own shard kept; each unit staged and
 //                        reduce-scattered as soon as backward completes it, every micro-batch.
 //                        With the optimizer offloaded from a device of its own, the shard is
-//                        in host memory and each reduced part goes there as it completes
-//                        (ZeRO-Offload's gradient offload).
+//                        in host memory, or with the optimizer on NVMe on the NVMe tier, and
+//                        each reduced part goes there as it completes (ZeRO-Offload's and
+//                        ZeRO-Infinity's gradient offload).
 #include <chrono>
 
 #include "src/model/param_source.h"
@@ -32,6 +33,16 @@ class GradReducer {
   // backend's memory, or in host memory where grads_on_host().
   virtual const void* grad(const ShardSegment& s) const = 0;
   virtual bool grads_on_host() const { return false; }
+  // False where the summed gradient is not in memory (the NVMe tier): grad() is then unusable
+  // and read_grad copies shard elements [offset, offset + len) of it into host memory.
+  virtual bool grads_resident() const { return true; }
+  virtual void read_grad(int64_t offset, int64_t len, void* host) const {
+    (void)offset;
+    (void)len;
+    (void)host;
+  }
+  // The gradient shard's swap file's bytes (the NVMe tier), 0 elsewhere.
+  virtual uint64_t swap_file_bytes() const { return 0; }
   // True when every data-parallel rank holds the same summed gradient (then one rank's copy counts
   // in the global norm).
   virtual bool replicated() const = 0;

@@ -72,6 +72,11 @@ bool grads_offloaded(int zero_stage, StateTier optimizer_tier, bool needs_stagin
   return zero_stage >= 2 && optimizer_tier != StateTier::Device && needs_staging;
 }
 
+StateTier grad_tier(int zero_stage, StateTier optimizer_tier, bool needs_staging) {
+  if (!grads_offloaded(zero_stage, optimizer_tier, needs_staging)) return StateTier::Device;
+  return optimizer_tier;
+}
+
 StateTier parse_state_tier(const std::string& name) {
   if (name == "none") return StateTier::Device;
   if (name == "cpu") return StateTier::Host;

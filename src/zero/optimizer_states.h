@@ -70,6 +70,10 @@ class OptimizerStates {
 // shard) with the optimizer off a device of its own (ZeRO-Offload: each reduced part goes to the
 // host as backward completes it, and the host optimizer reads it there).
 bool grads_offloaded(int zero_stage, StateTier optimizer_tier, bool needs_staging);
+// Where that gradient shard lives: the device (not offloaded), host memory, or with the
+// optimizer on NVMe the NVMe tier (ZeRO-Infinity: a trillion-parameter model's gradient shards
+// outgrow a node's host memory; swapped_grads.h).
+StateTier grad_tier(int zero_stage, StateTier optimizer_tier, bool needs_staging);
 
 // `master`: device memory the Device tier uses for the master instead of its own (stage 0 in
 // fp32, where the working parameters are the master), or null.

@@ -11,22 +11,10 @@
 #include "src/core/io_buffer.h"
 #include "src/core/swap_file.h"
 #include "src/zero/precision.h"
+#include "src/zero/unit_pages.h"
 
 namespace zt {
 namespace {
-
-// The NVMe tier's page: a unit's part takes whole pages of its own, so it is read and written
-// without touching another unit's bytes (64 KiB: 4 KiB-aligned for O_DIRECT, a few percent of
-// waste at most on a unit of a few MiB, and one request per page).
-constexpr size_t kPageBytes = size_t{64} << 10;
-
-size_t pages_of(int64_t elems, size_t elem_bytes) {
-  return (static_cast<size_t>(elems) * elem_bytes + kPageBytes - 1) / kPageBytes;
-}
-
-size_t io_buffer_bytes(size_t bytes) {  // what IoBuffer takes from its pool
-  return (bytes + IoBuffer::kAlign - 1) / IoBuffer::kAlign * IoBuffer::kAlign + IoBuffer::kAlign;
-}
 
 // Device: the shard in the backend's memory.
 class DeviceShard final : public ParamShard {
@@ -98,25 +86,6 @@ class Staging {
   std::vector<Buffer> slots_;
   Buffer round_;
 };
-
-// Calls fn(unit, offset within the unit's part, shard offset, length) for each piece of shard
-// elements [offset, offset + len) that lies in one unit's part, in shard order.
-template <typename Fn>
-void for_unit_pieces(const Partition& part, int64_t offset, int64_t len, Fn&& fn) {
-  const auto& units = part.units();
-  // Units' parts are back to back in shard order: the first one ending past `offset`.
-  auto it = std::upper_bound(
-      units.begin(), units.end(), offset,
-      [](int64_t o, const PartitionUnit& u) { return o < u.shard_offset + u.part_len; });
-  for (int64_t done = 0; done < len && it != units.end(); ++it) {
-    const int64_t at = offset + done;
-    const int64_t within = at - it->shard_offset;
-    const int64_t n = std::min(len - done, it->part_len - within);
-    if (n <= 0) continue;
-    fn(static_cast<int>(it - units.begin()), within, at, n);
-    done += n;
-  }
-}
 
 // Host: the shard in host memory, staged to the device per gather.
 class HostShard final : public ParamShard {
@@ -225,19 +194,8 @@ class SwappedShard final : public ParamShard {
   static void* page(const IoBuffer& b, size_t p) {
     return static_cast<char*>(b.data()) + p * kPageBytes;
   }
-  // Waits for every request (each page read checked against its checksum); throws the first
-  // failure once none of them is in flight.
-  void wait_all(std::vector<AsyncIo::Ticket> tickets) {
-    std::exception_ptr first;
-    for (AsyncIo::Ticket t : tickets) {
-      try {
-        file_->wait(t);
-      } catch (const Error&) {
-        if (!first) first = std::current_exception();
-      }
-    }
-    if (first) std::rethrow_exception(first);
-  }
+  // Waits for every request (each page read checked against its checksum).
+  void wait_all(const std::vector<AsyncIo::Ticket>& tickets) { file_->wait_all(tickets); }
   void settle(int slot) { wait_all(std::exchange(slots_[static_cast<size_t>(slot)].reads, {})); }
   // Makes unit_buf_ the unit's part: what the file has of it unless the write covers it whole.
   void hold(int unit, bool whole) {

@@ -121,7 +121,7 @@ const void* ReduceScatterAtStep::grad(const ShardSegment& s) const {
 ReduceScatterUnits::ReduceScatterUnits(const ParamLayout& layout, const Partition& part,
                                        DType working, const DeviceContext& ctx,
                                        comm::Communicator& dp, int64_t span_elems, bool overlap,
-                                       float* scratch, bool on_host)
+                                       float* scratch, StateTier tier, const StateTierConfig& swap)
     : layout_(layout),
       part_(part),
       working_(working),
@@ -129,9 +129,11 @@ ReduceScatterUnits::ReduceScatterUnits(const ParamLayout& layout, const Partitio
       dp_(dp),
       overlap_(overlap),
       scratch_(scratch),
-      on_host_(on_host) {
+      on_host_(tier != StateTier::Device) {
   MemoryPool& pool = ctx.pool();
-  if (on_host_)
+  if (tier == StateTier::Nvme)
+    swapped_.emplace(swap, part_, working_, ctx.host());
+  else if (on_host_)
     shard_ = ctx.host().allocate({part_.shard_numel()}, working_, MemCategory::HostGrads);
   else
     shard_ = pool.allocate({part_.shard_numel()}, working_, MemCategory::Grads);
@@ -215,8 +217,11 @@ void ReduceScatterUnits::complete(Reduction& r) {
   if (on_host_) {
     auto* h = static_cast<float*>(host_part_.data());
     be_.copy_to_host(h, scratch_, static_cast<size_t>(u.part_len) * 4);
-    accumulate_f32(cpu_backend(), at(shard_.data(), working_, u.shard_offset), working_, h,
-                   u.part_len);
+    if (swapped_)
+      swapped_->add(r.unit, h);
+    else
+      accumulate_f32(cpu_backend(), at(shard_.data(), working_, u.shard_offset), working_, h,
+                     u.part_len);
   } else {
     accumulate_f32(be_, at(shard_.data(), working_, u.shard_offset), working_, scratch_,
                    u.part_len);
@@ -226,7 +231,10 @@ void ReduceScatterUnits::complete(Reduction& r) {
 }
 
 void ReduceScatterUnits::zero() {
-  (on_host_ ? cpu_backend() : be_).fill_zero(shard_.data(), shard_.bytes());
+  if (swapped_)
+    swapped_->zero();
+  else
+    (on_host_ ? cpu_backend() : be_).fill_zero(shard_.data(), shard_.bytes());
   log_.clear(dp_.stamp());  // the step begins: every micro-batch's reductions count
 }
 
@@ -244,7 +252,13 @@ GradSyncTiming ReduceScatterUnits::timing() const {
 }
 
 const void* ReduceScatterUnits::grad(const ShardSegment& s) const {
+  ZT_CHECK(!swapped_, "the gradient shard is on the NVMe tier: read_grad, not grad");
   return at(shard_.data(), working_, s.shard_offset);
+}
+
+void ReduceScatterUnits::read_grad(int64_t offset, int64_t len, void* host) const {
+  ZT_CHECK(swapped_.has_value(), "the gradient shard is in memory: grad, not read_grad");
+  swapped_->read(offset, len, host);
 }
 
 }  // namespace zt

@@ -5,20 +5,24 @@
 //     own part of the sum lands where the rank's own part already is.
 //   ReduceScatterUnits (stages 2-3): only the own shard kept; each unit is staged in the working
 //     precision as its spans close and reduce-scattered the moment it is complete, every
-//     micro-batch, and its part added (fp32, rounded once) into the shard. `on_host`: the shard
-//     is in host memory (category HostGrads) and each completed part is widened on the device,
-//     copied to the host and added there by the same kernel on the host backend, so the device
-//     keeps only the staging and the reductions in flight.
+//     micro-batch, and its part added (fp32, rounded once) into the shard. Off the device
+//     (grad_tier) the shard is in host memory (category HostGrads) or on the NVMe tier
+//     (SwappedGrads): each completed part is widened on the device, copied to the host and added
+//     there by the same kernel on the host backend, so the device keeps only the staging and the
+//     reductions in flight.
 // Both are double-buffered, as DeepSpeed's reduce buckets: at most two units' reductions are
 // staged or in flight (a half one holds an fp32 copy in the MPI communicator, so that staging is
 // two units too). Two suffice because backward closes spans from the last element down (two
 // spans at most open at once), so at most two units are ever filling together.
+#include <optional>
 #include <vector>
 
 #include "kernels/backend.h"
 #include "src/core/memory_pool.h"
 #include "src/zero/grad_reducer.h"
 #include "src/zero/grad_staging.h"
+#include "src/zero/optimizer_states.h"
+#include "src/zero/swapped_grads.h"
 
 namespace zt {
 
@@ -63,9 +67,12 @@ class ReduceScatterUnits final : public GradReducer {
  public:
   static constexpr int kReductions = 2;  // units staged or in flight at once
   // `scratch`: fp32 workspace of at least the largest unit part, shared with the optimizer.
+  // `tier`: where the own shard lives (grad_tier): the device, host memory, or the NVMe tier
+  // (`swap` says where).
   ReduceScatterUnits(const ParamLayout& layout, const Partition& part, DType working,
                      const DeviceContext& ctx, comm::Communicator& dp, int64_t span_elems,
-                     bool overlap, float* scratch, bool on_host = false);
+                     bool overlap, float* scratch, StateTier tier = StateTier::Device,
+                     const StateTierConfig& swap = {});
   ~ReduceScatterUnits() override;
   float* open(const Span& s) override { return staging_.open(s); }
   void close(const Span& s) override;
@@ -74,6 +81,9 @@ class ReduceScatterUnits final : public GradReducer {
   void finish() override;
   const void* grad(const ShardSegment& s) const override;
   bool grads_on_host() const override { return on_host_; }
+  bool grads_resident() const override { return !swapped_; }
+  void read_grad(int64_t offset, int64_t len, void* host) const override;
+  uint64_t swap_file_bytes() const override { return swapped_ ? swapped_->file_bytes() : 0; }
   bool replicated() const override { return false; }
   GradSyncTiming timing() const override;
 
@@ -99,7 +109,9 @@ class ReduceScatterUnits final : public GradReducer {
   bool overlap_;
   float* scratch_;
   bool on_host_;
-  Buffer shard_;      // the own shard, working precision
+  Buffer shard_;  // the own shard, working precision (not on the NVMe tier)
+  // The NVMe tier's (mutable: a read moves its buffer, not the gradient).
+  mutable std::optional<SwappedGrads> swapped_;
   Buffer host_part_;  // on_host: one part widened to fp32, on the host
   GradStaging staging_;
   std::vector<int64_t> pending_;  // per unit

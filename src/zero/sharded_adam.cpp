@@ -91,10 +91,26 @@ void ShardedAdam::set_from_layout_order(const float* master, const float* m, con
       states_->write(k, s.shard_offset, s.len, src[k] + s.layout_offset);
 }
 
+size_t ShardedAdam::segment_buffer_bytes(const Shard& shard, DType grad_dtype) {
+  int64_t longest = 0;
+  for (const ShardSegment& s : shard.segments) longest = std::max(longest, s.len);
+  return static_cast<size_t>(longest) * dtype_size(grad_dtype);
+}
+
+void ShardedAdam::read_grads_by_segment(MemoryPool& host, DType grad_dtype) {
+  ZT_CHECK(staged_ && states_->tier() != StateTier::Device,
+           "a gradient on the NVMe tier needs the optimizer offloaded from a device of its own");
+  segment_ = host.allocate(segment_buffer_bytes(shard_, grad_dtype), MemCategory::NvmeBuffers);
+}
+
 int ShardedAdam::first_nonfinite_grad(const GradReducer& grads, DType grad_dtype) const {
   Backend& be = grads.grads_on_host() ? cpu_backend() : be_;
   for (const ShardSegment& s : shard_.segments) {
-    const void* g = grads.grad(s);
+    const void* g = segment_.data();
+    if (grads.grads_resident())
+      g = grads.grad(s);
+    else
+      grads.read_grad(s.shard_offset, s.len, segment_.data());
     const bool bad =
         grad_dtype == DType::BF16  ? be.has_inf_or_nan(static_cast<const bf16*>(g), s.len)
         : grad_dtype == DType::F16 ? be.has_inf_or_nan(static_cast<const fp16*>(g), s.len)
@@ -160,18 +176,28 @@ void ShardedAdam::adamw_offloaded(const GradReducer& grads, DType grad_dtype, co
   std::vector<AdamWSegment>& table = adam_table_;
   states_->stream(true, [&](const StateChunk& c) {
     table.clear();
+    // The segment's run [lo, hi) of this chunk, its gradient at g.
+    const auto push = [&](const ShardSegment& s, int64_t lo, int64_t hi, const void* g) {
+      const ParamSpec& spec = layout_.params()[static_cast<size_t>(s.param)];
+      const int64_t o = lo - c.offset;
+      table.push_back({c.state[OptimizerStates::kMaster] + o, c.state[OptimizerStates::kM] + o,
+                       c.state[OptimizerStates::kV] + o, g, hi - lo,
+                       spec.weight_decay ? static_cast<float>(adam_.weight_decay) : 0.0f});
+    };
     for_overlaps(c, [&](const ShardSegment& s, int64_t lo, int64_t hi) {
+      if (!grads.grads_resident()) {
+        void* h = at(grad_stage_.data(), grad_dtype, lo - c.offset);
+        grads.read_grad(lo, hi - lo, h);
+        push(s, lo, hi, h);
+        return;
+      }
       const void* g = at(grads.grad(s), grad_dtype, lo - s.shard_offset);
       if (staged_ && !grads.grads_on_host()) {
         void* h = at(grad_stage_.data(), grad_dtype, lo - c.offset);
         be_.copy_to_host(h, g, static_cast<size_t>((hi - lo) * gsize));
         g = h;
       }
-      const ParamSpec& spec = layout_.params()[static_cast<size_t>(s.param)];
-      const int64_t o = lo - c.offset;
-      table.push_back({c.state[OptimizerStates::kMaster] + o, c.state[OptimizerStates::kM] + o,
-                       c.state[OptimizerStates::kV] + o, g, hi - lo,
-                       spec.weight_decay ? static_cast<float>(adam_.weight_decay) : 0.0f});
+      push(s, lo, hi, g);
     });
     cpu_backend().adamw_multi(table.data(), static_cast<int>(table.size()), p, grad_dtype);
     updated(c.offset, c.len, backend_master(c));
@@ -184,19 +210,35 @@ StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr,
                              const UpdateRunner& run) {
   const auto& params = layout_.params();
   norm_table_.clear();
+  counted_.clear();
   const bool device = states_->tier() == StateTier::Device;
+  const bool resident = grads.grads_resident();
   for (size_t k = 0; k < shard_.segments.size(); ++k) {
     const ShardSegment& s = shard_.segments[k];
     if (device) adam_table_[k].grad = grads.grad(s);
     // A tp-replicated parameter's gradient counts once in the global norm: on tp rank 0.
     const ParamSpec& p = params[static_cast<size_t>(s.param)];
-    if (counts_in_norm && (!p.tp_replicated || tp_rank == 0) &&
-        norm_excluded[static_cast<size_t>(s.param)] == 0)
+    if (!counts_in_norm || (p.tp_replicated && tp_rank != 0) ||
+        norm_excluded[static_cast<size_t>(s.param)] != 0)
+      continue;
+    if (resident)
       norm_table_.push_back({grads.grad(s), s.len});
+    else
+      counted_.push_back(static_cast<int>(k));
   }
   // This rank's share of the squared norm in a few launches, and the step's one read of it: the
-  // skip decision and the clipping coefficient are made on the host.
+  // skip decision and the clipping coefficient are made on the host. A gradient on the NVMe
+  // tier: segment by segment through the host buffer, added in table order from 0, which is
+  // the multi-tensor kernel's sum bit for bit (kernels/ops.inc).
   double local = 0;
+  for (const int k : counted_) {
+    const ShardSegment& s = shard_.segments[static_cast<size_t>(k)];
+    grads.read_grad(s.shard_offset, s.len, segment_.data());
+    const NormSegment one{segment_.data(), s.len};
+    auto* ws = static_cast<double*>(host_norm_ws_.data());
+    cpu_backend().sum_squares_multi(ws + kNormPartials, ws, &one, 1, working);
+    local += ws[kNormPartials];
+  }
   if (!norm_table_.empty()) {
     // Gradients in host memory: the same kernel on the host, into the host workspace.
     const bool host = grads.grads_on_host();

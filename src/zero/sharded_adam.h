@@ -87,6 +87,12 @@ class ShardedAdam {
   static int64_t offload_stage_elems(int64_t chunk_elems, int64_t shard_numel) {
     return std::min(chunk_elems, shard_numel);
   }
+  // The gradient will come through GradReducer::read_grad (the NVMe tier: not resident). Takes
+  // the host buffer one shard segment's gradient is read into for the norm and the non-finite
+  // check, which go segment by segment as the one-launch kernels do (category NvmeBuffers:
+  // segment_buffer_bytes for the plan).
+  void read_grads_by_segment(MemoryPool& host, DType grad_dtype);
+  static size_t segment_buffer_bytes(const Shard& shard, DType grad_dtype);
   void set_steps(int64_t n) { steps_ = n; }
   // master, m, v in shard order (device tier; empty on the others: use states()).
   std::vector<Tensor> state() const;
@@ -107,9 +113,11 @@ class ShardedAdam {
   bool staged_;  // the host cannot reach the backend's memory
   std::unique_ptr<OptimizerStates> states_;
   Buffer norm_ws_;
-  Buffer host_norm_ws_;  // host (offloaded, staged): the norm of gradients kept on the host
-  Buffer grad_stage_;    // host (offloaded, staged): one chunk's gradients
-  Buffer master_stage_;  // device (offloaded, staged): one chunk's master parameters
+  Buffer host_norm_ws_;       // host (offloaded, staged): the norm of gradients kept on the host
+  Buffer grad_stage_;         // host (offloaded, staged): one chunk's gradients
+  Buffer master_stage_;       // device (offloaded, staged): one chunk's master parameters
+  Buffer segment_;            // host (gradient not resident): one segment's gradient
+  std::vector<int> counted_;  // gradient not resident: the segments the norm counts
   // The multi-tensor tables (host memory: kernels/common/multi_tensor.h). The AdamW table is
   // fixed but for the gradient pointers, set at each step (offloaded states: rebuilt for each
   // streamed chunk); the norm table is rebuilt each step.

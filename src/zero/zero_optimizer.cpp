@@ -141,7 +141,9 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
   else
     grads_ = std::make_unique<ReduceScatterUnits>(
         layout_, part, grad_dtype_, ctx_, dp, zero_.reduce_bucket_elems, zero_.overlap_comm, chunk,
-        grads_offloaded(zero_.stage, zero_.optimizer_tier.tier, ctx_.needs_staging()));
+        grad_tier(zero_.stage, zero_.optimizer_tier.tier, ctx_.needs_staging()),
+        zero_.optimizer_tier);
+  if (!grads_->grads_resident()) adam_->read_grads_by_segment(ctx_.host(), grad_dtype_);
   if (grad_dtype_ != DType::F32)
     dp.reserve_staging(static_cast<size_t>(part.max_unit()), ReduceScatterUnits::kReductions);
 }

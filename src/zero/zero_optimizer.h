@@ -125,6 +125,9 @@ class ZeroOptimizer final : public ParamSource {
   const CastStats* cast_stats() const { return store_->cast_stats(); }
   // The parameters' swap file's bytes (stage 3, --offload-param nvme), else 0.
   uint64_t param_file_bytes() const { return store_->swap_file_bytes(); }
+  // The gradient shard's swap file's bytes (stages 2-3 with the optimizer on NVMe from a device
+  // of its own), else 0.
+  uint64_t grad_file_bytes() const { return grads_->swap_file_bytes(); }
   // The full fp32 master parameters in ParamLayout order into host memory, on every rank
   // (collective over dp). Host pointers here and in set_master / set_state_from_layout_order.
   void gather_master(float* full);

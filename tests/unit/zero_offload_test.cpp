@@ -92,14 +92,18 @@ Outcome train(const TrainOptions& o, bool staging, const std::string& what) {
   EXPECT_EQ(hp.peak(MemCategory::HostParams), p.host_params) << what;
   EXPECT_EQ(hp.peak(MemCategory::HostGrads), p.host_grads) << what;
   EXPECT_EQ(hp.peak(MemCategory::NvmeBuffers), p.nvme_buffers) << what;
-  EXPECT_EQ(t.optimizer().states().file_bytes() + t.optimizer().param_file_bytes(), p.nvme_bytes)
+  EXPECT_EQ(t.optimizer().states().file_bytes() + t.optimizer().param_file_bytes() +
+                t.optimizer().grad_file_bytes(),
+            p.nvme_bytes)
       << what;
   if (o.offload_optimizer != "none") {
     EXPECT_EQ(p.optimizer, 0u) << what;
   }
   if (staging && o.offload_optimizer != "none" && o.zero_stage >= 2) {  // ZeRO-Offload's gradients
     EXPECT_EQ(p.grads, 0u) << what;
-    EXPECT_GT(p.host_grads, 0u) << what;
+    const bool nvme = o.offload_optimizer == "nvme";  // ZeRO-Infinity's: on NVMe
+    EXPECT_EQ(p.host_grads > 0, !nvme) << what;
+    EXPECT_EQ(t.optimizer().grad_file_bytes() > 0, nvme) << what;
   }
   if (o.offload_param != "none") {
     EXPECT_EQ(p.params, 0u) << what;
