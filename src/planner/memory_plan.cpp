@@ -25,10 +25,7 @@
 #include "src/zero/partition.h"
 #include "src/zero/prefetch_policy.h"
 #include "src/zero/reduce_scatter_grads.h"
-#include "src/zero/shard.h"
 #include "src/zero/sharded_adam.h"
-#include "src/zero/swapped_grads.h"
-#include "src/zero/swapped_states.h"
 #include "src/zero/zero_optimizer.h"
 
 namespace zt {
@@ -37,6 +34,22 @@ namespace {
 // The constant-size buffers the trainer's components allocate (their sources give the reason
 // for each size); tests/dist/planner_test.cpp checks the sum against MemoryPool.
 constexpr size_t kTrainerScalars = kNumMemCategories + 2;  // Trainer's metrics reducer
+
+// The ZeroConfig of the run the plan is for: the fields that size its model states.
+ZeroConfig zero_config_of(const PlanInput& in) {
+  ZeroConfig z;
+  z.stage = in.zero_stage;
+  z.reduce_bucket_elems = in.reduce_bucket_elems;
+  z.param_persistence_threshold = in.param_persistence_threshold;
+  z.prefetch_bucket_elems = in.prefetch_bucket_elems;
+  z.max_live_parameters = in.max_live_parameters;
+  z.fp32_grads = in.fp32_grads;
+  z.cast_params = in.cast_params;
+  z.optimizer_tier.tier = in.optimizer_tier;
+  z.optimizer_tier.chunk_elems = in.sub_group_elems;
+  z.param_tier.tier = in.param_tier;
+  return z;
+}
 
 // Stage 3's own shard of the working parameters on its tier, and the buffers the tier adds.
 ParamShardBytes stage3_shard_bytes(const PlanInput& in, const ParamLayout& layout,
@@ -220,68 +233,24 @@ MemoryPlan plan_memory(const PlanInput& in) {
   const size_t e = dtype_size(in.working), eg = dtype_size(in.grad_dtype());
   const auto numel = static_cast<size_t>(layout.numel());
   const auto padded = static_cast<size_t>(part.padded_numel());
-  const auto shard = static_cast<size_t>(part.shard_numel());
-  const bool half = in.working != DType::F32;
   p.num_parameters = in.model.num_parameters();
   p.rank_parameters = layout.numel();
-  switch (in.zero_stage) {
-    case 0:  // stage 0: all on every rank; fp32 master only beside half weights (which the
-             // cast store keeps none of: its arena is in the buffers)
-      p.params = in.cast_params ? 0 : numel * e;
-      p.grads = numel * eg;
-      p.optimizer = (half ? 3 : 2) * numel * 4;
-      break;
-    case 1:  // full working params and grads (padded space), shard of master/m/v
-      p.params = padded * e;
-      p.grads = padded * eg;
-      p.optimizer = 3 * shard * 4;
-      break;
-    case 2:
-      p.params = padded * e;
-      p.grads = shard * eg;
-      p.optimizer = 3 * shard * 4;
-      break;
-    default: {
-      const ParamShardBytes s = stage3_shard_bytes(in, layout, part);
-      p.params = s.params;
-      p.host_params = s.host_params;
-      p.nvme_buffers = s.nvme_buffers;
-      p.nvme_bytes = s.nvme_file;
-      p.param_nvme_bytes = s.nvme_file;
-      p.grads = shard * eg;
-      p.optimizer = 3 * shard * 4;
-    }
-  }
-  // Off the device the gradient shard is in host memory or, with the optimizer on NVMe, in a
-  // swap file read through a unit buffer and, for the norm, a segment buffer.
-  switch (grad_tier(in.zero_stage, in.optimizer_tier, in.cuda)) {
-    case StateTier::Host:
-      std::swap(p.grads, p.host_grads);
-      break;
-    case StateTier::Nvme:
-      p.grads = 0;
-      p.grad_nvme_bytes = SwappedGrads::file_bytes(part, in.grad_dtype());
-      p.nvme_bytes += p.grad_nvme_bytes;
-      p.nvme_buffers += SwappedGrads::buffer_bytes(part, in.grad_dtype()) +
-                        ShardedAdam::segment_buffer_bytes(Shard::of(part), in.grad_dtype());
-      break;
-    case StateTier::Device:
-      break;
-  }
-  const size_t owned = in.zero_stage == 0 ? numel : shard;  // the optimizer's shard
-  p.optimizer_elems = static_cast<int64_t>(owned);
-  p.host_snapshot = in.async_save ? 3 * owned * 4 : 0;
-  if (in.optimizer_tier != StateTier::Device) {
-    // The master is a copy of its own (in fp32 too), off the device with the moments.
-    p.optimizer = 0;
-    const auto n = static_cast<int64_t>(owned);
-    if (in.optimizer_tier == StateTier::Host) {
-      p.host_optimizer = 3 * owned * 4;
-    } else {
-      p.nvme_bytes += swapped_states_file_bytes(n, in.sub_group_elems);
-      p.nvme_buffers += swapped_states_buffer_bytes(n, in.sub_group_elems);
-    }
-  }
+  // The model states as the stage's composition allocates them (ZeroOptimizer's stage table).
+  const ModelStateBytes s =
+      ZeroOptimizer::model_state_bytes(layout, part, in.working, zero_config_of(in), in.cuda);
+  p.params = s.params;
+  p.grads = s.grads;
+  p.optimizer = s.optimizer;
+  p.host_params = s.host_params;
+  p.host_grads = s.host_grads;
+  p.host_optimizer = s.host_optimizer;
+  p.nvme_buffers = s.nvme_buffers;
+  p.param_nvme_bytes = s.param_file;
+  p.grad_nvme_bytes = s.grad_file;
+  p.nvme_bytes = s.param_file + s.grad_file + s.optimizer_file;
+  p.optimizer_elems = s.optimizer_elems;
+  // --async-save's host copy of the master and moments the rank writes.
+  p.host_snapshot = in.async_save ? 3 * static_cast<size_t>(s.optimizer_elems) * 4 : 0;
   // The model computes in the working precision: its activations and checkpoints are sized by it.
   GptConfig c = in.model;
   c.dtype = in.working;

@@ -7,6 +7,8 @@
 #include "src/zero/gathered_params.h"
 #include "src/zero/reduce_scatter_grads.h"
 #include "src/zero/resident_params.h"
+#include "src/zero/swapped_grads.h"
+#include "src/zero/swapped_states.h"
 
 namespace zt {
 namespace {
@@ -149,6 +151,77 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
 }
 
 ZeroOptimizer::~ZeroOptimizer() = default;
+
+ModelStateBytes ZeroOptimizer::model_state_bytes(const ParamLayout& layout, const Partition& part,
+                                                 DType working, const ZeroConfig& zero,
+                                                 bool needs_staging) {
+  const Composition& c = kStages[zero.stage];
+  const DType grad = zero.fp32_grads ? DType::F32 : working;
+  const size_t e = dtype_size(working), eg = dtype_size(grad);
+  const auto numel = static_cast<size_t>(layout.numel());
+  const auto padded = static_cast<size_t>(part.padded_numel());
+  const auto shard = static_cast<size_t>(part.shard_numel());
+  ModelStateBytes b;
+  switch (c.store) {
+    case Store::Resident:  // the cast store keeps none: its arena is a buffer
+      b.params = zero.cast_params ? 0 : numel * e;
+      break;
+    case Store::Padded:
+      b.params = padded * e;
+      break;
+    case Store::Gathered: {
+      const ParamShardBytes s = param_shard_bytes(
+          zero.param_tier.tier, part, working, needs_staging,
+          GatheredParams::slot_parts(
+              layout, part, zero.param_persistence_threshold,
+              PrefetchLimits{zero.prefetch_bucket_elems, zero.max_live_parameters}));
+      b.params = s.params;
+      b.host_params = s.host_params;
+      b.nvme_buffers += s.nvme_buffers;
+      b.param_file = s.nvme_file;
+      break;
+    }
+  }
+  switch (c.grads) {
+    case Reducer::AllReduce:
+      b.grads = numel * eg;
+      break;
+    case Reducer::ReduceScatterAtStep:
+      b.grads = padded * eg;
+      break;
+    case Reducer::ReduceScatterUnits:
+      switch (grad_tier(zero.stage, zero.optimizer_tier.tier, needs_staging)) {
+        case StateTier::Device:
+          b.grads = shard * eg;
+          break;
+        case StateTier::Host:
+          b.host_grads = shard * eg;
+          break;
+        case StateTier::Nvme:  // read back through a unit buffer and, for the norm, a segment one
+          b.grad_file = SwappedGrads::file_bytes(part, grad);
+          b.nvme_buffers += SwappedGrads::buffer_bytes(part, grad) +
+                            ShardedAdam::segment_buffer_bytes(Shard::of(part), grad);
+          break;
+      }
+      break;
+  }
+  const size_t owned = c.store == Store::Resident ? numel : shard;
+  b.optimizer_elems = static_cast<int64_t>(owned);
+  const auto n = static_cast<int64_t>(owned);
+  switch (zero.optimizer_tier.tier) {
+    case StateTier::Device:  // stage 0 in fp32: the working parameters are the master
+      b.optimizer = (c.store == Store::Resident && working == DType::F32 ? 2 : 3) * owned * 4;
+      break;
+    case StateTier::Host:
+      b.host_optimizer = 3 * owned * 4;
+      break;
+    case StateTier::Nvme:
+      b.optimizer_file = swapped_states_file_bytes(n, zero.optimizer_tier.chunk_elems);
+      b.nvme_buffers += swapped_states_buffer_bytes(n, zero.optimizer_tier.chunk_elems);
+      break;
+  }
+  return b;
+}
 
 int64_t ZeroOptimizer::workspace_elems(const Partition& part) {
   // Constant-size: the largest unit part (a reduced gradient part), at least 4 MiB.

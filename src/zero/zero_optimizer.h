@@ -77,6 +77,16 @@ struct ZeroConfig {
   bool overlap_offloaded_step = true;
 };
 
+// What a composition's model states take, by where: the device's categories Params, Grads and
+// Optimizer; the host's HostParams, HostGrads, HostOptimizer and NvmeBuffers; and the swap
+// files' bytes by what they hold.
+struct ModelStateBytes {
+  size_t params = 0, grads = 0, optimizer = 0;
+  size_t host_params = 0, host_grads = 0, host_optimizer = 0, nvme_buffers = 0;
+  uint64_t param_file = 0, grad_file = 0, optimizer_file = 0;
+  int64_t optimizer_elems = 0;  // what the optimizer steps: its shard, or the whole layout
+};
+
 class ZeroOptimizer final : public ParamSource {
  public:
   // Model states in ctx.pool(), updated on ctx.backend().
@@ -85,6 +95,12 @@ class ZeroOptimizer final : public ParamSource {
   ~ZeroOptimizer() override;
   // The fp32 workspace stages 1-3 allocate (category Buffers: unit parts, initialisation).
   static int64_t workspace_elems(const Partition& part);
+  // What the stage's composition allocates for the model states on a rank of `part` (the
+  // planner's figures): the parts the stage table names, each part's own sizes on its tier.
+  // `needs_staging`: the backend's memory is not the host's (DeviceContext::needs_staging).
+  static ModelStateBytes model_state_bytes(const ParamLayout& layout, const Partition& part,
+                                           DType working, const ZeroConfig& zero,
+                                           bool needs_staging);
   // The parts hold references into this object.
   ZeroOptimizer(const ZeroOptimizer&) = delete;
   ZeroOptimizer& operator=(const ZeroOptimizer&) = delete;
