@@ -9,7 +9,6 @@
 // an error naming the file. The parameter tiers the same at stage 3, alone and with the
 // optimizer's, with every unit gathered ahead and with two gather slots only. At stage 0 the
 // streamed update runs behind what follows the step, and each acquire sees its span updated.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -28,6 +27,7 @@
 #include "src/planner/train_plan.h"
 #include "src/train/trainer.h"
 #include "src/zero/zero_optimizer.h"
+#include "tests/support/swap_files.h"
 #include "tests/support/tiny_gpt.h"
 #include "tests/support/train_options.h"
 
@@ -273,20 +273,8 @@ void expect_changed_file_stops(const TrainOptions& o, const fs::path& dir,
   Trainer t(o, pool, world.topology());
   t.run(false);
   EXPECT_TRUE(fs::is_empty(dir));
-  std::string path;
-  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
-    std::error_code ec;
-    const fs::path target = fs::read_symlink(e.path(), ec);
-    if (!ec && target.string().find(file) != std::string::npos) path = e.path();
-  }
-  ASSERT_FALSE(path.empty()) << "no descriptor of a file named *" << file << "*";
-  {
-    const int fd = ::open(path.c_str(), O_WRONLY);
-    ASSERT_GE(fd, 0);
-    const std::vector<char> junk(4096, 'x');
-    ASSERT_EQ(::pwrite(fd, junk.data(), junk.size(), 0), static_cast<ssize_t>(junk.size()));
-    ::close(fd);
-  }
+  ASSERT_TRUE(test::overwrite_first_block_of_open_file(file))
+      << "no descriptor of a file named *" << file << "*";
   try {
     t.train_step();
     FAIL() << "a changed swap file was read back";
