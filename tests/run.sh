@@ -27,6 +27,11 @@ cd "$root"
 # and a niced compiler takes only what the tests leave. Its output goes to a log, shown if it
 # fails.
 asan_log="$root/build/asan-all-build.log"
+# Two tests run at once on every pair of cores, each with an OpenMP team of its own (and the
+# niced build beside them): OpenMP threads that spin at a barrier then hold a core the other
+# test's threads wait for. Waiting threads sleep instead (measured: the unit label under two
+# niced busy loops in 11.6 s instead of 32.2 s). It changes no result, only how threads wait.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 nice -n 19 "$root/scripts/build.sh" asan-all --target single_process_tests >"$asan_log" 2>&1 &
 asan_build=$!
 release_rc=0
