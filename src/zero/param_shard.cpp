@@ -126,12 +126,8 @@ class SwappedShard final : public ParamShard {
         working_(working),
         e_(dtype_size(working)),
         staging_(ctx, working, slot_parts, part.max_part()),
+        pages_(unit_pages(part, e_)),
         io_(static_cast<unsigned>(cfg.aio_queue_depth), static_cast<size_t>(cfg.aio_block_bytes)) {
-    size_t pages = 0;
-    for (const auto& u : part_.units()) {
-      first_page_.push_back(pages);
-      pages += pages_of(u.part_len, e_);
-    }
     for (int64_t n : slot_parts) {
       Fetch f;
       f.buf = IoBuffer(ctx.host(), pages_of(n, e_) * kPageBytes);
@@ -139,7 +135,7 @@ class SwappedShard final : public ParamShard {
     }
     unit_buf_ = IoBuffer(ctx.host(), pages_of(part.max_part(), e_) * kPageBytes);
     written_.assign(part_.units().size(), false);
-    if (pages > 0) file_.emplace(io_, cfg.nvme_path, "params", pages, kPageBytes);
+    if (pages_.total > 0) file_.emplace(io_, cfg.nvme_path, "params", pages_.total, kPageBytes);
   }
   ~SwappedShard() override {
     for (auto& f : slots_) {
@@ -162,9 +158,7 @@ class SwappedShard final : public ParamShard {
       std::memset(f.buf.data(), 0, f.buf.bytes());
       return;
     }
-    const size_t n = pages_of(part_.units()[k].part_len, e_);
-    for (size_t p = 0; p < n; ++p)
-      f.reads.push_back(file_->read_async(first_page_[k] + p, page(f.buf, p)));
+    read_pages(*file_, pages_.first[k], pages_of(part_.units()[k].part_len, e_), f.buf, f.reads);
   }
   Tensor part(int unit, int slot) override {
     Fetch& f = slots_[static_cast<size_t>(slot)];
@@ -191,9 +185,6 @@ class SwappedShard final : public ParamShard {
     int unit = -1;
     std::vector<AsyncIo::Ticket> reads;
   };
-  static void* page(const IoBuffer& b, size_t p) {
-    return static_cast<char*>(b.data()) + p * kPageBytes;
-  }
   // Waits for every request (each page read checked against its checksum).
   void wait_all(const std::vector<AsyncIo::Ticket>& tickets) { file_->wait_all(tickets); }
   void settle(int slot) { wait_all(std::exchange(slots_[static_cast<size_t>(slot)].reads, {})); }
@@ -210,9 +201,8 @@ class SwappedShard final : public ParamShard {
       std::memset(unit_buf_.data(), 0, n * kPageBytes);
     } else {
       std::vector<AsyncIo::Ticket> reads;
-      for (size_t p = 0; p < n; ++p)
-        reads.push_back(file_->read_async(first_page_[k] + p, page(unit_buf_, p)));
-      wait_all(std::move(reads));
+      read_pages(*file_, pages_.first[k], n, unit_buf_, reads);
+      wait_all(reads);
     }
     held_ = unit;
   }
@@ -221,9 +211,9 @@ class SwappedShard final : public ParamShard {
     const auto k = static_cast<size_t>(held_);
     if (dirty_) {
       std::vector<AsyncIo::Ticket> writes;
-      for (size_t p = 0; p < pages_of(part_.units()[k].part_len, e_); ++p)
-        writes.push_back(file_->write_async(first_page_[k] + p, page(unit_buf_, p)));
-      wait_all(std::move(writes));
+      write_pages(*file_, pages_.first[k], pages_of(part_.units()[k].part_len, e_), unit_buf_,
+                  writes);
+      wait_all(writes);
       written_[k] = true;
     }
     held_ = -1;
@@ -234,8 +224,8 @@ class SwappedShard final : public ParamShard {
   DType working_;
   size_t e_;
   Staging staging_;
-  std::vector<size_t> first_page_;  // per unit
-  std::vector<bool> written_;       // per unit: its pages hold its part
+  UnitPages pages_;            // the file's layout
+  std::vector<bool> written_;  // per unit: its pages hold its part
   // Destroyed in reverse: the file (waiting for its requests) before the ring and the buffers.
   std::vector<Fetch> slots_;
   IoBuffer unit_buf_;
@@ -276,8 +266,7 @@ ParamShardBytes param_shard_bytes(StateTier tier, const Partition& part, DType w
   }
   for (int64_t n : slot_parts) b.nvme_buffers += io_buffer_bytes(pages_of(n, e) * kPageBytes);
   b.nvme_buffers += io_buffer_bytes(pages_of(part.max_part(), e) * kPageBytes);
-  for (const auto& u : part.units())
-    b.nvme_file += static_cast<uint64_t>(pages_of(u.part_len, e)) * kPageBytes;
+  b.nvme_file = static_cast<uint64_t>(unit_pages(part, e).total) * kPageBytes;
   return b;
 }
 

@@ -9,28 +9,16 @@
 #include "src/zero/unit_pages.h"
 
 namespace zt {
-namespace {
-
-void* page(const IoBuffer& b, size_t p) {
-  return static_cast<char*>(b.data()) + p * kPageBytes;
-}
-
-}  // namespace
-
 SwappedGrads::SwappedGrads(const StateTierConfig& cfg, const Partition& part, DType type,
                            MemoryPool& host)
     : part_(part),
       type_(type),
       e_(dtype_size(type)),
+      pages_(unit_pages(part, e_)),
       buf_(host, pages_of(part.max_part(), dtype_size(type)) * kPageBytes),
       io_(static_cast<unsigned>(cfg.aio_queue_depth), static_cast<size_t>(cfg.aio_block_bytes)) {
-  size_t pages = 0;
-  for (const auto& u : part_.units()) {
-    first_page_.push_back(pages);
-    pages += pages_of(u.part_len, e_);
-  }
   added_.assign(part_.units().size(), false);
-  if (pages > 0) file_.emplace(io_, cfg.nvme_path, "grads", pages, kPageBytes);
+  if (pages_.total > 0) file_.emplace(io_, cfg.nvme_path, "grads", pages_.total, kPageBytes);
 }
 
 SwappedGrads::~SwappedGrads() {
@@ -60,8 +48,7 @@ void SwappedGrads::hold(int unit) {
     std::memset(buf_.data(), 0, n * kPageBytes);
   } else {
     std::vector<AsyncIo::Ticket> reads;
-    for (size_t p = 0; p < n; ++p)
-      reads.push_back(file_->read_async(first_page_[k] + p, page(buf_, p)));
+    read_pages(*file_, pages_.first[k], n, buf_, reads);
     file_->wait_all(reads);
   }
   held_ = unit;
@@ -73,8 +60,7 @@ void SwappedGrads::add(int unit, const float* part) {
   const auto k = static_cast<size_t>(unit);
   const int64_t len = part_.units()[k].part_len;
   accumulate_f32(cpu_backend(), buf_.data(), type_, part, len);
-  for (size_t p = 0; p < pages_of(len, e_); ++p)
-    writes_.push_back(file_->write_async(first_page_[k] + p, page(buf_, p)));
+  write_pages(*file_, pages_.first[k], pages_of(len, e_), buf_, writes_);
   added_[k] = true;
 }
 
@@ -92,10 +78,7 @@ void SwappedGrads::read(int64_t offset, int64_t len, void* dst) {
 }
 
 uint64_t SwappedGrads::file_bytes(const Partition& part, DType type) {
-  uint64_t b = 0;
-  for (const auto& u : part.units())
-    b += static_cast<uint64_t>(pages_of(u.part_len, dtype_size(type))) * kPageBytes;
-  return b;
+  return static_cast<uint64_t>(unit_pages(part, dtype_size(type)).total) * kPageBytes;
 }
 
 size_t SwappedGrads::buffer_bytes(const Partition& part, DType type) {

@@ -15,6 +15,7 @@
 #include "src/core/swap_file.h"
 #include "src/zero/optimizer_states.h"
 #include "src/zero/partition.h"
+#include "src/zero/unit_pages.h"
 
 namespace zt {
 
@@ -40,8 +41,8 @@ class SwappedGrads {
   const Partition& part_;
   DType type_;
   size_t e_;
-  std::vector<size_t> first_page_;  // per unit
-  std::vector<bool> added_;         // per unit: added to in this step
+  UnitPages pages_;          // the file's layout
+  std::vector<bool> added_;  // per unit: added to in this step
   // Destroyed in reverse: the file (waiting for its requests) before the ring and the buffer.
   IoBuffer buf_;
   AsyncIo io_;

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "src/core/io_buffer.h"
+#include "src/core/swap_file.h"
 #include "src/zero/partition.h"
 
 namespace zt {
@@ -16,6 +18,33 @@ inline constexpr size_t kPageBytes = size_t{64} << 10;
 
 inline size_t pages_of(int64_t elems, size_t elem_bytes) {
   return (static_cast<size_t>(elems) * elem_bytes + kPageBytes - 1) / kPageBytes;
+}
+
+// The file's layout: where each unit's part starts, in pages, and the pages of them all.
+struct UnitPages {
+  std::vector<size_t> first;  // per unit
+  size_t total = 0;
+};
+inline UnitPages unit_pages(const Partition& part, size_t elem_bytes) {
+  UnitPages p;
+  for (const auto& u : part.units()) {
+    p.first.push_back(p.total);
+    p.total += pages_of(u.part_len, elem_bytes);
+  }
+  return p;
+}
+
+// Starts reading (writing) `pages` pages of `file` from page `first` into (from) `buf`, and
+// appends their requests to `tickets`.
+inline void read_pages(SwapFile& file, size_t first, size_t pages, const IoBuffer& buf,
+                       std::vector<AsyncIo::Ticket>& tickets) {
+  for (size_t p = 0; p < pages; ++p)
+    tickets.push_back(file.read_async(first + p, static_cast<char*>(buf.data()) + p * kPageBytes));
+}
+inline void write_pages(SwapFile& file, size_t first, size_t pages, const IoBuffer& buf,
+                        std::vector<AsyncIo::Ticket>& tickets) {
+  for (size_t p = 0; p < pages; ++p)
+    tickets.push_back(file.write_async(first + p, static_cast<char*>(buf.data()) + p * kPageBytes));
 }
 
 // What an IoBuffer of `bytes` takes from its pool.
