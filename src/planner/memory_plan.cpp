@@ -21,7 +21,6 @@
 #include "src/zero/gathered_params.h"
 #include "src/zero/grad_buckets.h"
 #include "src/zero/grad_staging.h"
-#include "src/zero/param_shard.h"
 #include "src/zero/partition.h"
 #include "src/zero/prefetch_policy.h"
 #include "src/zero/reduce_scatter_grads.h"
@@ -51,22 +50,15 @@ ZeroConfig zero_config_of(const PlanInput& in) {
   return z;
 }
 
-// Stage 3's own shard of the working parameters on its tier, and the buffers the tier adds.
-ParamShardBytes stage3_shard_bytes(const PlanInput& in, const ParamLayout& layout,
-                                   const Partition& part) {
-  const PrefetchLimits limits{in.prefetch_bucket_elems, in.max_live_parameters};
-  return param_shard_bytes(
-      in.param_tier, part, in.working, in.cuda,
-      GatheredParams::slot_parts(layout, part, in.param_persistence_threshold, limits));
-}
-
 // The communicator's fp32 staging for `count` half reductions of up to `elems` elements
 // (MpiCommunicator::reserve_staging).
 size_t mpi_staging_bytes(size_t elems, size_t dp, size_t count) {
   return count * (elems + elems / dp + 1) * 4;
 }
 
-size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partition& part) {
+// `param_staging`: stage 3's parameter-tier staging (ModelStateBytes::param_staging).
+size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partition& part,
+                    size_t param_staging) {
   const size_t e = dtype_size(in.working), eg = dtype_size(in.grad_dtype());
   const bool half = in.working != DType::F32;
   const bool staged = half && in.staged_half_reductions;
@@ -144,7 +136,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
     }
     const PrefetchLimits limits{in.prefetch_bucket_elems, in.max_live_parameters};
     b += static_cast<size_t>(gathered_slots(shared, part.max_unit(), limits)) * max_unit * e;
-    b += stage3_shard_bytes(in, layout, part).buffers;
+    b += param_staging;
   }
   return b;
 }
@@ -279,7 +271,7 @@ MemoryPlan plan_memory(const PlanInput& in) {
   // The CPU kernels' per-thread scratch, which the model takes from the pool on the CPU backend.
   if (!in.cuda) p.activations += Gpt::kernel_scratch_bytes(c, in.micro_batch, in.tp);
   p.backend_buffers = in.cuda ? kCudaGemmWorkspaceBytes : 0;
-  p.buffers = plan_buffers(in, layout, part) + p.backend_buffers;
+  p.buffers = plan_buffers(in, layout, part, s.param_staging) + p.backend_buffers;
   p.nccl_communicators = in.cuda ? comm::nccl_communicators(in.tp, in.dp, in.pp, in.stage) : 0;
   p.nccl_bytes = comm::nccl_planned_bytes(p.nccl_communicators);
   // Data parallel, per step: stage 0 all-reduces the gradient (2Ψ); stage 1 reduce-scatters

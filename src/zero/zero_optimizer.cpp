@@ -179,6 +179,7 @@ ModelStateBytes ZeroOptimizer::model_state_bytes(const ParamLayout& layout, cons
       b.host_params = s.host_params;
       b.nvme_buffers += s.nvme_buffers;
       b.param_file = s.nvme_file;
+      b.param_staging = s.buffers;
       break;
     }
   }

@@ -84,6 +84,8 @@ struct ModelStateBytes {
   size_t params = 0, grads = 0, optimizer = 0;
   size_t host_params = 0, host_grads = 0, host_optimizer = 0, nvme_buffers = 0;
   uint64_t param_file = 0, grad_file = 0, optimizer_file = 0;
+  // Of the device's Buffers: stage 3's parameter parts staged there from a host or NVMe tier.
+  size_t param_staging = 0;
   int64_t optimizer_elems = 0;  // what the optimizer steps: its shard, or the whole layout
 };
 
