@@ -1,6 +1,8 @@
 #include "kernels/backend.h"
 
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "kernels/cpu/ops.h"
 #include "kernels/kernel_backend.h"
@@ -35,15 +37,48 @@ class CpuBackend final : public KernelBackend<cpu::Kernels, CpuBackend> {
     if (bytes > 0) std::memset(dst, 0, bytes);
   }
   void synchronize() override {}
-  void offload(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
-  void fetch(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
-  void join_copies() override {}
+  void offload(void* dst, const void* src, size_t bytes) override { side_copy(dst, src, bytes); }
+  void fetch(void* dst, const void* src, size_t bytes) override { side_copy(dst, src, bytes); }
+  void join_copies() override { run_side_copies(); }
+  void wait_copies() override { run_side_copies(); }
 
  private:
+  struct SideCopy {
+    void* dst;
+    const void* src;
+    size_t bytes;
+  };
+  // The side stream's copies, deferred on the staging backend to the next join or wait: the
+  // latest a GPU may run them. Locked: an update thread shares the backend (bind_thread).
+  void side_copy(void* dst, const void* src, size_t bytes) {
+    if (!staging_) {
+      copy(dst, src, bytes);
+      return;
+    }
+    const std::lock_guard lock(side_mutex_);
+    side_.push_back({dst, src, bytes});
+  }
+  void run_side_copies() {
+    if (!staging_) return;
+    const std::lock_guard lock(side_mutex_);
+    for (const SideCopy& c : side_) copy(c.dst, c.src, c.bytes);
+    side_.clear();
+  }
+
   bool staging_;
+  std::mutex side_mutex_;
+  std::vector<SideCopy> side_;
 };
 
 }  // namespace
+
+SideCopyGuard::~SideCopyGuard() {
+  if (be_ == nullptr) return;
+  try {
+    be_->wait_copies();
+  } catch (const Error&) {  // the run is ending already
+  }
+}
 
 Backend& cpu_backend() {
   static CpuBackend backend;

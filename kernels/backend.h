@@ -81,14 +81,33 @@ class Backend {
   // Waits for all work enqueued so far.
   virtual void synchronize() = 0;
 
-  // Asynchronous copies between device memory and (pinned) host memory on a side stream, for
-  // activation checkpoints offloaded to the host: offload() and fetch() start after the work
-  // enqueued so far and overlap the compute enqueued after them; join_copies() orders all
-  // compute enqueued afterwards behind every copy started so far. On the CPU they are plain
-  // copies and join_copies() does nothing.
+  // Asynchronous copies between device memory and (pinned) host memory on a side stream, in the
+  // order they are started (activation checkpoints offloaded to the host, gradients leaving the
+  // device, parameter parts staged for a gather): offload() and fetch() start after the work
+  // enqueued so far and overlap the compute enqueued after them. Until a copy is known complete
+  // its source must not change and its destination must not be read: join_copies() orders all
+  // compute enqueued afterwards behind every copy started so far, wait_copies() returns when
+  // they are done (the host may then read what offload() wrote and reuse what fetch() read).
+  // On the CPU they are plain copies; the staging backend runs each copy at the latest moment
+  // these rules allow (the next join or wait), so a missing one changes its results.
   virtual void offload(void* host_dst, const void* src, size_t bytes) = 0;
   virtual void fetch(void* dst, const void* host_src, size_t bytes) = 0;
   virtual void join_copies() = 0;
+  virtual void wait_copies() = 0;
+};
+
+// Waits for the backend's side copies when it goes out of scope: declared after the buffers those
+// copies read and write (or around their use), it keeps them alive until the copies are done, also
+// when a failure unwinds. A failing wait is not raised again there.
+class SideCopyGuard {
+ public:
+  explicit SideCopyGuard(Backend* be) : be_(be) {}
+  ~SideCopyGuard();
+  SideCopyGuard(const SideCopyGuard&) = delete;
+  SideCopyGuard& operator=(const SideCopyGuard&) = delete;
+
+ private:
+  Backend* be_;
 };
 
 // The CPU backend: zt::cpu on host memory. Stateless, so one instance serves every caller.

@@ -61,5 +61,8 @@ void CudaBackend::join_copies() {
   copies_done_.record(copies_.get());
   compute_.wait(copies_done_);
 }
+void CudaBackend::wait_copies() {
+  copies_.synchronize();
+}
 
 }  // namespace zt

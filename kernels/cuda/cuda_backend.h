@@ -2,8 +2,8 @@
 // CudaBackend: the Backend interface (kernels/backend.h) over cuda::Kernels (kernels/cuda/ops.h)
 // on one device. All work goes to its compute stream, in call order, so the stack's sequential code
 // is correct without further synchronisation; functions returning host values wait for it.
-// A second (copy) stream carries the activation-checkpoint offloads to pinned host memory, ordered
-// with the compute stream by events. Built only with ZT_HAVE_CUDA.
+// A second (copy) stream carries the side copies to and from pinned host memory (backend.h),
+// ordered with the compute stream by events. Built only with ZT_HAVE_CUDA.
 #include <memory>
 
 #include "kernels/backend.h"
@@ -37,6 +37,7 @@ class CudaBackend final : public KernelBackend<cuda::Kernels, CudaBackend> {
   void offload(void* host_dst, const void* src, size_t bytes) override;
   void fetch(void* dst, const void* host_src, size_t bytes) override;
   void join_copies() override;
+  void wait_copies() override;
 
  private:
   void copy_stream_waits_compute();

@@ -61,12 +61,19 @@ class Staging {
     for (int64_t n : slot_parts) b += static_cast<size_t>(n) * dtype_size(working);
     return b;
   }
-  // `len` elements of a part in host memory as a tensor in the backend's memory.
-  Tensor to_device(int slot, const void* host, int64_t len) {
+  // Starts `len` elements of a part in host memory on their way into slot `slot`'s device
+  // buffer on the side stream; the host must not change them until the backend's wait_copies().
+  void send(int slot, const void* host, int64_t len) {
+    if (!needed_) return;
+    be_.fetch(slots_[static_cast<size_t>(slot)].data(), host,
+              static_cast<size_t>(len) * dtype_size(working_));
+  }
+  // The part sent into slot `slot` (or, where no staging is needed, `host` itself) as a tensor
+  // in the backend's memory, for the work enqueued from now on.
+  Tensor arrived(int slot, const void* host, int64_t len) {
     if (!needed_) return Tensor(const_cast<void*>(host), {len}, working_);
-    Buffer& b = slots_[static_cast<size_t>(slot)];
-    be_.copy_to_device(b.data(), host, static_cast<size_t>(len) * dtype_size(working_));
-    return b.view({len}, working_);
+    be_.join_copies();
+    return slots_[static_cast<size_t>(slot)].view({len}, working_);
   }
   // `len` master elements (backend memory) rounded to the working precision into host memory;
   // len is at most a unit's part.
@@ -92,17 +99,27 @@ class HostShard final : public ParamShard {
  public:
   HostShard(const Partition& part, DType working, const DeviceContext& ctx,
             const std::vector<int64_t>& slot_parts)
-      : part_(part), working_(working), staging_(ctx, working, slot_parts, part.max_part()) {
+      : part_(part),
+        working_(working),
+        be_(ctx.backend()),
+        staging_(ctx, working, slot_parts, part.max_part()) {
     shard_ = ctx.host().allocate({part_.shard_numel()}, working_, MemCategory::HostParams);
   }
   StateTier tier() const override { return StateTier::Host; }
-  void begin_fetch(int, int) override {}
+  // The part goes to the device behind the compute enqueued so far, as the prefetch asks.
+  void begin_fetch(int unit, int slot) override {
+    sending_.resize(std::max(sending_.size(), static_cast<size_t>(slot) + 1), -1);
+    sending_[static_cast<size_t>(slot)] = unit;
+    staging_.send(slot, host_part(unit), part_len(unit));
+  }
   void cancel_fetch(int) override {}
   Tensor part(int unit, int slot) override {
-    const auto& u = part_.units()[static_cast<size_t>(unit)];
-    return staging_.to_device(slot, at(shard_.data(), working_, u.shard_offset), u.part_len);
+    ZT_CHECK(sending_[static_cast<size_t>(slot)] == unit, "slot {} was fetching unit {}, not {}",
+             slot, sending_[static_cast<size_t>(slot)], unit);
+    return staging_.arrived(slot, host_part(unit), part_len(unit));
   }
   void write(int64_t offset, int64_t len, const float* master) override {
+    be_.wait_copies();  // no part on its way to the device still reads the shard
     for_unit_pieces(part_, offset, len, [&](int, int64_t, int64_t at_shard, int64_t n) {
       staging_.round_to_host(at(shard_.data(), working_, at_shard), master + (at_shard - offset),
                              n);
@@ -110,10 +127,18 @@ class HostShard final : public ParamShard {
   }
 
  private:
+  const void* host_part(int unit) const {
+    return at(shard_.data(), working_, part_.units()[static_cast<size_t>(unit)].shard_offset);
+  }
+  int64_t part_len(int unit) const { return part_.units()[static_cast<size_t>(unit)].part_len; }
+
   const Partition& part_;
   DType working_;
+  Backend& be_;
   Buffer shard_;
   Staging staging_;
+  std::vector<int> sending_;  // per slot: the unit sent into it
+  SideCopyGuard copies_{&be_};
 };
 
 // Nvme: every unit's part in whole pages of the swap file; a slot's fetch reads them into the
@@ -125,6 +150,7 @@ class SwappedShard final : public ParamShard {
       : part_(part),
         working_(working),
         e_(dtype_size(working)),
+        be_(ctx.backend()),
         staging_(ctx, working, slot_parts, part.max_part()),
         pages_(unit_pages(part, e_)),
         io_(static_cast<unsigned>(cfg.aio_queue_depth), static_cast<size_t>(cfg.aio_block_bytes)) {
@@ -151,6 +177,7 @@ class SwappedShard final : public ParamShard {
   void begin_fetch(int unit, int slot) override {
     Fetch& f = slots_[static_cast<size_t>(slot)];
     settle(slot);
+    be_.wait_copies();           // the slot's last part has left its host buffer
     if (held_ == unit) flush();  // the file must have what the next read asks for
     f.unit = unit;
     const auto k = static_cast<size_t>(unit);
@@ -164,8 +191,9 @@ class SwappedShard final : public ParamShard {
     Fetch& f = slots_[static_cast<size_t>(slot)];
     ZT_CHECK(f.unit == unit, "slot {} was fetching unit {}, not {}", slot, f.unit, unit);
     settle(slot);
-    return staging_.to_device(slot, f.buf.data(),
-                              part_.units()[static_cast<size_t>(unit)].part_len);
+    const int64_t len = part_.units()[static_cast<size_t>(unit)].part_len;
+    staging_.send(slot, f.buf.data(), len);
+    return staging_.arrived(slot, f.buf.data(), len);
   }
   void cancel_fetch(int slot) override { settle(slot); }
 
@@ -223,6 +251,7 @@ class SwappedShard final : public ParamShard {
   const Partition& part_;
   DType working_;
   size_t e_;
+  Backend& be_;
   Staging staging_;
   UnitPages pages_;            // the file's layout
   std::vector<bool> written_;  // per unit: its pages hold its part
@@ -233,6 +262,7 @@ class SwappedShard final : public ParamShard {
   std::optional<SwapFile> file_;
   int held_ = -1;  // the unit unit_buf_ holds for write(), or -1
   bool dirty_ = false;
+  SideCopyGuard copies_{&be_};
 };
 
 }  // namespace

@@ -213,21 +213,34 @@ void ReduceScatterUnits::complete(Reduction& r) {
   r.handle.wait();
   log_.add(r.handle, std::move(needed));
   const auto& u = part_.units()[static_cast<size_t>(r.unit)];
-  to_f32(be_, scratch_, r.output.data(), working_, u.part_len);
   if (on_host_) {
-    auto* h = static_cast<float*>(host_part_.data());
-    be_.copy_to_host(h, scratch_, static_cast<size_t>(u.part_len) * 4);
-    if (swapped_)
-      swapped_->add(r.unit, h);
-    else
-      accumulate_f32(cpu_backend(), at(shard_.data(), working_, u.shard_offset), working_, h,
-                     u.part_len);
+    // The part leaves the device on the side stream behind backward; the host adds it in at the
+    // next completion or at the step, so the host waits for a copy only a unit later.
+    land_host_part();
+    to_f32(be_, scratch_, r.output.data(), working_, u.part_len);
+    be_.offload(host_part_.data(), scratch_, static_cast<size_t>(u.part_len) * 4);
+    landing_ = r.unit;
   } else {
+    to_f32(be_, scratch_, r.output.data(), working_, u.part_len);
     accumulate_f32(be_, at(shard_.data(), working_, u.shard_offset), working_, scratch_,
                    u.part_len);
   }
   r.unit = -1;
   r.state = Fill::Free;
+}
+
+void ReduceScatterUnits::land_host_part() {
+  if (landing_ < 0) return;
+  // The copy is done, so scratch_ may be rewritten and host_part_ read.
+  be_.wait_copies();
+  const auto& u = part_.units()[static_cast<size_t>(landing_)];
+  auto* h = static_cast<const float*>(host_part_.data());
+  if (swapped_)
+    swapped_->add(landing_, h);
+  else
+    accumulate_f32(cpu_backend(), at(shard_.data(), working_, u.shard_offset), working_, h,
+                   u.part_len);
+  landing_ = -1;
 }
 
 void ReduceScatterUnits::zero() {
@@ -244,6 +257,7 @@ void ReduceScatterUnits::finish() {
     ZT_CHECK(r.state != Fill::Filling, "unit {}: gradient incomplete at the step", r.unit);
     if (r.state == Fill::InFlight) complete(r);
   }
+  land_host_part();
   log_.set_exposed(backward_end, dp_.stamp());
 }
 

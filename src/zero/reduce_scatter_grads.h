@@ -100,6 +100,7 @@ class ReduceScatterUnits final : public GradReducer {
   void poll();
   void launch(Reduction& r);
   void complete(Reduction& r);
+  void land_host_part();
 
   const ParamLayout& layout_;
   const Partition& part_;
@@ -113,12 +114,14 @@ class ReduceScatterUnits final : public GradReducer {
   // The NVMe tier's (mutable: a read moves its buffer, not the gradient).
   mutable std::optional<SwappedGrads> swapped_;
   Buffer host_part_;  // on_host: one part widened to fp32, on the host
+  int landing_ = -1;  // the unit whose part is on its way into host_part_
   GradStaging staging_;
   std::vector<int64_t> pending_;  // per unit
   std::vector<int> fill_;         // per unit: its Reduction while filling, else -1
   std::vector<Reduction> reductions_;
   uint64_t launches_ = 0;
   comm::OverlapLog log_;
+  SideCopyGuard copies_{&be_};  // a part may be on its way into host_part_
 };
 
 }  // namespace zt

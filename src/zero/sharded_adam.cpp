@@ -58,7 +58,7 @@ ShardedAdam::ShardedAdam(const ParamLayout& layout, Shard shard, const AdamConfi
     if (staged_) {
       host_norm_ws_ = ctx.host().allocate(workspace_bytes(), MemCategory::Buffers);
       const int64_t n = offload_stage_elems(tier.chunk_elems, shard_.numel);
-      grad_stage_ = ctx.host().allocate({n}, DType::F32, MemCategory::Buffers);
+      grad_stage_ = ctx.host().allocate({2 * n}, DType::F32, MemCategory::Buffers);
       master_stage_ = ctx.pool().allocate({n}, DType::F32, MemCategory::Buffers);
     }
     return;
@@ -174,8 +174,35 @@ void ShardedAdam::adamw_offloaded(const GradReducer& grads, DType grad_dtype, co
   const auto gsize = static_cast<int64_t>(dtype_size(grad_dtype));
   // The device tier's table is not used here: it holds each chunk's, rebuilt per chunk.
   std::vector<AdamWSegment>& table = adam_table_;
+  // Device-resident gradients the host cannot read: each chunk's come to one half of grad_stage_
+  // on the side stream while the chunk before is updated from the other half. Chunks are of one
+  // length but the last, so the next one's range is known before the stream hands it over.
+  const bool copied = staged_ && grads.grads_resident() && !grads.grads_on_host();
+  const int64_t half_elems = static_cast<int64_t>(grad_stage_.bytes() / 8);
+  int chunk_index = 0;
+  StateChunk sent;  // the range on its way into half (chunk_index % 2)
+  // A failure mid-stream leaves no copy running into the buffer.
+  const SideCopyGuard done(copied ? &be_ : nullptr);
+  const auto send = [&](int64_t offset, int64_t len, int into) {
+    sent = StateChunk{offset, len};
+    void* base = at(grad_stage_.data(), DType::F32, into * half_elems);
+    for_overlaps(sent, [&](const ShardSegment& s, int64_t lo, int64_t hi) {
+      be_.offload(at(base, grad_dtype, lo - offset),
+                  at(grads.grad(s), grad_dtype, lo - s.shard_offset),
+                  static_cast<size_t>((hi - lo) * gsize));
+    });
+  };
   states_->stream(true, [&](const StateChunk& c) {
     table.clear();
+    void* stage = nullptr;
+    if (copied) {
+      const int into = chunk_index++ % 2;
+      if (sent.offset != c.offset || sent.len != c.len) send(c.offset, c.len, into);
+      be_.wait_copies();
+      stage = at(grad_stage_.data(), DType::F32, into * half_elems);
+      const int64_t next = c.offset + c.len;
+      if (next < shard_.numel) send(next, std::min(c.len, shard_.numel - next), 1 - into);
+    }
     // The segment's run [lo, hi) of this chunk, its gradient at g.
     const auto push = [&](const ShardSegment& s, int64_t lo, int64_t hi, const void* g) {
       const ParamSpec& spec = layout_.params()[static_cast<size_t>(s.param)];
@@ -191,12 +218,8 @@ void ShardedAdam::adamw_offloaded(const GradReducer& grads, DType grad_dtype, co
         push(s, lo, hi, h);
         return;
       }
-      const void* g = at(grads.grad(s), grad_dtype, lo - s.shard_offset);
-      if (staged_ && !grads.grads_on_host()) {
-        void* h = at(grad_stage_.data(), grad_dtype, lo - c.offset);
-        be_.copy_to_host(h, g, static_cast<size_t>((hi - lo) * gsize));
-        g = h;
-      }
+      const void* g = copied ? at(stage, grad_dtype, lo - c.offset)
+                             : at(grads.grad(s), grad_dtype, lo - s.shard_offset);
       push(s, lo, hi, g);
     });
     cpu_backend().adamw_multi(table.data(), static_cast<int>(table.size()), p, grad_dtype);

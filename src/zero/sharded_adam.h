@@ -114,7 +114,7 @@ class ShardedAdam {
   std::unique_ptr<OptimizerStates> states_;
   Buffer norm_ws_;
   Buffer host_norm_ws_;       // host (offloaded, staged): the norm of gradients kept on the host
-  Buffer grad_stage_;         // host (offloaded, staged): one chunk's gradients
+  Buffer grad_stage_;         // host (offloaded, staged): two chunks' gradients
   Buffer master_stage_;       // device (offloaded, staged): one chunk's master parameters
   Buffer segment_;            // host (gradient not resident): one segment's gradient
   std::vector<int> counted_;  // gradient not resident: the segments the norm counts
