@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # What --offload-optimizer nvme costs a step with gradient accumulation: a GPT-2 small shape (12
 # layers, hidden 768, 12 heads, sequence 512, vocabulary 50257: 124M parameters) in bf16 on one
-# CPU rank (ZeRO 0, micro batch 1, global batch 8: 8 micro-batches per step, mock data), trained
-# `steps` steps in memory, with the optimizer states on NVMe (the streamed update behind the
-# next forward, the default), and on NVMe with --no-overlap-optimizer-step, in turn, `rounds`
-# times. Each run's figure is its median step time after its first step; ratio = nvme / memory
+# CPU rank (ZeRO 0, micro batch 1, global batch 8: 8 micro-batches per step, mock data; stage
+# and micro-batches are arguments), trained `steps` steps in memory, with the optimizer states
+# on NVMe (the streamed update behind the next forward, the default), and on NVMe with
+# --no-overlap-optimizer-step, in turn, `rounds` times. Each run's figure is its median step time after its first step; ratio = nvme / memory
 # and serial_ratio = no-overlap / memory over the medians of the rounds. The losses of all runs
 # must be identical. Then the host AdamW against PyTorch's fused CPU AdamW on the same parameter
 # count (bench/cpu_adamw.sh: adamw_ratio = zerotron / torch fused, fp32 gradients). Last line:
 # one JSON object.
-# Usage: bench/offload_optimizer.sh [DIR] [rounds] [steps]
+# Usage: bench/offload_optimizer.sh [DIR] [rounds] [steps] [stage] [micro_batches]
 #   DIR: where the swap file goes (default /work/zt_nvme); about 5 minutes a round on 2 cores.
+#   stage (default 0) and micro_batches (default 8): another ZeRO stage (0-2: where the update
+#   runs behind the next forward) or fewer micro-batches per step, where it hides more.
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for this benchmark's commands.
 set -euo pipefail
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
@@ -19,12 +21,14 @@ zt="$root/build/bin/zerotron"
 nvme=${1:-/work/zt_nvme}
 rounds=${2:-1}
 steps=${3:-4}
+stage=${4:-0}
+micro=${5:-8}
 mkdir -p "$nvme"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 args=(train --device cpu --mock-data --vocab-size 50257 --num-layers 12 --hidden-size 768
-  --num-attention-heads 12 --seq-length 512 --micro-batch-size 1 --global-batch-size 8 --lr 1e-4
-  --zero-stage 0 --bf16 --train-iters "$steps" --log-interval 1 --eval-iters 0)
+  --num-attention-heads 12 --seq-length 512 --micro-batch-size 1 --global-batch-size "$micro" --lr 1e-4
+  --zero-stage "$stage" --bf16 --train-iters "$steps" --log-interval 1 --eval-iters 0)
 offload=(--offload-optimizer nvme --nvme-path "$nvme")
 . "$root/bench/metrics_file.sh"
 memory=() nvme_ms=() serial=()
@@ -48,14 +52,16 @@ params=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["num_paramet
 adamw=$(tail -n 1 "$tmp/adamw.log")
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 isa=$(grep -m1 "^flags" /proc/cpuinfo | grep -o 'avx512_bf16\|amx_bf16\|avx512f\|avx2' | sort -u | tr '\n' ' ')
-python3 - "$cpu" "$isa" "$plan" "${memory[*]}" "${nvme_ms[*]}" "${serial[*]}" "$adamw" <<'PY'
+python3 - "$cpu" "$isa" "$plan" "${memory[*]}" "${nvme_ms[*]}" "${serial[*]}" "$adamw" "$stage" \
+  "$micro" <<'PY'
 import json, statistics, sys
-cpu, isa, plan, memory, nvme, serial, adamw = sys.argv[1:8]
+cpu, isa, plan, memory, nvme, serial, adamw, stage, micro = sys.argv[1:10]
 memory, nvme, serial = ([float(x) for x in v.split()] for v in (memory, nvme, serial))
 p, a = json.loads(plan), json.loads(adamw)
 m = statistics.median(memory)
 print(json.dumps({
-    "cpu": cpu, "isa": isa.split(), "ranks": 1, "micro_batches": 8, "params": p["num_parameters"],
+    "cpu": cpu, "isa": isa.split(), "ranks": 1, "zero_stage": int(stage),
+    "micro_batches": int(micro), "params": p["num_parameters"],
     "nvme_file_bytes": p["nvme_bytes"], "nvme_buffers_bytes": p["nvme_buffers_bytes"],
     "step_ms_memory": memory, "step_ms_nvme": nvme, "step_ms_nvme_serial": serial,
     "ratio": statistics.median(nvme) / m, "serial_ratio": statistics.median(serial) / m,

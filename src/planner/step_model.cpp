@@ -18,6 +18,11 @@
 namespace zt {
 namespace {
 
+// The offloaded update runs behind the next forward (ZeroConfig::overlap_offloaded_step).
+bool update_behind_forward(const PlanInput& in, const SimOptions& opt) {
+  return in.optimizer_tier != StateTier::Device && in.zero_stage <= 2 && opt.overlap_offloaded_step;
+}
+
 struct Gemm {
   double m, n, k, count;  // `count` independent GEMMs of [m,k] x [k,n] (one batched launch)
 };
@@ -326,9 +331,10 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
       x.tiers = offload_time(in, m, cl, ns_adam, std::min(cl.gpus_per_node, world));
       if (in.optimizer_tier != StateTier::Device) {
         x.optimizer_ms = x.tiers.update_ms();
-        // Stage 0 streams the update behind the next forward, which waits only for the spans it
-        // reaches; on the CPU the host AdamW takes the forward's cores meanwhile.
-        if (in.zero_stage == 0 && opt.overlap_offloaded_step)
+        // Stages 0-2 stream the update behind the next forward, which waits only for the spans
+        // (stages 1-2: the units, gathered as it reaches them) it needs; on the CPU the host
+        // AdamW takes the forward's cores meanwhile.
+        if (update_behind_forward(in, opt))
           x.optimizer_ms = std::max(x.optimizer_ms - x.fwd, in.cuda ? 0.0 : x.tiers.host_ms);
       }
       // The parameters' write-back at the step; their reads run behind the compute.
@@ -522,7 +528,9 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
     const double after = comm.ms("all_gather", in.dp, in.tp, static_cast<double>(m.comm_dp_after),
                                  in.zero_stage == 3 ? 1.0 : static_cast<double>(U), in.working);
     if (after > 0) {
-      s.add(G, after, {last});
+      // Behind the next forward where the update runs there: taken as this step's own forward.
+      const bool behind = update_behind_forward(in, opt);
+      s.add(G, after, behind ? std::vector<int>{} : std::vector<int>{last});
       dp_total += after;
     }
     if (in.cpu_checkpointing) r.offload_ms = 2 * a * L * comm.copy_ms(per_layer_host);

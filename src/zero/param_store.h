@@ -5,13 +5,16 @@
 //   CastParams      stage 0 in half precision, no working copy: each acquired span is the fp32
 //                   master's, rounded into an arena sized by what the model holds at once.
 //   PaddedParams    stages 1-2: every parameter, in the partition's padded space; after the step
-//                   each rank's updated parts are all-gathered unit by unit.
+//                   each rank's updated parts are all-gathered unit by unit (behind the next
+//                   forward where the update runs there).
 //   GatheredParams  stage 3: only the own shard; a unit is all-gathered when the model acquires
 //                   a span in it, or ahead of that by the prefetch policy.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "src/comm/timeline.h"
+#include "src/core/error.h"
 #include "src/core/tensor.h"
 #include "src/model/param_source.h"
 #include "src/zero/prefetch_policy.h"
@@ -51,6 +54,17 @@ class ParamStore {
   // The working parameters from a full fp32 host copy every rank holds, and the master shard
   // already set from it (no collective).
   virtual void from_full(const float* full, const float* master) = 0;
+  // The update writes its from_master_range runs on a thread of its own, in shard order, behind
+  // the next forward: written(end) returns once the master shard's elements below `end` are in.
+  // Each acquire waits only for its own span's (stages 0-2; a collective finish_from_master
+  // gathers unit by unit as acquires reach them, in unit order on every rank), and
+  // finish_deferred() completes the rest once the update has ended (every rank at the same point).
+  // Stores that read the master ahead of the acquires (stage 3's prefetch, the cast store) do
+  // not take it.
+  virtual void defer_finish(std::function<void(int64_t)> /*written*/) {
+    ZT_CHECK(false, "this parameter store does not take an update behind the forward");
+  }
+  virtual void finish_deferred() {}
   // Around each step's micro-batches (stage 3 learns the acquire order from the first step and
   // prefetches by it).
   virtual void begin_step() {}

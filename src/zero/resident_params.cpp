@@ -23,6 +23,7 @@ ResidentParams::ResidentParams(const ParamLayout& layout, DType working, const D
 
 CRef ResidentParams::acquire(const Span& s) {
   const int64_t off = layout_offset(layout_, s);
+  if (written_) written_(off + s.len);
   return {at(params_.data(), working_, off), working_};
 }
 
@@ -76,6 +77,7 @@ PaddedParams::PaddedParams(const ParamLayout& layout, const Partition& part, DTy
 
 CRef PaddedParams::acquire(const Span& s) {
   const int64_t off = layout_offset(layout_, s);
+  if (written_) gather_through(part_.unit_of(off));
   return {at(params_.data(), working_, part_.padded_of(off)), working_};
 }
 
@@ -113,6 +115,28 @@ void PaddedParams::finish_from_master() {
     inflight.push_back(
         dp_.all_gather_async(typed(params_, u.padded_begin, u.padded_len, working_)));
     inflight_elems += u.padded_len;
+  }
+  for (auto& h : inflight) h.wait();
+}
+
+void PaddedParams::defer_finish(std::function<void(int64_t)> written) {
+  written_ = std::move(written);
+  gathered_ = 0;
+}
+
+void PaddedParams::finish_deferred() {
+  if (!written_) return;
+  gather_through(static_cast<int>(part_.units().size()) - 1);
+  written_ = nullptr;
+}
+
+void PaddedParams::gather_through(int unit) {
+  std::vector<comm::Handle> inflight;
+  for (; gathered_ <= unit; ++gathered_) {
+    const auto& u = part_.units()[static_cast<size_t>(gathered_)];
+    written_(u.shard_offset + u.part_len);
+    inflight.push_back(
+        dp_.all_gather_async(typed(params_, u.padded_begin, u.padded_len, working_)));
   }
   for (auto& h : inflight) h.wait();
 }

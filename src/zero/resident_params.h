@@ -1,6 +1,7 @@
 #pragma once
 // The parameter stores that keep every working parameter (stages 0-2); see param_store.h.
 #include <cstdint>
+#include <functional>
 
 #include "kernels/backend.h"
 #include "src/comm/communicator.h"
@@ -20,6 +21,11 @@ class ResidentParams final : public ParamStore {
   void from_master_range(int64_t shard_offset, int64_t len, const float* master) override;
   void finish_from_master() override {}
   void from_full(const float*, const float* master) override { from_master(master); }
+  // The shard is the layout: an acquire waits for its own span's elements.
+  void defer_finish(std::function<void(int64_t)> written) override {
+    written_ = std::move(written);
+  }
+  void finish_deferred() override { written_ = nullptr; }
   Tensor params() const { return params_.view({layout_.numel()}, working_); }
   Tensor layout_params() const override { return params(); }
 
@@ -28,6 +34,7 @@ class ResidentParams final : public ParamStore {
   DType working_;
   Backend& be_;
   Buffer params_;
+  std::function<void(int64_t)> written_;  // set while an update runs behind the forward
 };
 
 // Stages 1-2: the partition's padded space, made from the seed on every rank (no collective).
@@ -43,8 +50,14 @@ class PaddedParams final : public ParamStore {
   void from_master_range(int64_t shard_offset, int64_t len, const float* master) override;
   void finish_from_master() override;
   void from_full(const float* full, const float* master) override;
+  void defer_finish(std::function<void(int64_t)> written) override;
+  void finish_deferred() override;
 
  private:
+  // All-gathers the units from gathered_ through `unit`, each once the update has written this
+  // rank's part of it, and waits for them.
+  void gather_through(int unit);
+
   const ParamLayout& layout_;
   const Partition& part_;
   DType working_;
@@ -55,6 +68,8 @@ class PaddedParams final : public ParamStore {
   float* chunk_;
   int64_t chunk_elems_;
   Buffer params_;
+  std::function<void(int64_t)> written_;  // set while an update runs behind the forward
+  int gathered_ = 0;                      // then: the units below it are gathered
 };
 
 }  // namespace zt

@@ -85,10 +85,11 @@ ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const Ada
   else
     init_parameters_on(ctx, layout_, seed, adam_->master());
   refresh_working();
-  // The resident store's spans are the whole shard in layout order, so an acquire knows which
-  // updated chunks it needs; its ranges are written by casts alone (no collective).
-  if (offloaded && zero.overlap_offloaded_step)
-    update_ = std::make_unique<BackgroundJob>([&be = be_] { be.bind_thread(); });
+  if (offloaded && zero.overlap_offloaded_step) start_update_thread();
+}
+
+void ZeroOptimizer::start_update_thread() {
+  update_ = std::make_unique<BackgroundJob>([&be = be_] { be.bind_thread(); });
 }
 
 void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
@@ -146,6 +147,12 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
         grad_tier(zero_.stage, zero_.optimizer_tier.tier, ctx_.needs_staging()),
         zero_.optimizer_tier);
   if (!grads_->grads_resident()) adam_->read_grads_by_segment(ctx_.host(), grad_dtype_);
+  // Stages 1-2: the update writes the padded space behind the next forward, whose acquires
+  // gather each unit once it is in (ParamStore::defer_finish). Stage 3's prefetch reads the
+  // shard ahead of the acquires, so its update runs before the forward.
+  if (zero_.optimizer_tier.tier != StateTier::Device && zero_.overlap_offloaded_step &&
+      c.store == Store::Padded)
+    start_update_thread();
   if (grad_dtype_ != DType::F32)
     dp.reserve_staging(static_cast<size_t>(part.max_unit()), ReduceScatterUnits::kReductions);
 }
@@ -239,7 +246,8 @@ void ZeroOptimizer::zero_grad() {
 
 void ZeroOptimizer::wait_for_update() const {
   if (!updating_) return;
-  update_->wait();  // rethrows a failure, here and at every later call
+  update_->wait();            // rethrows a failure, here and at every later call
+  store_->finish_deferred();  // stages 1-2: the gathers no acquire has reached (collective)
   updating_ = false;
 }
 
@@ -289,6 +297,7 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale) {
                      norm_.get(), norm_excluded_, updated, [this](std::function<void()> update) {
                        update_->start(std::move(update));
                        updating_ = true;
+                       store_->defer_finish([this](int64_t end) { update_->wait_for(end); });
                      });
 }
 

@@ -71,9 +71,10 @@ struct ZeroConfig {
   // Stage 3: where the own shard of the working parameters lives (--offload-param;
   // param_shard.h); its chunk_elems is unused.
   StateTierConfig param_tier;
-  // With the optimizer offloaded at stage 0: the streamed update runs on a thread of its own
-  // behind the next forward, each acquire waiting for the chunks its span lies in (the same
-  // bits as waiting for the whole update; docs/design/offload.md).
+  // With the optimizer offloaded at stages 0-2: the streamed update runs on a thread of its own
+  // behind the next forward, each acquire waiting for the chunks its span lies in (stages 1-2:
+  // gathering its unit once every rank's part is in; the same bits as waiting for the whole
+  // update; docs/design/offload.md).
   bool overlap_offloaded_step = true;
 };
 
@@ -108,10 +109,7 @@ class ZeroOptimizer final : public ParamSource {
   ZeroOptimizer& operator=(const ZeroOptimizer&) = delete;
 
   int64_t max_span() const override { return zero_.reduce_bucket_elems; }
-  CRef acquire(const Span& s) override {
-    if (updating_) update_->wait_for(layout_offset(layout_, s) + s.len);
-    return store_->acquire(s);
-  }
+  CRef acquire(const Span& s) override { return store_->acquire(s); }
   void release(const Span& s) override { store_->release(s); }
   float* open_grads(const Span& s) override {
     settle_grads();
@@ -212,6 +210,7 @@ class ZeroOptimizer final : public ParamSource {
   // The stages 1-3 compositions: the partition, the own master shard from the seed, then the
   // parameter store and gradient reducer the stage names.
   void compose_partitioned(const AdamConfig& adam, uint64_t seed);
+  void start_update_thread();
   // wait_for_update, then the zeroing zero_grad left for after it (the update reads them).
   void settle_grads();
 

@@ -7,8 +7,8 @@
 // plan says (device, host, NVMe buffers) and the swap file is the plan's size; the swap file is
 // gone from --nvme-path while the run holds it; a swap file changed behind the run stops it with
 // an error naming the file. The parameter tiers the same at stage 3, alone and with the
-// optimizer's, with every unit gathered ahead and with two gather slots only. At stage 0 the
-// streamed update runs behind what follows the step, and each acquire sees its span updated.
+// optimizer's, with every unit gathered ahead and with two gather slots only. At stages 0 and 2
+// the streamed update runs behind what follows the step, and each acquire sees its span updated.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -165,10 +165,14 @@ TEST_F(Offload, EveryTierGivesTheDeviceTiersBits) {
   }
 }
 
-// The stage-0 ZeroOptimizer of the tiny GPT in fp32 with its states on NVMe in 1024-element
-// chunks; `hook` runs as each chunk's write-back starts.
-ZeroConfig streamed(const fs::path& dir, bool overlap, std::function<void()> hook) {
+// The ZeroOptimizer of the tiny GPT in fp32 at `stage` (stages 1-2 over `dp`) with its states on
+// NVMe in 1024-element chunks; `hook` runs as each chunk's write-back starts.
+ZeroConfig streamed(const fs::path& dir, int stage, comm::Communicator* dp, bool overlap,
+                    std::function<void()> hook) {
   ZeroConfig z;
+  z.stage = stage;
+  z.dp = dp;
+  z.reduce_bucket_elems = 700;  // several partition units
   z.optimizer_tier.tier = StateTier::Nvme;
   z.optimizer_tier.nvme_path = dir.string();
   z.optimizer_tier.chunk_elems = 1024;
@@ -177,66 +181,84 @@ ZeroConfig streamed(const fs::path& dir, bool overlap, std::function<void()> hoo
   return z;
 }
 
+// fn(span) for every span the model would open, in layout order: each parameter in chunks of
+// whole rows (ParamSpec::chunk_rows).
+template <typename Fn>
+void for_each_span(const ZeroOptimizer& opt, const ParamLayout& layout, Fn&& fn) {
+  for (const ParamSpec& p : layout.params()) {
+    const int64_t step = p.chunk_rows(opt.max_span()) * p.row_len();
+    const int64_t block_begin = layout.blocks()[static_cast<size_t>(p.block)].begin;
+    for (int64_t at = 0; at < p.numel(); at += step)
+      fn(Span{p.block, p.offset - block_begin + at, std::min(step, p.numel() - at)});
+  }
+}
+
 // One micro-batch's gradient, the same made-up values in both optimizers, then a step.
 void step_on_made_up_grads(ZeroOptimizer& opt, const ParamLayout& layout) {
   opt.zero_grad();
   opt.begin_microbatch(true);
-  for (size_t b = 0; b < layout.blocks().size(); ++b)
-    for (int64_t o = 0; o < layout.blocks()[b].numel(); o += opt.max_span()) {
-      const Span s{static_cast<int>(b), o,
-                   std::min(opt.max_span(), layout.blocks()[b].numel() - o)};
-      float* g = opt.open_grads(s);
-      for (int64_t i = 0; i < s.len; ++i) g[i] = 0.01f * static_cast<float>((o + i) % 17) - 0.08f;
-      opt.close_grads(s);
-    }
+  for_each_span(opt, layout, [&](const Span& s) {
+    float* g = opt.open_grads(s);
+    for (int64_t i = 0; i < s.len; ++i)
+      g[i] = 0.01f * static_cast<float>((s.offset + i) % 17) - 0.08f;
+    opt.close_grads(s);
+  });
   opt.step(1e-2, 1.0);
 }
 
 // What follows a step runs while its streamed update goes on: the last chunk's write-back
 // waits until the first span has been acquired (were the acquire to wait for the whole update,
 // the hook would time out), and each span acquired after the step holds the values of an update
-// finished before the next forward.
+// finished before the next forward. At stage 2 each acquire gathers its unit once the update
+// has passed this rank's part of it.
 TEST_F(Offload, TheNextForwardRunsBehindTheStreamedUpdate) {
   const GptConfig c = test::tiny_gpt();
   const ParamLayout layout = ParamLayout::gpt(c);
-  const int64_t chunks = (layout.numel() + 1023) / 1024;
-  ASSERT_GE(chunks, 4);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool acquired = false, timed_out = false, armed = false;
-  int64_t writes = 0;
-  const auto hook = [&] {
-    std::unique_lock lock(mu);
-    if (!armed || ++writes != chunks) return;
-    timed_out = !cv.wait_for(lock, std::chrono::seconds(20), [&] { return acquired; });
-  };
-  MemoryPool pool(make_host_allocator()), serial_pool(make_host_allocator());
-  ZeroOptimizer overlapped(layout, DType::F32, AdamConfig{}, pool, 5, streamed(dir_, true, hook));
-  ZeroOptimizer serial(layout, DType::F32, AdamConfig{}, serial_pool, 5, streamed(dir_, false, {}));
-  {
-    std::lock_guard lock(mu);
-    armed = true;
+  for (const int stage : {0, 2}) {
+    SCOPED_TRACE(fmt::format("stage {}", stage));
+    comm::SelfCommunicator dp(cpu_backend()), serial_dp(cpu_backend());
+    comm::Communicator* dps[2] = {stage == 0 ? nullptr : &dp, stage == 0 ? nullptr : &serial_dp};
+    std::mutex mu;
+    std::condition_variable cv;
+    bool acquired = false, timed_out = false, armed = false;
+    int64_t writes = 0;
+    const int64_t chunks = (layout.numel() + 1023) / 1024;
+    ASSERT_GE(chunks, 4);
+    const auto hook = [&] {
+      std::unique_lock lock(mu);
+      if (!armed || ++writes != chunks) return;
+      timed_out = !cv.wait_for(lock, std::chrono::seconds(20), [&] { return acquired; });
+    };
+    MemoryPool pool(make_host_allocator()), serial_pool(make_host_allocator());
+    ZeroOptimizer overlapped(layout, DType::F32, AdamConfig{}, pool, 5,
+                             streamed(dir_, stage, dps[0], true, hook));
+    ZeroOptimizer serial(layout, DType::F32, AdamConfig{}, serial_pool, 5,
+                         streamed(dir_, stage, dps[1], false, {}));
+    {
+      std::lock_guard lock(mu);
+      armed = true;
+    }
+    step_on_made_up_grads(serial, layout);
+    step_on_made_up_grads(overlapped, layout);
+    const Span first{0, 0, 64};
+    (void)overlapped.acquire(first);
+    {
+      std::lock_guard lock(mu);
+      acquired = true;
+    }
+    cv.notify_all();
+    for_each_span(overlapped, layout, [&](const Span& s) {
+      const CRef got = overlapped.acquire(s), want = serial.acquire(s);
+      EXPECT_EQ(0, std::memcmp(got.p, want.p, static_cast<size_t>(s.len) * 4))
+          << "block " << s.block << " at " << s.offset;
+      overlapped.release(s);
+      serial.release(s);
+    });
+    overlapped.release(first);
+    overlapped.wait_for_update();
+    EXPECT_EQ(writes, chunks);
+    EXPECT_FALSE(timed_out) << "the first span's acquire waited for the whole update";
   }
-  step_on_made_up_grads(serial, layout);
-  step_on_made_up_grads(overlapped, layout);
-  const Span first{0, 0, 64};
-  (void)overlapped.acquire(first);
-  {
-    std::lock_guard lock(mu);
-    acquired = true;
-  }
-  cv.notify_all();
-  for (size_t b = 0; b < layout.blocks().size(); ++b) {
-    const Span s{static_cast<int>(b), 0, layout.blocks()[b].numel()};
-    const CRef got = overlapped.acquire(s), want = serial.acquire(s);
-    EXPECT_EQ(0, std::memcmp(got.p, want.p, static_cast<size_t>(s.len) * 4)) << "block " << b;
-    overlapped.release(s);
-    serial.release(s);
-  }
-  overlapped.release(first);
-  overlapped.wait_for_update();
-  EXPECT_EQ(writes, chunks);
-  EXPECT_FALSE(timed_out) << "the first span's acquire waited for the whole update";
 }
 
 TEST_F(Offload, EveryParamTierGivesTheDeviceTiersBits) {
@@ -265,7 +287,8 @@ TEST_F(Offload, EveryParamTierGivesTheDeviceTiersBits) {
 // Trains one step of `o`, checks that --nvme-path is empty while the run holds its swap files
 // (each is unlinked as soon as it is made), overwrites the first block of the one whose name
 // holds `file` through the run's own descriptor (the one /proc names after it), and expects the
-// next step's read-back to stop with an error naming the file and the checksum.
+// next step's read-back (or the wait for its update) to stop with an error naming the file and
+// the checksum.
 void expect_changed_file_stops(const TrainOptions& o, const fs::path& dir,
                                const std::string& file) {
   MemoryPool pool(make_host_allocator());
@@ -277,6 +300,7 @@ void expect_changed_file_stops(const TrainOptions& o, const fs::path& dir,
       << "no descriptor of a file named *" << file << "*";
   try {
     t.train_step();
+    t.optimizer().wait_for_update();  // an update behind the next forward reports here
     FAIL() << "a changed swap file was read back";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
