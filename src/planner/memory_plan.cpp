@@ -94,16 +94,10 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
     b += std::min(staged_elems, static_cast<size_t>(comm::MpiCommunicator::kStagingSlice)) * 4;
   }
   b += ShardedAdam::workspace_bytes();  // this rank's share of the gradient norm
-  // Offloaded states: on a device of its own, each streamed chunk's master parameters go back
-  // through a device chunk (ShardedAdam; its gradients come through a host one, in the host
-  // pool); on the CPU backend, checkpoints reach them through the host window (HostStaging),
-  // which that backend otherwise does without.
-  if (in.optimizer_tier != StateTier::Device) {
-    const int64_t owned = in.zero_stage == 0 ? layout.numel() : part.shard_numel();
-    b += in.cuda
-             ? static_cast<size_t>(ShardedAdam::offload_stage_elems(in.sub_group_elems, owned)) * 4
-             : HostStaging::kBytes;
-  }
+  // Offloaded states: on the CPU backend, checkpoints reach them through the host window
+  // (HostStaging), which that backend otherwise does without. On a device of its own their
+  // chunks cross in host buffers (ShardedAdam, ZeroOptimizer), none on the device.
+  if (in.optimizer_tier != StateTier::Device && !in.cuda) b += HostStaging::kBytes;
   const size_t staging = GradStaging::bytes(layout, in.reduce_bucket_elems);
   if (in.zero_stage == 0) {
     if (in.cast_params)

@@ -52,8 +52,11 @@ OffloadTime offload_time(const PlanInput& in, const MemoryPlan& m, const Cluster
           ms((a + 1) * grads, c.nvme_read_gbps / ranks) + ms(a * grads, c.nvme_write_gbps / ranks);
     }
     // The gradient leaves the device (each micro-batch's reduced part where it is kept on the
-    // host, in fp32; else the whole shard at the step) and the fp32 master comes back.
-    if (in.cuda) pcie_bytes += (host_grads ? a * n * 4 : n * grad_bytes) + n * 4;
+    // host, in fp32; else the whole shard at the step) and the updated parameters come back,
+    // rounded to the working precision on the host.
+    if (in.cuda)
+      pcie_bytes += (host_grads ? a * n * 4 : n * grad_bytes) +
+                    n * static_cast<double>(dtype_size(in.working));
   }
   if (in.param_tier != StateTier::Device) {
     const auto file = static_cast<double>(m.param_nvme_bytes);

@@ -217,6 +217,10 @@ void GatheredParams::from_master_range(int64_t shard_offset, int64_t len, const 
   shard_->write(shard_offset, len, master);
 }
 
+void GatheredParams::from_host_range(int64_t shard_offset, int64_t len, const void* host) {
+  shard_->write_host(shard_offset, len, host);
+}
+
 void GatheredParams::finish_from_master() {
   shard_->finish_write();
   // Every gathered copy is stale now.

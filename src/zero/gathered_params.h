@@ -42,6 +42,7 @@ class GatheredParams final : public ParamStore {
   void release(const Span& s) override;
   void from_master(const float* master) override;
   void from_master_range(int64_t shard_offset, int64_t len, const float* master) override;
+  void from_host_range(int64_t shard_offset, int64_t len, const void* host) override;
   void finish_from_master() override;
   void from_full(const float*, const float* master) override { from_master(master); }
   void begin_step() override;

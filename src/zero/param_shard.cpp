@@ -33,6 +33,10 @@ class DeviceShard final : public ParamShard {
   void write(int64_t offset, int64_t len, const float* master) override {
     from_f32(be_, at(shard_.data(), working_, offset), working_, master, len);
   }
+  void write_host(int64_t offset, int64_t len, const void* host) override {
+    be_.copy_to_device(at(shard_.data(), working_, offset), host,
+                       static_cast<size_t>(len) * dtype_size(working_));
+  }
 
  private:
   const Partition& part_;
@@ -125,6 +129,11 @@ class HostShard final : public ParamShard {
                              n);
     });
   }
+  void write_host(int64_t offset, int64_t len, const void* host) override {
+    be_.wait_copies();  // no part on its way to the device still reads the shard
+    std::memcpy(at(shard_.data(), working_, offset), host,
+                static_cast<size_t>(len) * dtype_size(working_));
+  }
 
  private:
   const void* host_part(int unit) const {
@@ -202,6 +211,14 @@ class SwappedShard final : public ParamShard {
       hold(unit, n == part_.units()[static_cast<size_t>(unit)].part_len);
       staging_.round_to_host(at(unit_buf_.data(), working_, within), master + (at_shard - offset),
                              n);
+      dirty_ = true;
+    });
+  }
+  void write_host(int64_t offset, int64_t len, const void* host) override {
+    for_unit_pieces(part_, offset, len, [&](int unit, int64_t within, int64_t at_shard, int64_t n) {
+      hold(unit, n == part_.units()[static_cast<size_t>(unit)].part_len);
+      std::memcpy(at(unit_buf_.data(), working_, within), at(host, working_, at_shard - offset),
+                  static_cast<size_t>(n) * e_);
       dirty_ = true;
     });
   }

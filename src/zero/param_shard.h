@@ -38,6 +38,8 @@ class ParamShard {
   // Shard elements [offset, offset + len) from the fp32 master in the backend's memory, rounded
   // to the working precision; finish_write() once a step's ranges are all in.
   virtual void write(int64_t offset, int64_t len, const float* master) = 0;
+  // The same elements already rounded, in host memory (ParamStore::from_host_range).
+  virtual void write_host(int64_t offset, int64_t len, const void* host) = 0;
   virtual void finish_write() {}
   // The swap file's bytes (Nvme), 0 elsewhere.
   virtual uint64_t file_bytes() const { return 0; }

@@ -51,6 +51,12 @@ class ParamStore {
   virtual void from_master(const float* master) = 0;
   virtual void from_master_range(int64_t shard_offset, int64_t len, const float* master) = 0;
   virtual void finish_from_master() = 0;
+  // In place of from_master_range where the master is in host memory and the device apart (an
+  // offloaded optimizer on CUDA): shard elements [shard_offset, shard_offset + len) already
+  // rounded to the working precision on the host, in host memory.
+  virtual void from_host_range(int64_t /*shard_offset*/, int64_t /*len*/, const void* /*host*/) {
+    ZT_CHECK(false, "this parameter store takes the master from the backend's memory only");
+  }
   // The working parameters from a full fp32 host copy every rank holds, and the master shard
   // already set from it (no collective).
   virtual void from_full(const float* full, const float* master) = 0;

@@ -37,6 +37,11 @@ void ResidentParams::from_master_range(int64_t shard_offset, int64_t len, const 
   from_f32(be_, dst, working_, master, len);
 }
 
+void ResidentParams::from_host_range(int64_t shard_offset, int64_t len, const void* host) {
+  be_.copy_to_device(at(params_.data(), working_, shard_offset), host,
+                     static_cast<size_t>(len) * dtype_size(working_));
+}
+
 PaddedParams::PaddedParams(const ParamLayout& layout, const Partition& part, DType working,
                            const DeviceContext& ctx, comm::Communicator& dp,
                            int64_t allgather_elems, uint64_t seed, float* chunk,
@@ -99,6 +104,20 @@ void PaddedParams::from_master_range(int64_t shard_offset, int64_t len, const fl
              at(params_.data(), working_,
                 u.padded_begin + int64_t{rank} * u.part_len + (lo - u.shard_offset)),
              working_, master + (lo - shard_offset), hi - lo);
+  }
+}
+
+void PaddedParams::from_host_range(int64_t shard_offset, int64_t len, const void* host) {
+  const int rank = dp_.rank();
+  const int64_t end = shard_offset + len;
+  for (const auto& u : part_.units()) {
+    const int64_t lo = std::max(u.shard_offset, shard_offset);
+    const int64_t hi = std::min(u.shard_offset + u.part_len, end);
+    if (lo >= hi) continue;
+    be_.copy_to_device(at(params_.data(), working_,
+                          u.padded_begin + int64_t{rank} * u.part_len + (lo - u.shard_offset)),
+                       at(host, working_, lo - shard_offset),
+                       static_cast<size_t>(hi - lo) * dtype_size(working_));
   }
 }
 

@@ -19,6 +19,7 @@ class ResidentParams final : public ParamStore {
   void release(const Span&) override {}
   void from_master(const float* master) override;
   void from_master_range(int64_t shard_offset, int64_t len, const float* master) override;
+  void from_host_range(int64_t shard_offset, int64_t len, const void* host) override;
   void finish_from_master() override {}
   void from_full(const float*, const float* master) override { from_master(master); }
   // The shard is the layout: an acquire waits for its own span's elements.
@@ -48,6 +49,7 @@ class PaddedParams final : public ParamStore {
   void release(const Span&) override {}
   void from_master(const float* master) override;
   void from_master_range(int64_t shard_offset, int64_t len, const float* master) override;
+  void from_host_range(int64_t shard_offset, int64_t len, const void* host) override;
   void finish_from_master() override;
   void from_full(const float* full, const float* master) override;
   void defer_finish(std::function<void(int64_t)> written) override;

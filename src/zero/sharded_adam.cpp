@@ -53,13 +53,12 @@ ShardedAdam::ShardedAdam(const ParamLayout& layout, Shard shard, const AdamConfi
       states_(make_optimizer_states(tier, shard_.numel, ctx, master)) {
   norm_ws_ = ctx.pool().allocate(workspace_bytes(), MemCategory::Buffers);
   if (states_->tier() != StateTier::Device) {
-    // Each chunk's gradients come to the host and its master parameters go back, through
-    // chunk-sized staging where the host cannot reach the device's memory.
+    // Each chunk's gradients come to the host through chunk-sized staging where the host cannot
+    // reach the device's memory (its master parameters go to the store from the host).
     if (staged_) {
       host_norm_ws_ = ctx.host().allocate(workspace_bytes(), MemCategory::Buffers);
       const int64_t n = offload_stage_elems(tier.chunk_elems, shard_.numel);
       grad_stage_ = ctx.host().allocate({2 * n}, DType::F32, MemCategory::Buffers);
-      master_stage_ = ctx.pool().allocate({n}, DType::F32, MemCategory::Buffers);
     }
     return;
   }
@@ -130,16 +129,6 @@ bool ShardedAdam::master_finite() const {
   return finite;
 }
 
-// A streamed chunk's master parameters where the backend computes: where the host cannot reach
-// its memory, copied into the device staging chunk.
-const float* ShardedAdam::backend_master(const StateChunk& c) const {
-  const float* master = c.state[OptimizerStates::kMaster];
-  if (states_->tier() == StateTier::Device || !staged_) return master;
-  auto* d = static_cast<float*>(master_stage_.data());
-  be_.copy_to_device(d, master, static_cast<size_t>(c.len) * 4);
-  return d;
-}
-
 // fn(segment, lo, hi) for every segment of the shard overlapping chunk c, [lo, hi) in shard
 // elements.
 template <typename Fn>
@@ -153,7 +142,10 @@ void ShardedAdam::for_overlaps(const StateChunk& c, Fn&& fn) const {
 }
 
 void ShardedAdam::visit_master(const MasterChunkFn& fn) {
-  states_->stream(false, [&](const StateChunk& c) { fn(c.offset, c.len, backend_master(c)); });
+  states_->stream(false, [&](const StateChunk& c) {
+    fn(c.offset, c.len, c.state[OptimizerStates::kMaster],
+       staged_ && states_->tier() != StateTier::Device);
+  });
 }
 
 void ShardedAdam::init_master(uint64_t seed) {
@@ -223,7 +215,7 @@ void ShardedAdam::adamw_offloaded(const GradReducer& grads, DType grad_dtype, co
       push(s, lo, hi, g);
     });
     cpu_backend().adamw_multi(table.data(), static_cast<int>(table.size()), p, grad_dtype);
-    updated(c.offset, c.len, backend_master(c));
+    updated(c.offset, c.len, c.state[OptimizerStates::kMaster], staged_);
   });
 }
 
@@ -298,7 +290,7 @@ StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr,
   }
   // Every segment in one launch, half gradients read as they are (widening is exact).
   be_.adamw_multi(adam_table_.data(), static_cast<int>(adam_table_.size()), p, working);
-  updated(0, shard_.numel, master());
+  updated(0, shard_.numel, master(), false);
   return r;
 }
 

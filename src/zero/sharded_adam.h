@@ -31,9 +31,12 @@ struct StepResult {
   bool skipped = false;  // non-finite gradients somewhere: no parameter changed on any rank
 };
 
-// Elements [offset, offset + len) of the shard's updated master parameters, in the backend's
-// memory (for the parameter store to take its working copy from).
-using MasterChunkFn = std::function<void(int64_t offset, int64_t len, const float* master)>;
+// Elements [offset, offset + len) of the shard's updated master parameters (for the parameter
+// store to take its working copy from): in the backend's memory, or, where `on_host`, in host
+// memory (states offloaded from a device of its own: the receiver rounds them on the host, so
+// only the working precision crosses to the device).
+using MasterChunkFn =
+    std::function<void(int64_t offset, int64_t len, const float* master, bool on_host)>;
 // Runs an offloaded step's update (the streamed AdamW) where the caller chooses: on a thread of
 // its own behind the next forward. The update reads the gradients and writes the states until it
 // ends.
@@ -81,9 +84,8 @@ class ShardedAdam {
   // Device bytes of the norm's partials and result (category Buffers, constant; the planner
   // counts them).
   static size_t workspace_bytes();
-  // Offloaded states where the host cannot reach the device's memory: elements of the host chunk
-  // a streamed chunk's gradients come through and of the device chunk its master parameters go
-  // back through (each allocated once; the planner counts the device one).
+  // Offloaded states where the host cannot reach the device's memory: elements of each of the
+  // two host chunks a streamed chunk's gradients come through.
   static int64_t offload_stage_elems(int64_t chunk_elems, int64_t shard_numel) {
     return std::min(chunk_elems, shard_numel);
   }
@@ -105,7 +107,6 @@ class ShardedAdam {
   AdamConfig adam_;
   void adamw_offloaded(const GradReducer& grads, DType grad_dtype, const AdamWParams& p,
                        const MasterChunkFn& updated);
-  const float* backend_master(const StateChunk& c) const;
   template <typename Fn>
   void for_overlaps(const StateChunk& c, Fn&& fn) const;
 
@@ -115,7 +116,6 @@ class ShardedAdam {
   Buffer norm_ws_;
   Buffer host_norm_ws_;       // host (offloaded, staged): the norm of gradients kept on the host
   Buffer grad_stage_;         // host (offloaded, staged): two chunks' gradients
-  Buffer master_stage_;       // device (offloaded, staged): one chunk's master parameters
   Buffer segment_;            // host (gradient not resident): one segment's gradient
   std::vector<int> counted_;  // gradient not resident: the segments the norm counts
   // The multi-tensor tables (host memory: kernels/common/multi_tensor.h). The AdamW table is

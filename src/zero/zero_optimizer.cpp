@@ -5,6 +5,7 @@
 #include "src/zero/all_reduce_grads.h"
 #include "src/zero/cast_params.h"
 #include "src/zero/gathered_params.h"
+#include "src/zero/precision.h"
 #include "src/zero/reduce_scatter_grads.h"
 #include "src/zero/resident_params.h"
 #include "src/zero/swapped_grads.h"
@@ -56,6 +57,8 @@ ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const Ada
   const bool offloaded = tier.tier != StateTier::Device;
   ZT_CHECK(!zero.cast_params || !offloaded,
            "cast working parameters read the master parameters resident on the device");
+  if (offloaded && ctx.needs_staging() && working != DType::F32)
+    host_round_ = ctx.host().allocate({kChunk}, working, MemCategory::Buffers);
   ZT_CHECK(
       zero.param_tier.tier == StateTier::Device || kStages[zero.stage].store == Store::Gathered,
       "parameter partitions exist at ZeRO stage 3 only (stage {})", zero.stage);
@@ -289,8 +292,9 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale) {
   }
   // Each updated chunk is published once its working copy is written: the resident store's
   // finish_from_master has nothing left to do.
-  const MasterChunkFn updated = [this](int64_t offset, int64_t len, const float* master) {
-    store_->from_master_range(offset, len, master);
+  const MasterChunkFn updated = [this](int64_t offset, int64_t len, const float* master,
+                                       bool on_host) {
+    to_store()(offset, len, master, on_host);
     update_->publish(offset + len);
   };
   return adam_->step(*grads_, grad_dtype_, lr, loss_scale, counts_in_norm, zero_.tp_rank,
@@ -302,8 +306,24 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale) {
 }
 
 MasterChunkFn ZeroOptimizer::to_store() {
-  return [this](int64_t offset, int64_t len, const float* master) {
-    store_->from_master_range(offset, len, master);
+  return [this](int64_t offset, int64_t len, const float* master, bool on_host) {
+    if (!on_host) {
+      store_->from_master_range(offset, len, master);
+      return;
+    }
+    // Rounded on the host, piece by piece through host_round_: the device receives the working
+    // precision (half the bytes of fp32 in bf16/fp16), the same bits as its own from_f32.
+    if (working_ == DType::F32) {
+      store_->from_host_range(offset, len, master);
+      return;
+    }
+    const auto room = static_cast<int64_t>(host_round_.bytes() / dtype_size(working_));
+    ZT_CHECK(room > 0, "no host buffer to round the master parameters in");
+    for (int64_t i = 0; i < len; i += room) {
+      const int64_t n = std::min(room, len - i);
+      from_f32(cpu_backend(), host_round_.data(), working_, master + i, n);
+      store_->from_host_range(offset + i, n, host_round_.data());
+    }
   };
 }
 

@@ -222,6 +222,7 @@ class ZeroOptimizer final : public ParamSource {
   Backend& be_;
   std::optional<Partition> part_;  // stages 1-3
   Buffer chunk_;                   // fp32 workspace (stages 1-3): unit parts, initialisation
+  Buffer host_round_;  // offloaded from a device apart: updated master rounded on the host
   std::unique_ptr<ParamStore> store_;
   std::unique_ptr<GradReducer> grads_;
   std::unique_ptr<ShardedAdam> adam_;
