@@ -14,6 +14,7 @@
 #include "src/planner/event_sim.h"
 #include "src/planner/max_model.h"
 #include "src/planner/prefetch_model.h"
+#include "src/zero/partition.h"
 
 namespace zt {
 namespace {
@@ -256,6 +257,16 @@ UnitCompute unit_compute(const PlanInput& in, const ClusterSpec& cl, const Devic
 // Parameters (elements, one tp rank) of the units ZeRO gathers and reduces, in forward order,
 // from the rank's layout: the embedding, each layer, and the blocks after the last layer (the
 // final norm, an untied output layer) as one.
+// Stages 1-2 gather whole partition units: the forward's first acquire waits for the update to
+// pass the first unit, this share of it (stage 0 waits per span: none).
+double first_unit_share(const PlanInput& in) {
+  if (in.zero_stage == 0) return 0;
+  const ParamLayout layout = ParamLayout::gpt(in.model, in.tp, 0);
+  const Partition part(layout, in.dp, 0, in.reduce_bucket_elems);
+  return static_cast<double>(part.units().front().real_len) /
+         static_cast<double>(std::max<int64_t>(1, layout.numel()));
+}
+
 std::vector<int64_t> unit_elems(const PlanInput& in) {
   const auto layers = static_cast<size_t>(in.model.num_layers);
   const ParamLayout layout = ParamLayout::gpt(in.model, in.tp, 0);
@@ -335,7 +346,8 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
         // (stages 1-2: the units, gathered as it reaches them) it needs; on the CPU the host
         // AdamW takes the forward's cores meanwhile.
         if (update_behind_forward(in, opt))
-          x.optimizer_ms = std::max(x.optimizer_ms - x.fwd, in.cuda ? 0.0 : x.tiers.host_ms);
+          x.optimizer_ms = std::max({x.optimizer_ms - x.fwd, in.cuda ? 0.0 : x.tiers.host_ms,
+                                     x.optimizer_ms * first_unit_share(in)});
       }
       // The parameters' write-back at the step; their reads run behind the compute.
       x.optimizer_ms += x.tiers.param_write_ms +
