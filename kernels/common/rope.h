@@ -4,21 +4,38 @@
 // a head vector x of d channels is two halves, and pair (x[i], x[i + d/2]), i < d/2, is rotated
 // by the angle pos · base^(-2i/d), pos the token's position counted from its sample's start:
 //   y[i] = x[i] cos - x[i + d/2] sin,   y[i + d/2] = x[i + d/2] cos + x[i] sin.
-// The backward is the rotation by -angle (the transpose). Frequencies and angles are fp32 as in
-// HF's LlamaRotaryEmbedding: inv_freq = 1 / base^(2i/d), angle = float(pos) * inv_freq.
+// The backward is the rotation by -angle (the transpose). The inverse frequencies
+// inv_freq[i] = 1 / base^(2i/d) are computed once on the host in double precision and rounded to
+// fp32 (RopeFreqs), so both backends rotate by the same angles, angle = float(pos) · inv_freq[i]
+// in fp32 as in HF's LlamaRotaryEmbedding; the backends differ only in cosf/sinf and the
+// rotation's own rounding.
 #include <cmath>
 
 #include "src/core/hd.h"
 
 namespace zt {
 
-ZT_HD float rope_inv_freq(int i, int hd, float base) {
-  return 1.0f / powf(base, static_cast<float>(2 * i) / static_cast<float>(hd));
+// The inverse frequencies of a head of `pairs` = head_dim/2 channel pairs, passed by value to the
+// kernels (a kernel parameter on CUDA: no device buffer).
+struct RopeFreqs {
+  static constexpr int kMaxPairs = 256;  // head dimensions up to 512
+  int pairs = 0;
+  float inv[kMaxPairs] = {};
+};
+
+// The host's table for head dimension hd (even, at most 2 kMaxPairs: GptConfig checks) and base
+// `base`; the kernels refuse a table of other than hd/2 pairs.
+inline RopeFreqs rope_freqs(int hd, double base) {
+  RopeFreqs f;
+  f.pairs = hd / 2 <= RopeFreqs::kMaxPairs ? hd / 2 : 0;
+  for (int i = 0; i < f.pairs; ++i)
+    f.inv[i] = static_cast<float>(1.0 / std::pow(base, static_cast<double>(2 * i) / hd));
+  return f;
 }
 
-// cos and sin of the angle of pair i at position pos.
-ZT_HD void rope_cos_sin(int pos, int i, int hd, float base, float& c, float& s) {
-  const float a = static_cast<float>(pos) * rope_inv_freq(i, hd, base);
+// cos and sin of the angle of a pair with inverse frequency inv_freq at position pos.
+ZT_HD void rope_cos_sin(int pos, float inv_freq, float& c, float& s) {
+  const float a = static_cast<float>(pos) * inv_freq;
   c = cosf(a);
   s = sinf(a);
 }

@@ -71,22 +71,26 @@ void check_shape(const char* what, int64_t N, int C) {
 }
 
 // One element per (token row, head of q and k, pair i): the angle is recomputed per element
-// (cheap next to the memory traffic), so no table is kept.
+// (cheap next to the memory traffic) from the host's inverse frequencies.
 template <typename T>
-void rope(T* qkv, int B, int Tn, int pos0, int NH, int NKV, int hd, float base, float sign,
-          cudaStream_t stream) {
+void rope(T* qkv, int B, int Tn, int pos0, int NH, int NKV, int hd, const RopeFreqs& freqs,
+          float sign, cudaStream_t stream) {
   ZT_CU_CHECK(B > 0 && Tn > 0 && NH > 0 && NKV > 0 && hd > 0 && hd % 2 == 0,
               cat("rope: bad shape B=", B, " T=", Tn, " NH=", NH, " NKV=", NKV, " hd=", hd));
+  ZT_CU_CHECK(freqs.pairs == hd / 2,
+              cat("rope: ", freqs.pairs, " inverse frequencies for head dimension ", hd));
   const int half = hd / 2, heads = NH + NKV;
   const int64_t ld = int64_t{NH + 2 * NKV} * hd;
   const int64_t n = int64_t{B} * Tn * heads * half;
+  // The table travels by value in the kernel's parameters (1 KiB): no device buffer.
+  const RopeFreqs f = freqs;
   for_each(n, stream, [=] __device__(int64_t e) {
     const int i = static_cast<int>(e % half);
     const int64_t rh = e / half;
     const int h = static_cast<int>(rh % heads);
     const int64_t r = rh / heads;
     float c = 0.0f, s = 0.0f;
-    rope_cos_sin(pos0 + static_cast<int>(r % Tn), i, hd, base, c, s);
+    rope_cos_sin(pos0 + static_cast<int>(r % Tn), f.inv[i], c, s);
     T* x = qkv + r * ld + int64_t{h} * hd;
     float y0 = 0.0f, y1 = 0.0f;
     rope_rotate(to_float(x[i]), to_float(x[half + i]), c, s, sign, y0, y1);
@@ -145,22 +149,22 @@ void Kernels::swiglu_backward(T* dpre, const T* dy, const T* pre, int64_t N, int
 }
 
 template <typename T>
-void Kernels::rope_forward(T* qkv, int B, int Tn, int NH, int NKV, int hd, float base,
+void Kernels::rope_forward(T* qkv, int B, int Tn, int NH, int NKV, int hd, const RopeFreqs& freqs,
                            cudaStream_t stream) {
-  detail::rope(qkv, B, Tn, 0, NH, NKV, hd, base, 1.0f, stream);
+  detail::rope(qkv, B, Tn, 0, NH, NKV, hd, freqs, 1.0f, stream);
 }
 
 template <typename T>
-void Kernels::rope_backward(T* dqkv, int B, int Tn, int NH, int NKV, int hd, float base,
+void Kernels::rope_backward(T* dqkv, int B, int Tn, int NH, int NKV, int hd, const RopeFreqs& freqs,
                             cudaStream_t stream) {
-  detail::rope(dqkv, B, Tn, 0, NH, NKV, hd, base, -1.0f, stream);
+  detail::rope(dqkv, B, Tn, 0, NH, NKV, hd, freqs, -1.0f, stream);
 }
 
 template <typename T>
-void Kernels::rope_forward_at(T* qkv, int n, int pos0, int NH, int NKV, int hd, float base,
-                              cudaStream_t stream) {
+void Kernels::rope_forward_at(T* qkv, int n, int pos0, int NH, int NKV, int hd,
+                              const RopeFreqs& freqs, cudaStream_t stream) {
   ZT_CU_CHECK(pos0 >= 0, detail::cat("rope_forward_at: position ", pos0, " < 0"));
-  detail::rope(qkv, 1, n, pos0, NH, NKV, hd, base, 1.0f, stream);
+  detail::rope(qkv, 1, n, pos0, NH, NKV, hd, freqs, 1.0f, stream);
 }
 
 #define ZT_LLAMA(T)                                                                              \
@@ -170,9 +174,12 @@ void Kernels::rope_forward_at(T* qkv, int n, int pos0, int NH, int NKV, int hd, 
                                              const float*, int, int, cudaStream_t);              \
   template void Kernels::swiglu_forward<T>(T*, const T*, int64_t, int, cudaStream_t);            \
   template void Kernels::swiglu_backward<T>(T*, const T*, const T*, int64_t, int, cudaStream_t); \
-  template void Kernels::rope_forward<T>(T*, int, int, int, int, int, float, cudaStream_t);      \
-  template void Kernels::rope_backward<T>(T*, int, int, int, int, int, float, cudaStream_t);     \
-  template void Kernels::rope_forward_at<T>(T*, int, int, int, int, int, float, cudaStream_t);
+  template void Kernels::rope_forward<T>(T*, int, int, int, int, int, const RopeFreqs&,          \
+                                         cudaStream_t);                                          \
+  template void Kernels::rope_backward<T>(T*, int, int, int, int, int, const RopeFreqs&,         \
+                                          cudaStream_t);                                         \
+  template void Kernels::rope_forward_at<T>(T*, int, int, int, int, int, const RopeFreqs&,       \
+                                            cudaStream_t);
 ZT_LLAMA(float)
 ZT_LLAMA(bf16)
 ZT_LLAMA(fp16)

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "kernels/common/rope.h"
 #include "src/core/error.h"
 
 namespace zt {
@@ -69,6 +70,9 @@ void validate_architecture(const GptConfig& c) {
   ZT_REQUIRE(c.rotary_base > 0.0f, "--rotary-base must be positive, got {}", c.rotary_base);
   ZT_REQUIRE(!c.rope() || c.head_dim() % 2 == 0,
              "--position-embedding-type rope needs an even head dimension, got {}", c.head_dim());
+  ZT_REQUIRE(!c.rope() || c.head_dim() <= 2 * RopeFreqs::kMaxPairs,
+             "--position-embedding-type rope takes head dimensions up to {}, got {}",
+             2 * RopeFreqs::kMaxPairs, c.head_dim());
   ZT_REQUIRE(c.max_positions() >= c.seq_length,
              "--max-position-embeddings {} is below --seq-length {}", c.max_positions(),
              c.seq_length);

@@ -55,6 +55,7 @@ GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int m
       tp_(tp),
       max_positions_(max_positions),
       dims_(TpDims::of(config, layout.tp_size(), layout.tp_rank())),
+      rope_freqs_(rope_freqs(config.head_dim(), config.rotary_base)),
       arena_(ctx.pool(), bytes(config, max_positions, layout.tp_size()), MemCategory::KvCache) {
   ZT_CHECK(max_positions > 0 && max_positions <= config.seq_length,
            "a decoder of {} positions over a position table of {}", max_positions,
@@ -163,7 +164,7 @@ void GptDecoder::layer(int i, int n, ParamSource& params) {
   // cache holds rotated keys, as the training forward's attention reads them).
   if (config_.rope())
     be_.rope_forward_at(qkv_, n, length_, dims_.heads, dims_.kv_heads, config_.head_dim(),
-                        config_.rotary_base);
+                        rope_freqs_);
   // The new positions' keys and values join the cache; the queries stay in qkv_ (row stride W).
   const Ref k = k_cache_[static_cast<size_t>(i)], v = v_cache_[static_cast<size_t>(i)];
   const size_t row = qkv_.bytes(Ckv), pitch = qkv_.bytes(W);

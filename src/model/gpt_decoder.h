@@ -73,6 +73,7 @@ class GptDecoder {
   int max_positions_ = 0;
   int length_ = 0;
   TpDims dims_;
+  RopeFreqs rope_freqs_;  // the rotary inverse frequencies (rope only)
   std::vector<LayerRefs> layers_;
   ParamRef wte_, wpe_, lnf_w_, lnf_b_;  // wpe_ absent under rope, lnf_b_ under RMSNorm
   LinearRefs head_;

@@ -43,7 +43,7 @@ LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp
   d.KV = t.kv_heads;
   d.Ckv = t.kv_hidden;
   d.rope = c.rope();
-  d.rope_base = c.rotary_base;
+  if (d.rope) d.rope_table = rope_freqs(c.head_dim(), c.rotary_base);
   d.rmsnorm = c.rmsnorm();
   d.norm_eps = c.norm_epsilon;
   d.swiglu = c.swiglu;
@@ -243,7 +243,7 @@ void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRe
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
   chunked_linear_forward(be, src, p.qkv, a.qkv, s.ln, N, true);
   // Rotary embeddings on q and k, kept rotated: attention's backward reads them as they were.
-  if (d.rope) be.rope_forward(a.qkv, d.B, d.T, d.H, d.KV, d.head_dim(), d.rope_base);
+  if (d.rope) be.rope_forward(a.qkv, d.B, d.T, d.H, d.KV, d.head_dim(), d.rope_table);
   attention_forward(d, a.atty, a.lse, a.qkv, drop.attention);
   // Backward scratch is free during forward.
   Ref proj = row_parallel_forward(d, src, p.proj, s.d_a, a.atty, s.d_b);
@@ -306,7 +306,7 @@ void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CR
   chunked_linear_backward_input(be, src, p.proj, s.d_b, s.d_a, N);
   chunked_linear_backward_params(be, src, p.proj, s.d_a, a.atty, s.ones, N);
   attention_backward(d, s.d_qkv, s.delta, s.d_b, a.qkv, a.atty, a.lse, drop.attention);
-  if (d.rope) be.rope_backward(s.d_qkv, d.B, d.T, d.H, d.KV, d.head_dim(), d.rope_base);
+  if (d.rope) be.rope_backward(s.d_qkv, d.B, d.T, d.H, d.KV, d.head_dim(), d.rope_table);
   chunked_linear_backward_input(be, src, p.qkv, s.d_a, s.d_qkv, N);
   const Ref dln1 = sum_input_grad(d, s.d_a, s.d_b);
   {

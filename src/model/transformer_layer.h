@@ -17,6 +17,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/common/dropout.h"
+#include "kernels/common/rope.h"
 #include "src/comm/communicator.h"
 #include "src/model/chunked_linear.h"
 #include "src/model/layer_activations.h"
@@ -77,7 +78,7 @@ struct LayerDims {
   int KV = 0;
   int Ckv = 0;
   bool rope = false;
-  float rope_base = 10000.0f;
+  RopeFreqs rope_table{};  // rope: the host's inverse frequencies (kernels/common/rope.h)
   bool rmsnorm = false;
   float norm_eps = 1e-5f;
   bool swiglu = false;

@@ -86,11 +86,11 @@ void check_rope(int B, int T, int NH, int G, int hd) {
   const size_t n = size_t(B) * T * (NH + 2 * G) * hd;
   const auto x = narrow<H>(random_floats(n, 6));
   auto f = x, b = x;
-  cpu::Kernels::rope_forward(f.data(), B, T, NH, G, hd, 500000.0f);
-  cpu::Kernels::rope_backward(b.data(), B, T, NH, G, hd, 500000.0f);
+  cpu::Kernels::rope_forward(f.data(), B, T, NH, G, hd, rope_freqs(hd, 500000.0));
+  cpu::Kernels::rope_backward(b.data(), B, T, NH, G, hd, rope_freqs(hd, 500000.0));
   DeviceVector<H> gf(x), gb(x);
-  cuda::Kernels::rope_forward(gf.get(), B, T, NH, G, hd, 500000.0f, 0);
-  cuda::Kernels::rope_backward(gb.get(), B, T, NH, G, hd, 500000.0f, 0);
+  cuda::Kernels::rope_forward(gf.get(), B, T, NH, G, hd, rope_freqs(hd, 500000.0), 0);
+  cuda::Kernels::rope_backward(gb.get(), B, T, NH, G, hd, rope_freqs(hd, 500000.0), 0);
   // cosf/sinf of the same fp32 angle may differ by an ulp between the libraries.
   EXPECT_LE(rel_err(widen(gf.host()), widen(f)), std::max(kTol<H>, 1e-6)) << T << " " << G;
   EXPECT_LE(rel_err(widen(gb.host()), widen(b)), std::max(kTol<H>, 1e-6)) << T << " " << G;
@@ -101,9 +101,9 @@ template <typename H>
 void check_rope_at(int n, int pos0, int NH, int G, int hd) {
   const auto x = narrow<H>(random_floats(size_t(n) * (NH + 2 * G) * hd, 7));
   auto f = x;
-  cpu::Kernels::rope_forward_at(f.data(), n, pos0, NH, G, hd, 500000.0f);
+  cpu::Kernels::rope_forward_at(f.data(), n, pos0, NH, G, hd, rope_freqs(hd, 500000.0));
   DeviceVector<H> gf(x);
-  cuda::Kernels::rope_forward_at(gf.get(), n, pos0, NH, G, hd, 500000.0f, 0);
+  cuda::Kernels::rope_forward_at(gf.get(), n, pos0, NH, G, hd, rope_freqs(hd, 500000.0), 0);
   EXPECT_LE(rel_err(widen(gf.host()), widen(f)), std::max(kTol<H>, 1e-6)) << n << " " << pos0;
 }
 

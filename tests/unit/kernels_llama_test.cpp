@@ -196,8 +196,8 @@ void check_rope(const RopeCase& s) {
   const size_t n = size_t(s.B) * s.T * (s.NH + 2 * s.G) * s.hd;
   const auto x = representable<H>(n, 12);
   auto fwd = narrow<H>(x), bwd = narrow<H>(x);
-  cpu::Kernels::rope_forward(fwd.data(), s.B, s.T, s.NH, s.G, s.hd, base);
-  cpu::Kernels::rope_backward(bwd.data(), s.B, s.T, s.NH, s.G, s.hd, base);
+  cpu::Kernels::rope_forward(fwd.data(), s.B, s.T, s.NH, s.G, s.hd, rope_freqs(s.hd, base));
+  cpu::Kernels::rope_backward(bwd.data(), s.B, s.T, s.NH, s.G, s.hd, rope_freqs(s.hd, base));
   const auto want_f = rope_ref(to_double(x), s, base, 1.0);
   const auto want_b = rope_ref(to_double(x), s, base, -1.0);
   // fp32 angles of positions up to T: |error| ~ T · 2^-24 radians.
@@ -228,10 +228,11 @@ TEST(KernelsRope, AtAnOffsetEqualsTheWholeSequencesRows) {
   const int ld = (s.NH + 2 * s.G) * s.hd;
   const auto x = random_floats(size_t(s.T) * ld, 15);
   auto whole = x;
-  cpu::Kernels::rope_forward(whole.data(), 1, s.T, s.NH, s.G, s.hd, 500000.0f);
+  cpu::Kernels::rope_forward(whole.data(), 1, s.T, s.NH, s.G, s.hd, rope_freqs(s.hd, 500000.0));
   for (int pos0 : {0, 1, 17, s.T - 1}) {
     std::vector<float> rows(x.begin() + std::ptrdiff_t(pos0) * ld, x.end());
-    cpu::Kernels::rope_forward_at(rows.data(), s.T - pos0, pos0, s.NH, s.G, s.hd, 500000.0f);
+    cpu::Kernels::rope_forward_at(rows.data(), s.T - pos0, pos0, s.NH, s.G, s.hd,
+                                  rope_freqs(s.hd, 500000.0));
     for (size_t i = 0; i < rows.size(); ++i)
       ASSERT_EQ(rows[i], whole[size_t(pos0) * ld + i]) << "pos0 " << pos0 << " element " << i;
   }
@@ -244,12 +245,12 @@ TEST(KernelsRope, BackwardIsTheTranspose) {
   const size_t n = size_t(s.B) * s.T * (s.NH + 2 * s.G) * s.hd;
   auto x = random_floats(n, 13), y = random_floats(n, 14);
   auto rx = x, ry = y;
-  cpu::Kernels::rope_forward(rx.data(), s.B, s.T, s.NH, s.G, s.hd, 500000.0f);
-  cpu::Kernels::rope_backward(ry.data(), s.B, s.T, s.NH, s.G, s.hd, 500000.0f);
+  cpu::Kernels::rope_forward(rx.data(), s.B, s.T, s.NH, s.G, s.hd, rope_freqs(s.hd, 500000.0));
+  cpu::Kernels::rope_backward(ry.data(), s.B, s.T, s.NH, s.G, s.hd, rope_freqs(s.hd, 500000.0));
   double a = 0, b = 0;
   for (size_t i = 0; i < n; ++i) a += double(rx[i]) * y[i], b += double(x[i]) * ry[i];
   EXPECT_NEAR(a, b, 1e-4 * std::fabs(a) + 1e-4);
-  cpu::Kernels::rope_backward(rx.data(), s.B, s.T, s.NH, s.G, s.hd, 500000.0f);
+  cpu::Kernels::rope_backward(rx.data(), s.B, s.T, s.NH, s.G, s.hd, rope_freqs(s.hd, 500000.0));
   EXPECT_TRUE(all_close(rx, to_double(x), 1e-5, 1e-6));
 }
 
