@@ -6,6 +6,7 @@
 #include "src/model/param_ref.h"
 #include "src/zero/model_state_defaults.h"
 #include "src/zero/precision.h"
+#include "src/zero/unit_pages.h"
 
 namespace zt {
 namespace {
@@ -91,34 +92,26 @@ void PaddedParams::from_master(const float* master) {
   finish_from_master();
 }
 
+void* PaddedParams::own_part(int unit, int64_t within) const {
+  const auto& u = part_.units()[static_cast<size_t>(unit)];
+  return at(params_.data(), working_, u.padded_begin + int64_t{dp_.rank()} * u.part_len + within);
+}
+
 void PaddedParams::from_master_range(int64_t shard_offset, int64_t len, const float* master) {
   // This rank's updated part of each unit the run overlaps goes in place into the padded full
   // buffer.
-  const int rank = dp_.rank();
-  const int64_t end = shard_offset + len;
-  for (const auto& u : part_.units()) {
-    const int64_t lo = std::max(u.shard_offset, shard_offset);
-    const int64_t hi = std::min(u.shard_offset + u.part_len, end);
-    if (lo >= hi) continue;
-    from_f32(be_,
-             at(params_.data(), working_,
-                u.padded_begin + int64_t{rank} * u.part_len + (lo - u.shard_offset)),
-             working_, master + (lo - shard_offset), hi - lo);
-  }
+  for_unit_pieces(
+      part_, shard_offset, len, [&](int unit, int64_t within, int64_t at_shard, int64_t n) {
+        from_f32(be_, own_part(unit, within), working_, master + (at_shard - shard_offset), n);
+      });
 }
 
 void PaddedParams::from_host_range(int64_t shard_offset, int64_t len, const void* host) {
-  const int rank = dp_.rank();
-  const int64_t end = shard_offset + len;
-  for (const auto& u : part_.units()) {
-    const int64_t lo = std::max(u.shard_offset, shard_offset);
-    const int64_t hi = std::min(u.shard_offset + u.part_len, end);
-    if (lo >= hi) continue;
-    be_.copy_to_device(at(params_.data(), working_,
-                          u.padded_begin + int64_t{rank} * u.part_len + (lo - u.shard_offset)),
-                       at(host, working_, lo - shard_offset),
-                       static_cast<size_t>(hi - lo) * dtype_size(working_));
-  }
+  for_unit_pieces(
+      part_, shard_offset, len, [&](int unit, int64_t within, int64_t at_shard, int64_t n) {
+        be_.copy_to_device(own_part(unit, within), at(host, working_, at_shard - shard_offset),
+                           static_cast<size_t>(n) * dtype_size(working_));
+      });
 }
 
 void PaddedParams::finish_from_master() {

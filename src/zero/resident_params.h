@@ -59,6 +59,8 @@ class PaddedParams final : public ParamStore {
   // All-gathers the units from gathered_ through `unit`, each once the update has written this
   // rank's part of it, and waits for them.
   void gather_through(int unit);
+  // Where element `within` of this rank's part of `unit` lies in the padded space.
+  void* own_part(int unit, int64_t within) const;
 
   const ParamLayout& layout_;
   const Partition& part_;
