@@ -130,9 +130,10 @@ int train(Args args) {
       if (rt.rank() == 0) std::filesystem::remove(probe, ec);
       if (seen != 0) return seen;
     }
-    log::line(comm::layout_text(comm::ParallelGrid(rt.world_size(), o.tensor_model_parallel_size,
-                                                   o.pipeline_model_parallel_size),
-                                rt.hosts()));
+    log::line(comm::layout_text(
+        comm::ParallelGrid(rt.world_size(), o.tensor_model_parallel_size,
+                           o.pipeline_model_parallel_size, o.context_parallel_size),
+        rt.hosts()));
     // The backend, its memory and the process groups (the GPU of this local rank with --device
     // cuda); destroyed after the trainer. The plan checked above is what the pool will hold, not
     // all the process maps (threads, MPI, libraries): an allocation that still fails here is one

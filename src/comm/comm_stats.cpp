@@ -16,6 +16,8 @@ std::string_view group_kind_name(GroupKind g) {
       return "pp";
     case GroupKind::Mp:
       return "mp";
+    case GroupKind::Cp:
+      return "cp";
     case GroupKind::kCount:
       break;
   }
@@ -38,6 +40,8 @@ std::string_view comm_op_name(CommOp op) {
       return "recv";
     case CommOp::Barrier:
       return "barrier";
+    case CommOp::AllToAll:
+      return "all_to_all";
     case CommOp::kCount:
       break;
   }
@@ -124,6 +128,11 @@ OpCounters op_cost(CommOp op, uint64_t elements, size_t elem_size, int group_siz
     case CommOp::Recv:
       c.bytes = b;
       c.wire_bytes = static_cast<double>(b);
+      break;
+    case CommOp::AllToAll:
+      c.bytes = b / elem_size / static_cast<uint64_t>(group_size) *
+                static_cast<uint64_t>(group_size - 1) * elem_size;
+      c.wire_bytes = static_cast<double>(c.bytes);
       break;
     case CommOp::Barrier:
     case CommOp::kCount:

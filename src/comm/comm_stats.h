@@ -10,6 +10,7 @@
 //   broadcast       n          n·e             n·e  (counted on every rank, root included)
 //   send / recv     n          n·e             n·e
 //   barrier         0          0               0
+//   all_to_all      n (input)  (N−1)/N·n·e     (N−1)/N·n·e  (what leaves the rank)
 // "bytes" is the ZeRO paper's accounting (an all-reduce = reduce-scatter + all-gather = 2Ψ);
 // "wire_bytes" is what a bandwidth-optimal ring sends per rank. Both use the tensor's own
 // element size even where the MPI backend reduces half tensors in fp32 (communicator.h).
@@ -24,7 +25,7 @@
 
 namespace zt::comm {
 
-enum class GroupKind : uint8_t { World, Tp, Dp, Pp, Mp, kCount };
+enum class GroupKind : uint8_t { World, Tp, Dp, Pp, Mp, Cp, kCount };
 constexpr size_t kNumGroupKinds = static_cast<size_t>(GroupKind::kCount);
 std::string_view group_kind_name(GroupKind g);
 
@@ -36,6 +37,7 @@ enum class CommOp : uint8_t {
   Send,
   Recv,
   Barrier,
+  AllToAll,
   kCount
 };
 constexpr size_t kNumCommOps = static_cast<size_t>(CommOp::kCount);

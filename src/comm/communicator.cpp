@@ -88,6 +88,16 @@ bool chunk_or_disjoint(const Tensor& whole, const Tensor& part, int rank, const 
 
 }  // namespace
 
+void Communicator::check_all_to_all(const Tensor& in, const Tensor& out) const {
+  ZT_CHECK(in.dtype() == out.dtype(), "all_to_all on group {}: input {} and output {} differ",
+           name(), dtype_name(in.dtype()), dtype_name(out.dtype()));
+  ZT_CHECK(in.numel() == out.numel() && in.numel() % size() == 0,
+           "all_to_all on group {} of {}: input {} and output {} elements must be equal and "
+           "divisible by the group size",
+           name(), size(), in.numel(), out.numel());
+  ZT_CHECK(!overlap(in, out), "all_to_all on group {}: input and output overlap", name());
+}
+
 bool Communicator::check_reduce_scatter(const Tensor& in, const Tensor& out) const {
   ZT_CHECK(in.dtype() == out.dtype(), "reduce_scatter: input {} vs output {}",
            dtype_name(in.dtype()), dtype_name(out.dtype()));

@@ -115,6 +115,11 @@ class Communicator {
   void all_gather(Tensor output);
   Handle all_gather_async(Tensor output);
 
+  // `input` and `output` have size()*m elements each and do not overlap: chunk r of `input` goes
+  // to rank r, chunk r of `output` comes from rank r (this rank's own chunk is copied across).
+  virtual void all_to_all(Tensor input, Tensor output) = 0;
+  virtual Handle all_to_all_async(Tensor input, Tensor output) = 0;
+
   // `root` is a rank of this group.
   virtual void broadcast(Tensor t, int root) = 0;
   virtual Handle broadcast_async(Tensor t, int root) = 0;
@@ -176,6 +181,8 @@ class Communicator {
   // either the larger one's chunk number rank() (in place: the return value) or disjoint from it.
   bool check_reduce_scatter(const Tensor& in, const Tensor& out) const;
   bool check_all_gather(const Tensor& in, const Tensor& out) const;
+  // all_to_all's: one dtype, equal sizes divisible by size(), no overlap.
+  void check_all_to_all(const Tensor& in, const Tensor& out) const;
 };
 
 }  // namespace zt::comm

@@ -546,6 +546,36 @@ Handle MpiCommunicator::all_gather_async(Tensor input, Tensor output) {
   return make_handle(CommOp::AllGather, req, {}, at);
 }
 
+// all_to_all ----------------------------------------------------------------------------------
+
+MpiCommunicator::Plan MpiCommunicator::plan_all_to_all(Tensor in, Tensor out) {
+  check_tensor(in, "all_to_all");
+  check_tensor(out, "all_to_all");
+  check_all_to_all(in, out);
+  ctx_.stats->record(kind_, CommOp::AllToAll, static_cast<uint64_t>(in.numel()),
+                     dtype_size(in.dtype()), size_);
+  Plan p;
+  p.send = in.data();
+  p.recv = out.data();
+  p.count = mpi_count(in.numel() / size_);
+  p.type = raw_type(in.dtype());
+  return p;
+}
+
+void MpiCommunicator::all_to_all(Tensor input, Tensor output) {
+  Plan p = plan_all_to_all(input, output);
+  auto guard = ctx_.watchdog->arm("all_to_all", name(), place("all_to_all"));
+  ZT_MPI(MPI_Alltoall(p.send, p.count, p.type, p.recv, p.count, p.type, comm_));
+}
+
+Handle MpiCommunicator::all_to_all_async(Tensor input, Tensor output) {
+  Plan p = plan_all_to_all(input, output);
+  const Watchdog::Where at = place("all_to_all");
+  MPI_Request req = MPI_REQUEST_NULL;
+  ZT_MPI(MPI_Ialltoall(p.send, p.count, p.type, p.recv, p.count, p.type, comm_, &req));
+  return make_handle(CommOp::AllToAll, req, {}, at);
+}
+
 // broadcast, send/recv, barrier ---------------------------------------------------------------
 
 void MpiCommunicator::broadcast(Tensor t, int root) {

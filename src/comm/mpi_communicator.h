@@ -160,6 +160,8 @@ class MpiCommunicator final : public Communicator {
   using Communicator::all_gather_async;
   void all_gather(Tensor input, Tensor output) override;
   Handle all_gather_async(Tensor input, Tensor output) override;
+  void all_to_all(Tensor input, Tensor output) override;
+  Handle all_to_all_async(Tensor input, Tensor output) override;
   void broadcast(Tensor t, int root) override;
   Handle broadcast_async(Tensor t, int root) override;
   void send(Tensor t, int peer, int tag = 0) override;
@@ -188,6 +190,7 @@ class MpiCommunicator final : public Communicator {
   Plan plan_all_reduce(Tensor t);
   Plan plan_reduce_scatter(Tensor input, Tensor output);
   Plan plan_all_gather(Tensor input, Tensor output);
+  Plan plan_all_to_all(Tensor input, Tensor output);
   Handle make_handle(CommOp op, MPI_Request req, Finish finish, const Watchdog::Where& where);
   // Counts `op` as issued by this rank (the watchdog's board) and returns where it is: a
   // collective of the group, or with `peer` (a group rank) a point-to-point operation.

@@ -430,6 +430,39 @@ void NcclCommunicator::all_gather(Tensor input, Tensor output) {
   all_gather_async(input, output).wait();
 }
 
+// all_to_all ----------------------------------------------------------------------------------
+
+// NCCL has no all-to-all of its own: one group of a send and a receive per peer (NCCL's
+// documented pattern), this rank's own chunk a copy on the same stream.
+Handle NcclCommunicator::all_to_all_async(Tensor in, Tensor out) {
+  check_tensor(in, "all_to_all");
+  check_tensor(out, "all_to_all");
+  check_all_to_all(in, out);
+  const int64_t m = in.numel() / size_;
+  const size_t e = dtype_size(in.dtype());
+  ctx_->stats->record(kind_, CommOp::AllToAll, static_cast<uint64_t>(in.numel()), e, size_);
+  return issue(CommOp::AllToAll, [&](ncclComm_t c, cudaStream_t s) {
+    const auto* src = static_cast<const char*>(in.data());
+    auto* dst = static_cast<char*>(out.data());
+    const size_t bytes = static_cast<size_t>(m) * e;
+    ZT_NCCL_ISSUE(ncclGroupStart());
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      ZT_NCCL_ISSUE(ncclSend(src + static_cast<size_t>(r) * bytes, static_cast<size_t>(m),
+                             nccl_type(in.dtype()), r, c, s));
+      ZT_NCCL_ISSUE(ncclRecv(dst + static_cast<size_t>(r) * bytes, static_cast<size_t>(m),
+                             nccl_type(in.dtype()), r, c, s));
+    }
+    ZT_NCCL_ISSUE(ncclGroupEnd());
+    const size_t own = static_cast<size_t>(rank_) * bytes;
+    ZT_CUDA_CHECK(cudaMemcpyAsync(dst + own, src + own, bytes, cudaMemcpyDeviceToDevice, s));
+  });
+}
+
+void NcclCommunicator::all_to_all(Tensor input, Tensor output) {
+  all_to_all_async(input, output).wait();
+}
+
 // broadcast, send/recv, barrier ---------------------------------------------------------------
 
 Handle NcclCommunicator::broadcast_async(Tensor t, int root) {

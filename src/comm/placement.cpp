@@ -35,10 +35,15 @@ std::string group_text(const std::vector<int>& ranks, const std::vector<std::str
 
 std::string layout_text(const ParallelGrid& grid, const std::vector<std::string>& hosts) {
   std::set<std::string> distinct(hosts.begin(), hosts.end());
-  std::string t = fmt::format("layout: tp={} pp={} dp={} over {} rank(s) on {} host(s)", grid.tp(),
-                              grid.pp(), grid.dp(), grid.world(), distinct.size());
+  std::string t = fmt::format("layout: tp={} pp={} dp={}", grid.tp(), grid.pp(), grid.dp());
+  if (grid.cp() > 1) t += fmt::format(" cp={}", grid.cp());
+  t += fmt::format(" over {} rank(s) on {} host(s)", grid.world(), distinct.size());
+  // dp: the data × context group under context parallelism (what ZeRO partitions over).
   const std::pair<GroupKind, const char*> kinds[] = {
-      {GroupKind::Tp, "tp"}, {GroupKind::Pp, "pp"}, {GroupKind::Dp, "dp"}};
+      {GroupKind::Tp, "tp"},
+      {GroupKind::Cp, "cp"},
+      {GroupKind::Pp, "pp"},
+      {GroupKind::Dp, grid.cp() > 1 ? "dp x cp" : "dp"}};
   for (const auto& [kind, name] : kinds) {
     if (grid.group_ranks(kind, 0).size() < 2) continue;  // groups of one say nothing
     t += fmt::format("\n  {}:", name);

@@ -15,7 +15,8 @@ namespace {
 // Every operation a watchdog guard names with a group; the board stores its row + 1.
 constexpr std::string_view kOps[] = {
     "all_reduce", "reduce_scatter", "all_gather", "broadcast",       "send",
-    "recv",       "barrier",        "split",      "input agreement", "shutdown (MPI_Finalize)"};
+    "recv",       "barrier",        "split",      "input agreement", "shutdown (MPI_Finalize)",
+    "all_to_all"};
 constexpr uint64_t kSeqMask = (uint64_t{1} << 48) - 1;
 
 bool point_to_point(std::string_view op) {

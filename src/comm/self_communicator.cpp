@@ -78,6 +78,17 @@ Handle SelfCommunicator::all_gather_async(Tensor input, Tensor output) {
   return {};
 }
 
+void SelfCommunicator::all_to_all(Tensor input, Tensor output) {
+  check_all_to_all(input, output);
+  record(CommOp::AllToAll, input);
+  copy(input, output, false);
+}
+
+Handle SelfCommunicator::all_to_all_async(Tensor input, Tensor output) {
+  all_to_all(input, output);
+  return {};
+}
+
 void SelfCommunicator::broadcast(Tensor t, int root) {
   ZT_CHECK(root == 0, "broadcast root {} outside group {} of 1", root, name());
   record(CommOp::Broadcast, t);

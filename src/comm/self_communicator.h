@@ -40,6 +40,8 @@ class SelfCommunicator final : public Communicator {
   using Communicator::all_gather_async;
   void all_gather(Tensor input, Tensor output) override;
   Handle all_gather_async(Tensor input, Tensor output) override;
+  void all_to_all(Tensor input, Tensor output) override;
+  Handle all_to_all_async(Tensor input, Tensor output) override;
   void broadcast(Tensor t, int root) override;
   Handle broadcast_async(Tensor t, int root) override;
   void send(Tensor t, int peer, int tag = 0) override;

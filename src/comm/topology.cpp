@@ -2,24 +2,28 @@
 
 namespace zt::comm {
 
-ParallelGrid::ParallelGrid(int world, int tp, int pp) : world_(world), tp_(tp), pp_(pp), dp_(0) {
+ParallelGrid::ParallelGrid(int world, int tp, int pp, int cp)
+    : world_(world), tp_(tp), pp_(pp), cp_(cp), dp_(0) {
   ZT_REQUIRE(world >= 1, "world size must be >= 1, got {}", world);
   ZT_REQUIRE(tp >= 1, "--tensor-model-parallel-size must be >= 1, got {}", tp);
   ZT_REQUIRE(pp >= 1, "--pipeline-model-parallel-size must be >= 1, got {}", pp);
-  ZT_REQUIRE(world % (tp * pp) == 0,
+  ZT_REQUIRE(cp >= 1, "--context-parallel-size must be >= 1, got {}", cp);
+  const int mp = tp * pp * cp;
+  ZT_REQUIRE(world % mp == 0,
              "world size {} is not divisible by tensor-model-parallel-size {} x "
-             "pipeline-model-parallel-size {} = {}; launch a multiple of {} ranks or change "
-             "--tensor-model-parallel-size",
-             world, tp, pp, tp * pp, tp * pp);
-  dp_ = world / (tp * pp);
+             "pipeline-model-parallel-size {} x context-parallel-size {} = {}; launch a multiple "
+             "of {} ranks or change the sizes",
+             world, tp, pp, cp, mp, mp);
+  dp_ = world / mp;
 }
 
 GridCoord ParallelGrid::coord_of(int rank) const {
   ZT_CHECK(rank >= 0 && rank < world_, "rank {} outside world of {}", rank, world_);
   GridCoord c;
   c.tp = rank % tp_;
-  c.dp = (rank / tp_) % dp_;
-  c.pp = rank / (tp_ * dp_);
+  c.cp = (rank / tp_) % cp_;
+  c.dp = (rank / (tp_ * cp_)) % dp_;
+  c.pp = rank / (tp_ * cp_ * dp_);
   return c;
 }
 
@@ -27,13 +31,15 @@ int ParallelGrid::group_color(GroupKind kind, int rank) const {
   const GridCoord c = coord_of(rank);
   switch (kind) {
     case GroupKind::Tp:
-      return c.dp + dp_ * c.pp;
+      return c.cp + cp_ * (c.dp + dp_ * c.pp);
+    case GroupKind::Cp:
+      return c.tp + tp_ * (c.dp + dp_ * c.pp);
     case GroupKind::Dp:
       return c.tp + tp_ * c.pp;
     case GroupKind::Pp:
-      return c.tp + tp_ * c.dp;
+      return c.tp + tp_ * (c.cp + cp_ * c.dp);
     case GroupKind::Mp:
-      return c.dp;
+      return c.cp + cp_ * c.dp;
     case GroupKind::World:
     case GroupKind::kCount:
       break;
@@ -46,8 +52,10 @@ int ParallelGrid::group_key(GroupKind kind, int rank) const {
   switch (kind) {
     case GroupKind::Tp:
       return c.tp;
+    case GroupKind::Cp:
+      return c.cp;
     case GroupKind::Dp:
-      return c.dp;
+      return c.cp + cp_ * c.dp;
     case GroupKind::Pp:
       return c.pp;
     case GroupKind::Mp:
@@ -64,17 +72,21 @@ std::vector<int> ParallelGrid::group_ranks(GroupKind kind, int rank) const {
   std::vector<int> r;
   switch (kind) {
     case GroupKind::Tp:
-      for (int i = 0; i < tp_; ++i) r.push_back(rank_of({i, c.dp, c.pp}));
+      for (int i = 0; i < tp_; ++i) r.push_back(rank_of({i, c.dp, c.pp, c.cp}));
+      break;
+    case GroupKind::Cp:
+      for (int i = 0; i < cp_; ++i) r.push_back(rank_of({c.tp, c.dp, c.pp, i}));
       break;
     case GroupKind::Dp:
-      for (int i = 0; i < dp_; ++i) r.push_back(rank_of({c.tp, i, c.pp}));
+      for (int d = 0; d < dp_; ++d)
+        for (int i = 0; i < cp_; ++i) r.push_back(rank_of({c.tp, d, c.pp, i}));
       break;
     case GroupKind::Pp:
-      for (int i = 0; i < pp_; ++i) r.push_back(rank_of({c.tp, c.dp, i}));
+      for (int i = 0; i < pp_; ++i) r.push_back(rank_of({c.tp, c.dp, i, c.cp}));
       break;
     case GroupKind::Mp:
       for (int p = 0; p < pp_; ++p)
-        for (int t = 0; t < tp_; ++t) r.push_back(rank_of({t, c.dp, p}));
+        for (int t = 0; t < tp_; ++t) r.push_back(rank_of({t, c.dp, p, c.cp}));
       break;
     case GroupKind::World:
     case GroupKind::kCount:
@@ -84,14 +96,14 @@ std::vector<int> ParallelGrid::group_ranks(GroupKind kind, int rank) const {
   return r;
 }
 
-void validate_parallel_sizes(int world, int tp, int pp) {
-  const ParallelGrid grid(world, tp, pp);  // divisibility and ranges
+void validate_parallel_sizes(int world, int tp, int pp, int cp) {
+  const ParallelGrid grid(world, tp, pp, cp);  // divisibility and ranges
 }
 
-Topology::Topology(Communicator& world, int tp, int pp, Communicator* host_world)
+Topology::Topology(Communicator& world, int tp, int pp, Communicator* host_world, int cp)
     : world_(&world),
       host_world_(host_world),
-      grid_((validate_parallel_sizes(world.size(), tp, pp), world.size()), tp, pp) {
+      grid_((validate_parallel_sizes(world.size(), tp, pp, cp), world.size()), tp, pp, cp) {
   ZT_CHECK(world.kind() == GroupKind::World, "Topology needs the world communicator, got {}",
            world.name());
   ZT_CHECK(host_world == nullptr ||
@@ -102,6 +114,8 @@ Topology::Topology(Communicator& world, int tp, int pp, Communicator* host_world
   coord_ = grid_.coord_of(r);
   tp_ = world.split(grid_.group_color(GroupKind::Tp, r), grid_.group_key(GroupKind::Tp, r),
                     GroupKind::Tp);
+  cp_ = world.split(grid_.group_color(GroupKind::Cp, r), grid_.group_key(GroupKind::Cp, r),
+                    GroupKind::Cp);
   dp_ = world.split(grid_.group_color(GroupKind::Dp, r), grid_.group_key(GroupKind::Dp, r),
                     GroupKind::Dp);
   pp_ = world.split(grid_.group_color(GroupKind::Pp, r), grid_.group_key(GroupKind::Pp, r),
@@ -118,7 +132,7 @@ Topology::Topology(Communicator& world, int tp, int pp, Communicator* host_world
 
 int Topology::groups() const {
   int n = 0;
-  for (const auto* g : {&tp_, &dp_, &pp_, &mp_, &embedding_}) n += *g != nullptr ? 1 : 0;
+  for (const auto* g : {&tp_, &cp_, &dp_, &pp_, &mp_, &embedding_}) n += *g != nullptr ? 1 : 0;
   return n;
 }
 
@@ -126,6 +140,8 @@ Communicator& Topology::group(GroupKind kind) const {
   switch (kind) {
     case GroupKind::Tp:
       return *tp_;
+    case GroupKind::Cp:
+      return *cp_;
     case GroupKind::Dp:
       return *dp_;
     case GroupKind::Pp:

@@ -7,11 +7,13 @@
 namespace zt {
 
 int data_parallel_size(const TrainOptions& o, int world) {
-  const int mp = o.tensor_model_parallel_size * o.pipeline_model_parallel_size;
+  const int mp =
+      o.tensor_model_parallel_size * o.pipeline_model_parallel_size * o.context_parallel_size;
   ZT_REQUIRE(world % mp == 0,
              "world size {} is not divisible by --tensor-model-parallel-size {} x "
-             "--pipeline-model-parallel-size {}",
-             world, o.tensor_model_parallel_size, o.pipeline_model_parallel_size);
+             "--pipeline-model-parallel-size {} x --context-parallel-size {}",
+             world, o.tensor_model_parallel_size, o.pipeline_model_parallel_size,
+             o.context_parallel_size);
   return world / mp;
 }
 
@@ -59,6 +61,7 @@ GptConfig gpt_config_from(const TrainOptions& o) {
   c.hidden_dropout = static_cast<float>(o.hidden_dropout);
   c.dtype = working_dtype(o);
   c.sequence_parallel = o.sequence_parallel;
+  c.context_parallel = o.context_parallel_size;
   c.position_embedding = o.position_embedding_type == "rope" ? PositionEmbedding::Rope
                                                              : PositionEmbedding::LearnedAbsolute;
   c.rotary_base = static_cast<float>(o.rotary_base);
@@ -123,7 +126,8 @@ DerivedConfig derive_validated(const TrainOptions& o, int dp) {
   d.tp = o.tensor_model_parallel_size;
   d.pp = o.pipeline_model_parallel_size;
   d.dp = dp;
-  d.world = d.tp * d.pp * dp;
+  d.cp = o.context_parallel_size;
+  d.world = d.tp * d.pp * d.cp * dp;
   d.chunks = model_chunks(o);
   d.first_stage_layers = o.decoder_first_pipeline_num_layers;
   d.last_stage_layers = o.decoder_last_pipeline_num_layers;

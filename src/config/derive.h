@@ -23,8 +23,8 @@ struct BatchConfig {
 };
 
 struct DerivedConfig {
-  int world = 1, tp = 1, pp = 1, dp = 1;
-  int chunks = 1;  // model chunks per pipeline stage
+  int world = 1, tp = 1, pp = 1, dp = 1, cp = 1;  // dp: data-parallel, without the context ranks
+  int chunks = 1;                                 // model chunks per pipeline stage
   // --decoder-first/last-pipeline-num-layers (0: even split; PipelineSplit's meaning).
   int first_stage_layers = 0, last_stage_layers = 0;
   BatchConfig batch;

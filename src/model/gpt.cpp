@@ -49,15 +49,19 @@ int64_t Gpt::held_params_elems(const GptConfig& c, const ParamLayout& layout, in
 
 size_t Gpt::kernel_scratch_bytes(const GptConfig& c, int micro_batch, int tp_size) {
   // With tensor parallelism attention runs one sample per call (transformer_layer.cpp).
+  // Under context parallelism one sample per call too, over the whole sequence and 1/cp of the
+  // heads (context_attention.h).
   const TpDims d = TpDims::of(c, tp_size, 0);
-  const size_t per = cpu_attention_scratch_per_thread(tp_size > 1 ? 1 : micro_batch, c.seq_length,
-                                                      d.hidden, d.heads, d.kv_heads, c.dtype);
+  const int g = c.context_parallel;
+  const size_t per =
+      cpu_attention_scratch_per_thread(tp_size > 1 || g > 1 ? 1 : micro_batch, c.seq_length,
+                                       d.hidden / g, d.heads / g, d.kv_heads / g, c.dtype);
   return per * static_cast<size_t>(cpu_kernel_threads());
 }
 
 size_t Gpt::arena_bytes(const GptConfig& c, int micro_batch, int tp_size,
                         const PipelinePart& part) {
-  const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length);
+  const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.local_seq());
   const size_t h = static_cast<size_t>(c.hidden);
   const size_t v = static_cast<size_t>(c.padded_vocab_size / tp_size);
   const size_t e = dtype_size(c.dtype);
@@ -70,10 +74,10 @@ size_t Gpt::arena_bytes(const GptConfig& c, int micro_batch, int tp_size,
 }
 
 Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
-         const DeviceContext& ctx, comm::Communicator* tp)
+         const DeviceContext& ctx, comm::Communicator* tp, comm::Communicator* cp)
     : config_(config),
       be_(ctx.backend()),
-      dims_(LayerDims::of(config, micro_batch, layout.tp_size(), layout.tp_rank(), tp, be_)),
+      dims_(LayerDims::of(config, micro_batch, layout.tp_size(), layout.tp_rank(), tp, be_, cp)),
       part_(layout.pipeline()),
       embeds_(part_.first()),
       heads_(part_.last()),
@@ -141,18 +145,16 @@ LayerDropout Gpt::dropout(int layer, const DropoutSeeds* rng) const {
   // Masks are indexed by (global sample, position in the full tensor), so a sample gets the
   // same mask whatever micro-batch, data-parallel rank or tensor-parallel split it lands in
   // (tensor_parallel/rng_tracker.h).
+  // The counters are of the whole sample (cp.seq tokens): the layer finds a context rank's rows
+  // and heads in them.
   const tp::RngTracker rt(rng->seed, rng->first_sample);
-  const uint64_t n = static_cast<uint64_t>(dims_.T) * static_cast<uint64_t>(dims_.C);
-  const uint64_t att = static_cast<uint64_t>(dims_.heads_total) * static_cast<uint64_t>(dims_.T) *
-                       static_cast<uint64_t>(dims_.T);
+  const auto T = static_cast<uint64_t>(dims_.cp.seq);
+  const uint64_t n = T * static_cast<uint64_t>(dims_.C);
+  const uint64_t att = static_cast<uint64_t>(dims_.heads_total) * T * T;
   const uint64_t site = 3 * static_cast<uint64_t>(layer);
   d.attention = rt.mask(site, config_.attention_dropout, att);
   d.attn_out = rt.mask(site + 1, config_.hidden_dropout, n);
   d.mlp_out = rt.mask(site + 2, config_.hidden_dropout, n);
-  // Sequence parallelism: this rank's rows of the micro-batch draw their part of the same masks.
-  const auto row_offset = static_cast<uint64_t>(dims_.first_row) * static_cast<uint64_t>(dims_.C);
-  d.attn_out.offset += row_offset;
-  d.mlp_out.offset += row_offset;
   return d;
 }
 
@@ -160,8 +162,8 @@ void Gpt::embed(const int32_t* tokens, ParamSource& params) {
   const int N = dims_.N(), C = dims_.C;
   const tp::VocabRange vr{vocab_begin_, vocab_local_};
   const int64_t step = wte_.chunk(params), pstep = position_chunk(params);
-  if (dims_.sequence_parallel) {
-    embed_sequence_parallel(tokens, params);
+  if (dims_.sequence_parallel || (dims_.cp.active() && wpe_.present())) {
+    embed_split(tokens, params);
     return;
   }
   if (step == wte_.rows && !wpe_.present()) {
@@ -206,27 +208,29 @@ void Gpt::embed_word_rows(const int32_t* tokens, ParamSource& params) {
   }
 }
 
-void Gpt::embed_sequence_parallel(const int32_t* tokens, ParamSource& params) {
-  const int N = dims_.N(), C = dims_.C, T = dims_.T;
-  // Each rank's vocabulary rows of every token, summed over tp and split by rows in one
-  // reduce-scatter (Megatron-LM's sequence-parallel embedding), then the position rows of this
-  // rank's tokens: wte row + 0 + ... + wpe row, rounded as tp = 1 rounds wte row + wpe row.
+void Gpt::embed_split(const int32_t* tokens, ParamSource& params) {
+  const int N = dims_.N(), C = dims_.C, seq = dims_.cp.seq;
+  // Each rank's vocabulary rows of every token, summed over tp (under sequence parallelism split
+  // by rows in one reduce-scatter: Megatron-LM's sequence-parallel embedding), then the position
+  // rows of this rank's tokens, run by run: wte row + 0 + ... + wpe row, rounded as tp = 1 rounds
+  // wte row + wpe row.
   const int64_t pstep = position_chunk(params);
   embed_word_rows(tokens, params);
   const Ref local = embed_out_ + dims_.first_row * C;
-  tp::sequence_reduce_scatter_forward(be_, dims_.tp, local, embed_out_, N, C);
-  // This rank's rows [first, end) of the flattened [B, T] tokens, in runs within one sample and
-  // one chunk of the position table.
-  const int64_t first = dims_.first_row, end = first + dims_.Nl;
-  for (int64_t t0 = 0; t0 < wpe_.rows; t0 += pstep) {
+  if (dims_.sequence_parallel)
+    tp::sequence_reduce_scatter_forward(be_, dims_.tp, local, embed_out_, N, C);
+  else
+    tp::reduce_from_tp_forward(be_, dims_.tp, embed_out_, int64_t{N} * C);
+  // This rank's rows of the [B, T] tokens in runs of consecutive positions, each within one chunk
+  // of the position table.
+  for (int64_t t0 = 0; wpe_.present() && t0 < wpe_.rows; t0 += pstep) {
     const int64_t n = std::min(pstep, wpe_.rows - t0);
     const Held p(params, wpe_.row_span(t0, n));
-    for (int64_t sample = first / T; sample * T < end; ++sample) {
-      const int64_t lo = std::max(first, sample * T + t0), hi = std::min(end, sample * T + t0 + n);
+    for_each_run(dims_.cp, dims_.first_row, dims_.Nl, [&](int64_t at, int64_t len, int64_t row) {
+      const int64_t pos = row % seq, lo = std::max(pos, t0), hi = std::min(pos + len, t0 + n);
       if (lo < hi)
-        be_.add_inplace(embed_out_ + lo * C, CRef(p.get()) + (lo - sample * T - t0) * C,
-                        (hi - lo) * C);
-    }
+        be_.add_inplace(local + (at + lo - pos) * C, CRef(p.get()) + (lo - t0) * C, (hi - lo) * C);
+    });
   }
 }
 
@@ -393,21 +397,26 @@ void Gpt::chunk_backward(const ChunkIO& io, CRef dout, Ref dinput, ParamSource& 
 }
 
 void Gpt::embedding_grads(const int32_t* tokens, ParamSource& params) {
-  const int N = dims_.N(), C = dims_.C, B = dims_.B, T = dims_.T;
+  const int N = dims_.N(), C = dims_.C, B = dims_.B, T = dims_.T, seq = dims_.cp.seq;
   // The embedding's part (first stage): position rows first (they follow the word embedding in
-  // the layout), Σ over samples.
+  // the layout), Σ over samples. A context rank adds its tokens' positions only; the data group's
+  // sum adds the others'.
   const bool positions = embeds_ && wpe_.present();
   const int64_t pstep = positions ? wpe_.chunk(params) : 1;
   for (int64_t t0 = (wpe_.rows - 1) / pstep * pstep; positions && t0 >= 0; t0 -= pstep) {
     const int64_t n = std::min(pstep, wpe_.rows - t0);
     const GradSpan g(params, wpe_.row_span(t0, n));
-    if (n == T) {
+    if (n == T && !dims_.cp.active()) {
       be_.embedding_backward(nullptr, g.get(), dres_, tokens, B, T, C, 0, 0);
       continue;
     }
-    for (int b = 0; b < B; ++b)  // sample by sample: the same order of additions
-      be_.embedding_backward(nullptr, g.get(), dres_ + (int64_t{b} * T + t0) * C,
-                             tokens + int64_t{b} * T + t0, 1, static_cast<int>(n), C, 0, 0);
+    // Run by run, sample after sample: the same order of additions.
+    for_each_run(dims_.cp, 0, N, [&](int64_t at, int64_t len, int64_t row) {
+      const int64_t pos = row % seq, lo = std::max(pos, t0), hi = std::min(pos + len, t0 + n);
+      if (lo < hi)
+        be_.embedding_backward(nullptr, g.get() + (lo - t0) * C, dres_ + (at + lo - pos) * C,
+                               tokens + at + lo - pos, 1, static_cast<int>(hi - lo), C, 0, 0);
+    });
   }
   // The word embedding's gradient: the lookup's rows (first stage) and, tied, the head's
   // product (last stage). An untied head made its own in head_backward.

@@ -41,10 +41,12 @@ struct DropoutSeeds {
 
 class Gpt {
  public:
-  // `tp`: the tensor-parallel group of size layout.tp_size(), null when that is 1. The model's
-  // workspace comes from ctx.pool() (activations) and it computes on ctx.backend().
+  // `tp`: the tensor-parallel group of size layout.tp_size(), null when that is 1; `cp` the
+  // context-parallel group of size config.context_parallel, null when that is 1 (the model then
+  // holds config.local_seq() tokens of each sample: context_split.h). The model's workspace comes
+  // from ctx.pool() (activations) and it computes on ctx.backend().
   Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, const DeviceContext& ctx,
-      comm::Communicator* tp = nullptr);
+      comm::Communicator* tp = nullptr, comm::Communicator* cp = nullptr);
 
   // One model chunk's pass of one micro-batch (pipeline parallelism). `input` and `output` are
   // [Nl, C] rows in the working precision (Nl = dims().Nl: this rank's rows).
@@ -136,8 +138,9 @@ class Gpt {
   void embed_word_rows(const int32_t* tokens, ParamSource& params);
   // Rows per chunk of the learned position table (1 when there is none: rope).
   int64_t position_chunk(const ParamSource& params) const;
-  // The embedding into this rank's rows only (sequence parallelism).
-  void embed_sequence_parallel(const int32_t* tokens, ParamSource& params);
+  // The embedding by word rows, then position rows run by run: into this rank's rows only under
+  // sequence parallelism, at each token's place in the sample under context parallelism.
+  void embed_split(const int32_t* tokens, ParamSource& params);
   // The tied embedding's gradient: the head's dlogitsᵀ·lnf_out (dlogits stay in logits_ through
   // backward; when this part holds the head) plus the lookup's rows and the position table
   // (when it holds the embedding), chunk by chunk, each element of the block once.

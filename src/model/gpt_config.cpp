@@ -107,10 +107,26 @@ void validate_tensor_parallel(const GptConfig& c, int tp) {
       "padded_vocab_size(vocab, --make-vocab-size-divisible-by, tp)",
       c.padded_vocab_size, tp);
   // Megatron-LM's rule: every sample's tokens split evenly, whatever the micro-batch.
-  ZT_REQUIRE(!splits_sequence(c, tp) || c.seq_length % tp == 0,
-             "--sequence-parallel: --seq-length {} is not divisible by "
-             "--tensor-model-parallel-size {}",
-             c.seq_length, tp);
+  ZT_REQUIRE(!splits_sequence(c, tp) || c.local_seq() % tp == 0,
+             "--sequence-parallel: the {} tokens of a sample on one context rank (--seq-length / "
+             "--context-parallel-size) are not divisible by --tensor-model-parallel-size {}",
+             c.local_seq(), tp);
+  validate_context_parallel(c, tp);
+}
+
+void validate_context_parallel(const GptConfig& c, int tp) {
+  const int cp = c.context_parallel;
+  ZT_REQUIRE(cp >= 1, "--context-parallel-size must be >= 1, got {}", cp);
+  if (cp == 1) return;
+  ZT_REQUIRE(c.seq_length % (2 * cp) == 0,
+             "--context-parallel-size {}: --seq-length {} is not divisible into 2 x {} = {} equal "
+             "chunks; use a --seq-length that is a multiple of {}",
+             cp, c.seq_length, cp, 2 * cp, 2 * cp);
+  ZT_REQUIRE((c.heads / tp) % cp == 0 && (c.kv_heads() / tp) % cp == 0,
+             "--context-parallel-size: the {} attention heads and {} key/value heads of a "
+             "tensor-parallel rank are not divisible by --context-parallel-size {}; use a "
+             "context size that divides both",
+             c.heads / tp, c.kv_heads() / tp, cp);
 }
 
 TpDims TpDims::of(const GptConfig& c, int tp_size, int tp_rank) {

@@ -31,6 +31,9 @@ struct GptConfig {
   // tensor-parallel layers (layernorms, dropouts, residuals) are split over the tp ranks
   // (src/tensor_parallel/sequence_parallel.h). No effect at tp = 1.
   bool sequence_parallel = false;
+  // Megatron's --context-parallel-size: each sample's tokens are split over this many ranks
+  // (src/model/context_split.h); a rank's activations hold local_seq() tokens per sample.
+  int context_parallel = 1;
   // The architecture choices (docs/design/llama.md). The defaults are GPT-2.
   PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;
   float rotary_base = 10000.0f;  // theta of the rotary frequencies theta^(-2i/head_dim)
@@ -45,6 +48,8 @@ struct GptConfig {
   int max_position_embeddings = 0;  // positions the model is made for; 0: seq_length
 
   int head_dim() const { return hidden / heads; }
+  // Tokens of each sample one rank holds: seq_length / context_parallel.
+  int local_seq() const { return seq_length / context_parallel; }
   // Megatron-LM's default SwiGLU width (megatron/training/arguments.py):
   // int((4 * hidden * 2 / 3) / 64) * 64, the 8/3·h rounded DOWN to a multiple of 64.
   int ffn_default() const { return swiglu ? hidden / 24 * 64 : 4 * hidden; }
@@ -88,6 +93,11 @@ void validate_architecture(const GptConfig& config);
 // The checks tensor parallelism puts on the shape, as zt::InputError naming the flag to change:
 // heads, query groups, hidden, ffn hidden and padded vocabulary divisible by tp.
 void validate_tensor_parallel(const GptConfig& config, int tp);
+
+// The checks context parallelism puts on the shape, as zt::InputError naming the flag to change:
+// the sequence in 2·cp equal chunks; with tp, the heads and key/value heads of a tensor-parallel
+// rank divisible by cp (the all-to-all hands each context rank whole heads).
+void validate_context_parallel(const GptConfig& config, int tp);
 
 // Whether the tokens outside the tensor-parallel regions are split over the `tp_size` ranks.
 inline bool splits_sequence(const GptConfig& c, int tp_size) {

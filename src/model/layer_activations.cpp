@@ -9,11 +9,11 @@ namespace {
 template <typename F>
 void for_each_field(LayerActivations& a, const GptConfig& c, int micro_batch, int tp, F&& f) {
   const TpDims d = TpDims::of(c, tp, 0);
-  const int64_t n = int64_t{micro_batch} * c.seq_length, h = c.hidden, hl = d.hidden;
+  const int64_t n = int64_t{micro_batch} * c.local_seq(), h = c.hidden, hl = d.hidden;
   const int64_t qkv = hl + 2 * int64_t{d.kv_hidden};         // q|k|v of this rank's heads
   const int64_t f4 = c.swiglu ? 2 * int64_t{d.ffn} : d.ffn;  // the MLP's first product
   const int64_t nl = local_rows(c, n, tp);  // the rows outside the tensor-parallel regions
-  const int64_t rows = int64_t{micro_batch} * d.heads * c.seq_length;  // attention query rows
+  const int64_t rows = int64_t{micro_batch} * d.heads * c.local_seq();  // attention query rows
   f(a.ln1_mean, nl);
   f(a.ln1_rstd, nl);
   f(a.qkv, n * qkv);
@@ -29,7 +29,7 @@ void for_each_field(LayerActivations& a, const GptConfig& c, int micro_batch, in
 }  // namespace
 
 int64_t LayerActivations::input_elems(const GptConfig& c, int micro_batch, int tp_size) {
-  return local_rows(c, int64_t{micro_batch} * c.seq_length, tp_size) * c.hidden;
+  return local_rows(c, int64_t{micro_batch} * c.local_seq(), tp_size) * c.hidden;
 }
 
 size_t LayerActivations::bytes(const GptConfig& c, int micro_batch, int tp_size) {

@@ -1,5 +1,7 @@
 #include "src/model/transformer_layer.h"
 
+#include "src/model/context_attention.h"
+
 #include "src/tensor_parallel/mappings.h"
 #include "src/tensor_parallel/rng_tracker.h"
 #include "src/tensor_parallel/sequence_parallel.h"
@@ -32,11 +34,11 @@ LayerRefs LayerRefs::of(const ParamLayout& layout, int layer) {
 }
 
 LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp_rank,
-                        comm::Communicator* tp, Backend& be) {
+                        comm::Communicator* tp, Backend& be, comm::Communicator* cp) {
   const TpDims t = TpDims::of(c, tp_size, tp_rank);
-  LayerDims d{micro_batch, c.seq_length, c.hidden,          t.heads, t.hidden,
-              t.ffn,       c.heads,      t.heads * tp_rank, tp,      &be};
-  const int64_t n = int64_t{micro_batch} * c.seq_length;
+  LayerDims d{micro_batch, c.local_seq(), c.hidden,          t.heads, t.hidden,
+              t.ffn,       c.heads,       t.heads * tp_rank, tp,      &be};
+  const int64_t n = int64_t{micro_batch} * c.local_seq();
   d.sequence_parallel = splits_sequence(c, tp_size);
   d.Nl = static_cast<int>(local_rows(c, n, tp_size));
   d.first_row = d.sequence_parallel ? int64_t{d.Nl} * tp_rank : 0;
@@ -47,29 +49,34 @@ LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp
   d.rmsnorm = c.rmsnorm();
   d.norm_eps = c.norm_epsilon;
   d.swiglu = c.swiglu;
+  d.cp = ContextSplit::of(c, cp);
   return d;
 }
 
 size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
   const TpDims t = TpDims::of(c, tp_size, 0);
-  const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length);
+  const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.local_seq());
   const size_t h = static_cast<size_t>(c.hidden);
   const size_t qkv = static_cast<size_t>(t.hidden) + 2 * static_cast<size_t>(t.kv_hidden);
   const size_t f = static_cast<size_t>(t.ffn), f1 = c.swiglu ? 2 * f : f;
   const size_t rows = static_cast<size_t>(micro_batch) * static_cast<size_t>(t.heads) *
-                      static_cast<size_t>(c.seq_length);
+                      static_cast<size_t>(c.local_seq());
   const size_t e = dtype_size(c.dtype);
+  const size_t cp = c.context_parallel > 1
+                        ? Arena::aligned(n * qkv * e) * 2 +
+                              Arena::aligned(n * static_cast<size_t>(t.hidden) * e) * 2
+                        : 0;
   return Arena::aligned(n * h * e) * 3 + Arena::aligned(n * f * e) + Arena::aligned(n * f1 * e) +
          (c.swiglu ? Arena::aligned(n * f * e) : 0) + Arena::aligned(n * qkv * e) +
          Arena::aligned(rows * sizeof(float)) + Arena::aligned(n * e) +
-         (splits_sequence(c, tp_size) ? Arena::aligned(2 * h * 4) : 0);
+         (splits_sequence(c, tp_size) ? Arena::aligned(2 * h * 4) : 0) + cp;
 }
 
 LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size) {
   const TpDims t = TpDims::of(c, tp_size, 0);
-  const int64_t n = int64_t{micro_batch} * c.seq_length, h = c.hidden, f = t.ffn;
+  const int64_t n = int64_t{micro_batch} * c.local_seq(), h = c.hidden, f = t.ffn;
   const int64_t qkv = int64_t{t.hidden} + 2 * int64_t{t.kv_hidden}, f1 = c.swiglu ? 2 * f : f;
-  const int64_t rows = int64_t{micro_batch} * t.heads * c.seq_length;
+  const int64_t rows = int64_t{micro_batch} * t.heads * c.local_seq();
   LayerScratch s;
   s.ln = carve_typed(arena, n * h, c.dtype);
   s.ff = carve_typed(arena, n * f, c.dtype);
@@ -81,6 +88,12 @@ LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_bat
   s.delta = arena.carve({rows}, DType::F32).f32();
   s.ones = carve_typed(arena, n, c.dtype);
   if (splits_sequence(c, tp_size)) s.ln_grads = arena.carve({2 * h}, DType::F32).f32();
+  if (c.context_parallel > 1) {
+    s.cp_send = carve_typed(arena, n * qkv, c.dtype);
+    s.cp_recv = carve_typed(arena, n * qkv, c.dtype);
+    s.cp_out = carve_typed(arena, n * t.hidden, c.dtype);
+    s.cp_dout = carve_typed(arena, n * t.hidden, c.dtype);
+  }
   return s;
 }
 
@@ -115,6 +128,42 @@ void attention_backward(const LayerDims& d, Ref dqkv, float* delta, CRef dout, C
     d.be->attention_backward(dqkv + b * q, delta + b * rows, dout + b * o, qkv + b * q, out + b * o,
                              lse + b * rows, 1, d.T, d.Cl, d.H, d.KV,
                              tp::head_slice(drop, b, d.heads_total, d.head_begin, d.T));
+}
+
+// Calls fn(offset, n, drop) over this rank's Nl rows of the residual stream, `drop` the mask of
+// rows [offset, offset + n): the mask `whole` of the micro-batch's [B, seq, C] tensor, from each
+// run's place in it (context_split.h). One call where the rows are one run of the mask (no
+// context parallelism, or no dropout).
+template <typename F>
+void for_each_mask_run(const LayerDims& d, const DropoutParams& whole, F&& fn) {
+  const auto C = static_cast<uint64_t>(d.C);
+  auto at = [&](int64_t whole_row) {
+    DropoutParams p = whole;
+    p.offset += static_cast<uint64_t>(whole_row) * C;
+    return p;
+  };
+  if (!d.cp.active() || whole.p == 0.0f) {
+    fn(int64_t{0}, int64_t{d.Nl}, at(d.first_row));
+    return;
+  }
+  for_each_run(d.cp, d.first_row, d.Nl,
+               [&](int64_t offset, int64_t n, int64_t whole_row) { fn(offset, n, at(whole_row)); });
+}
+
+// out = a + dropout(x) over this rank's Nl rows.
+void residual_dropout_add(const LayerDims& d, Ref out, CRef a, CRef x, const DropoutParams& drop) {
+  const int64_t C = d.C;
+  for_each_mask_run(d, drop, [&](int64_t o, int64_t n, const DropoutParams& m) {
+    d.be->dropout_add_forward(out + o * C, a + o * C, x + o * C, n * C, m);
+  });
+}
+
+// dx = dropout's backward of dout over this rank's Nl rows.
+void residual_dropout_backward(const LayerDims& d, Ref dx, CRef dout, const DropoutParams& drop) {
+  const int64_t C = d.C;
+  for_each_mask_run(d, drop, [&](int64_t o, int64_t n, const DropoutParams& m) {
+    d.be->dropout_backward(dx + o * C, dout + o * C, n * C, m);
+  });
 }
 
 // This rank's rows of a full [N, C] buffer.
@@ -234,46 +283,56 @@ void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRe
                    LayerActivations& a, const LayerScratch& s, const LayerDropout& drop) {
   Backend& be = *d.be;
   const int N = d.N(), C = d.C, Nl = d.Nl;
-  const int64_t nc = int64_t{N} * C, nlc = int64_t{Nl} * C;
+  const int64_t nc = int64_t{N} * C;
   {
     const HeldNorm n(src, p.ln1_w, p.ln1_b, false);
     norm_forward(d, own_rows(d, s.ln), a.ln1_mean, a.ln1_rstd, x, n.w(), n.b(), Nl);
   }
   gather_rows(d, s.ln);
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
-  chunked_linear_forward(be, src, p.qkv, a.qkv, s.ln, N, true);
-  // Rotary embeddings on q and k, kept rotated: attention's backward reads them as they were.
-  if (d.rope) be.rope_forward(a.qkv, d.B, d.T, d.H, d.KV, d.head_dim(), d.rope_table);
-  attention_forward(d, a.atty, a.lse, a.qkv, drop.attention);
+  if (d.cp.active()) {
+    // The projection's output is this rank's tokens; a.qkv keeps the head-split whole sequences.
+    chunked_linear_forward(be, src, p.qkv, s.d_qkv, s.ln, N, true);
+    context_attention_forward(d, s, s.d_qkv, a.qkv, a.lse, a.atty, drop.attention);
+  } else {
+    chunked_linear_forward(be, src, p.qkv, a.qkv, s.ln, N, true);
+    // Rotary embeddings on q and k, kept rotated: attention's backward reads them as they were.
+    if (d.rope) be.rope_forward(a.qkv, d.B, d.T, d.H, d.KV, d.head_dim(), d.rope_table);
+    attention_forward(d, a.atty, a.lse, a.qkv, drop.attention);
+  }
   // Backward scratch is free during forward.
   Ref proj = row_parallel_forward(d, src, p.proj, s.d_a, a.atty, s.d_b);
   {
     const HeldNorm n(src, p.ln2_w, p.ln2_b, false);
     if (d.rmsnorm) {
-      be.dropout_add_forward(a.res2, x, proj, nlc, drop.attn_out);
+      residual_dropout_add(d, a.res2, x, proj, drop.attn_out);
       norm_forward(d, own_rows(d, s.ln), a.ln2_mean, a.ln2_rstd, a.res2, n.w(), n.b(), Nl);
     } else {
       // res2 = x + drop(proj) and ln2(res2) in one pass (bitwise the two ops on the CPU).
-      be.dropout_add_layernorm_forward(a.res2, own_rows(d, s.ln), a.ln2_mean, a.ln2_rstd, x, proj,
-                                       n.w(), n.b(), Nl, C, drop.attn_out);
+      const Ref ln = own_rows(d, s.ln);
+      for_each_mask_run(d, drop.attn_out, [&](int64_t o, int64_t r, const DropoutParams& m) {
+        be.dropout_add_layernorm_forward(a.res2 + o * C, ln + o * C, a.ln2_mean + o, a.ln2_rstd + o,
+                                         x + o * C, CRef(proj) + o * C, n.w(), n.b(),
+                                         static_cast<int>(r), C, m);
+      });
     }
   }
   gather_rows(d, s.ln);
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
   mlp_in_forward(d, src, p.fc, s.ff, a.fch, s.ln);
   proj = row_parallel_forward(d, src, p.fcproj, s.d_a, s.ff, s.d_b);
-  be.dropout_add_forward(a.out, a.res2, proj, nlc, drop.mlp_out);
+  residual_dropout_add(d, a.out, a.res2, proj, drop.mlp_out);
 }
 
 void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRef x,
                     const LayerActivations& a, const LayerScratch& s, const LayerDropout& drop,
                     Ref dres) {
   Backend& be = *d.be;
-  const int N = d.N(), C = d.C, Nl = d.Nl;
-  const int64_t nlc = int64_t{Nl} * C, nf = int64_t{N} * d.F;
+  const int N = d.N(), Nl = d.Nl;
+  const int64_t nf = int64_t{N} * d.F;
   // MLP branch: out = res2 + drop(fcproj(act(fc(ln2(res2))))). The row-parallel layer's output
   // gradient: this rank's rows, all-gathered under sequence parallelism.
-  be.dropout_backward(own_rows(d, s.d_a), dres, nlc, drop.mlp_out);
+  residual_dropout_backward(d, own_rows(d, s.d_a), dres, drop.mlp_out);
   gather_rows(d, s.d_a);
   if (d.swiglu) {
     be.swiglu_forward(s.ff, a.fch, N, d.F);
@@ -301,12 +360,16 @@ void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CR
                                 a.ln2_rstd, s);
   }
   // Attention branch: res2 = x + drop(proj(attn(ln1(x))))
-  be.dropout_backward(own_rows(d, s.d_a), dres, nlc, drop.attn_out);
+  residual_dropout_backward(d, own_rows(d, s.d_a), dres, drop.attn_out);
   gather_rows(d, s.d_a);
   chunked_linear_backward_input(be, src, p.proj, s.d_b, s.d_a, N);
   chunked_linear_backward_params(be, src, p.proj, s.d_a, a.atty, s.ones, N);
-  attention_backward(d, s.d_qkv, s.delta, s.d_b, a.qkv, a.atty, a.lse, drop.attention);
-  if (d.rope) be.rope_backward(s.d_qkv, d.B, d.T, d.H, d.KV, d.head_dim(), d.rope_table);
+  if (d.cp.active()) {
+    context_attention_backward(d, s, s.d_b, a.qkv, a.lse, a.atty, s.d_qkv, drop.attention);
+  } else {
+    attention_backward(d, s.d_qkv, s.delta, s.d_b, a.qkv, a.atty, a.lse, drop.attention);
+    if (d.rope) be.rope_backward(s.d_qkv, d.B, d.T, d.H, d.KV, d.head_dim(), d.rope_table);
+  }
   chunked_linear_backward_input(be, src, p.qkv, s.d_a, s.d_qkv, N);
   const Ref dln1 = sum_input_grad(d, s.d_a, s.d_b);
   {

@@ -20,6 +20,7 @@
 #include "kernels/common/rope.h"
 #include "src/comm/communicator.h"
 #include "src/model/chunked_linear.h"
+#include "src/model/context_split.h"
 #include "src/model/layer_activations.h"
 #include "src/model/param_layout.h"
 #include "src/model/param_source.h"
@@ -41,7 +42,7 @@ struct LayerDropout {
 };
 
 // Workspace shared by all layers (one layer runs at a time). F = this rank's MLP width 4C/tp,
-// Cl = its attention width C/tp, H its heads.
+// Cl = its attention width C/tp, H its heads; N = B·T/cp tokens.
 struct LayerScratch {
   Ref ln;                  // [N, C] a layernorm output, produced again in backward
   Ref ff;                  // [N, F] the GeLU (SwiGLU) output, produced again in backward
@@ -53,6 +54,9 @@ struct LayerScratch {
   float* delta = nullptr;  // [B, H, T] attention backward workspace (rowsum(dO * O))
   Ref ones;                // [N] ones: the bias gradient beside a chunked weight (set by the model)
   float* ln_grads = nullptr;  // [2C] a norm's partial gradients (sequence parallelism only)
+  // Context parallelism only (context_attention.h): the all-to-all's send and receive buffers
+  // [N, Cl + 2Ckv], the head-split attention output and its gradient [N, Cl].
+  Ref cp_send, cp_recv, cp_out, cp_dout;
   static size_t bytes(const GptConfig& c, int micro_batch, int tp_size = 1);
   static LayerScratch carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);
 };
@@ -60,7 +64,7 @@ struct LayerScratch {
 // One rank's view of a layer: the full hidden size C (residual stream, layernorms), its
 // tensor-parallel shares, the group it communicates on and the backend it computes on.
 struct LayerDims {
-  int B, T, C;
+  int B, T, C;                       // T: the tokens of a sample this rank holds (seq / cp)
   int H;                             // this rank's attention heads
   int Cl;                            // this rank's attention width H · head_dim (C at tp = 1)
   int F;                             // this rank's MLP width (ffn_hidden at tp = 1)
@@ -82,12 +86,13 @@ struct LayerDims {
   bool rmsnorm = false;
   float norm_eps = 1e-5f;
   bool swiglu = false;
+  ContextSplit cp{};  // the context-parallel split of each sample (cp.seq: its whole length)
   int N() const { return B * T; }
   int head_dim() const { return Cl / H; }
   int qkv_width() const { return Cl + 2 * Ckv; }  // a row of this rank's q|k|v
   int fc_width() const { return swiglu ? 2 * F : F; }
   static LayerDims of(const GptConfig& c, int micro_batch, int tp_size, int tp_rank,
-                      comm::Communicator* tp, Backend& be);
+                      comm::Communicator* tp, Backend& be, comm::Communicator* cp = nullptr);
 };
 
 // A norm's parameters held whole: the weight and (LayerNorm) the bias, acquired in forward order

@@ -27,7 +27,7 @@ ActivationSlots StageRunner::slots(const GptConfig& config, const ScheduleShape&
 
 size_t StageRunner::buffer_bytes(const GptConfig& c, int micro_batch, int tp_size,
                                  const ScheduleShape& shape, int stage) {
-  const int64_t n = int64_t{micro_batch} * c.seq_length;
+  const int64_t n = int64_t{micro_batch} * c.local_seq();
   const size_t rows =
       Arena::aligned(static_cast<size_t>(splits_sequence(c, tp_size) ? n / tp_size : n) *
                      static_cast<size_t>(c.hidden) * dtype_size(c.dtype));
@@ -48,7 +48,7 @@ StageRunner::StageRunner(Gpt& model, ActivationStore& acts, comm::Communicator& 
       stage_(pp.rank()),
       be_(ctx.backend()),
       rows_(int64_t{model.dims().Nl} * model.dims().C),
-      tokens_(int64_t{micro_batch} * model.config().seq_length),
+      tokens_(int64_t{micro_batch} * model.config().local_seq()),
       arena_(
           ctx.pool(),
           buffer_bytes(model.config(), micro_batch,

@@ -18,7 +18,7 @@ WholeModelRunner::WholeModelRunner(Gpt& model, ActivationStore& acts, const Sche
       acts_(acts),
       shape_(shape),
       tokens_(batch),
-      targets_(batch + int64_t{micro_batch} * model.config().seq_length) {
+      targets_(batch + int64_t{micro_batch} * model.config().local_seq()) {
   ZT_CHECK(shape_.stages == 1, "the whole model's passes are one pipeline stage's, not {}",
            shape_.stages);
   ZT_CHECK(batch != nullptr, "no micro-batch buffer");

@@ -77,7 +77,8 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
     }
     world_ = rt->world(*pool_);
     topo_ = std::make_unique<comm::Topology>(*world_, o.tensor_model_parallel_size,
-                                             o.pipeline_model_parallel_size);
+                                             o.pipeline_model_parallel_size, nullptr,
+                                             o.context_parallel_size);
     return;
   }
   // NCCL matches point-to-point messages in issue order and a send holds its stream until the
@@ -114,13 +115,14 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
     const cuda::DeviceMemory before = cuda::device_memory();
     world_ = comm::NcclCommunicator::world(cuda_->nccl);
     topo_ = std::make_unique<comm::Topology>(*world_, o.tensor_model_parallel_size,
-                                             o.pipeline_model_parallel_size, host_world_.get());
+                                             o.pipeline_model_parallel_size, host_world_.get(),
+                                             o.context_parallel_size);
     ZT_CUDA_CHECK(cudaDeviceSynchronize());  // NCCL's lazy setup done before the second look
     const cuda::DeviceMemory after = cuda::device_memory();
     // The world and the groups with another rank (a group of one is a SelfCommunicator).
     nccl_communicators_ = 1;
-    for (comm::GroupKind k :
-         {comm::GroupKind::Tp, comm::GroupKind::Dp, comm::GroupKind::Pp, comm::GroupKind::Mp})
+    for (comm::GroupKind k : {comm::GroupKind::Tp, comm::GroupKind::Cp, comm::GroupKind::Dp,
+                              comm::GroupKind::Pp, comm::GroupKind::Mp})
       nccl_communicators_ += comm::group_needs_nccl(topo_->group(k).size()) ? 1 : 0;
     if (const comm::Communicator* e = topo_->embedding(); e != nullptr)
       nccl_communicators_ += comm::group_needs_nccl(e->size()) ? 1 : 0;

@@ -71,13 +71,17 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
     activations_ = std::make_unique<KeepAllActivations>(pool_, config_, o_.micro_batch_size,
                                                         layout_.tp_size(), slots);
   }
-  model_ = std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, ctx_, &topo_.tp());
-  const size_t batch_bytes = static_cast<size_t>(2 * o_.micro_batch_size * o_.seq_length) * 4;
+  model_ =
+      std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, ctx_, &topo_.tp(), &topo_.cp());
+  // A context rank reads whole samples and keeps its tokens of them (context_split.h).
+  if (model_->dims().cp.active())
+    whole_samples_.resize(static_cast<size_t>(2 * o_.micro_batch_size * o_.seq_length));
+  const size_t batch_bytes = static_cast<size_t>(2 * o_.micro_batch_size * config_.local_seq()) * 4;
   batch_ = pool_.allocate(batch_bytes, MemCategory::Activations);
   runner_ = pipeline::make_runner(*model_, *activations_, &topo_.pp(), shape, ctx_,
                                   o_.micro_batch_size, static_cast<int32_t*>(batch_.data()));
   if (o_.sample_interval > 0) sample_ = std::make_unique<TextSample>(o_);
-  saver_.emplace(ctx_, o_.async_save, *optimizer_, dp_rank_);
+  saver_.emplace(ctx_, o_.async_save, *optimizer_, topo_.dp().rank());
   if (ctx_.needs_staging()) batch_host_ = ctx_.host().allocate(batch_bytes, MemCategory::Buffers);
   // Offloaded optimizer states reach a checkpoint file through host memory too.
   if (ctx_.needs_staging() || !optimizer_->states_resident())
@@ -112,12 +116,18 @@ ZeroConfig Trainer::zero_config() const {
 void Trainer::load_batch_into(const BatchSource& source, const data::SampleSkips& skips,
                               int64_t first, int32_t* dst) {
   const int mb = o_.micro_batch_size, T = o_.seq_length;
-  auto* tokens = batch_host_.data() ? static_cast<int32_t*>(batch_host_.data()) : dst;
+  const ContextSplit& cp = model_->dims().cp;
+  auto* local = batch_host_.data() ? static_cast<int32_t*>(batch_host_.data()) : dst;
+  int32_t* tokens = cp.active() ? whole_samples_.data() : local;
   int32_t* targets = tokens + mb * T;
   for (int j = 0; j < mb; ++j) {
     const int64_t at = skips.physical(first + j);
     source.sample(at, tokens + j * T, targets + j * T);
     check_sample(at, tokens + j * T, targets + j * T);
+  }
+  if (cp.active()) {
+    keep_local_tokens(cp, tokens, local, mb);
+    keep_local_tokens(cp, targets, local + int64_t{mb} * cp.local(), mb);
   }
   if (batch_host_.data() != nullptr)
     ctx_.backend().copy_to_device(dst, batch_host_.data(), batch_host_.bytes());
@@ -399,12 +409,12 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
     log::info(
         "zerotron: {} parameters, {} layers, hidden {}, {} heads, seq {}, vocab {} (padded {}), "
         "{} precision, global batch {} = micro {} x data-parallel {} x accumulation {}; "
-        "tensor-parallel {}{}, pipeline {}{}, ZeRO stage {}, activations: {}",
+        "tensor-parallel {}{}, context-parallel {}, pipeline {}{}, ZeRO stage {}, activations: {}",
         config_.num_parameters(), config_.num_layers, config_.hidden, config_.heads,
         config_.seq_length, config_.vocab_size, config_.padded_vocab_size,
         dtype_name(derived_.working), global_batch_, o_.micro_batch_size, dp_, accumulation_,
         layout_.tp_size(), config_.sequence_parallel && layout_.tp_size() > 1 ? " (sequence)" : "",
-        pp_,
+        config_.context_parallel, pp_,
         pp_ == 1              ? std::string()
         : derived_.chunks > 1 ? fmt::format(" ({} chunks per stage, interleaved)", derived_.chunks)
                               : std::string(" (1F1B)"),

@@ -35,7 +35,7 @@ size_t ActivationCheckpointer::checkpoint_bytes(const GptConfig& c, int micro_ba
 size_t ActivationCheckpointer::prefetch_bytes(const GptConfig& c, int micro_batch,
                                               const CheckpointConfig& cp, bool staging) {
   if (!cp.cpu || !staging) return 0;
-  return static_cast<size_t>(micro_batch) * static_cast<size_t>(c.seq_length) *
+  return static_cast<size_t>(micro_batch) * static_cast<size_t>(c.local_seq()) *
          static_cast<size_t>(c.hidden) * dtype_size(c.dtype);
 }
 

