@@ -141,6 +141,35 @@ TEST(Collectives, AllGather) {
           }
 }
 
+// Chunk r of every rank's input lands as chunk (sender) of rank r's output, bit-exactly; counted
+// as (N-1)/N of the input's bytes.
+TEST(Collectives, AllToAll) {
+  const int me = world().rank();
+  for (const NamedGroup& g : test_groups())
+    for (DType dt : kDTypes)
+      for (int64_t m : kSizes)
+        for (bool async : {false, true}) {
+          const int N = g.comm->size(), gr = g.comm->rank();
+          HostTensor in(dt, m * N), out(dt, m * N);
+          for (int r = 0; r < N; ++r)
+            for (int64_t i = 0; i < m; ++i) in.set(r * m + i, value(me, r * 7919 + i, 7));
+          const comm::OpCounters before =
+              g.comm->stats().snapshot().at(g.comm->kind(), comm::CommOp::AllToAll);
+          if (async)
+            g.comm->all_to_all_async(in.t(), out.t()).wait();
+          else
+            g.comm->all_to_all(in.t(), out.t());
+          const comm::OpCounters d =
+              g.comm->stats().snapshot().at(g.comm->kind(), comm::CommOp::AllToAll) - before;
+          EXPECT_EQ(d.bytes, static_cast<uint64_t>(m * (N - 1)) * dtype_size(dt)) << g.label;
+          int64_t bad = 0;
+          for (int r = 0; r < N; ++r)
+            for (int64_t i = 0; i < m; ++i)
+              bad += out.get(r * m + i) != value(g.comm->world_rank_of(r), gr * 7919 + i, 7);
+          EXPECT_EQ(bad, 0) << where(g, dt, m) << (async ? " async" : "");
+        }
+}
+
 TEST(Collectives, AllGatherInPlaceOverload) {
   const int me = world().rank();
   for (const NamedGroup& g : test_groups()) {

@@ -65,6 +65,45 @@ TEST(ParallelGrid, ExampleEightRanks) {
   EXPECT_EQ(h.coord_of(13), (GridCoord{1, 2, 1}));
 }
 
+// With context parallelism: tp fastest, then cp, then dp, then pp; the dp group is data x
+// context (cp_rank + cp·dp_rank), the cp group consecutive tp-strided ranks.
+TEST(ParallelGrid, ContextRanksSitBetweenTensorAndData) {
+  for (int world = 1; world <= 48; ++world)
+    for (int tp : {1, 2, 3})
+      for (int cp : {1, 2, 4})
+        for (int pp : {1, 2}) {
+          if (world % (tp * cp * pp)) continue;
+          const ParallelGrid g(world, tp, pp, cp);
+          ASSERT_EQ(g.dp(), world / (tp * cp * pp));
+          for (int r = 0; r < world; ++r) {
+            const GridCoord c = g.coord_of(r);
+            ASSERT_EQ(g.rank_of(c), r);
+            ASSERT_EQ(r, c.tp + tp * (c.cp + cp * (c.dp + g.dp() * c.pp)));
+            const auto cpg = g.group_ranks(GroupKind::Cp, r);
+            const auto dpg = g.group_ranks(GroupKind::Dp, r);
+            ASSERT_EQ(cpg.size(), static_cast<size_t>(cp));
+            ASSERT_EQ(dpg.size(), static_cast<size_t>(cp * g.dp()));
+            ASSERT_EQ(cpg[static_cast<size_t>(c.cp)], r);
+            ASSERT_EQ(dpg[static_cast<size_t>(c.cp + cp * c.dp)], r);
+            for (int i = 0; i < cp; ++i) ASSERT_EQ(cpg[static_cast<size_t>(i)], cpg[0] + i * tp);
+            for (int x : dpg) {
+              ASSERT_EQ(g.coord_of(x).tp, c.tp);
+              ASSERT_EQ(g.coord_of(x).pp, c.pp);
+            }
+            for (GroupKind k :
+                 {GroupKind::Tp, GroupKind::Cp, GroupKind::Dp, GroupKind::Pp, GroupKind::Mp}) {
+              const auto grp = g.group_ranks(k, r);
+              for (int x = 0; x < world; ++x) {
+                const bool member = std::find(grp.begin(), grp.end(), x) != grp.end();
+                ASSERT_EQ(g.group_color(k, x) == g.group_color(k, r), member);
+              }
+              for (size_t i = 0; i < grp.size(); ++i)
+                ASSERT_EQ(g.group_key(k, grp[i]), static_cast<int>(i));
+            }
+          }
+        }
+}
+
 TEST(ParallelGrid, RejectsIndivisibleWorlds) {
   for (int world = 1; world <= 64; ++world)
     for (int tp = 1; tp <= 2 * world; ++tp) {
