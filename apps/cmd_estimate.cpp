@@ -36,7 +36,8 @@ nlohmann::json stage_json(const MemoryPlan& p, double device) {
           {"nccl_communicators", p.nccl_communicators},
           {"nccl_bytes", p.nccl_bytes},
           {"fits", device <= 0 || plan_fits(p, device, FitCriterion::Device)},
-          {"comm_bytes_per_step", {{"dp", p.comm_dp}, {"tp", p.comm_tp}, {"pp", p.comm_pp}}}};
+          {"comm_bytes_per_step",
+           {{"dp", p.comm_dp}, {"tp", p.comm_tp}, {"pp", p.comm_pp}, {"cp", p.comm_cp}}}};
 }
 
 // The largest stage's plan at the top level (the only stage without a pipeline), every stage's
@@ -49,11 +50,8 @@ nlohmann::json plan_json(const PlanInput& in, const std::vector<MemoryPlan>& sta
   j["model"] = {{"num_layers", in.model.num_layers},
                 {"hidden_size", in.model.hidden},
                 {"num_attention_heads", in.model.heads}};
-  j["layout"] = {{"tp", in.tp},
-                 {"dp", in.dp},
-                 {"pp", in.pp},
-                 {"model_chunks", in.chunks},
-                 {"zero_stage", in.zero_stage}};
+  j["layout"] = {{"tp", in.tp}, {"dp", in.dp / in.cp},       {"cp", in.cp},
+                 {"pp", in.pp}, {"model_chunks", in.chunks}, {"zero_stage", in.zero_stage}};
   if (in.pp > 1) {
     j["largest_stage"] = worst;
     j["stages"] = nlohmann::json::array();
@@ -128,7 +126,7 @@ int estimate(Args args) {
   if (in.pp == 1) {
     fmt::print(
         "model: {} parameters ({} on each tensor-parallel rank), tp {} x dp {}, ZeRO stage {}\n",
-        p.num_parameters, p.rank_parameters, in.tp, in.dp, in.zero_stage);
+        p.num_parameters, p.rank_parameters, in.tp, data_text(in), in.zero_stage);
     fmt::print("per rank (GB = 1e9 bytes):\n");
     fmt::print(
         "  params          {:10.3f}\n  grads           {:10.3f}\n  optimizer       {:10.3f}\n",
@@ -153,8 +151,9 @@ int estimate(Args args) {
     if (device > 0)
       fmt::print("  fits in {:.1f} GB: {}\n", gb(device),
                  plan_fits(p, device, FitCriterion::Device) ? "yes" : "no");
-    fmt::print("communication per step: dp {:.3f} GB, tp {:.3f} GB\n", gb(p.comm_dp),
-               gb(p.comm_tp));
+    fmt::print("communication per step: dp {:.3f} GB, tp {:.3f} GB", gb(p.comm_dp), gb(p.comm_tp));
+    if (in.cp > 1) fmt::print(", cp {:.3f} GB", gb(p.comm_cp));
+    fmt::print("\n");
     print_nccl_line(p);
     return 0;
   }
@@ -162,7 +161,7 @@ int estimate(Args args) {
   fmt::print(
       "model: {} parameters, tp {} x dp {} x pp {} ({} model chunk(s) per stage, {} micro-batches "
       "per step), ZeRO stage {}\n",
-      p.num_parameters, in.tp, in.dp, in.pp, in.chunks, in.accumulation, in.zero_stage);
+      p.num_parameters, in.tp, data_text(in), in.pp, in.chunks, in.accumulation, in.zero_stage);
   fmt::print("per rank of each pipeline stage (GB = 1e9 bytes):\n");
   auto row = [&](std::string_view name, auto value) {
     std::string line = fmt::format("  {:<17}", name);
@@ -194,6 +193,7 @@ int estimate(Args args) {
   row("comm dp /step", [](P q) { return static_cast<double>(q.comm_dp); });
   row("comm tp /step", [](P q) { return static_cast<double>(q.comm_tp); });
   row("comm pp /step", [](P q) { return static_cast<double>(q.comm_pp); });
+  if (in.cp > 1) row("comm cp /step", [](P q) { return static_cast<double>(q.comm_cp); });
   fmt::print("largest: stage {}, {:.3f} GB", p.stage, gb(p.device_total()));
   if (device > 0)
     fmt::print("; fits in {:.1f} GB: {}", gb(device),

@@ -85,7 +85,7 @@ int simulate(Args args) {
   }
   if (a->train.options.global_batch_size != 0) {  // again: --max-micro-batch may have changed it
     const int64_t g = a->train.options.global_batch_size;
-    const int64_t per = static_cast<int64_t>(in.micro_batch) * in.dp;
+    const int64_t per = static_cast<int64_t>(in.micro_batch) * (in.dp / in.cp);
     ZT_REQUIRE(g % per == 0,
                "simulate: --global-batch-size {} is not a multiple of micro batch x dp = {}", g,
                per);
@@ -98,7 +98,8 @@ int simulate(Args args) {
                         {"num_parameters", r.memory.num_parameters},
                         {"layout",
                          {{"tp", in.tp},
-                          {"dp", in.dp},
+                          {"dp", in.dp / in.cp},
+                          {"cp", in.cp},
                           {"pp", in.pp},
                           {"model_chunks", in.chunks},
                           {"zero_stage", in.zero_stage},
@@ -144,8 +145,8 @@ int simulate(Args args) {
     fmt::print(
         "{}: {} parameters, tp {} x dp {} = {} devices, ZeRO stage {}, micro batch {} x {} "
         "accumulation = global batch {}\n",
-        cluster.name, r.memory.num_parameters, in.tp, in.dp, world, in.zero_stage, in.micro_batch,
-        in.accumulation, r.global_batch);
+        cluster.name, r.memory.num_parameters, in.tp, data_text(in), world, in.zero_stage,
+        in.micro_batch, in.accumulation, r.global_batch);
     fmt::print(
         "step {:.1f} ms: forward {:.1f}, recompute {:.1f}, backward {:.1f}, optimizer {:.1f}, "
         "tp comm {:.1f}, dp comm {:.1f} ({:.1f} exposed), offload {:.1f}\n",
@@ -155,7 +156,7 @@ int simulate(Args args) {
     fmt::print(
         "{}: {} parameters, tp {} x dp {} x pp {} = {} devices, {} schedule ({} model chunk(s) "
         "per stage), ZeRO stage {}, micro batch {} x {} micro-batches = global batch {}\n",
-        cluster.name, r.memory.num_parameters, in.tp, in.dp, in.pp, world,
+        cluster.name, r.memory.num_parameters, in.tp, data_text(in), in.pp, world,
         in.chunks > 1 ? "interleaved" : "1F1B", in.chunks, in.zero_stage, in.micro_batch,
         in.accumulation, r.global_batch);
     fmt::print(

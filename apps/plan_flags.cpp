@@ -59,12 +59,14 @@ PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command) {
              "{}: give --data-parallel-size or --world-size, not both", command);
   const int tp = o.tensor_model_parallel_size;
   const int pp = o.pipeline_model_parallel_size;
-  int dp = 1;
+  const int cp = o.context_parallel_size;
+  int dp = 1;  // the data-parallel degree, without the context ranks
   if (f.has("--world-size")) {
     const int64_t w = f.integer("--world-size", 1, 1, 1 << 24);
-    ZT_REQUIRE(w % (int64_t{tp} * pp) == 0, "{}: --world-size {} is not divisible by tp {} x pp {}",
-               command, w, tp, pp);
-    dp = static_cast<int>(w / (int64_t{tp} * pp));
+    ZT_REQUIRE(w % (int64_t{tp} * pp * cp) == 0,
+               "{}: --world-size {} is not divisible by tp {} x pp {} x cp {}", command, w, tp, pp,
+               cp);
+    dp = static_cast<int>(w / (int64_t{tp} * pp * cp));
   } else {
     dp = static_cast<int>(f.integer("--data-parallel-size", 1, 1, 1 << 24));
   }
@@ -105,6 +107,11 @@ PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command) {
     throw InputError(fmt::format("{}: {}", command, e.what()));
   }
   return plan_input_from(o, dp);
+}
+
+std::string data_text(const PlanInput& in) {
+  if (in.cp == 1) return std::to_string(in.dp);
+  return fmt::format("{} x cp {}", in.dp / in.cp, in.cp);
 }
 
 }  // namespace zt::app

@@ -30,5 +30,7 @@ std::optional<PlanArgs> parse_plan_args(std::string_view command,
 // checked as train checks them. --device cpu plans MPI's fp32 staging of half reductions; cuda
 // and auto plan NCCL's.
 PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command);
+// "4" or, with context parallelism, "4 x cp 2": the data-parallel part of a layout's text.
+std::string data_text(const PlanInput& in);
 
 }  // namespace zt::app

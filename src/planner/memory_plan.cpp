@@ -87,7 +87,7 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   // reduce-scatters stage their input and output chunk (n + n/tp) within the same bound.
   if (staged && in.tp > 1) {
     const size_t n = static_cast<size_t>(in.micro_batch) *
-                     static_cast<size_t>(in.model.seq_length) *
+                     static_cast<size_t>(in.model.local_seq()) *
                      static_cast<size_t>(in.model.hidden);
     const size_t staged_elems =
         splits_sequence(in.model, in.tp) ? n + n / static_cast<size_t>(in.tp) : n;
@@ -246,7 +246,7 @@ MemoryPlan plan_memory(const PlanInput& in) {
   const ActivationSlots slots =
       in.pp > 1 ? pipeline::StageRunner::slots(c, shape, stage) : ActivationSlots{};
   p.activations = Gpt::arena_bytes(c, in.micro_batch, in.tp, stage) +
-                  static_cast<size_t>(2 * in.micro_batch * c.seq_length) * 4;  // the batch
+                  static_cast<size_t>(2 * in.micro_batch * c.local_seq()) * 4;  // the batch
   if (in.pp > 1)
     p.activations += pipeline::StageRunner::buffer_bytes(c, in.micro_batch, in.tp, shape, in.stage);
   if (in.checkpoint_activations) {
@@ -316,10 +316,21 @@ MemoryPlan plan_memory(const PlanInput& in) {
   // reduce-scatters and all-reduces [2h] ([h]) backward; a recomputing store repeats the 4 forward
   // ones per layer; Pa moves nothing (the inputs are already split).
   const uint64_t first = stage.first() ? 1 : 0, last = stage.last() ? 1 : 0;
-  const uint64_t N = static_cast<uint64_t>(in.micro_batch) * static_cast<uint64_t>(c.seq_length);
+  const uint64_t N = static_cast<uint64_t>(in.micro_batch) * static_cast<uint64_t>(c.local_seq());
   const uint64_t h = static_cast<uint64_t>(c.hidden);
   const uint64_t L = static_cast<uint64_t>(stage_layer_count(stage.split(c), in.stage));
   const uint64_t a = static_cast<uint64_t>(in.accumulation);
+  // Context parallel, per micro-batch and layer (context_attention.h): forward the q|k|v rows
+  // [N, W] and the output [N, Cl]; backward the output, its gradient and the q|k|v gradient; a
+  // recomputing store repeats the forward's. Each all-to-all of n elements counts (cp−1)/cp·n.
+  if (in.cp > 1) {
+    const auto cp = static_cast<uint64_t>(in.cp), t = static_cast<uint64_t>(in.tp);
+    const uint64_t W = static_cast<uint64_t>(c.qkv_rows()) / t, Cl = h / t;
+    const uint64_t fwd = N * (W + Cl), bwd = N * (W + 2 * Cl);
+    const uint64_t per_layer = (in.checkpoint_activations ? 2 : 1) * fwd + bwd;
+    p.comm_cp = a * L * per_layer / cp * (cp - 1) * e;
+    p.cp_collectives = a * L * (in.checkpoint_activations ? 7 : 5);
+  }
   if (in.tp > 1 && splits_sequence(c, in.tp)) {
     const uint64_t recompute = in.checkpoint_activations ? 4 * L : 0;
     const uint64_t units = 10 * L + 2 * first + 2 * last + recompute;  // [N, h] moves, each n

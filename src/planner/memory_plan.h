@@ -18,7 +18,9 @@ struct PlanInput {
   GptConfig model;  // padded_vocab_size already padded for tp
   // The padding rule, to re-pad when the model or tp changes.
   int make_vocab_divisible_by = option_defaults::make_vocab_size_divisible_by;
-  int tp = 1, dp = 1, zero_stage = 0;
+  // dp: the data × context ranks (what gradients are summed over and ZeRO partitions over);
+  // cp: the context ranks among them (--context-parallel-size, model.context_parallel).
+  int tp = 1, dp = 1, zero_stage = 0, cp = 1;
   // Pipeline parallelism: `pp` stages of `chunks` model chunks each (the interleaved schedule
   // when > 1); a plan is that of one stage, `stage` (plan_stages: every one).
   int pp = 1, chunks = 1, stage = 0;
@@ -98,14 +100,14 @@ struct MemoryPlan {
   // Communication per optimizer step, the paper's convention (CommStats "bytes"). comm_pp: the
   // pipeline group's point-to-point activations and gradients (each send and each receive
   // counts its bytes) and, on the first and last stage, the tied word embedding's gradient
-  // all-reduce.
-  uint64_t comm_dp = 0, comm_tp = 0, comm_pp = 0;
+  // all-reduce. comm_cp: the context group's all-to-alls (src/model/context_attention.h).
+  uint64_t comm_dp = 0, comm_tp = 0, comm_pp = 0, comm_cp = 0;
   // comm_dp by when it can run: behind forward (stage 3's prefetched gathers), behind backward
   // (gradient reductions, stage 3's backward gathers), or after backward (the parameter
   // all-gather of stages 1-2, stage 3's persistent blocks).
   uint64_t comm_dp_forward = 0, comm_dp_backward = 0, comm_dp_after = 0;
   // Collective calls per step, for the latency term of the simulator.
-  uint64_t dp_collectives = 0, tp_collectives = 0;
+  uint64_t dp_collectives = 0, tp_collectives = 0, cp_collectives = 0;
   uint64_t pp_messages = 0;     // point-to-point sends and receives per step (comm_pp's)
   uint64_t tied_bytes = 0;      // comm_pp's tied-embedding all-reduce part (first and last stage)
   int stage = 0;                // the pipeline stage this plan is for

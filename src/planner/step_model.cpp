@@ -31,7 +31,7 @@ struct Gemm {
 // The linear layers' GEMMs of one transformer layer's forward on one tensor-parallel rank:
 // [N, in] x [in, out] as (m = N, n = out, k = in).
 std::vector<Gemm> layer_linear_gemms(const GptConfig& c, int micro_batch, int tp) {
-  const double N = static_cast<double>(micro_batch) * c.seq_length, h = c.hidden;
+  const double N = static_cast<double>(micro_batch) * c.local_seq(), h = c.hidden;
   // q of h rows and k, v of kv_hidden rows each (grouped-query attention: fewer); the MLP's
   // first product has 2f rows under SwiGLU (gate and up: with the second, 3 matrices).
   const double qkv = c.qkv_rows(), f = c.ffn_hidden(), f1 = c.fc_rows();
@@ -41,10 +41,11 @@ std::vector<Gemm> layer_linear_gemms(const GptConfig& c, int micro_batch, int tp
           {N, h, f / tp, 1}};   // fc2 (row parallel)
 }
 
-// The attention's two batched products, for devices modelled as GEMMs (no measured table).
+// The attention's two batched products, for devices modelled as GEMMs (no measured table). A
+// context rank attends whole sequences over 1/cp of its heads.
 std::vector<Gemm> attention_gemms(const GptConfig& c, int micro_batch, int tp) {
   const double s = c.seq_length, hd = static_cast<double>(c.hidden) / c.heads;
-  const double heads = static_cast<double>(c.heads) / tp;
+  const double heads = static_cast<double>(c.heads) / tp / c.context_parallel;
   return {{s, s, hd, micro_batch * heads},   // q k^T
           {s, hd, s, micro_batch * heads}};  // p v
 }
@@ -191,7 +192,9 @@ struct UnitCompute {
 UnitCompute unit_compute(const PlanInput& in, const ClusterSpec& cl, const DeviceModel& dev) {
   const GptConfig& c = in.model;
   const double act_bytes = static_cast<double>(dtype_size(in.working));
-  const double N = static_cast<double>(in.micro_batch) * c.seq_length, h = c.hidden;
+  // A rank's tokens; attention (a context rank: whole sequences of 1/cp of the heads) costs the
+  // same per token as at cp = 1.
+  const double N = static_cast<double>(in.micro_batch) * c.local_seq(), h = c.hidden;
   const double s = c.seq_length, heads = static_cast<double>(c.heads) / in.tp;
   const double hd = h / c.heads;
   Cost fwd, bwd;
@@ -333,6 +336,13 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
     x.tp_mb = comm.ms(sp ? "all_gather" : "all_reduce", in.tp, 1, static_cast<double>(m.comm_tp),
                       static_cast<double>(m.tp_collectives), in.working) /
               a;
+    // The context group's all-to-alls too (ranks tp apart); the ring model takes the whole
+    // tensor, (cp−1)/cp of which leaves a rank (the plan's count).
+    if (in.cp > 1)
+      x.tp_mb +=
+          comm.ms("all_to_all", in.cp, in.tp, static_cast<double>(m.comm_cp) * in.cp / (in.cp - 1),
+                  static_cast<double>(m.cp_collectives), in.working) /
+          a;
     // AdamW streams master, m, v (read and write), the gradient and the working copy.
     const double opt_elems = static_cast<double>(m.optimizer) / (half ? 12.0 : 8.0);
     const double ns_adam = table_elementwise_ns(cl, in.working, "adamw");
@@ -559,8 +569,8 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
     // compute stream runs its steps in order; each hand-over is one [Nl, C] message on the
     // sender's p2p stream (stages are tp·dp ranks apart).
     const pipeline::ScheduleShape shape{in.pp, a, in.chunks};
-    const double rows = sp ? static_cast<double>(in.micro_batch) * c.seq_length / in.tp
-                           : static_cast<double>(in.micro_batch) * c.seq_length;
+    const double rows = sp ? static_cast<double>(in.micro_batch) * c.local_seq() / in.tp
+                           : static_cast<double>(in.micro_batch) * c.local_seq();
     r.p2p_ms = comm.p2p_ms(rows * c.hidden * e, in.tp * in.dp);
     std::vector<double> f, b;
     for (const PerStage& x : per) {
@@ -603,7 +613,7 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
   }
   r.hardware_tflops_per_device = r.hardware_flops / (r.step_ms * 1e-3) / 1e12;
   r.model_tflops_per_device = r.model_flops / (r.step_ms * 1e-3) / 1e12;
-  r.global_batch = static_cast<int64_t>(in.micro_batch) * in.accumulation * in.dp;
+  r.global_batch = static_cast<int64_t>(in.micro_batch) * in.accumulation * (in.dp / in.cp);
   r.tokens_per_s = static_cast<double>(r.global_batch) * c.seq_length / (r.step_ms * 1e-3);
   r.device_bytes = static_cast<double>(r.memory.device_total());
   r.fits = cl.hbm_bytes <= 0 || plan_fits(r.memory, cl.hbm_bytes, FitCriterion::Device);

@@ -53,7 +53,8 @@ PlanInput plan_input_from(const TrainOptions& o, int dp) {
   in.model = d.model;
   in.make_vocab_divisible_by = o.make_vocab_size_divisible_by;
   in.tp = d.tp;
-  in.dp = d.dp;
+  in.dp = d.dp * d.cp;
+  in.cp = d.cp;
   in.pp = d.pp;
   in.chunks = d.chunks;
   in.first_stage_layers = d.first_stage_layers;
@@ -135,7 +136,7 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
   // output layer or tied embedding: the layout's own count), and holds the fp32 logits and one
   // layer's activations (even with checkpoints on the host, the layer in flight keeps at least
   // its qkv, attention output, MLP input and two residual tensors, 2 bytes each).
-  const double h = c.hidden, T = c.seq_length, n = in.micro_batch * T;
+  const double h = c.hidden, T = c.local_seq(), n = in.micro_batch * T;
   const double params = last_stage_params(in);
   // Offloaded optimizer states leave the working parameters and gradients (2 + 2 bytes), and
   // from a device of its own at stages 2-3 the gradients go too; offloaded parameters leave
@@ -143,7 +144,7 @@ void check_plan_fits(const TrainOptions& o, int dp, const MemoryBudget& budget) 
   const double state_bytes = (in.optimizer_tier == StateTier::Device ? 12 : 0) +
                              (in.param_tier == StateTier::Device ? 2 : 0) +
                              (grads_offloaded(in.zero_stage, in.optimizer_tier, in.cuda) ? 0 : 2);
-  const double states = state_bytes * params / dp;
+  const double states = state_bytes * params / in.dp;  // over the data × context ranks
   const double acts = n * (c.padded_vocab_size / tp) * 4 + n * (8 * h / tp + 2 * h) * 2;
   if (states + acts > budget.bytes) {
     if (states >= acts) refuse("at least ", states + acts, "model states", states, budget);

@@ -39,6 +39,7 @@ void MetricsWriter::write(const StepMetrics& m) {
     events_->add_scalar("comm-bytes/dp", static_cast<double>(m.comm_bytes_dp), it);
     events_->add_scalar("comm-bytes/tp", static_cast<double>(m.comm_bytes_tp), it);
     events_->add_scalar("comm-bytes/pp", static_cast<double>(m.comm_bytes_pp), it);
+    events_->add_scalar("comm-bytes/cp", static_cast<double>(m.comm_bytes_cp), it);
     events_->flush();
   }
   if (!out_.is_open()) return;
@@ -47,25 +48,28 @@ void MetricsWriter::write(const StepMetrics& m) {
   mem["fragmentation"] = m.memory_fragmentation;
   for (size_t c = 0; c < kNumMemCategories; ++c)
     mem[std::string(mem_category_name(static_cast<MemCategory>(c)))] = m.memory_peak[c];
-  nlohmann::json j = {
-      {"iteration", m.iteration},
-      {"consumed_samples", m.consumed_samples},
-      {"lm_loss", m.lm_loss},
-      {"lr", m.lr},
-      {"grad_norm", m.grad_norm},
-      {"loss_scale", m.loss_scale},
-      {"skipped", m.skipped},
-      {"elapsed_ms", m.elapsed_ms},
-      {"tokens_per_s", m.tokens_per_s},
-      {"tflops_per_rank", m.tflops_per_rank},
-      {"num_parameters", m.num_parameters},
-      {"memory", mem},
-      {"comm_bytes", {{"dp", m.comm_bytes_dp}, {"tp", m.comm_bytes_tp}, {"pp", m.comm_bytes_pp}}},
-      {"comm_hidden_fraction", m.comm_hidden_fraction},
-      {"comm_exposed_ms", m.comm_exposed_ms},
-      {"pipeline_bubble", m.pipeline_bubble},
-      {"elapsed_time_s", m.elapsed_s},
-      {"eta_s", m.eta_s}};
+  nlohmann::json j = {{"iteration", m.iteration},
+                      {"consumed_samples", m.consumed_samples},
+                      {"lm_loss", m.lm_loss},
+                      {"lr", m.lr},
+                      {"grad_norm", m.grad_norm},
+                      {"loss_scale", m.loss_scale},
+                      {"skipped", m.skipped},
+                      {"elapsed_ms", m.elapsed_ms},
+                      {"tokens_per_s", m.tokens_per_s},
+                      {"tflops_per_rank", m.tflops_per_rank},
+                      {"num_parameters", m.num_parameters},
+                      {"memory", mem},
+                      {"comm_bytes",
+                       {{"dp", m.comm_bytes_dp},
+                        {"tp", m.comm_bytes_tp},
+                        {"pp", m.comm_bytes_pp},
+                        {"cp", m.comm_bytes_cp}}},
+                      {"comm_hidden_fraction", m.comm_hidden_fraction},
+                      {"comm_exposed_ms", m.comm_exposed_ms},
+                      {"pipeline_bubble", m.pipeline_bubble},
+                      {"elapsed_time_s", m.elapsed_s},
+                      {"eta_s", m.eta_s}};
   out_ << j.dump() << '\n';
   out_.flush();
 }

@@ -321,6 +321,7 @@ StepMetrics Trainer::train_step() {
   m.comm_bytes_dp = c.group(comm::GroupKind::Dp).bytes;
   m.comm_bytes_tp = c.group(comm::GroupKind::Tp).bytes;
   m.comm_bytes_pp = c.group(comm::GroupKind::Pp).bytes;
+  m.comm_bytes_cp = c.group(comm::GroupKind::Cp).bytes;
   // Every data-parallel rank saw different samples: the step's loss is their mean.
   const bool pipelined = runner_->shape().stages > 1;
   double l[2] = {loss, busy_ms};

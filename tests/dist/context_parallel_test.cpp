@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 
 namespace zt {
 namespace {
+namespace fs = std::filesystem;
 
 struct Layout {
   int cp = 1, tp = 1, pp = 1, stage = 0;
@@ -144,6 +146,68 @@ TEST(ContextParallel, AllToAllBytesAreTheStatedOnes) {
   const int64_t per_layer = N * (3 * h + h) + N * (h + h + 3 * h);
   EXPECT_EQ(a2a.elements, static_cast<uint64_t>(per_layer * o.num_layers * micro));
   EXPECT_EQ(a2a.bytes, a2a.elements / 2 * 4) << "(cp-1)/cp of fp32 elements leave the rank";
+}
+
+// Parameters are replicated over the context ranks and ZeRO's shards follow the data x context
+// group: a checkpoint saved at cp 2 x ZeRO 3 after 3 of 6 steps resumes there bitwise, loads at
+// cp 4 (or at dp x ZeRO 1 with cp 1 on the whole world) and at one rank with the saved full
+// parameters bitwise, each going on with the uninterrupted run's losses (one rank's, 1e-5).
+TEST(ContextParallel, CheckpointDoesNotDependOnTheContextSize) {
+  const Layout saved{2, 1, 1, 3};
+  if (!fits(saved)) GTEST_SKIP();
+  TrainOptions six = small_llama(0.1);
+  six.train_iters = 6;
+  six.lr_decay_iters = 6;
+  const std::vector<StepMetrics> want = dist::train_run(six, false).steps;
+  const std::string dir =
+      dist::scratch_dir() + "zt_cp_ckpt_" + std::to_string(dist::world().size());
+  if (dist::world().rank() == 0) fs::remove_all(dir);
+  dist::world().barrier();
+  std::vector<double> full;
+  std::vector<float> master;
+  {
+    comm::Topology topo(dist::world(), 1, 1, nullptr, 2);
+    Trainer t(with(six, saved), dist::pool(), topo);
+    full = test::lm_losses(t.run(false));
+  }
+  {
+    TrainOptions o = with(six, saved);
+    o.train_iters = 3;
+    o.save = dir;
+    comm::Topology topo(dist::world(), 1, 1, nullptr, 2);
+    Trainer t(o, dist::pool(), topo);
+    t.run(false);
+    master.resize(static_cast<size_t>(t.optimizer().layout().numel()));
+    t.optimizer().gather_master(master.data());
+  }
+  {
+    comm::Topology topo(dist::world(), 1, 1, nullptr, 2);
+    Trainer t(with(six, saved), dist::pool(), topo);
+    EXPECT_EQ(t.load_checkpoint(dir), 3);
+    const auto rest = test::lm_losses(t.run(false));
+    ASSERT_EQ(rest.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(rest[i], full[3 + i]) << "resume step " << 4 + i;
+  }
+  for (const Layout& l : {Layout{4, 1, 1, 3}, Layout{1, 1, 1, 1}}) {
+    if (!fits(l)) continue;
+    comm::Topology topo(dist::world(), l.tp, l.pp, nullptr, l.cp);
+    Trainer t(with(six, l), dist::pool(), topo);
+    EXPECT_EQ(t.load_checkpoint(dir), 3) << name(l);
+    std::vector<float> loaded(master.size());
+    t.optimizer().gather_master(loaded.data());
+    EXPECT_EQ(loaded, master) << name(l);
+    const auto rest = t.run(false);
+    ASSERT_EQ(rest.size(), 3u);
+    for (size_t i = 0; i < 3; ++i)
+      EXPECT_NEAR(rest[i].lm_loss, want[3 + i].lm_loss, 1e-5 * want[3 + i].lm_loss)
+          << name(l) << " step " << 4 + i;
+  }
+  MemoryPool local(make_host_allocator());
+  comm::SelfWorld self;
+  Trainer t(six, local, self.topology());
+  EXPECT_EQ(t.load_checkpoint(dir), 3);
+  const float* m = t.optimizer().master_params().f32();
+  EXPECT_TRUE(std::equal(master.begin(), master.end(), m)) << "one rank";
 }
 
 }  // namespace

@@ -23,10 +23,10 @@ namespace zt {
 namespace {
 
 struct Case {
-  int tp, stage;
-  DType working;
-  bool ckpt, pa, cpu;
-  int accumulation;  // micro-batches per step
+  int tp = 1, stage = 0;
+  DType working = DType::F32;
+  bool ckpt = false, pa = false, cpu = false;
+  int accumulation = 1;  // micro-batches per step
   bool sequence_parallel = false;
   int pp = 1;
   int layers_per_virtual_stage = 0;  // > 0: the interleaved schedule
@@ -35,6 +35,7 @@ struct Case {
   int first = 0, last = 0;           // --decoder-first/last-pipeline-num-layers
   bool llama = false;                // the Llama-shaped model (set_llama)
   bool cast = false;                 // --working-params cast (stage 0, half)
+  int cp = 1;                        // --context-parallel-size
 };
 
 // Rope, RMSNorm, SwiGLU at Megatron's default width, 4 key/value groups of 8 heads, an untied
@@ -138,11 +139,26 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
       {2, 0, BF16, false, false, false, 2, true, 1, 0, false, 0, 0, 0, false, true},
       {1, 0, BF16, true, false, false, 2, false, 2, 0, true, 0, 0, 0, false, true},
       {2, 0, BF16, false, false, false, 2, false, 1, 0, false, 0, 0, 0, true, true},
-      {1, 0, F16, false, false, false, 2, false, 2, 0, false, 0, 0, 0, true, true}};
+      {1, 0, F16, false, false, false, 2, false, 2, 0, false, 0, 0, 0, true, true},
+      // context parallelism: alone (cp 2 and 4), with dp x ZeRO, tp and sequence parallelism, pp
+      // and the activation policies, the Llama shape
+      {.tp = 1, .stage = 0, .working = F32, .accumulation = 2, .cp = 2},
+      {.tp = 1, .stage = 3, .working = BF16, .ckpt = true, .accumulation = 1, .cp = 2},
+      {.tp = 1, .stage = 2, .working = F16, .accumulation = 2, .cp = 4},
+      {.tp = 2,
+       .stage = 1,
+       .working = BF16,
+       .accumulation = 1,
+       .sequence_parallel = true,
+       .llama = true,
+       .cp = 2},
+      {.tp = 2, .stage = 3, .working = F32, .ckpt = true, .pa = true, .accumulation = 2, .cp = 2},
+      {.tp = 1, .stage = 1, .working = BF16, .ckpt = true, .accumulation = 2, .pp = 2, .cp = 2},
+      {.tp = 1, .stage = 0, .working = BF16, .accumulation = 1, .llama = true, .cp = 2}};
   for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
     const Case& k = cases[i];
-    if (world % (k.tp * k.pp) != 0) continue;
-    const int dp = world / (k.tp * k.pp);
+    if (world % (k.tp * k.pp * k.cp) != 0) continue;
+    const int dp = world / (k.tp * k.pp * k.cp);
     TrainOptions o =
         layout_options(k.tp, k.pp, k.stage, k.working, k.layers > 0 ? k.layers : (k.pp > 1 ? 4 : 3),
                        dp, k.accumulation);
@@ -158,9 +174,10 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     o.accumulate_allreduce_grads_in_fp32 = k.fp32_grads;
     if (k.llama) set_llama(o);
     if (k.cast) o.working_params = "cast";
+    o.context_parallel_size = k.cp;
     o.param_persistence_threshold = 200;
     validate_train_options(o, dp);
-    comm::Topology topo(dist::world(), k.tp, k.pp);
+    comm::Topology topo(dist::world(), k.tp, k.pp, nullptr, k.cp);
     Trainer t(o, dist::pool(), topo);
     const StepMetrics m = t.run(false).back();
     // This rank's own peaks (the metrics hold the maximum over ranks, i.e. over stages).
@@ -173,15 +190,16 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     in.stage = topo.pp_rank();
     EXPECT_EQ(in.model.padded_vocab_size, t.config().padded_vocab_size) << "case " << i;
     const MemoryPlan p = plan_memory(in);
-    if (topo.tp_rank() == 0 && topo.dp_rank() == 0)
+    if (topo.tp_rank() == 0 && topo.dp().rank() == 0)
       std::printf(
-          "case %d%s tp %d dp %d pp %d (this rank: stage %d) ZeRO %d %s%s%s%s%s: params %zu/%zu "
+          "case %d%s cp %d tp %d dp %d pp %d (this rank: stage %d) ZeRO %d %s%s%s%s%s: params "
+          "%zu/%zu "
           "grads "
           "%zu/%zu "
           "optimizer %zu/%zu activations %zu/%zu checkpoints %zu/%zu host %zu/%zu buffers "
           "%zu/%zu dp bytes %llu/%llu tp bytes %llu/%llu pp bytes %llu/%llu "
           "(measured/planned)\n",
-          i, k.llama ? " llama" : "", k.tp, dp, k.pp, topo.pp_rank(), k.stage,
+          i, k.llama ? " llama" : "", k.cp, k.tp, dp, k.pp, topo.pp_rank(), k.stage,
           std::string(dtype_name(k.working)).c_str(),
           k.ckpt ? (k.cpu ? " Pa+cpu" : (k.pa ? " Pa" : " ckpt")) : "",
           k.sequence_parallel ? " sp" : "", k.layers_per_virtual_stage > 0 ? " interleaved" : "",
@@ -206,6 +224,7 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     expect_equal(m.comm_bytes_dp, p.comm_dp, "dp bytes", i);
     expect_equal(m.comm_bytes_tp, p.comm_tp, "tp bytes", i);
     expect_equal(m.comm_bytes_pp, p.comm_pp, "pp bytes", i);
+    expect_equal(m.comm_bytes_cp, p.comm_cp, "cp bytes", i);
   }
 }
 
