@@ -19,19 +19,23 @@ inline bool group_needs_nccl(int members) {
   return members > 1;
 }
 
-// The NCCL communicators the rank at pipeline stage `stage` of a tp × dp × pp world creates: the
-// world and each group the Topology splits (tp, dp, pp, mp and, with pp > 1, the embedding group:
-// the first and last stage, or the middle stages among themselves) that has more than one rank;
-// none for a world of one (the CUDA TrainDevice then uses a SelfCommunicator world).
+// The NCCL communicators the rank at pipeline stage `stage` of a tp × dp × pp world creates (dp:
+// the data × context group, `cp` of its ranks the context group): the world and each group the
+// Topology splits (tp, cp, dp, pp, mp and, with pp > 1, the embedding group: the first and last
+// stage, or the middle stages among themselves) that has more than one rank; none for a world of
+// one (the CUDA TrainDevice then uses a SelfCommunicator world).
 struct NcclGroups {
-  bool world = false, tp = false, dp = false, pp = false, mp = false, embedding = false;
-  int count() const { return int{world} + int{tp} + int{dp} + int{pp} + int{mp} + int{embedding}; }
+  bool world = false, tp = false, cp = false, dp = false, pp = false, mp = false, embedding = false;
+  int count() const {
+    return int{world} + int{tp} + int{cp} + int{dp} + int{pp} + int{mp} + int{embedding};
+  }
 };
-inline NcclGroups nccl_groups(int tp, int dp, int pp, int stage) {
+inline NcclGroups nccl_groups(int tp, int dp, int pp, int stage, int cp = 1) {
   NcclGroups g;
   g.world = group_needs_nccl(tp * dp * pp);
   if (!g.world) return g;
   g.tp = group_needs_nccl(tp);
+  g.cp = group_needs_nccl(cp);
   g.dp = group_needs_nccl(dp);
   g.pp = group_needs_nccl(pp);
   g.mp = group_needs_nccl(tp * pp);
@@ -39,8 +43,8 @@ inline NcclGroups nccl_groups(int tp, int dp, int pp, int stage) {
   g.embedding = pp > 1 && group_needs_nccl(end ? 2 : pp - 2);
   return g;
 }
-inline int nccl_communicators(int tp, int dp, int pp, int stage) {
-  return nccl_groups(tp, dp, pp, stage).count();
+inline int nccl_communicators(int tp, int dp, int pp, int stage, int cp = 1) {
+  return nccl_groups(tp, dp, pp, stage, cp).count();
 }
 
 // NCCL's own device memory, planned per communicator. NCCL allocates it itself (inside

@@ -266,7 +266,7 @@ MemoryPlan plan_memory(const PlanInput& in) {
   if (!in.cuda) p.activations += Gpt::kernel_scratch_bytes(c, in.micro_batch, in.tp);
   p.backend_buffers = in.cuda ? kCudaGemmWorkspaceBytes : 0;
   p.buffers = plan_buffers(in, layout, part, s.param_staging) + p.backend_buffers;
-  p.nccl_communicators = in.cuda ? comm::nccl_communicators(in.tp, in.dp, in.pp, in.stage) : 0;
+  p.nccl_communicators = in.cuda ? comm::nccl_communicators(in.tp, in.dp, in.pp, in.stage, in.cp) : 0;
   p.nccl_bytes = comm::nccl_planned_bytes(p.nccl_communicators);
   // Data parallel, per step: stage 0 all-reduces the gradient (2Ψ); stage 1 reduce-scatters
   // it once and all-gathers the parameters (2Ψ); stage 2 reduce-scatters every micro-batch;
