@@ -62,10 +62,10 @@ size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
   const size_t rows = static_cast<size_t>(micro_batch) * static_cast<size_t>(t.heads) *
                       static_cast<size_t>(c.local_seq());
   const size_t e = dtype_size(c.dtype);
-  const size_t cp = c.context_parallel > 1
-                        ? Arena::aligned(n * qkv * e) * 2 +
-                              Arena::aligned(n * static_cast<size_t>(t.hidden) * e) * 2
-                        : 0;
+  // Context parallelism's all-to-all buffers: in the MLP's scratch where it is wide enough.
+  const size_t cp = c.context_parallel > 1 ? (f1 < qkv ? Arena::aligned(n * qkv * e) : 0) +
+                                                 (f < qkv ? Arena::aligned(n * qkv * e) : 0)
+                                           : 0;
   return Arena::aligned(n * h * e) * 3 + Arena::aligned(n * f * e) + Arena::aligned(n * f1 * e) +
          (c.swiglu ? Arena::aligned(n * f * e) : 0) + Arena::aligned(n * qkv * e) +
          Arena::aligned(rows * sizeof(float)) + Arena::aligned(n * e) +
@@ -89,10 +89,12 @@ LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_bat
   s.ones = carve_typed(arena, n, c.dtype);
   if (splits_sequence(c, tp_size)) s.ln_grads = arena.carve({2 * h}, DType::F32).f32();
   if (c.context_parallel > 1) {
-    s.cp_send = carve_typed(arena, n * qkv, c.dtype);
-    s.cp_recv = carve_typed(arena, n * qkv, c.dtype);
-    s.cp_out = carve_typed(arena, n * t.hidden, c.dtype);
-    s.cp_dout = carve_typed(arena, n * t.hidden, c.dtype);
+    // Free while attention runs, forward and backward (context_attention.h): the MLP's scratch
+    // and the layernorm output and input-gradient rows ([N, C], C >= Cl).
+    s.cp_send = f1 >= qkv ? s.d_ff : carve_typed(arena, n * qkv, c.dtype);
+    s.cp_recv = f >= qkv ? s.ff : carve_typed(arena, n * qkv, c.dtype);
+    s.cp_out = s.d_a;
+    s.cp_dout = s.ln;
   }
   return s;
 }
