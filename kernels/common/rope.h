@@ -10,6 +10,7 @@
 // in fp32 as in HF's LlamaRotaryEmbedding; the backends differ only in cosf/sinf and the
 // rotation's own rounding.
 #include <cmath>
+#include <cstdint>
 
 #include "src/core/hd.h"
 
@@ -23,13 +24,42 @@ struct RopeFreqs {
   float inv[kMaxPairs] = {};
 };
 
-// The host's table for head dimension hd (even, at most 2 kMaxPairs: GptConfig checks) and base
-// `base`; the kernels refuse a table of other than hd/2 pairs.
-inline RopeFreqs rope_freqs(int hd, double base) {
+// Longer contexts than a model was trained for (Hugging Face's rope_scaling): `Linear` divides
+// every inverse frequency by `factor` (positions interpolated); `Llama3` (Llama 3.1) divides the
+// low frequencies, wavelength 2π/inv above original_max_positions / low_freq_factor, by `factor`,
+// keeps the high ones, wavelength below original_max_positions / high_freq_factor, and blends
+// the ones between by smooth = (original_max_positions / wavelength − low_freq_factor) /
+// (high_freq_factor − low_freq_factor): inv · ((1 − smooth) / factor + smooth).
+struct RopeScaling {
+  enum class Type : uint8_t { None, Linear, Llama3 };
+  Type type = Type::None;
+  double factor = 8.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int original_max_positions = 8192;
+  bool operator==(const RopeScaling&) const = default;
+};
+
+// One inverse frequency under `s`, in double.
+inline double rope_scaled(double inv, const RopeScaling& s) {
+  if (s.type == RopeScaling::Type::Linear) return inv / s.factor;
+  if (s.type != RopeScaling::Type::Llama3) return inv;
+  const double wavelength = 2.0 * M_PI / inv, old = s.original_max_positions;
+  if (wavelength < old / s.high_freq_factor) return inv;
+  if (wavelength > old / s.low_freq_factor) return inv / s.factor;
+  const double smooth =
+      (old / wavelength - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+  return (1.0 - smooth) * inv / s.factor + smooth * inv;
+}
+
+// The host's table for head dimension hd (even, at most 2 kMaxPairs: GptConfig checks), base
+// `base` and scaling `s`; the kernels refuse a table of other than hd/2 pairs.
+inline RopeFreqs rope_freqs(int hd, double base, const RopeScaling& s = {}) {
   RopeFreqs f;
   f.pairs = hd / 2 <= RopeFreqs::kMaxPairs ? hd / 2 : 0;
   for (int i = 0; i < f.pairs; ++i)
-    f.inv[i] = static_cast<float>(1.0 / std::pow(base, static_cast<double>(2 * i) / hd));
+    f.inv[i] =
+        static_cast<float>(rope_scaled(1.0 / std::pow(base, static_cast<double>(2 * i) / hd), s));
   return f;
 }
 

@@ -38,30 +38,108 @@ void config_absent(const nlohmann::json& c, const char* key, const std::string& 
              it == c.end() ? "" : json_excerpt(*it));
 }
 
-// theta of the rotary frequencies: transformers 5's rope_parameters {rope_type, rope_theta}, or
-// the older top-level rope_theta with rope_scaling. Only the unscaled ("default") rotation.
-double rope_theta(const nlohmann::json& c, const std::string& where) {
-  const auto p = c.find("rope_parameters");
-  if (p == c.end() || p->is_null()) {
-    config_absent(c, "rope_scaling", where, "zerotron has no rotary scaling");
-    return config_number(c, "rope_theta", 10000.0, true, where);
+// The rotation's type and scaling from one object of `name` (transformers 5's rope_parameters,
+// or the older rope_scaling): "default" (or absent), "linear" with `factor`, or "llama3" with
+// factor, low_freq_factor, high_freq_factor and original_max_position_embeddings. Anything else
+// it holds is refused (rope_theta and a partial_rotary_factor of 1 apart).
+RopeScaling rope_scaling_of(const nlohmann::json& p, const char* name, const std::string& where) {
+  ZT_REQUIRE(p.is_object(), "import: '{}': '{}' must be an object, got {}", where, name,
+             json_excerpt(p));
+  std::string type = "default";
+  for (const char* key : {"rope_type", "type"})  // the older configs spell it "type"
+    if (const auto t = p.find(key); t != p.end() && !t->is_null()) {
+      ZT_REQUIRE(t->is_string(), "import: '{}': '{}.{}' must be a string, got {}", where, name, key,
+                 json_excerpt(*t));
+      type = t->get<std::string>();
+    }
+  RopeScaling r;
+  // The rotation's type first: an unknown one names itself rather than its first parameter.
+  ZT_REQUIRE(type == "default" || type == "linear" || type == "llama3",
+             "import: '{}': zerotron scales rotary embeddings by linear or llama3 only, "
+             "'{}.rope_type' is {}",
+             where, name, excerpt(type));
+  if (type == "default") return r;
+  r.type = type == "linear" ? RopeScaling::Type::Linear : RopeScaling::Type::Llama3;
+  auto need = [&](const char* key) {
+    const auto it = p.find(key);
+    ZT_REQUIRE(it != p.end() && it->is_number() && std::isfinite(it->get<double>()) &&
+                   it->get<double>() > 0,
+               "import: '{}': rope_type {} needs a positive '{}.{}'", where, type, name, key);
+    return it->get<double>();
+  };
+  r.factor = need("factor");
+  if (r.type == RopeScaling::Type::Llama3) {
+    r.low_freq_factor = need("low_freq_factor");
+    r.high_freq_factor = need("high_freq_factor");
+    const double old = need("original_max_position_embeddings");
+    ZT_REQUIRE(old == std::floor(old) && old <= 1 << 30,
+               "import: '{}': '{}.original_max_position_embeddings' must be a count, got {}", where,
+               name, old);
+    r.original_max_positions = static_cast<int>(old);
   }
-  ZT_REQUIRE(p->is_object(), "import: '{}': 'rope_parameters' must be an object, got {}", where,
-             json_excerpt(*p));
-  // The rotation's type first: a scaled one names itself rather than its first parameter.
-  if (const auto t = p->find("rope_type"); t != p->end())
-    ZT_REQUIRE(*t == "default",
-               "import: '{}': zerotron has no rotary scaling, 'rope_parameters.rope_type' is {}",
-               where, json_excerpt(*t));
-  for (const auto& [key, value] : p->items()) {
-    if (key == "rope_theta" || key == "rope_type") continue;
+  return r;
+}
+
+void check_rope_keys(const nlohmann::json& p, const char* name, const RopeScaling& r,
+                     const std::string& where) {
+  for (const auto& [key, value] : p.items()) {
+    if (key == "rope_theta" || key == "rope_type" || key == "type") continue;
     if (key == "partial_rotary_factor" && value.is_number() && value.get<double>() == 1.0) continue;
-    throw InputError(
-        fmt::format("import: '{}': zerotron rotates with theta alone, 'rope_parameters.{}' is {}",
-                    where, excerpt(key), json_excerpt(value)));
+    if (r.type != RopeScaling::Type::None && key == "factor") continue;
+    if (r.type == RopeScaling::Type::Llama3 &&
+        (key == "low_freq_factor" || key == "high_freq_factor" ||
+         key == "original_max_position_embeddings"))
+      continue;
+    throw InputError(fmt::format("import: '{}': zerotron has no rotary setting '{}.{}' ({})", where,
+                                 name, excerpt(key), json_excerpt(value)));
   }
-  config_absent(c, "rope_scaling", where, "zerotron has no rotary scaling");
-  return config_number(*p, "rope_theta", 10000.0, true, where);
+}
+
+struct RopeSettings {
+  double theta = 10000.0;
+  RopeScaling scaling;
+};
+
+// theta and the scaling of the rotary frequencies: transformers 5's rope_parameters {rope_type,
+// rope_theta, the scaling's keys}, or the older top-level rope_theta with rope_scaling.
+RopeSettings rope_settings(const nlohmann::json& c, const std::string& where) {
+  RopeSettings s;
+  const auto p = c.find("rope_parameters");
+  const auto old = c.find("rope_scaling");
+  const bool has_old = old != c.end() && !old->is_null();
+  if (p == c.end() || p->is_null()) {
+    if (has_old) {
+      s.scaling = rope_scaling_of(*old, "rope_scaling", where);
+      check_rope_keys(*old, "rope_scaling", s.scaling, where);
+    }
+    s.theta = config_number(c, "rope_theta", 10000.0, true, where);
+    return s;
+  }
+  s.scaling = rope_scaling_of(*p, "rope_parameters", where);
+  check_rope_keys(*p, "rope_parameters", s.scaling, where);
+  // Both spellings may be present (zerotron's export writes both): they must agree.
+  if (has_old)
+    ZT_REQUIRE(rope_scaling_of(*old, "rope_scaling", where) == s.scaling,
+               "import: '{}': 'rope_scaling' and 'rope_parameters' describe different rotations",
+               where);
+  s.theta = config_number(*p, "rope_theta", 10000.0, true, where);
+  return s;
+}
+
+// The rotation's parameters as transformers writes them: rope_type and the scaling's keys.
+nlohmann::json rope_json(const RopeScaling& r) {
+  using T = RopeScaling::Type;
+  nlohmann::json j = {{"rope_type", r.type == T::None     ? "default"
+                                    : r.type == T::Linear ? "linear"
+                                                          : "llama3"}};
+  if (r.type == T::None) return j;
+  j["factor"] = r.factor;
+  if (r.type == T::Llama3) {
+    j["low_freq_factor"] = r.low_freq_factor;
+    j["high_freq_factor"] = r.high_freq_factor;
+    j["original_max_position_embeddings"] = r.original_max_positions;
+  }
+  return j;
 }
 
 }  // namespace
@@ -93,6 +171,10 @@ std::vector<HfTensor> llama_tensors(const GptConfig& c) {
 
 nlohmann::json llama_config(const GptConfig& c, const std::string& dtype) {
   const double theta = shortest(c.rotary_base);
+  nlohmann::json rope = rope_json(c.rope_scaling);
+  const nlohmann::json scaling =
+      c.rope_scaling.type == RopeScaling::Type::None ? nlohmann::json(nullptr) : rope;
+  rope["rope_theta"] = theta;
   return {{"architectures", {"LlamaForCausalLM"}},
           {"model_type", "llama"},
           {"vocab_size", c.vocab_size},
@@ -106,9 +188,9 @@ nlohmann::json llama_config(const GptConfig& c, const std::string& dtype) {
           {"max_position_embeddings", c.max_positions()},
           {"rms_norm_eps", shortest(c.norm_epsilon)},
           // Both spellings: transformers 5 reads rope_parameters, earlier versions rope_theta.
-          {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", theta}}},
+          {"rope_parameters", rope},
           {"rope_theta", theta},
-          {"rope_scaling", nullptr},
+          {"rope_scaling", scaling},
           {"attention_bias", false},
           {"attention_dropout", c.attention_dropout},
           {"mlp_bias", false},
@@ -158,7 +240,9 @@ GptConfig llama_model_from_config(const nlohmann::json& c, const std::string& wh
                 "zerotron's attention is causal over the whole "
                 "sequence");
   g.norm_epsilon = static_cast<float>(config_number(c, "rms_norm_eps", 1e-6, true, where));
-  g.rotary_base = static_cast<float>(rope_theta(c, where));
+  const RopeSettings rope = rope_settings(c, where);
+  g.rotary_base = static_cast<float>(rope.theta);
+  g.rope_scaling = rope.scaling;
   const double dropout = config_number(c, "attention_dropout", 0.0, false, where);
   ZT_REQUIRE(dropout < 1, "import: '{}': 'attention_dropout' must be below 1, got {}", where,
              dropout);

@@ -61,6 +61,13 @@ nlohmann::json model_to_json(const GptConfig& c) {
   if (c.rope()) {
     j["position_embedding_type"] = "rope";
     j["rotary_base"] = c.rotary_base;
+    const RopeScaling& r = c.rope_scaling;
+    if (r.type != RopeScaling::Type::None)
+      j["rope_scaling"] = {{"type", rope_scaling_name(r.type)},
+                           {"factor", r.factor},
+                           {"low_freq_factor", r.low_freq_factor},
+                           {"high_freq_factor", r.high_freq_factor},
+                           {"original_max_positions", r.original_max_positions}};
   }
   if (c.rmsnorm()) j["normalization"] = "RMSNorm";
   if (c.norm_epsilon != gpt2.norm_epsilon) j["norm_epsilon"] = c.norm_epsilon;
@@ -103,6 +110,25 @@ void architecture_from_json(const nlohmann::json& j, GptConfig& c, const std::st
   c.position_embedding =
       pos == "rope" ? PositionEmbedding::Rope : PositionEmbedding::LearnedAbsolute;
   c.rotary_base = static_cast<float>(num("rotary_base", 10000.0));
+  if (j.contains("rope_scaling")) {
+    const nlohmann::json& r = j["rope_scaling"];
+    ZT_REQUIRE(r.is_object() && r.contains("type") && r["type"].is_string(),
+               "'{}': rope_scaling must be an object with a type", where);
+    const std::string type = r["type"].get<std::string>();
+    c.rope_scaling.type = rope_scaling_type(type);
+    ZT_REQUIRE(c.rope_scaling.type != RopeScaling::Type::None,
+               "'{}': rope_scaling type '{}' is not linear or llama3", where, type);
+    auto positive = [&](const char* key) {
+      ZT_REQUIRE(r.contains(key) && r[key].is_number() && r[key].get<double>() > 0,
+                 "'{}': rope_scaling.{} must be a positive number", where, key);
+      return r[key].get<double>();
+    };
+    c.rope_scaling.factor = positive("factor");
+    c.rope_scaling.low_freq_factor = positive("low_freq_factor");
+    c.rope_scaling.high_freq_factor = positive("high_freq_factor");
+    c.rope_scaling.original_max_positions =
+        static_cast<int>(int_field(r, "original_max_positions", 1, kMaxDim, where));
+  }
   const std::string norm = str("normalization", "LayerNorm");
   ZT_REQUIRE(norm == "RMSNorm" || norm == "LayerNorm",
              "'{}': normalization '{}' is not LayerNorm or RMSNorm", where, norm);
@@ -264,6 +290,9 @@ std::vector<std::string> changed_model_settings(const GptConfig& saved, const Gp
   note("attention-dropout", saved.attention_dropout, now.attention_dropout);
   note("hidden-dropout", saved.hidden_dropout, now.hidden_dropout);
   note("rotary-base", saved.rotary_base, now.rotary_base);
+  note("rope-scaling-type", rope_scaling_name(saved.rope_scaling.type),
+       rope_scaling_name(now.rope_scaling.type));
+  note("rope-scaling-factor", saved.rope_scaling.factor, now.rope_scaling.factor);
   note("norm-epsilon", saved.norm_epsilon, now.norm_epsilon);
   note("init-method-std", saved.init_method_std, now.init_method_std);
   note("max-position-embeddings", saved.max_position_embeddings, now.max_position_embeddings);

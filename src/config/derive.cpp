@@ -65,6 +65,11 @@ GptConfig gpt_config_from(const TrainOptions& o) {
   c.position_embedding = o.position_embedding_type == "rope" ? PositionEmbedding::Rope
                                                              : PositionEmbedding::LearnedAbsolute;
   c.rotary_base = static_cast<float>(o.rotary_base);
+  c.rope_scaling.type = rope_scaling_type(o.rope_scaling_type);
+  c.rope_scaling.factor = o.rope_scaling_factor;
+  c.rope_scaling.low_freq_factor = o.rope_scaling_low_freq_factor;
+  c.rope_scaling.high_freq_factor = o.rope_scaling_high_freq_factor;
+  c.rope_scaling.original_max_positions = o.rope_scaling_original_max_positions;
   c.normalization =
       o.normalization == "RMSNorm" ? Normalization::RMSNorm : Normalization::LayerNorm;
   c.norm_epsilon = static_cast<float>(o.norm_epsilon);

@@ -27,6 +27,13 @@ void take_saved_model(const GptConfig& saved, const std::vector<std::string>& gi
   take("position-embedding-type", o.position_embedding_type,
        std::string(saved.rope() ? "rope" : "learned_absolute"));
   take("rotary-base", o.rotary_base, double{saved.rotary_base});
+  const RopeScaling& r = saved.rope_scaling;
+  take("rope-scaling-type", o.rope_scaling_type, std::string(rope_scaling_name(r.type)));
+  take("rope-scaling-factor", o.rope_scaling_factor, r.factor);
+  take("rope-scaling-low-freq-factor", o.rope_scaling_low_freq_factor, r.low_freq_factor);
+  take("rope-scaling-high-freq-factor", o.rope_scaling_high_freq_factor, r.high_freq_factor);
+  take("rope-scaling-original-max-positions", o.rope_scaling_original_max_positions,
+       r.original_max_positions);
   take("normalization", o.normalization, std::string(saved.rmsnorm() ? "RMSNorm" : "LayerNorm"));
   take("norm-epsilon", o.norm_epsilon, double{saved.norm_epsilon});
   take("swiglu", o.swiglu, saved.swiglu);

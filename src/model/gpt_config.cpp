@@ -53,6 +53,24 @@ int padded_vocab_size(int vocab_size, int divisible_by, int tp) {
   return static_cast<int>(padded);
 }
 
+std::string_view rope_scaling_name(RopeScaling::Type t) {
+  switch (t) {
+    case RopeScaling::Type::Linear:
+      return "linear";
+    case RopeScaling::Type::Llama3:
+      return "llama3";
+    case RopeScaling::Type::None:
+      break;
+  }
+  return "none";
+}
+
+RopeScaling::Type rope_scaling_type(std::string_view name) {
+  if (name == "linear") return RopeScaling::Type::Linear;
+  if (name == "llama3") return RopeScaling::Type::Llama3;
+  return RopeScaling::Type::None;
+}
+
 void validate_architecture(const GptConfig& c) {
   ZT_REQUIRE(c.heads >= 1 && c.hidden % c.heads == 0,
              "--num-attention-heads {} must divide --hidden-size {}", c.heads, c.hidden);
@@ -68,6 +86,20 @@ void validate_architecture(const GptConfig& c) {
              "--norm-epsilon {}: LayerNorm runs with epsilon 1e-5 only (RMSNorm takes any)",
              c.norm_epsilon);
   ZT_REQUIRE(c.rotary_base > 0.0f, "--rotary-base must be positive, got {}", c.rotary_base);
+  const RopeScaling& r = c.rope_scaling;
+  if (r.type != RopeScaling::Type::None) {
+    ZT_REQUIRE(c.rope(), "--rope-scaling-type needs --position-embedding-type rope");
+    ZT_REQUIRE(r.factor > 0, "--rope-scaling-factor must be positive, got {}", r.factor);
+  }
+  if (r.type == RopeScaling::Type::Llama3) {
+    ZT_REQUIRE(r.low_freq_factor > 0 && r.low_freq_factor < r.high_freq_factor,
+               "--rope-scaling-type llama3 needs 0 < --rope-scaling-low-freq-factor ({}) < "
+               "--rope-scaling-high-freq-factor ({})",
+               r.low_freq_factor, r.high_freq_factor);
+    ZT_REQUIRE(r.original_max_positions > 0,
+               "--rope-scaling-original-max-positions must be positive, got {}",
+               r.original_max_positions);
+  }
   ZT_REQUIRE(!c.rope() || c.head_dim() % 2 == 0,
              "--position-embedding-type rope needs an even head dimension, got {}", c.head_dim());
   ZT_REQUIRE(!c.rope() || c.head_dim() <= 2 * RopeFreqs::kMaxPairs,

@@ -4,7 +4,9 @@
 // It is always the whole (unsharded) model; a tensor-parallel rank's share of it is described
 // by ParamLayout::gpt(config, tp_size, tp_rank) and the local sizes below.
 #include <cstdint>
+#include <string_view>
 
+#include "kernels/common/rope.h"
 #include "src/core/dtype.h"
 
 namespace zt {
@@ -37,6 +39,7 @@ struct GptConfig {
   // The architecture choices (docs/design/llama.md). The defaults are GPT-2.
   PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;
   float rotary_base = 10000.0f;  // theta of the rotary frequencies theta^(-2i/head_dim)
+  RopeScaling rope_scaling{};    // longer contexts (kernels/common/rope.h); None: theta alone
   Normalization normalization = Normalization::LayerNorm;
   float norm_epsilon = 1e-5f;
   bool swiglu = false;              // gated MLP silu(x W_gate) * (x W_up) instead of gelu(x W_fc)
@@ -57,6 +60,8 @@ struct GptConfig {
   // Rows of the MLP's first weight: gate and up stacked under SwiGLU, else the fc width.
   int fc_rows() const { return swiglu ? 2 * ffn_hidden() : ffn_hidden(); }
   bool rope() const { return position_embedding == PositionEmbedding::Rope; }
+  // The rotary table both backends rotate by (kernels/common/rope.h).
+  RopeFreqs rope_table() const { return rope_freqs(head_dim(), rotary_base, rope_scaling); }
   bool rmsnorm() const { return normalization == Normalization::RMSNorm; }
   bool learned_positions() const { return !rope(); }
   int max_positions() const {
@@ -78,6 +83,10 @@ struct GptConfig {
   // score and value products, 12·L·h·s (forward 2·2·s·h per layer and token, backward twice that).
   double flops_per_token() const;
 };
+
+// --rope-scaling-type's words: none, linear, llama3.
+std::string_view rope_scaling_name(RopeScaling::Type t);
+RopeScaling::Type rope_scaling_type(std::string_view name);  // none for any other word
 
 // Rounds the vocabulary up to a multiple of `divisible_by` (Megatron's
 // --make-vocab-size-divisible-by times the tensor-parallel size).

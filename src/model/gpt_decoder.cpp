@@ -55,7 +55,7 @@ GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int m
       tp_(tp),
       max_positions_(max_positions),
       dims_(TpDims::of(config, layout.tp_size(), layout.tp_rank())),
-      rope_freqs_(rope_freqs(config.head_dim(), config.rotary_base)),
+      rope_freqs_(config.rope_table()),
       arena_(ctx.pool(), bytes(config, max_positions, layout.tp_size()), MemCategory::KvCache) {
   ZT_CHECK(max_positions > 0 && max_positions <= config.seq_length,
            "a decoder of {} positions over a position table of {}", max_positions,

@@ -45,7 +45,7 @@ LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp
   d.KV = t.kv_heads;
   d.Ckv = t.kv_hidden;
   d.rope = c.rope();
-  if (d.rope) d.rope_table = rope_freqs(c.head_dim(), c.rotary_base);
+  if (d.rope) d.rope_table = c.rope_table();
   d.rmsnorm = c.rmsnorm();
   d.norm_eps = c.norm_epsilon;
   d.swiglu = c.swiglu;

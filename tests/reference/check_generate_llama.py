@@ -34,10 +34,12 @@ from check_import_llama import POSITIONS, VOCAB, make_model  # noqa: E402  (the 
 STD = 0.2  # the init's standard deviation: sharp logits, no near-tie greedy choices
 
 
-def check_case(zt, mpirun, kv_heads, tied, seed):
+def check_case(zt, mpirun, kv_heads, tied, seed, rope=None):
     name = f"kv_heads {kv_heads}, {'tied' if tied else 'untied'}"
+    if rope:
+        name += f", rope scaling {rope}"
     work = tempfile.mkdtemp()
-    model = make_model(kv_heads, tied, seed, STD)
+    model = make_model(kv_heads, tied, seed, STD, rope)
     hf_dir = os.path.join(work, "hf")
     model.save_pretrained(hf_dir, safe_serialization=True)
     ckpt = os.path.join(work, "ckpt")
@@ -76,8 +78,10 @@ def main():
     zt, mpirun = sys.argv[1], sys.argv[2]
     torch.set_num_threads(1)
     failed = 0
-    for kv_heads, tied, seed in ((2, False, 1), (1, True, 2), (4, False, 3)):
-        failed += check_case(zt, mpirun, kv_heads, tied, seed)
+    # The last: llama3 scaling, continuations to position 63, past the 32 it scales from.
+    for kv_heads, tied, seed, rope in ((2, False, 1, None), (1, True, 2, None),
+                                       (4, False, 3, None), (2, True, 4, "llama3")):
+        failed += check_case(zt, mpirun, kv_heads, tied, seed, rope)
     if failed:
         print(f"FAIL: {failed} continuations differ from transformers'")
         return 1

@@ -14,8 +14,10 @@ directory must compute the original model's logits exactly. Then 5 AdamW steps (
 clipping) of zerotron from the import against the same loop in torch: the losses to 1e-5
 relative, and the exported weights no further from a float64 run of the loop than 4x torch
 float32's own distance from it (both are ~1e-4 of a tensor's largest magnitude: Adam's first
-steps amplify rounding in the gradients' smallest elements). Configurations zerotron cannot
-represent must be refused with one line naming the key, exit 2.
+steps amplify rounding in the gradients' smallest elements). Two more cases scale the rotation
+for a longer context (rope_parameters llama3 and linear, ROPE_SCALINGS): the loss covers
+positions past the context the scaling starts from, and the export must carry the scaling back.
+Configurations zerotron cannot represent must be refused with one line naming the key, exit 2.
 Exits 77 (skipped; failed under CI=true) without torch and transformers.
 """
 import copy
@@ -41,14 +43,27 @@ SEQ, VOCAB, HIDDEN, HEADS, LAYERS, FFN, POSITIONS, GB, SEED = 37, 300, 64, 4, 2,
 EPS, THETA, STEPS = 1e-6, 500000.0, 5
 
 
-def make_model(kv_heads, tied, seed, std=0.02):
-    """A random LlamaForCausalLM of this file's shape; std: the init's (transformers' default)."""
+# Scaled rotations for contexts longer than the one trained for: positions past 32 (the sequence
+# has 37) under llama3 with a kept, a blended and divided frequencies at head dimension 16, and
+# linear interpolation.
+ROPE_SCALINGS = {
+    "llama3": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 0.5,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 32},
+    "linear": {"rope_type": "linear", "factor": 4.0},
+}
+
+
+def make_model(kv_heads, tied, seed, std=0.02, rope=None):
+    """A random LlamaForCausalLM of this file's shape; std: the init's (transformers' default);
+    rope: a key of ROPE_SCALINGS, or None for the plain rotation."""
     torch.manual_seed(seed)
+    rope_args = ({"rope_parameters": {**ROPE_SCALINGS[rope], "rope_theta": THETA}} if rope
+                 else {"rope_theta": THETA})
     cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=FFN,
                       num_hidden_layers=LAYERS, num_attention_heads=HEADS,
                       num_key_value_heads=kv_heads, max_position_embeddings=POSITIONS,
-                      rms_norm_eps=EPS, rope_theta=THETA, tie_word_embeddings=tied,
-                      attention_dropout=0.0, initializer_range=std)
+                      rms_norm_eps=EPS, tie_word_embeddings=tied, attention_dropout=0.0,
+                      initializer_range=std, **rope_args)
     model = LlamaForCausalLM(cfg).float().eval()
     with torch.no_grad():  # non-trivial norms, so a misplaced one shows
         for name, p in model.named_parameters():
@@ -85,10 +100,12 @@ def zt_train_losses(zt, mpirun, ckpt, work, kv_heads, tied, tp, ranks, extra=())
     return [json.loads(l)["lm_loss"] for l in open(metrics) if "lm_loss" in l]
 
 
-def check_case(zt, mpirun, kv_heads, tied, tp, ranks, seed, sharded):
+def check_case(zt, mpirun, kv_heads, tied, tp, ranks, seed, sharded, rope=None):
     name = f"kv_heads {kv_heads}, {'tied' if tied else 'untied'}, tp {tp}"
+    if rope:
+        name += f", rope scaling {rope}"
     work = tempfile.mkdtemp()
-    model = make_model(kv_heads, tied, seed)
+    model = make_model(kv_heads, tied, seed, rope=rope)
     hf_dir = os.path.join(work, "hf")
     if sharded:  # several files and model.safetensors.index.json
         name += ", sharded"
@@ -128,7 +145,9 @@ def check_case(zt, mpirun, kv_heads, tied, tp, ranks, seed, sharded):
             print(f"FAIL ({name}): {k} does not round-trip through import and export")
             return 1
     again = LlamaForCausalLM.from_pretrained(back_dir).float().eval()
-    if again.config.tie_word_embeddings != tied or again.config.num_key_value_heads != kv_heads:
+    want_rope = {**ROPE_SCALINGS[rope], "rope_theta": THETA} if rope else None
+    if (again.config.tie_word_embeddings != tied or again.config.num_key_value_heads != kv_heads
+            or (rope and again.config.rope_parameters != want_rope)):
         print(f"FAIL ({name}): the exported config.json reads back as {again.config}")
         return 1
     with torch.no_grad():
@@ -212,9 +231,12 @@ def check_refusals(zt):
     make_model(2, False, 0).save_pretrained(hf_dir, safe_serialization=True)
     base = json.load(open(os.path.join(hf_dir, "config.json")))
     cases = [
-        ("rope_scaling", {"rope_scaling": {"type": "linear", "factor": 2.0}}),
-        ("rope_type", {"rope_parameters": {"rope_type": "llama3", "rope_theta": 5e5,
+        ("rope_type", {"rope_parameters": {"rope_type": "yarn", "rope_theta": 5e5,
                                            "factor": 8.0}}),
+        ("low_freq_factor", {"rope_parameters": {"rope_type": "llama3", "rope_theta": 5e5,
+                                                 "factor": 8.0}}),
+        ("beta_fast", {"rope_parameters": {"rope_type": "linear", "rope_theta": 5e5,
+                                           "factor": 2.0, "beta_fast": 32}}),
         ("sliding_window", {"sliding_window": 4096}),
         ("attention_bias", {"attention_bias": True}),
         ("mlp_bias", {"mlp_bias": True}),
@@ -241,10 +263,11 @@ def main():
     zt, mpirun = sys.argv[1], sys.argv[2]
     torch.set_num_threads(1)
     failures = check_refusals(zt)
-    for kv_heads, tied, tp, ranks, seed, sharded in (
-            (2, False, 2, 2, 1, False), (1, True, 1, 1, 2, False), (4, False, 1, 1, 3, True),
-            (4, True, 2, 2, 4, False)):
-        failures += check_case(zt, mpirun, kv_heads, tied, tp, ranks, seed, sharded)
+    for kv_heads, tied, tp, ranks, seed, sharded, rope in (
+            (2, False, 2, 2, 1, False, None), (1, True, 1, 1, 2, False, None),
+            (4, False, 1, 1, 3, True, None), (4, True, 2, 2, 4, False, None),
+            (2, False, 1, 1, 5, False, "llama3"), (4, True, 2, 2, 6, False, "linear")):
+        failures += check_case(zt, mpirun, kv_heads, tied, tp, ranks, seed, sharded, rope)
     if failures:
         return 1
     print("PASS")
