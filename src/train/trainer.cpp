@@ -410,12 +410,15 @@ const std::vector<StepMetrics>& Trainer::run(bool print) {
     log::info(
         "zerotron: {} parameters, {} layers, hidden {}, {} heads, seq {}, vocab {} (padded {}), "
         "{} precision, global batch {} = micro {} x data-parallel {} x accumulation {}; "
-        "tensor-parallel {}{}, context-parallel {}, pipeline {}{}, ZeRO stage {}, activations: {}",
+        "tensor-parallel {}{}{}, pipeline {}{}, ZeRO stage {}, activations: {}",
         config_.num_parameters(), config_.num_layers, config_.hidden, config_.heads,
         config_.seq_length, config_.vocab_size, config_.padded_vocab_size,
         dtype_name(derived_.working), global_batch_, o_.micro_batch_size, dp_, accumulation_,
         layout_.tp_size(), config_.sequence_parallel && layout_.tp_size() > 1 ? " (sequence)" : "",
-        config_.context_parallel, pp_,
+        config_.context_parallel > 1
+            ? fmt::format(", context-parallel {}", config_.context_parallel)
+            : std::string(),
+        pp_,
         pp_ == 1              ? std::string()
         : derived_.chunks > 1 ? fmt::format(" ({} chunks per stage, interleaved)", derived_.chunks)
                               : std::string(" (1F1B)"),

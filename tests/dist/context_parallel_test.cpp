@@ -25,12 +25,14 @@ namespace fs = std::filesystem;
 struct Layout {
   int cp = 1, tp = 1, pp = 1, stage = 0;
   bool sp = false;
-  int act = 0;  // 0 kept, 1 checkpointed, 2 Pa
+  int act = 0;     // 0 kept, 1 checkpointed, 2 Pa, 3 Pa+cpu
+  int chunks = 1;  // model chunks per pipeline stage (> 1: the interleaved schedule)
 };
 
 std::string name(const Layout& l) {
-  static const char* acts[] = {"", " ckpt", " Pa"};
-  return fmt::format("cp {} tp {} pp {} dp {} stage {}{}{}", l.cp, l.tp, l.pp,
+  static const char* acts[] = {"", " ckpt", " Pa", " Pa+cpu"};
+  return fmt::format("cp {} tp {} pp {}{} dp {} stage {}{}{}", l.cp, l.tp, l.pp,
+                     l.chunks > 1 ? " interleaved" : "",
                      dist::world().size() / (l.cp * l.tp * l.pp), l.stage, l.sp ? " sp" : "",
                      acts[l.act]);
 }
@@ -38,11 +40,12 @@ std::string name(const Layout& l) {
 TrainOptions with(TrainOptions o, const Layout& l) {
   o.context_parallel_size = l.cp;
   o.tensor_model_parallel_size = l.tp;
-  test::set_pipeline(o, l.pp, 1);
+  test::set_pipeline(o, l.pp, l.chunks);
   o.zero_stage = l.stage;
   o.sequence_parallel = l.sp;
   o.checkpoint_activations = l.act >= 1;
   o.partition_activations = l.act >= 2;
+  o.cpu_checkpointing = l.act == 3;
   return o;
 }
 
@@ -108,8 +111,13 @@ TEST(ContextParallel, LlamaMatchesOneRankWithAndWithoutDropout) {
 }
 
 TEST(ContextParallel, PipelineAndActivationPoliciesMatchOneRank) {
-  const TrainOptions o = small_llama(0.1);
-  expect_layouts(o, {{2, 1, 2, 1}, {2, 1, 1, 3, false, 1}, {2, 2, 1, 3, false, 2}});
+  TrainOptions o = small_llama(0.1);
+  o.num_layers = 4;  // 2 chunks of one layer per stage under the interleaved schedule
+  expect_layouts(o, {{2, 1, 2, 1},
+                     {2, 1, 2, 0, false, 0, 2},
+                     {2, 1, 1, 3, false, 1},
+                     {2, 2, 1, 3, false, 2},
+                     {2, 2, 1, 0, true, 3}});
 }
 
 TEST(ContextParallel, HalfPrecisionWithinTolerance) {
