@@ -9,6 +9,7 @@
 
 #include "src/checkpoint/checkpoint.h"
 #include "src/comm/rank_flags.h"
+#include "src/config/run_summary.h"
 #include "src/config/training_settings.h"
 #include "src/core/log.h"
 #include "src/core/progress.h"
@@ -406,27 +407,7 @@ void Trainer::report_validation(bool print) {
 }
 
 const std::vector<StepMetrics>& Trainer::run(bool print) {
-  if (print)
-    log::info(
-        "zerotron: {} parameters, {} layers, hidden {}, {} heads, seq {}, vocab {} (padded {}), "
-        "{} precision, global batch {} = micro {} x data-parallel {} x accumulation {}; "
-        "tensor-parallel {}{}{}, pipeline {}{}, ZeRO stage {}, activations: {}",
-        config_.num_parameters(), config_.num_layers, config_.hidden, config_.heads,
-        config_.seq_length, config_.vocab_size, config_.padded_vocab_size,
-        dtype_name(derived_.working), global_batch_, o_.micro_batch_size, dp_, accumulation_,
-        layout_.tp_size(), config_.sequence_parallel && layout_.tp_size() > 1 ? " (sequence)" : "",
-        config_.context_parallel > 1
-            ? fmt::format(", context-parallel {}", config_.context_parallel)
-            : std::string(),
-        pp_,
-        pp_ == 1              ? std::string()
-        : derived_.chunks > 1 ? fmt::format(" ({} chunks per stage, interleaved)", derived_.chunks)
-                              : std::string(" (1F1B)"),
-        o_.zero_stage,
-        !o_.checkpoint_activations ? "all kept"
-        : o_.cpu_checkpointing     ? "checkpointed, partitioned, in host memory"
-        : o_.partition_activations ? "checkpointed, partitioned (Pa)"
-                                   : "checkpointed");
+  if (print) log::info("{}", run_summary(o_, derived_));
   ExitConditions exits(o_, reducer_);
   std::string stop;
   RunClock clock;

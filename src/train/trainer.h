@@ -123,8 +123,7 @@ class Trainer {
   // Host staging where the host cannot write the device (none on the CPU): the micro-batch as
   // the data stream writes it, and the checkpoint's.
   Buffer batch_host_;
-  // Context parallelism: the micro-batch's whole samples (tokens then targets, host) before this
-  // rank keeps its tokens of them.
+  // Context parallelism: whole samples (tokens, targets; host) before this rank keeps its tokens.
   std::vector<int32_t> whole_samples_;
   HostStaging checkpoint_staging_;
   // Fills `dst` (device memory, tokens then targets; through batch_host_ when staging) with the
