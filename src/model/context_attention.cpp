@@ -5,79 +5,95 @@
 namespace zt {
 namespace {
 
-// A rank's head group j of a row: its query heads' columns, and under `qkv` its key and value
-// heads' columns (q|k|v, as the fused projection lays them out), side by side in a group row.
-struct GroupColumns {
-  int64_t col[3] = {};
-  int64_t width[3] = {};
-  int count = 0;
-  int64_t row = 0;  // the width of a group row
+// How the heads of a tensor-parallel rank are dealt to its C context ranks: rank j takes query
+// heads [j·H/C, (j+1)·H/C) and the key/value heads they read, KVg = KV/C of them, or, with fewer
+// key/value heads than context ranks, the one its query heads share (`rep` = C/KV ranks take the
+// same one). In the all-to-all's buffers head group j is one block of N rows: its query columns
+// [N][ql], then (q|k|v) its key and value columns [N][2·kvl] — each part contiguous, so the
+// gradients of a shared key/value head sum as whole blocks.
+struct Groups {
+  int C = 1, rep = 1;
+  int64_t N = 0, ql = 0, kvl = 0, Cl = 0, Ckv = 0;
+  int64_t row(bool qkv) const { return qkv ? ql + 2 * kvl : ql; }  // a row of one group
+  int64_t kv_col(int j) const { return (j / rep) * kvl; }          // in the k (or v) columns
 };
 
-GroupColumns group_columns(const LayerDims& d, int j, bool qkv) {
-  const int64_t g = d.cp.size, cl = d.Cl / g, ckv = d.Ckv / g;
-  GroupColumns c;
-  c.col[0] = j * cl;
-  c.width[0] = cl;
-  c.count = 1;
-  if (qkv) {
-    c.col[1] = d.Cl + j * ckv;
-    c.col[2] = d.Cl + d.Ckv + j * ckv;
-    c.width[1] = c.width[2] = ckv;
-    c.count = 3;
-  }
-  for (int i = 0; i < c.count; ++i) c.row += c.width[i];
-  return c;
+Groups groups_of(const LayerDims& d) {
+  Groups g;
+  g.C = d.cp.size;
+  g.rep = d.KV < g.C ? g.C / d.KV : 1;
+  g.N = d.N();
+  g.ql = d.Cl / g.C;
+  g.kvl = int64_t{d.Ckv} * g.rep / g.C;
+  g.Cl = d.Cl;
+  g.Ckv = d.Ckv;
+  return g;
 }
 
-// local [N, ld] -> send [cp][N][group row]: block j holds head group j's columns of every row.
-void to_head_groups(const LayerDims& d, CRef local, int64_t ld, Ref send, bool qkv) {
-  const int64_t N = d.N();
-  for (int j = 0; j < d.cp.size; ++j) {
-    const GroupColumns c = group_columns(d, j, qkv);
-    int64_t at = 0;
-    for (int i = 0; i < c.count; ++i) {
-      d.be->copy_2d((send + j * N * c.row + at).p, send.bytes(c.row), (local + c.col[i]).p,
-                    local.bytes(ld), local.bytes(c.width[i]), static_cast<size_t>(N));
-      at += c.width[i];
-    }
-  }
+// [rows, w] between buffers of row pitches dst_ld and src_ld (elements).
+void copy_rows(const LayerDims& d, Ref dst, int64_t dst_ld, CRef src, int64_t src_ld, int64_t w,
+               int64_t rows) {
+  d.be->copy_2d(dst.p, dst.bytes(dst_ld), src.p, src.bytes(src_ld), src.bytes(w),
+                static_cast<size_t>(rows));
 }
 
-// The inverse: recv [cp][N][group row] -> local [N, ld].
-void from_head_groups(const LayerDims& d, CRef recv, Ref local, int64_t ld, bool qkv) {
-  const int64_t N = d.N();
-  for (int j = 0; j < d.cp.size; ++j) {
-    const GroupColumns c = group_columns(d, j, qkv);
-    int64_t at = 0;
-    for (int i = 0; i < c.count; ++i) {
-      d.be->copy_2d((local + c.col[i]).p, local.bytes(ld), (recv + j * N * c.row + at).p,
-                    recv.bytes(c.row), recv.bytes(c.width[i]), static_cast<size_t>(N));
-      at += c.width[i];
-    }
+// local [N, ld] -> send [C][block]: block j holds head group j's columns of every row.
+void to_blocks(const LayerDims& d, const Groups& g, CRef local, int64_t ld, Ref send, bool qkv) {
+  for (int j = 0; j < g.C; ++j) {
+    const Ref b = send + j * g.N * g.row(qkv);
+    copy_rows(d, b, g.ql, local + j * g.ql, ld, g.ql, g.N);
+    if (!qkv) continue;
+    const Ref kv = b + g.N * g.ql;
+    copy_rows(d, kv, 2 * g.kvl, local + g.Cl + g.kv_col(j), ld, g.kvl, g.N);
+    copy_rows(d, kv + g.kvl, 2 * g.kvl, local + g.Cl + g.Ckv + g.kv_col(j), ld, g.kvl, g.N);
   }
 }
 
-// recv [cp][B][T/cp][w] (block r: rank r's chunks of every sample) -> whole [B][seq][w], every
-// chunk at its place in the sample; `to_local` the other way.
-void chunks_to_whole(const LayerDims& d, CRef recv, Ref whole, int64_t w) {
+// The inverse: recv [C][block] -> local [N, ld]. A key/value head shared by `rep` groups is taken
+// from the first of them (sum_shared_kv has added the others' into it).
+void from_blocks(const LayerDims& d, const Groups& g, CRef recv, Ref local, int64_t ld, bool qkv) {
+  for (int j = 0; j < g.C; ++j) {
+    const CRef b = recv + j * g.N * g.row(qkv);
+    copy_rows(d, local + j * g.ql, ld, b, g.ql, g.ql, g.N);
+    if (!qkv || j % g.rep != 0) continue;
+    const CRef kv = b + g.N * g.ql;
+    copy_rows(d, local + g.Cl + g.kv_col(j), ld, kv, 2 * g.kvl, g.kvl, g.N);
+    copy_rows(d, local + g.Cl + g.Ckv + g.kv_col(j), ld, kv + g.kvl, 2 * g.kvl, g.kvl, g.N);
+  }
+}
+
+// The key/value gradients of the groups that share a head, summed into the first's block.
+void sum_shared_kv(const LayerDims& d, const Groups& g, Ref recv) {
+  const int64_t block = g.N * g.row(true), kv = 2 * g.kvl * g.N;
+  for (int j = 0; j < g.C; ++j)
+    if (j % g.rep != 0)
+      d.be->add_inplace(recv + (j - j % g.rep) * block + g.N * g.ql,
+                        CRef(recv) + j * block + g.N * g.ql, kv);
+}
+
+// Rows [from, from + rows) of block r (rank r's tokens: chunks r and 2C−1−r of each sample)
+// and the whole sequences' rows [B][seq][row], both ways (`to_whole`).
+void move_rows(const LayerDims& d, const Groups& g, Ref blocks, Ref whole, bool qkv,
+               bool to_whole) {
   const ContextSplit& s = d.cp;
-  const int64_t c = s.chunk(), L = s.local();
-  for (int r = 0; r < s.size; ++r)
+  const int64_t c = s.chunk(), L = s.local(), row = g.row(qkv);
+  for (int r = 0; r < g.C; ++r)
     for (int64_t b = 0; b < d.B; ++b)
-      for (int k = 0; k < 2; ++k)
-        d.be->copy((whole + (b * s.seq + s.chunk_start(r, k)) * w).p,
-                   (recv + ((r * d.B + b) * L + k * c) * w).p, whole.bytes(c * w));
-}
-
-void whole_to_chunks(const LayerDims& d, CRef whole, Ref send, int64_t w) {
-  const ContextSplit& s = d.cp;
-  const int64_t c = s.chunk(), L = s.local();
-  for (int r = 0; r < s.size; ++r)
-    for (int64_t b = 0; b < d.B; ++b)
-      for (int k = 0; k < 2; ++k)
-        d.be->copy((send + ((r * d.B + b) * L + k * c) * w).p,
-                   (whole + (b * s.seq + s.chunk_start(r, k)) * w).p, send.bytes(c * w));
+      for (int k = 0; k < 2; ++k) {
+        const int64_t at = b * L + k * c, to = b * s.seq + s.chunk_start(r, k);
+        const Ref blk = blocks + r * g.N * row;
+        const Ref q = blk + at * g.ql, w = whole + to * row;
+        if (to_whole)
+          copy_rows(d, w, row, q, g.ql, g.ql, c);
+        else
+          copy_rows(d, q, g.ql, w, row, g.ql, c);
+        if (!qkv) continue;
+        const Ref kv = blk + g.N * g.ql + at * 2 * g.kvl;
+        if (to_whole)
+          copy_rows(d, w + g.ql, row, kv, 2 * g.kvl, 2 * g.kvl, c);
+        else
+          copy_rows(d, kv, 2 * g.kvl, w + g.ql, row, 2 * g.kvl, c);
+      }
 }
 
 void all_to_all(const LayerDims& d, Ref send, Ref recv, int64_t n) {
@@ -86,29 +102,36 @@ void all_to_all(const LayerDims& d, Ref send, Ref recv, int64_t n) {
                          Tensor(recv.p, Shape{n}, recv.t, dev));
 }
 
-// This rank's tokens [N, ld] -> head group rows of whole sequences [B][seq][ld/cp].
+// This rank's tokens [N, ld] -> head group rows of whole sequences [B][seq][row].
 void to_whole_sequences(const LayerDims& d, const LayerScratch& s, CRef local, int64_t ld, bool qkv,
                         Ref whole) {
-  to_head_groups(d, local, ld, s.cp_send, qkv);
-  all_to_all(d, s.cp_send, s.cp_recv, int64_t{d.N()} * ld);
-  chunks_to_whole(d, s.cp_recv, whole, ld / d.cp.size);
+  const Groups g = groups_of(d);
+  to_blocks(d, g, local, ld, s.cp_send, qkv);
+  all_to_all(d, s.cp_send, s.cp_recv, g.C * g.N * g.row(qkv));
+  move_rows(d, g, s.cp_recv, whole, qkv, true);
 }
 
-// The inverse of to_whole_sequences (`whole` may be s.cp_recv).
-void to_own_tokens(const LayerDims& d, const LayerScratch& s, CRef whole, int64_t ld, bool qkv,
+// The inverse of to_whole_sequences (`whole` may be s.cp_recv), the gradients of a shared
+// key/value head summed.
+void to_own_tokens(const LayerDims& d, const LayerScratch& s, Ref whole, int64_t ld, bool qkv,
                    Ref local) {
-  whole_to_chunks(d, whole, s.cp_send, ld / d.cp.size);
-  all_to_all(d, s.cp_send, s.cp_recv, int64_t{d.N()} * ld);
-  from_head_groups(d, s.cp_recv, local, ld, qkv);
+  const Groups g = groups_of(d);
+  move_rows(d, g, s.cp_send, whole, qkv, false);
+  all_to_all(d, s.cp_send, s.cp_recv, g.C * g.N * g.row(qkv));
+  if (qkv && g.rep > 1) sum_shared_kv(d, g, s.cp_recv);
+  from_blocks(d, g, s.cp_recv, local, ld, qkv);
 }
 
+// The attention kernel's view of this rank's head group.
 struct HeadGroup {
   int heads, kv_heads, width, row, first_head;
 };
 
 HeadGroup head_group(const LayerDims& d) {
-  const int g = d.cp.size;
-  return {d.H / g, d.KV / g, d.Cl / g, d.qkv_width() / g, d.head_begin + d.cp.rank * (d.H / g)};
+  const Groups g = groups_of(d);
+  const int heads = d.H / g.C;
+  return {heads, static_cast<int>(g.kvl / d.head_dim()), static_cast<int>(g.ql),
+          static_cast<int>(g.row(true)), d.head_begin + d.cp.rank * heads};
 }
 
 }  // namespace

@@ -5,8 +5,11 @@
 // attention runs over whole sequences as at cp = 1, and a second all-to-all brings the output
 // back to the rank's own tokens. Per layer and micro-batch forward moves the q|k|v rows and the
 // output once each, backward the output (to recompute attention's D), its gradient and the q|k|v
-// gradient: (N·(Cl + 2Ckv) + N·Cl)·(cp−1)/cp elements per rank forward, (2·N·Cl + N·(Cl +
-// 2Ckv))·(cp−1)/cp backward, N = B·T/cp.
+// gradient: (N·W + N·Cl)·(cp−1)/cp elements per rank forward, (2·N·Cl + N·W)·(cp−1)/cp backward,
+// N = B·T/cp, W = Cl + 2·r·Ckv. With at least cp key/value heads r = 1: each context rank takes
+// 1/cp of them. With fewer (grouped-query attention, e.g. one per tensor-parallel rank) the
+// r = cp/KV context ranks whose query heads read one key/value head each receive it, and their
+// gradients of it are summed on its rank (context_kv_replicas).
 //
 // Rotary embeddings are applied on the head-split whole sequences (every position in order).
 // Query head h of a context rank is global head head_begin + cp_rank·H/cp + h, and its dropout
@@ -17,7 +20,7 @@
 namespace zt {
 
 // From this rank's q|k|v rows `qkv` [N, Cl + 2Ckv] (not rotated): the head-split whole sequences
-// into `qkv_heads` [B, seq, (Cl + 2Ckv)/cp] (rotated under rope: what backward reads), their
+// into `qkv_heads` [B, seq, W/cp] (rotated under rope: what backward reads), their
 // log-sum-exp into `lse` [B, H/cp, seq], and the attention output of this rank's tokens into
 // `atty` [N, Cl].
 void context_attention_forward(const LayerDims& d, const LayerScratch& s, CRef qkv, Ref qkv_heads,

@@ -154,11 +154,22 @@ void validate_context_parallel(const GptConfig& c, int tp) {
              "--context-parallel-size {}: --seq-length {} is not divisible into 2 x {} = {} equal "
              "chunks; use a --seq-length that is a multiple of {}",
              cp, c.seq_length, cp, 2 * cp, 2 * cp);
-  ZT_REQUIRE((c.heads / tp) % cp == 0 && (c.kv_heads() / tp) % cp == 0,
-             "--context-parallel-size: the {} attention heads and {} key/value heads of a "
-             "tensor-parallel rank are not divisible by --context-parallel-size {}; use a "
-             "context size that divides both",
-             c.heads / tp, c.kv_heads() / tp, cp);
+  const int heads = c.heads / tp, kv = c.kv_heads() / tp;
+  ZT_REQUIRE(heads % cp == 0 && (kv % cp == 0 || cp % kv == 0),
+             "--context-parallel-size {}: a tensor-parallel rank's {} attention heads must be "
+             "divisible by it and its {} key/value heads divisible by it or dividing it; use a "
+             "context size that does",
+             cp, heads, kv);
+}
+
+int context_kv_replicas(const GptConfig& c, int tp) {
+  const int kv = c.kv_heads() / tp;
+  return c.context_parallel > kv ? c.context_parallel / kv : 1;
+}
+
+int64_t context_qkv_width(const GptConfig& c, int tp) {
+  const TpDims t = TpDims::of(c, tp, 0);
+  return int64_t{t.hidden} + 2 * int64_t{context_kv_replicas(c, tp)} * t.kv_hidden;
 }
 
 TpDims TpDims::of(const GptConfig& c, int tp_size, int tp_rank) {

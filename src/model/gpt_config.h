@@ -104,9 +104,16 @@ void validate_architecture(const GptConfig& config);
 void validate_tensor_parallel(const GptConfig& config, int tp);
 
 // The checks context parallelism puts on the shape, as zt::InputError naming the flag to change:
-// the sequence in 2·cp equal chunks; with tp, the heads and key/value heads of a tensor-parallel
-// rank divisible by cp (the all-to-all hands each context rank whole heads).
+// the sequence in 2·cp equal chunks; the heads of a tensor-parallel rank divisible by cp, and its
+// key/value heads divisible by cp or dividing it (the all-to-all hands each context rank whole
+// heads: src/model/context_attention.h).
 void validate_context_parallel(const GptConfig& config, int tp);
+// Context ranks that take the same key/value head of a tensor-parallel rank: cp / its key/value
+// heads when they are fewer than cp, else 1.
+int context_kv_replicas(const GptConfig& config, int tp);
+// The width of a tensor-parallel rank's q|k|v rows as the context ranks hold them over the
+// all-to-all: Cl + 2·replicas·Ckv (its own rows' width at one replica).
+int64_t context_qkv_width(const GptConfig& config, int tp);
 
 // Whether the tokens outside the tensor-parallel regions are split over the `tp_size` ranks.
 inline bool splits_sequence(const GptConfig& c, int tp_size) {

@@ -10,7 +10,9 @@ template <typename F>
 void for_each_field(LayerActivations& a, const GptConfig& c, int micro_batch, int tp, F&& f) {
   const TpDims d = TpDims::of(c, tp, 0);
   const int64_t n = int64_t{micro_batch} * c.local_seq(), h = c.hidden, hl = d.hidden;
-  const int64_t qkv = hl + 2 * int64_t{d.kv_hidden};         // q|k|v of this rank's heads
+  // q|k|v of this rank's heads; under context parallelism as the head groups hold them
+  const int64_t qkv =
+      c.context_parallel > 1 ? context_qkv_width(c, tp) : hl + 2 * int64_t{d.kv_hidden};
   const int64_t f4 = c.swiglu ? 2 * int64_t{d.ffn} : d.ffn;  // the MLP's first product
   const int64_t nl = local_rows(c, n, tp);  // the rows outside the tensor-parallel regions
   const int64_t rows = int64_t{micro_batch} * d.heads * c.local_seq();  // attention query rows

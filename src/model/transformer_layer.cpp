@@ -63,8 +63,9 @@ size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
                       static_cast<size_t>(c.local_seq());
   const size_t e = dtype_size(c.dtype);
   // Context parallelism's all-to-all buffers: in the MLP's scratch where it is wide enough.
-  const size_t cp = c.context_parallel > 1 ? (f1 < qkv ? Arena::aligned(n * qkv * e) : 0) +
-                                                 (f < qkv ? Arena::aligned(n * qkv * e) : 0)
+  const auto a2a = static_cast<size_t>(context_qkv_width(c, tp_size));
+  const size_t cp = c.context_parallel > 1 ? (f1 < a2a ? Arena::aligned(n * a2a * e) : 0) +
+                                                 (f < a2a ? Arena::aligned(n * a2a * e) : 0)
                                            : 0;
   return Arena::aligned(n * h * e) * 3 + Arena::aligned(n * f * e) + Arena::aligned(n * f1 * e) +
          (c.swiglu ? Arena::aligned(n * f * e) : 0) + Arena::aligned(n * qkv * e) +
@@ -91,8 +92,9 @@ LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_bat
   if (c.context_parallel > 1) {
     // Free while attention runs, forward and backward (context_attention.h): the MLP's scratch
     // and the layernorm output and input-gradient rows ([N, C], C >= Cl).
-    s.cp_send = f1 >= qkv ? s.d_ff : carve_typed(arena, n * qkv, c.dtype);
-    s.cp_recv = f >= qkv ? s.ff : carve_typed(arena, n * qkv, c.dtype);
+    const int64_t a2a = context_qkv_width(c, tp_size);
+    s.cp_send = f1 >= a2a ? s.d_ff : carve_typed(arena, n * a2a, c.dtype);
+    s.cp_recv = f >= a2a ? s.ff : carve_typed(arena, n * a2a, c.dtype);
     s.cp_out = s.d_a;
     s.cp_dout = s.ln;
   }

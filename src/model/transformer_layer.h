@@ -55,8 +55,8 @@ struct LayerScratch {
   Ref ones;                // [N] ones: the bias gradient beside a chunked weight (set by the model)
   float* ln_grads = nullptr;  // [2C] a norm's partial gradients (sequence parallelism only)
   // Context parallelism only (context_attention.h): the all-to-all's send and receive buffers
-  // [N, Cl + 2Ckv], the head-split attention output and its gradient [N, Cl]; they share the
-  // scratch above, which attention leaves free (the MLP's where wide enough, d_a and ln).
+  // [N, context_qkv_width], the head-split attention output and its gradient [N, Cl]; they share
+  // the scratch above, which attention leaves free (the MLP's where wide enough, d_a and ln).
   Ref cp_send, cp_recv, cp_out, cp_dout;
   static size_t bytes(const GptConfig& c, int micro_batch, int tp_size = 1);
   static LayerScratch carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);

@@ -266,7 +266,8 @@ MemoryPlan plan_memory(const PlanInput& in) {
   if (!in.cuda) p.activations += Gpt::kernel_scratch_bytes(c, in.micro_batch, in.tp);
   p.backend_buffers = in.cuda ? kCudaGemmWorkspaceBytes : 0;
   p.buffers = plan_buffers(in, layout, part, s.param_staging) + p.backend_buffers;
-  p.nccl_communicators = in.cuda ? comm::nccl_communicators(in.tp, in.dp, in.pp, in.stage, in.cp) : 0;
+  p.nccl_communicators =
+      in.cuda ? comm::nccl_communicators(in.tp, in.dp, in.pp, in.stage, in.cp) : 0;
   p.nccl_bytes = comm::nccl_planned_bytes(p.nccl_communicators);
   // Data parallel, per step: stage 0 all-reduces the gradient (2Ψ); stage 1 reduce-scatters
   // it once and all-gathers the parameters (2Ψ); stage 2 reduce-scatters every micro-batch;
@@ -325,7 +326,8 @@ MemoryPlan plan_memory(const PlanInput& in) {
   // recomputing store repeats the forward's. Each all-to-all of n elements counts (cp−1)/cp·n.
   if (in.cp > 1) {
     const auto cp = static_cast<uint64_t>(in.cp), t = static_cast<uint64_t>(in.tp);
-    const uint64_t W = static_cast<uint64_t>(c.qkv_rows()) / t, Cl = h / t;
+    const auto W = static_cast<uint64_t>(context_qkv_width(c, in.tp));
+    const uint64_t Cl = h / t;
     const uint64_t fwd = N * (W + Cl), bwd = N * (W + 2 * Cl);
     const uint64_t per_layer = (in.checkpoint_activations ? 2 : 1) * fwd + bwd;
     p.comm_cp = a * L * per_layer / cp * (cp - 1) * e;

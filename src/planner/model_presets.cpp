@@ -7,7 +7,8 @@ namespace zt {
 // From each model's config.json on the Hugging Face Hub (hidden_size, num_hidden_layers,
 // num_attention_heads, num_key_value_heads, intermediate_size, vocab_size,
 // max_position_embeddings, rope_theta, rms_norm_eps; tie_word_embeddings false, no biases):
-//   meta-llama/Llama-2-7b-hf, Llama-2-13b-hf, Llama-2-70b-hf, Meta-Llama-3-8B, Meta-Llama-3-70B.
+//   meta-llama/Llama-2-7b-hf, Llama-2-13b-hf, Llama-2-70b-hf, Meta-Llama-3-8B, Meta-Llama-3-70B,
+//   Llama-3.1-405B (its 131,072 positions; its llama3 rope scaling does not change a plan).
 const std::vector<ModelPreset>& model_presets() {
   static const std::vector<ModelPreset> presets = {
       {"llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096, 10000.0, 1e-5},
@@ -15,6 +16,7 @@ const std::vector<ModelPreset>& model_presets() {
       {"llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096, 10000.0, 1e-5},
       {"llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, 500000.0, 1e-5},
       {"llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192, 500000.0, 1e-5},
+      {"llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 131072, 500000.0, 1e-5},
   };
   return presets;
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "src/data/mock_data.h"
 #include "src/planner/memory_plan.h"
 #include "src/planner/train_plan.h"
 #include "tests/dist/train_testing.h"
@@ -110,6 +111,17 @@ TEST(ContextParallel, LlamaMatchesOneRankWithAndWithoutDropout) {
     expect_layouts(small_llama(dropout), {{2}, {4}, {2, 1, 1, 3}, {2, 2}, {2, 2, 1, 0, true}});
 }
 
+// Fewer key/value heads than context ranks: 2 groups at cp 4, and one per tensor-parallel rank at
+// cp 2 x tp 2 — the context ranks reading one key/value head each receive it and their
+// gradients of it are summed.
+TEST(ContextParallel, SharedKeyValueHeadsMatchOneRank) {
+  for (double dropout : {0.0, 0.1}) {
+    TrainOptions o = small_llama(dropout);
+    o.num_query_groups = 2;
+    expect_layouts(o, {{4}, {4, 1, 1, 3}, {2, 2}, {2, 2, 1, 1, true}});
+  }
+}
+
 TEST(ContextParallel, PipelineAndActivationPoliciesMatchOneRank) {
   TrainOptions o = small_llama(0.1);
   o.num_layers = 4;  // 2 chunks of one layer per stage under the interleaved schedule
@@ -136,8 +148,34 @@ TEST(ContextParallel, HalfPrecisionWithinTolerance) {
   }
 }
 
-// The all-to-all's traffic per step is what context_attention.h states: per layer and
-// micro-batch (2·N·W + ... ) elements, counted on the cp group.
+// Evaluation runs the same split: the validation loss after training at cp 2 (and cp 2 x dp) is
+// one rank's.
+// (Mock data has no validation stream: a second one, of another seed, stands in.)
+TrainData with_validation(const TrainOptions& o) {
+  const auto seed = static_cast<uint64_t>(o.seed);
+  return {std::make_shared<MockData>(seed, o.seq_length, o.vocab_size),
+          std::make_shared<MockData>(seed + 1, o.seq_length, o.vocab_size), nullptr};
+}
+
+TEST(ContextParallel, EvaluationMatchesOneRank) {
+  TrainOptions o = small_llama(0.1);
+  o.eval_iters = 3;
+  MemoryPool local(make_host_allocator());
+  comm::SelfWorld self;
+  Trainer alone(o, local, self.topology(), with_validation(o));
+  alone.run(false);
+  const double want = alone.evaluate();
+  for (const Layout& l : {Layout{2}, Layout{2, 1, 1, 3}}) {
+    if (!fits(l)) continue;
+    comm::Topology topo(dist::world(), l.tp, l.pp, nullptr, l.cp);
+    Trainer t(with(o, l), dist::pool(), topo, with_validation(o));
+    t.run(false);
+    EXPECT_LE(rel(t.evaluate(), want), 1e-5) << name(l);
+  }
+}
+
+// The all-to-all's traffic per step is what context_attention.h states, counted on the cp group:
+// per layer and micro-batch N·(3h + h) elements forward and N·(h + h + 3h) backward.
 TEST(ContextParallel, AllToAllBytesAreTheStatedOnes) {
   const Layout l{2};
   if (!fits(l)) GTEST_SKIP();

@@ -36,6 +36,7 @@ struct Case {
   bool llama = false;                // the Llama-shaped model (set_llama)
   bool cast = false;                 // --working-params cast (stage 0, half)
   int cp = 1;                        // --context-parallel-size
+  int kv_groups = 0;                 // the Llama shape's key/value groups (0: its 4)
 };
 
 // Rope, RMSNorm, SwiGLU at Megatron's default width, 4 key/value groups of 8 heads, an untied
@@ -154,7 +155,17 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
        .cp = 2},
       {.tp = 2, .stage = 3, .working = F32, .ckpt = true, .pa = true, .accumulation = 2, .cp = 2},
       {.tp = 1, .stage = 1, .working = BF16, .ckpt = true, .accumulation = 2, .pp = 2, .cp = 2},
-      {.tp = 1, .stage = 0, .working = BF16, .accumulation = 1, .llama = true, .cp = 2}};
+      {.tp = 1, .stage = 0, .working = BF16, .accumulation = 1, .llama = true, .cp = 2},
+      // fewer key/value heads than context ranks: 2 groups at cp 4, one per tensor-parallel
+      // rank at tp 2 x cp 2
+      {.tp = 1,
+       .stage = 1,
+       .working = F32,
+       .accumulation = 2,
+       .llama = true,
+       .cp = 4,
+       .kv_groups = 2},
+      {.tp = 2, .stage = 0, .working = BF16, .ckpt = true, .llama = true, .cp = 2, .kv_groups = 2}};
   for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
     const Case& k = cases[i];
     if (world % (k.tp * k.pp * k.cp) != 0) continue;
@@ -173,6 +184,7 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     o.sequence_parallel = k.sequence_parallel;
     o.accumulate_allreduce_grads_in_fp32 = k.fp32_grads;
     if (k.llama) set_llama(o);
+    if (k.kv_groups > 0) o.num_query_groups = k.kv_groups;
     if (k.cast) o.working_params = "cast";
     o.context_parallel_size = k.cp;
     o.param_persistence_threshold = 200;

@@ -69,6 +69,33 @@ TEST(TrainOptions, RejectsBadInputWithOneClearLine) {
   EXPECT_EQ(error_of({"--mock-data", "--vocab-size", "64"}), "");
 }
 
+// Context parallelism: 2·cp equal chunks of the sequence; a tensor-parallel rank's heads and
+// key/value heads divisible by cp (the all-to-all hands each context rank whole heads); with
+// sequence parallelism, a context rank's tokens divisible by tp; scaled rope needs rope.
+TEST(TrainOptions, RefusesContextSplitsThatDoNotDivide) {
+  auto cp = [](std::vector<std::string_view> more) {
+    std::vector<std::string_view> a = {"--mock-data", "--vocab-size", "64", "--seq-length", "64"};
+    a.insert(a.end(), more.begin(), more.end());
+    return error_of(a);
+  };
+  EXPECT_EQ(cp({"--context-parallel-size", "4"}), "");
+  EXPECT_NE(cp({"--context-parallel-size", "3"}).find("not divisible into 2 x 3 = 6 equal chunks"),
+            std::string::npos);
+  EXPECT_NE(cp({"--context-parallel-size", "8"}).find("attention heads"), std::string::npos);
+  EXPECT_NE(cp({"--context-parallel-size", "2", "--tensor-model-parallel-size", "4",
+                "--sequence-parallel", "--seq-length", "36"})
+                .find("not divisible by --tensor-model-parallel-size 4"),
+            std::string::npos);
+  EXPECT_NE(cp({"--context-parallel-size", "0"}).find("--context-parallel-size must be positive"),
+            std::string::npos);
+  EXPECT_NE(cp({"--rope-scaling-type", "llama3"}).find("needs --position-embedding-type rope"),
+            std::string::npos);
+  EXPECT_NE(cp({"--position-embedding-type", "rope", "--rope-scaling-type", "llama3",
+                "--rope-scaling-low-freq-factor", "4", "--rope-scaling-high-freq-factor", "2"})
+                .find("--rope-scaling-low-freq-factor"),
+            std::string::npos);
+}
+
 TEST(TrainOptions, JsonConfigThenFlagsOverride) {
   const std::string path = ::testing::TempDir() + "zt_options_test.json";
   {
