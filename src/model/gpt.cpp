@@ -54,9 +54,8 @@ size_t Gpt::kernel_scratch_bytes(const GptConfig& c, int micro_batch, int tp_siz
   const TpDims d = TpDims::of(c, tp_size, 0);
   const int g = c.context_parallel;
   const int kv = d.kv_heads * (g > 1 ? context_kv_replicas(c, tp_size) : 1) / g;
-  const size_t per =
-      cpu_attention_scratch_per_thread(tp_size > 1 || g > 1 ? 1 : micro_batch, c.seq_length,
-                                       d.hidden / g, d.heads / g, kv, c.dtype);
+  const size_t per = cpu_attention_scratch_per_thread(
+      tp_size > 1 || g > 1 ? 1 : micro_batch, c.seq_length, d.hidden / g, d.heads / g, kv, c.dtype);
   return per * static_cast<size_t>(cpu_kernel_threads());
 }
 
