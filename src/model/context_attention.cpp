@@ -71,8 +71,8 @@ void sum_shared_kv(const LayerDims& d, const Groups& g, Ref recv) {
                         CRef(recv) + j * block + g.N * g.ql, kv);
 }
 
-// Rows [from, from + rows) of block r (rank r's tokens: chunks r and 2C−1−r of each sample)
-// and the whole sequences' rows [B][seq][row], both ways (`to_whole`).
+// The rows of each block r (rank r's tokens: chunks r and 2C−1−r of each sample) to their places
+// in the whole sequences [B][seq][row] (`to_whole`), or back.
 void move_rows(const LayerDims& d, const Groups& g, Ref blocks, Ref whole, bool qkv,
                bool to_whole) {
   const ContextSplit& s = d.cp;
