@@ -192,10 +192,10 @@ struct UnitCompute {
 UnitCompute unit_compute(const PlanInput& in, const ClusterSpec& cl, const DeviceModel& dev) {
   const GptConfig& c = in.model;
   const double act_bytes = static_cast<double>(dtype_size(in.working));
-  // A rank's tokens; attention (a context rank: whole sequences of 1/cp of the heads) costs the
-  // same per token as at cp = 1.
+  // A rank's tokens; attention over whole sequences of a context rank's 1/cp of the heads (the
+  // same cost per token as at cp = 1).
   const double N = static_cast<double>(in.micro_batch) * c.local_seq(), h = c.hidden;
-  const double s = c.seq_length, heads = static_cast<double>(c.heads) / in.tp;
+  const double s = c.seq_length, heads = static_cast<double>(c.heads) / in.tp / c.context_parallel;
   const double hd = h / c.heads;
   Cost fwd, bwd;
   for (const Gemm& g : layer_linear_gemms(c, in.micro_batch, in.tp)) {
