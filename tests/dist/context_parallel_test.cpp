@@ -56,23 +56,8 @@ std::vector<StepMetrics> run(const TrainOptions& o, const Layout& l) {
   return t.run(false);
 }
 
-double rel(double a, double b) {
-  return a == b ? 0.0 : std::abs(a - b) / std::abs(b);
-}
-
-double expect_close(const std::vector<StepMetrics>& got, const std::vector<StepMetrics>& want,
-                    double loss_tol, double norm_tol, const std::string& where) {
-  EXPECT_EQ(got.size(), want.size()) << where;
-  double worst = 0;
-  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
-    worst = std::max(worst, rel(got[i].lm_loss, want[i].lm_loss));
-    EXPECT_LE(rel(got[i].lm_loss, want[i].lm_loss), loss_tol) << where << " step " << i + 1;
-    if (norm_tol > 0) {
-      EXPECT_LE(rel(got[i].grad_norm, want[i].grad_norm), norm_tol) << where << " step " << i + 1;
-    }
-  }
-  return worst;
-}
+using dist::expect_close;
+using dist::rel;
 
 // GPT-2's shape: 4 heads, 32 tokens (cp 4: 8 chunks of 4), two samples per micro-batch.
 TrainOptions small(double dropout) {
@@ -214,7 +199,7 @@ TEST(ContextParallel, ActivationsShrinkWithTheContextSize) {
     comm::Topology topo(dist::world(), 1, 1, nullptr, l.cp);
     Trainer t(run_o, dist::pool(), topo);
     const StepMetrics m = t.run(false).back();
-    bytes[i] = m.memory_peak[static_cast<size_t>(MemCategory::Activations)];
+    bytes[i] = test::peak_bytes(m, MemCategory::Activations);
     const int dp = dist::world().size() / l.cp;
     EXPECT_EQ(bytes[i], plan_memory(plan_input_from(run_o, dp)).activations) << name(l);
   }

@@ -70,25 +70,8 @@ std::vector<StepMetrics> alone(const TrainOptions& o) {
   return dist::train_run(o, false).steps;
 }
 
-double rel(double a, double b) {
-  return a == b ? 0.0 : std::abs(a - b) / std::abs(b);
-}
-
-// Largest relative loss deviation; each step's loss, norm (fp32) and skip checked.
-double expect_close(const std::vector<StepMetrics>& got, const std::vector<StepMetrics>& want,
-                    double loss_tol, double norm_tol, const std::string& where) {
-  EXPECT_EQ(got.size(), want.size()) << where;
-  double worst = 0;
-  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
-    worst = std::max(worst, rel(got[i].lm_loss, want[i].lm_loss));
-    EXPECT_LE(rel(got[i].lm_loss, want[i].lm_loss), loss_tol) << where << " step " << i + 1;
-    if (norm_tol > 0 && !want[i].skipped) {
-      EXPECT_LE(rel(got[i].grad_norm, want[i].grad_norm), norm_tol) << where << " step " << i + 1;
-    }
-    EXPECT_EQ(got[i].skipped, want[i].skipped) << where << " step " << i + 1;
-  }
-  return worst;
-}
+using dist::expect_close;
+using dist::rel;
 
 // tp 1/2/4 x dp (the rest of the world) x ZeRO 0-3, sequence parallelism at stages 0 and 3, the
 // activation policies at stage 3: fp32 to 1e-5 against one rank, and checkpointing / Pa / Pa+cpu

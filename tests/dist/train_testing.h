@@ -2,6 +2,10 @@
 // Shared fixture of the trainer-level multi-rank tests: a run of zerotron train's code path
 // (Trainer) under a layout, its per-step metrics and its final fp32 master parameters. The
 // models they train are tests/support/train_options.h's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
@@ -39,6 +43,29 @@ inline TrainResult train_run(const TrainOptions& o, bool distributed = true,
   r.master.resize(static_cast<size_t>(t.optimizer().layout().numel()));
   t.optimizer().gather_master(r.master.data());
   return r;
+}
+
+inline double rel(double a, double b) {
+  return a == b ? 0.0 : std::abs(a - b) / std::abs(b);
+}
+
+// A layout's steps against the reference's: each step's loss within `loss_tol` relative, its
+// gradient norm within `norm_tol` (0: not compared; skipped steps have none) and the same skips.
+// Returns the largest relative loss deviation.
+inline double expect_close(const std::vector<StepMetrics>& got,
+                           const std::vector<StepMetrics>& want, double loss_tol, double norm_tol,
+                           const std::string& where) {
+  EXPECT_EQ(got.size(), want.size()) << where;
+  double worst = 0;
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    worst = std::max(worst, rel(got[i].lm_loss, want[i].lm_loss));
+    EXPECT_LE(rel(got[i].lm_loss, want[i].lm_loss), loss_tol) << where << " step " << i + 1;
+    if (norm_tol > 0 && !want[i].skipped) {
+      EXPECT_LE(rel(got[i].grad_norm, want[i].grad_norm), norm_tol) << where << " step " << i + 1;
+    }
+    EXPECT_EQ(got[i].skipped, want[i].skipped) << where << " step " << i + 1;
+  }
+  return worst;
 }
 
 inline std::string precision_name(const TrainOptions& o) {
