@@ -51,6 +51,17 @@ void for_each_run(const ContextSplit& s, int64_t first, int64_t rows, F&& fn) {
   }
 }
 
+// The runs of for_each_run clipped to positions [p0, p0 + n) (a chunk of a position table):
+// fn(offset, position − p0, count) for each non-empty piece, `offset` from `first`.
+template <typename F>
+void for_each_run_in(const ContextSplit& s, int64_t first, int64_t rows, int64_t p0, int64_t n,
+                     F&& fn) {
+  for_each_run(s, first, rows, [&](int64_t at, int64_t len, int64_t whole_row) {
+    const int64_t pos = whole_row % s.seq, lo = std::max(pos, p0), hi = std::min(pos + len, p0 + n);
+    if (lo < hi) fn(at + lo - pos, lo - p0, hi - lo);
+  });
+}
+
 // This rank's tokens of B whole samples: local [B, local()] from whole [B, seq] (host memory).
 void keep_local_tokens(const ContextSplit& s, const int32_t* whole, int32_t* local, int B);
 

@@ -209,7 +209,7 @@ void Gpt::embed_word_rows(const int32_t* tokens, ParamSource& params) {
 }
 
 void Gpt::embed_split(const int32_t* tokens, ParamSource& params) {
-  const int N = dims_.N(), C = dims_.C, seq = dims_.cp.seq;
+  const int N = dims_.N(), C = dims_.C;
   // Each rank's vocabulary rows of every token, summed over tp (under sequence parallelism split
   // by rows in one reduce-scatter: Megatron-LM's sequence-parallel embedding), then the position
   // rows of this rank's tokens, run by run: wte row + 0 + ... + wpe row, rounded as tp = 1 rounds
@@ -226,11 +226,10 @@ void Gpt::embed_split(const int32_t* tokens, ParamSource& params) {
   for (int64_t t0 = 0; wpe_.present() && t0 < wpe_.rows; t0 += pstep) {
     const int64_t n = std::min(pstep, wpe_.rows - t0);
     const Held p(params, wpe_.row_span(t0, n));
-    for_each_run(dims_.cp, dims_.first_row, dims_.Nl, [&](int64_t at, int64_t len, int64_t row) {
-      const int64_t pos = row % seq, lo = std::max(pos, t0), hi = std::min(pos + len, t0 + n);
-      if (lo < hi)
-        be_.add_inplace(local + (at + lo - pos) * C, CRef(p.get()) + (lo - t0) * C, (hi - lo) * C);
-    });
+    for_each_run_in(dims_.cp, dims_.first_row, dims_.Nl, t0, n,
+                    [&](int64_t at, int64_t pos, int64_t count) {
+                      be_.add_inplace(local + at * C, CRef(p.get()) + pos * C, count * C);
+                    });
   }
 }
 
@@ -397,7 +396,7 @@ void Gpt::chunk_backward(const ChunkIO& io, CRef dout, Ref dinput, ParamSource& 
 }
 
 void Gpt::embedding_grads(const int32_t* tokens, ParamSource& params) {
-  const int N = dims_.N(), C = dims_.C, B = dims_.B, T = dims_.T, seq = dims_.cp.seq;
+  const int N = dims_.N(), C = dims_.C, B = dims_.B, T = dims_.T;
   // The embedding's part (first stage): position rows first (they follow the word embedding in
   // the layout), Σ over samples. A context rank adds its tokens' positions only; the data group's
   // sum adds the others'.
@@ -411,11 +410,9 @@ void Gpt::embedding_grads(const int32_t* tokens, ParamSource& params) {
       continue;
     }
     // Run by run, sample after sample: the same order of additions.
-    for_each_run(dims_.cp, 0, N, [&](int64_t at, int64_t len, int64_t row) {
-      const int64_t pos = row % seq, lo = std::max(pos, t0), hi = std::min(pos + len, t0 + n);
-      if (lo < hi)
-        be_.embedding_backward(nullptr, g.get() + (lo - t0) * C, dres_ + (at + lo - pos) * C,
-                               tokens + at + lo - pos, 1, static_cast<int>(hi - lo), C, 0, 0);
+    for_each_run_in(dims_.cp, 0, N, t0, n, [&](int64_t at, int64_t pos, int64_t count) {
+      be_.embedding_backward(nullptr, g.get() + pos * C, dres_ + at * C, tokens + at, 1,
+                             static_cast<int>(count), C, 0, 0);
     });
   }
   // The word embedding's gradient: the lookup's rows (first stage) and, tied, the head's
