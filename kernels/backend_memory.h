@@ -42,6 +42,8 @@ class ScopedKernelScratch {
 // batched path's where bf16 runs on oneDNN (this machine's ISA decides, as it does for the
 // kernel).
 size_t cpu_attention_scratch_per_thread(int B, int T, int C, int NH, int NKV, DType t);
+// The same for attention_block_forward and attention_block_backward with Tq query rows.
+size_t cpu_attention_block_scratch_per_thread(int Tq, int C, int NH, int NKV, DType t);
 // The OpenMP threads the CPU kernels run on (omp_get_max_threads).
 int cpu_kernel_threads();
 

@@ -98,11 +98,14 @@ struct Dims {
   float scale;  // 1 / sqrt(hd)
   int NKV;      // key/value heads
   int64_t Ckv;  // NKV * hd
-  int blocks_q() const { return (T + kBq - 1) / kBq; }
+  // The per-tile path's block of each sample (the whole sequence but for attention_block_*).
+  AttentionBlock blk;
+  int blocks_q() const { return (blk.Tq + kBq - 1) / kBq; }
   int rep() const { return NH / NKV; }  // query heads per key/value head
   // Offsets in a qkv row of the key and the value of query head h's key/value head.
   int64_t k_off(int h) const { return C + int64_t{h / rep()} * hd; }
   int64_t v_off(int h) const { return C + Ckv + int64_t{h / rep()} * hd; }
+  int64_t kv_col(int h) const { return int64_t{h / rep()} * hd; }  // in a k (or v) row
 };
 
 Dims make_dims(int B, int T, int C, int NH, int NKV, const DropoutParams& drop) {
@@ -110,9 +113,31 @@ Dims make_dims(int B, int T, int C, int NH, int NKV, const DropoutParams& drop) 
            "attention: bad shape B={} T={} C={} NH={} NKV={}", B, T, C, NH, NKV);
   ZT_CHECK(drop.p >= 0.0f && drop.p < 1.0f, "attention: dropout p={} outside [0, 1)", drop.p);
   const int hd = C / NH;
-  const int64_t ckv = int64_t{NKV} * hd;
-  return Dims{B,   T,  C, NH, hd, int64_t{C} + 2 * ckv, 1.0f / std::sqrt(static_cast<float>(hd)),
-              NKV, ckv};
+  const int64_t ckv = int64_t{NKV} * hd, c3 = int64_t{C} + 2 * ckv;
+  return Dims{B,
+              T,
+              C,
+              NH,
+              hd,
+              c3,
+              1.0f / std::sqrt(static_cast<float>(hd)),
+              NKV,
+              ckv,
+              AttentionBlock::whole(T, c3)};
+}
+
+// A block's dims (one sample; its rows are Tq for the tile loops).
+Dims block_dims(int C, int NH, int NKV, const AttentionBlock& blk, const DropoutParams& drop) {
+  ZT_CHECK(blk.Tq > 0 && blk.Tk > 0 && blk.q_pos >= 0 && blk.k_pos >= 0 &&
+               blk.q_pos + blk.Tq <= blk.seq && blk.k_pos + blk.Tk <= blk.seq &&
+               blk.ld_lse >= blk.Tq,
+           "attention block: bad placement Tq={} Tk={} q_pos={} k_pos={} seq={} ld_lse={}", blk.Tq,
+           blk.Tk, blk.q_pos, blk.k_pos, blk.seq, blk.ld_lse);
+  Dims d = make_dims(1, blk.Tq, C, NH, NKV, drop);
+  ZT_CHECK(blk.ldq >= C && blk.ldkv >= d.Ckv, "attention block: row strides {} and {} too short",
+           blk.ldq, blk.ldkv);
+  d.blk = blk;
+  return d;
 }
 
 template <typename T>
@@ -190,19 +215,23 @@ Need tile_forward_need(const Dims& d) {
 // backward_kv_head: P, dS, dK, dV and (half) the dQ accumulators of its rep() query heads;
 // dropout(P) and dS in T.
 Need head_backward_need(const Dims& d, bool half) {
-  const size_t tile = size_t(d.T) * kBk;
-  return {2 * tile + 2 * size_t(kBk) * d.hd + (half ? size_t(d.T) * d.hd * d.rep() : 0), 2 * tile};
+  const size_t rows = size_t(d.blk.Tq), tile = rows * kBk;
+  return {2 * tile + 2 * size_t(kBk) * d.hd + (half ? rows * d.hd * d.rep() : 0), 2 * tile};
 }
 
-template <typename T>
-void forward_tile(T* out, float* lse, const T* qkv, const Dims& d, int bh, int qb,
-                  const DropoutParams& drop, const KernelScratch& ks) {
-  const int b = bh / d.NH, h = bh % d.NH, hd = d.hd, ld3 = static_cast<int>(d.C3);
-  const int i0 = qb * kBq, nq = std::min(kBq, d.T - i0), keys = i0 + nq;
-  const T* row0 = qkv + int64_t{b} * d.T * d.C3;
-  const T* q = row0 + int64_t{h} * hd;
-  const T* kh = row0 + d.k_off(h);
-  const T* vh = row0 + d.v_off(h);
+// Query block qb of head bh = b·NH + h against the keys it sees. U = T: out [B, Tq, C] and lse
+// [B·NH, ld_lse] are written; U = float with `merge`: they hold a running result the block is
+// merged into (attention_block_forward).
+template <typename T, typename U>
+void forward_tile(U* out, float* lse, const AttentionOperands<T>& x, const Dims& d, int bh, int qb,
+                  const DropoutParams& drop, const KernelScratch& ks, bool merge) {
+  const AttentionBlock& k = d.blk;
+  const int b = bh / d.NH, h = bh % d.NH, hd = d.hd;
+  const int ldq = static_cast<int>(k.ldq), ldkv = static_cast<int>(k.ldkv);
+  const int i0 = qb * kBq, nq = std::min(kBq, k.Tq - i0), keys = k.keys(i0 + nq);
+  const T* q = x.q + b * x.batch_q + int64_t{h} * hd + int64_t{i0} * ldq;
+  const T* kh = x.k + b * x.batch_kv + d.kv_col(h);
+  const T* vh = x.v + b * x.batch_kv + d.kv_col(h);
   Carver<T> cv(ks, tile_forward_need(d));
   float* S = cv.f32(size_t(kBq) * kBk);
   float* O = cv.f32(size_t(kBq) * hd);
@@ -213,11 +242,11 @@ void forward_tile(T* out, float* lse, const T* qkv, const Dims& d, int bh, int q
   std::fill(O, O + size_t(nq) * hd, 0.0f);
   for (int j0 = 0; j0 < keys; j0 += kBk) {
     const int nk = std::min(kBk, keys - j0);
-    gemm_t(false, true, nq, nk, hd, d.scale, q + i0 * d.C3, ld3, kh + j0 * d.C3, ld3, 0.0f, S, kBk);
+    gemm_t(false, true, nq, nk, hd, d.scale, q, ldq, kh + int64_t{j0} * ldkv, ldkv, 0.0f, S, kBk);
     for (int r = 0; r < nq; ++r) {
       float* s = S + int64_t{r} * kBk;
       float* o = O + int64_t{r} * hd;
-      const int n = live_keys(i0, r, j0, nk);
+      const int n = k.live(i0 + r, j0, nk);
       float mx = kMaskedScore;
       for (int j = 0; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
       const float alpha = online_softmax_raise(st[r], mx);
@@ -229,43 +258,54 @@ void forward_tile(T* out, float* lse, const T* qkv, const Dims& d, int bh, int q
       if (in_place) {
         for (int j = n; j < nk; ++j) s[j] = 0.0f;
       } else {
-        drop_row(P + int64_t{r} * kBk, s, n, nk, drop, attention_counter(bh, d.T, i0 + r, j0));
+        drop_row(P + int64_t{r} * kBk, s, n, nk, drop, k.counter(bh, i0 + r, j0));
       }
     }
     if constexpr (!kHalf<T>) {
       if (in_place) {
-        gemm(false, false, nq, hd, nk, 1.0f, S, kBk, vh + j0 * d.C3, ld3, 1.0f, O, hd);
+        gemm(false, false, nq, hd, nk, 1.0f, S, kBk, vh + int64_t{j0} * ldkv, ldkv, 1.0f, O, hd);
         continue;
       }
     }
-    gemm_t(false, false, nq, hd, nk, 1.0f, P, kBk, vh + j0 * d.C3, ld3, 1.0f, O, hd);
+    gemm_t(false, false, nq, hd, nk, 1.0f, P, kBk, vh + int64_t{j0} * ldkv, ldkv, 1.0f, O, hd);
   }
-  T* o = out + (int64_t{b} * d.T + i0) * d.C + int64_t{h} * hd;
+  U* o = out + (int64_t{b} * k.Tq + i0) * d.C + int64_t{h} * hd;
+  float* L = lse + int64_t{bh} * k.ld_lse + i0;
   for (int r = 0; r < nq; ++r) {
-    const float inv = 1.0f / st[r].l;
-    for (int e = 0; e < hd; ++e)
-      o[int64_t{r} * d.C + e] = from_float<T>(O[int64_t{r} * hd + e] * inv);
-    lse[int64_t{bh} * d.T + i0 + r] = online_softmax_lse(st[r]);
+    U* y = o + int64_t{r} * d.C;
+    const float* a = O + int64_t{r} * hd;
+    if (!merge) {
+      const float inv = st[r].l > 0.0f ? 1.0f / st[r].l : 0.0f;
+      for (int e = 0; e < hd; ++e) y[e] = from_float<U>(a[e] * inv);
+      L[r] = st[r].l > 0.0f ? online_softmax_lse(st[r]) : kMaskedScore;
+      continue;
+    }
+    if (st[r].l == 0.0f) continue;  // no key of the block is visible to the row
+    const AttentionMerge w = attention_merge(L[r], online_softmax_lse(st[r]));
+    const float take = w.take / st[r].l;
+    for (int e = 0; e < hd; ++e) y[e] = from_float<U>(to_float(y[e]) * w.keep + a[e] * take);
   }
 }
 
 // Key/value head kvh of sample b and its rep() query heads (one head without grouped-query
 // attention): the key block loop is outside, the query heads inside, so a shared key/value
-// head's dK and dV sum its query heads in head order in one fp32 accumulator.
-template <typename T>
-void backward_kv_head(T* dqkv, float* delta, const T* dout, const T* qkv, const T* out,
-                      const float* lse, const Dims& d, int b, int kvh, const DropoutParams& drop,
-                      const KernelScratch& ks) {
-  const int hd = d.hd, T_ = d.T, ld3 = static_cast<int>(d.C3), rep = d.rep();
+// head's dK and dV sum its query heads in head order in one fp32 accumulator. dout and out are
+// [B, Tq, C]; delta [B·NH, Tq].
+template <typename T, typename G>
+void backward_kv_head(const AttentionGrads<G>& g, float* delta, const T* dout,
+                      const AttentionOperands<T>& x, const T* out, const float* lse, const Dims& d,
+                      int b, int kvh, const DropoutParams& drop, const KernelScratch& ks) {
+  const AttentionBlock& blk = d.blk;
+  const int hd = d.hd, Tq = blk.Tq, rep = d.rep();
+  const int ldq = static_cast<int>(blk.ldq), ldkv = static_cast<int>(blk.ldkv);
   const int h0 = kvh * rep;
-  const int64_t row0 = int64_t{b} * T_ * d.C3;
-  const T* k = qkv + row0 + d.k_off(h0);
-  const T* v = qkv + row0 + d.v_off(h0);
+  const T* k = x.k + b * x.batch_kv + d.kv_col(h0);
+  const T* v = x.v + b * x.batch_kv + d.kv_col(h0);
   // D_i = rowsum(dO * O): the rowsum(dP * P) of the softmax backward (with or without dropout).
   for (int h = h0; h < h0 + rep; ++h) {
-    const int64_t ooff = int64_t{b} * T_ * d.C + int64_t{h} * hd;
-    float* D = delta + (int64_t{b} * d.NH + h) * T_;
-    for (int i = 0; i < T_; ++i) {
+    const int64_t ooff = int64_t{b} * Tq * d.C + int64_t{h} * hd;
+    float* D = delta + (int64_t{b} * d.NH + h) * Tq;
+    for (int i = 0; i < Tq; ++i) {
       float acc = 0.0f;
       for (int e = 0; e < hd; ++e)
         acc += to_float(dout[ooff + int64_t{i} * d.C + e]) *
@@ -273,104 +313,113 @@ void backward_kv_head(T* dqkv, float* delta, const T* dout, const T* qkv, const 
       D[i] = acc;
     }
   }
-  // A key block meets every query row from its diagonal down in one panel: a few large products
-  // per key block instead of five per 64 x 64 tile (oneDNN's per-call cost dominated those).
-  const size_t tile = size_t(T_) * kBk;
-  const size_t dq_len = kHalf<T> ? size_t(T_) * hd * rep : 0;
-  Carver<T> cv(ks, head_backward_need(d, kHalf<T>));
+  // A key block meets every query row that sees it in one panel: a few large products per key
+  // block instead of five per 64 x 64 tile (oneDNN's per-call cost dominated those).
+  constexpr bool fp32_grads = std::is_same_v<G, float>;
+  const size_t tile = size_t(Tq) * kBk;
+  const size_t dq_len = fp32_grads ? 0 : size_t(Tq) * hd * rep;
+  Carver<T> cv(ks, head_backward_need(d, !fp32_grads));
   float* P = cv.f32(tile);   // probabilities
   float* dS = cv.f32(tile);  // dP, then dS
   float* dK = cv.f32(size_t(kBk) * hd);
   float* dV = cv.f32(size_t(kBk) * hd);
-  // dQ accumulates in fp32: in place in fp32 runs, else in a [T, hd] buffer per query head.
+  // dQ accumulates in fp32: in place where the gradients are fp32, else in a [Tq, hd] buffer
+  // per query head.
   float* dQ0 = cv.f32(dq_len);
   // Operands in T: dropout(P) and dS (fp32 runs use the fp32 tiles where nothing changes).
   T* Pd = cv.t(tile);
   T* dSt = cv.t(tile);
-  auto dq_of = [&](int h, int& ldq) -> float* {
-    if constexpr (!kHalf<T>) {
-      ldq = ld3;
-      return dqkv + row0 + int64_t{h} * hd;
+  auto dq_of = [&](int h, int& ld) -> float* {
+    if constexpr (fp32_grads) {
+      ld = static_cast<int>(g.ldq);
+      return g.q + b * g.batch_q + int64_t{h} * hd;
     } else {
-      ldq = hd;
-      return dQ0 + size_t(h - h0) * T_ * hd;
+      ld = hd;
+      return dQ0 + size_t(h - h0) * Tq * hd;
     }
   };
-  for (int h = h0; h < h0 + rep; ++h) {
-    int ldq = 0;
-    float* dQ = dq_of(h, ldq);
-    for (int i = 0; i < T_; ++i) std::fill(dQ + int64_t{i} * ldq, dQ + int64_t{i} * ldq + hd, 0.0f);
+  if (!g.add || !fp32_grads) {
+    for (int h = h0; h < h0 + rep; ++h) {
+      int ld = 0;
+      float* dQ = dq_of(h, ld);
+      for (int i = 0; i < Tq; ++i) std::fill(dQ + int64_t{i} * ld, dQ + int64_t{i} * ld + hd, 0.0f);
+    }
   }
-  for (int j0 = 0; j0 < T_; j0 += kBk) {
-    const int nk = std::min(kBk, T_ - j0);
+  for (int j0 = 0; j0 < blk.Tk; j0 += kBk) {
+    const int nk = std::min(kBk, blk.Tk - j0);
+    const int i0 = blk.first_row(j0), nq = Tq - i0;  // the query rows that see this key block
     std::fill(dK, dK + size_t(kBk) * hd, 0.0f);
     std::fill(dV, dV + size_t(kBk) * hd, 0.0f);
-    for (int h = h0; h < h0 + rep; ++h) {
+    for (int h = h0; h < h0 + rep && nq > 0; ++h) {
       const int bh = b * d.NH + h;
-      const T* q = qkv + row0 + int64_t{h} * hd;
-      const T* dy = dout + int64_t{b} * T_ * d.C + int64_t{h} * hd;
-      const float* L = lse + int64_t{bh} * T_;
-      const float* D = delta + int64_t{bh} * T_;
-      int ldq = 0;
-      float* dQ = dq_of(h, ldq);
-      const int i0 = j0, nq = T_ - j0;  // the query rows that see this key block
-      gemm_t(false, true, nq, nk, hd, d.scale, q + i0 * d.C3, ld3, k + j0 * d.C3, ld3, 0.0f, P,
-             kBk);
+      const T* q = x.q + b * x.batch_q + int64_t{h} * hd + int64_t{i0} * ldq;
+      const T* dy = dout + (int64_t{b} * Tq + i0) * d.C + int64_t{h} * hd;
+      const float* L = lse + int64_t{bh} * blk.ld_lse + i0;
+      const float* D = delta + int64_t{bh} * Tq + i0;
+      int ld = 0;
+      float* dQ = dq_of(h, ld) + int64_t{i0} * ld;
+      gemm_t(false, true, nq, nk, hd, d.scale, q, ldq, k + int64_t{j0} * ldkv, ldkv, 0.0f, P, kBk);
       for (int r = 0; r < nq; ++r) {
         float* p = P + int64_t{r} * kBk;
-        const int n = live_keys(i0, r, j0, nk);
-        const float l = L[i0 + r];
+        const int n = blk.live(i0 + r, j0, nk);
+        const float l = L[r];
         for (int j = 0; j < n; ++j) p[j] = online_softmax_prob(p[j], l);
         for (int j = n; j < nk; ++j) p[j] = 0.0f;
         if (kHalf<T> || drop.p > 0.0f)
-          drop_row(Pd + int64_t{r} * kBk, p, n, nk, drop, attention_counter(bh, T_, i0 + r, j0));
+          drop_row(Pd + int64_t{r} * kBk, p, n, nk, drop, blk.counter(bh, i0 + r, j0));
       }
       const bool plain = !kHalf<T> && drop.p == 0.0f;  // dropout(P) = P, already fp32
       if constexpr (!kHalf<T>) {
-        if (plain) gemm(true, false, nk, hd, nq, 1.0f, P, kBk, dy + i0 * d.C, d.C, 1.0f, dV, hd);
+        if (plain) gemm(true, false, nk, hd, nq, 1.0f, P, kBk, dy, d.C, 1.0f, dV, hd);
       }
-      if (!plain) gemm_t(true, false, nk, hd, nq, 1.0f, Pd, kBk, dy + i0 * d.C, d.C, 1.0f, dV, hd);
-      gemm_t(false, true, nq, nk, hd, 1.0f, dy + i0 * d.C, d.C, v + j0 * d.C3, ld3, 0.0f, dS, kBk);
+      if (!plain) gemm_t(true, false, nk, hd, nq, 1.0f, Pd, kBk, dy, d.C, 1.0f, dV, hd);
+      gemm_t(false, true, nq, nk, hd, 1.0f, dy, d.C, v + int64_t{j0} * ldkv, ldkv, 0.0f, dS, kBk);
       for (int r = 0; r < nq; ++r) {
         const float* p = P + int64_t{r} * kBk;
-        float* g = dS + int64_t{r} * kBk;
-        const int n = live_keys(i0, r, j0, nk);
-        const float dl = D[i0 + r];
+        float* gr = dS + int64_t{r} * kBk;
+        const int n = blk.live(i0 + r, j0, nk);
+        const float dl = D[r];
         if (drop.p > 0.0f) {
           const DropoutParams dr = drop;
-          const uint64_t ctr = attention_counter(bh, T_, i0 + r, j0);
-          for (int j = 0; j < n; ++j) g[j] = attention_dscore(p[j], g[j], dl, dr, ctr + j);
+          const uint64_t ctr = blk.counter(bh, i0 + r, j0);
+          for (int j = 0; j < n; ++j) gr[j] = attention_dscore(p[j], gr[j], dl, dr, ctr + j);
         } else {
-          for (int j = 0; j < n; ++j) g[j] = attention_dscore(p[j], g[j], dl);
+          for (int j = 0; j < n; ++j) gr[j] = attention_dscore(p[j], gr[j], dl);
         }
-        for (int j = n; j < nk; ++j) g[j] = 0.0f;
+        for (int j = n; j < nk; ++j) gr[j] = 0.0f;
         if constexpr (kHalf<T>)
-          for (int j = 0; j < nk; ++j) dSt[int64_t{r} * kBk + j] = from_float<T>(g[j]);
+          for (int j = 0; j < nk; ++j) dSt[int64_t{r} * kBk + j] = from_float<T>(gr[j]);
       }
       if constexpr (kHalf<T>) {
-        gemm_t(true, false, nk, hd, nq, d.scale, dSt, kBk, q + i0 * d.C3, ld3, 1.0f, dK, hd);
-        gemm_t(false, false, nq, hd, nk, d.scale, dSt, kBk, k + j0 * d.C3, ld3, 1.0f,
-               dQ + int64_t{i0} * ldq, ldq);
+        gemm_t(true, false, nk, hd, nq, d.scale, dSt, kBk, q, ldq, 1.0f, dK, hd);
+        gemm_t(false, false, nq, hd, nk, d.scale, dSt, kBk, k + int64_t{j0} * ldkv, ldkv, 1.0f, dQ,
+               ld);
       } else {
-        gemm(true, false, nk, hd, nq, d.scale, dS, kBk, q + i0 * d.C3, ld3, 1.0f, dK, hd);
-        gemm(false, false, nq, hd, nk, d.scale, dS, kBk, k + j0 * d.C3, ld3, 1.0f,
-             dQ + int64_t{i0} * ldq, ldq);
+        gemm(true, false, nk, hd, nq, d.scale, dS, kBk, q, ldq, 1.0f, dK, hd);
+        gemm(false, false, nq, hd, nk, d.scale, dS, kBk, k + int64_t{j0} * ldkv, ldkv, 1.0f, dQ,
+             ld);
       }
     }
-    T* dk = dqkv + row0 + d.k_off(h0) + j0 * d.C3;
-    T* dv = dqkv + row0 + d.v_off(h0) + j0 * d.C3;
+    G* dk = g.k + b * g.batch_kv + d.kv_col(h0) + int64_t{j0} * g.ldkv;
+    G* dv = g.v + b * g.batch_kv + d.kv_col(h0) + int64_t{j0} * g.ldkv;
     for (int r = 0; r < nk; ++r)
       for (int e = 0; e < hd; ++e) {
-        dk[r * d.C3 + e] = from_float<T>(dK[int64_t{r} * hd + e]);
-        dv[r * d.C3 + e] = from_float<T>(dV[int64_t{r} * hd + e]);
+        const int64_t at = r * g.ldkv + e;
+        if (g.add) {
+          dk[at] = from_float<G>(to_float(dk[at]) + dK[int64_t{r} * hd + e]);
+          dv[at] = from_float<G>(to_float(dv[at]) + dV[int64_t{r} * hd + e]);
+        } else {
+          dk[at] = from_float<G>(dK[int64_t{r} * hd + e]);
+          dv[at] = from_float<G>(dV[int64_t{r} * hd + e]);
+        }
       }
   }
-  if constexpr (kHalf<T>) {
+  if constexpr (!fp32_grads) {
     for (int h = h0; h < h0 + rep; ++h) {
-      T* dq = dqkv + row0 + int64_t{h} * hd;
-      const float* dQ = dQ0 + size_t(h - h0) * T_ * hd;
-      for (int i = 0; i < T_; ++i)
-        for (int e = 0; e < hd; ++e) dq[i * d.C3 + e] = from_float<T>(dQ[int64_t{i} * hd + e]);
+      G* dq = g.q + b * g.batch_q + int64_t{h} * hd;
+      const float* dQ = dQ0 + size_t(h - h0) * Tq * hd;
+      for (int i = 0; i < Tq; ++i)
+        for (int e = 0; e < hd; ++e) dq[i * g.ldq + e] = from_float<G>(dQ[int64_t{i} * hd + e]);
     }
   }
 }
@@ -652,6 +701,13 @@ struct Groups {
   }
 };
 
+// attention_forward's operands: q|k|v rows of B whole sequences.
+template <typename T>
+AttentionOperands<T> whole_sequences(const T* qkv, const Dims& d) {
+  const int64_t batch = int64_t{d.T} * d.C3;
+  return {qkv, qkv + d.C, qkv + d.C + d.Ckv, batch, batch};
+}
+
 }  // namespace
 
 // Threading: OpenMP over the tasks, each task's sgemms single-threaded (a parallel OpenBLAS
@@ -677,7 +733,7 @@ void Kernels::attention_forward(T* out, float* lse, const T* qkv, int B, int Tn,
   for (int t = 0; t < tasks; ++t) {
     // Largest blocks first: the long tasks start early and the short ones fill the tail.
     const int qb = nb - 1 - t / (B * NH), bh = t % (B * NH);
-    forward_tile(out, lse, qkv, d, bh, qb, drop, ks);
+    forward_tile(out, lse, whole_sequences(qkv, d), d, bh, qb, drop, ks, false);
   }
 }
 
@@ -700,7 +756,46 @@ void Kernels::attention_backward(T* dqkv, float* delta, const T* dout, const T* 
   const int tasks = B * NKV;
 #pragma omp parallel for schedule(dynamic)
   for (int t = 0; t < tasks; ++t)
-    backward_kv_head(dqkv, delta, dout, qkv, out, lse, d, t / NKV, t % NKV, drop, ks);
+    backward_kv_head(AttentionGrads<T>{dqkv, dqkv + d.C, dqkv + d.C + d.Ckv, d.C3, d.C3, Tn * d.C3,
+                                       Tn * d.C3, false},
+                     delta, dout, whole_sequences(qkv, d), out, lse, d, t / NKV, t % NKV, drop, ks);
+}
+
+template <typename T>
+void Kernels::attention_block_forward(float* out, float* lse, const T* q, const T* kv, int C,
+                                      int NH, int NKV, const AttentionBlock& blk, bool merge,
+                                      const DropoutParams& drop, Exec) {
+  const Dims d = block_dims(C, NH, NKV, blk, drop);
+  const KernelScratch ks = bound_scratch();
+  check_scratch(ks, tile_forward_need(d).bytes(sizeof(T)));
+  const AttentionOperands<T> x{q, kv, kv + d.Ckv, 0, 0};
+  const int nb = d.blocks_q(), tasks = NH * nb;
+  detail::BlasSingleThreaded single;
+#pragma omp parallel for schedule(dynamic)
+  for (int t = 0; t < tasks; ++t) forward_tile(out, lse, x, d, t % NH, t / NH, drop, ks, merge);
+}
+
+template <typename T>
+void Kernels::attention_block_backward(float* dq, float* dkv, float* delta, const T* dout,
+                                       const T* out, const T* q, const T* kv, const float* lse,
+                                       int C, int NH, int NKV, const AttentionBlock& blk,
+                                       const DropoutParams& drop, Exec) {
+  const Dims d = block_dims(C, NH, NKV, blk, drop);
+  const KernelScratch ks = bound_scratch();
+  check_scratch(ks, head_backward_need(d, false).bytes(sizeof(T)));
+  const AttentionOperands<T> x{q, kv, kv + d.Ckv, 0, 0};
+  const AttentionGrads<float> g{dq, dkv, dkv + d.Ckv, C, 2 * d.Ckv, 0, 0, true};
+  detail::BlasSingleThreaded single;
+#pragma omp parallel for schedule(dynamic)
+  for (int t = 0; t < NKV; ++t) backward_kv_head(g, delta, dout, x, out, lse, d, 0, t, drop, ks);
+}
+
+template <typename T>
+size_t attention_block_scratch_per_thread(int Tq, int C, int NH, int NKV) {
+  AttentionBlock blk = AttentionBlock::whole(Tq, C);
+  const Dims d = block_dims(C, NH, NKV, blk, DropoutParams{});
+  return Need::align(std::max(tile_forward_need(d).bytes(sizeof(T)),
+                              head_backward_need(d, false).bytes(sizeof(T))));
 }
 
 template <typename T>
@@ -733,18 +828,37 @@ size_t cpu_attention_scratch_per_thread(int B, int T, int C, int NH, int NKV, DT
   }
 }
 
+size_t cpu_attention_block_scratch_per_thread(int Tq, int C, int NH, int NKV, DType t) {
+  switch (t) {
+    case DType::F32:
+      return cpu::attention_block_scratch_per_thread<float>(Tq, C, NH, NKV);
+    case DType::BF16:
+      return cpu::attention_block_scratch_per_thread<bf16>(Tq, C, NH, NKV);
+    case DType::F16:
+      return cpu::attention_block_scratch_per_thread<fp16>(Tq, C, NH, NKV);
+    default:
+      throw Error(fmt::format("attention scratch: no attention in {}", dtype_name(t)));
+  }
+}
+
 int cpu_kernel_threads() {
   return omp_get_max_threads();
 }
 
 namespace cpu {
 
-#define ZT_ATTENTION(T)                                                                      \
-  template void Kernels::attention_forward<T>(T*, float*, const T*, int, int, int, int, int, \
-                                              const DropoutParams&, Kernels::Exec);          \
-  template void Kernels::attention_backward<T>(T*, float*, const T*, const T*, const T*,     \
-                                               const float*, int, int, int, int, int,        \
-                                               const DropoutParams&, Kernels::Exec);
+#define ZT_ATTENTION(T)                                                                            \
+  template void Kernels::attention_forward<T>(T*, float*, const T*, int, int, int, int, int,       \
+                                              const DropoutParams&, Kernels::Exec);                \
+  template void Kernels::attention_backward<T>(T*, float*, const T*, const T*, const T*,           \
+                                               const float*, int, int, int, int, int,              \
+                                               const DropoutParams&, Kernels::Exec);               \
+  template void Kernels::attention_block_forward<T>(float*, float*, const T*, const T*, int, int,  \
+                                                    int, const AttentionBlock&, bool,              \
+                                                    const DropoutParams&, Kernels::Exec);          \
+  template void Kernels::attention_block_backward<T>(                                              \
+      float*, float*, float*, const T*, const T*, const T*, const T*, const float*, int, int, int, \
+      const AttentionBlock&, const DropoutParams&, Kernels::Exec);
 ZT_ATTENTION(float)
 ZT_ATTENTION(bf16)
 ZT_ATTENTION(fp16)

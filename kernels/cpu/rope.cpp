@@ -60,13 +60,22 @@ void Kernels::rope_forward_at(T* qkv, int n, int pos0, int NH, int NKV, int hd,
   rope_rows(qkv, 1, n, pos0, NH, NKV, hd, freqs, 1.0f);
 }
 
-#define ZT_ROPE(T)                                                                         \
-  template void Kernels::rope_forward<T>(T*, int, int, int, int, int, const RopeFreqs&,    \
-                                         Kernels::Exec);                                   \
-  template void Kernels::rope_backward<T>(T*, int, int, int, int, int, const RopeFreqs&,   \
-                                          Kernels::Exec);                                  \
-  template void Kernels::rope_forward_at<T>(T*, int, int, int, int, int, const RopeFreqs&, \
-                                            Kernels::Exec);
+template <typename T>
+void Kernels::rope_backward_at(T* dqkv, int n, int pos0, int NH, int NKV, int hd,
+                               const RopeFreqs& freqs, Exec) {
+  ZT_CHECK(pos0 >= 0, "rope_backward_at: position {} < 0", pos0);
+  rope_rows(dqkv, 1, n, pos0, NH, NKV, hd, freqs, -1.0f);
+}
+
+#define ZT_ROPE(T)                                                                          \
+  template void Kernels::rope_forward<T>(T*, int, int, int, int, int, const RopeFreqs&,     \
+                                         Kernels::Exec);                                    \
+  template void Kernels::rope_backward<T>(T*, int, int, int, int, int, const RopeFreqs&,    \
+                                          Kernels::Exec);                                   \
+  template void Kernels::rope_forward_at<T>(T*, int, int, int, int, int, const RopeFreqs&,  \
+                                            Kernels::Exec);                                 \
+  template void Kernels::rope_backward_at<T>(T*, int, int, int, int, int, const RopeFreqs&, \
+                                             Kernels::Exec);
 ZT_ROPE(float)
 ZT_ROPE(bf16)
 ZT_ROPE(fp16)

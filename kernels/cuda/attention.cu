@@ -54,13 +54,13 @@ struct Shape {
   int64_t BH;             // B·NH, the heads of the folded grid
   int64_t C3;             // row stride of qkv: C + 2 Ckv
   float scale;
-  int bq, bk;   // query rows and keys per tile (multiples of 16)
-  int NKV;      // key/value heads (grouped-query attention; NH without it)
-  int64_t Ckv;  // NKV · hd
+  int bq, bk;          // query rows and keys per tile (multiples of 16)
+  int NKV;             // key/value heads (grouped-query attention; NH without it)
+  int64_t Ckv;         // NKV · hd
+  AttentionBlock blk;  // each sample's block (the whole sequence but for attention_block_*)
   __host__ __device__ int rep() const { return NH / NKV; }
-  // Offsets in a qkv row of query head h's key and value (its key/value head h / rep()).
-  __host__ __device__ int64_t k_off(int h) const { return C + int64_t{h / rep()} * hd; }
-  __host__ __device__ int64_t v_off(int h) const { return C + Ckv + int64_t{h / rep()} * hd; }
+  // Offset in a k (or v) row of query head h's key/value head.
+  __host__ __device__ int64_t kv_col(int h) const { return int64_t{h / rep()} * hd; }
 };
 
 // Shared memory carved in 128-byte aligned regions; the same walk sizes it on the host.
@@ -239,19 +239,24 @@ __device__ float warp_sum(float x) {
   return x;
 }
 
-template <typename E>
+// Out = E: out [B, Tq, C] and lse [B·NH, ld_lse] are written. Out = float with `merge`: they hold
+// a running result the block is merged into (attention_block_forward).
+template <typename E, typename Out>
 __global__ void __launch_bounds__(kThreads)
-    forward_kernel(E* out, float* lse, const E* qkv, Shape s, DropoutParams drop) {
+    forward_kernel(Out* out, float* lse, AttentionOperands<E> x, Shape s, DropoutParams drop,
+                   bool merge) {
   extern __shared__ __align__(128) unsigned char smem[];
   Carve c{smem};
   FwdSmem<E> t(c, s);
+  const AttentionBlock& blk = s.blk;
   const int qb = gridDim.x - 1 - blockIdx.x;  // the longest rows first
   if (folded_y() >= s.BH) return;             // padding of the last grid plane
   const int bh = static_cast<int>(folded_y()), b = bh / s.NH, h = bh % s.NH;
-  const int i0 = qb * s.bq, nq = min(s.bq, s.T - i0), keys = i0 + nq;
-  const E* row0 = qkv + int64_t{b} * s.T * s.C3;
-  const E* q = row0 + int64_t{h} * s.hd;
-  load_tile(t.q, t.ldh, q + i0 * s.C3, s.C3, nq, s.bq, s.hd, s.hdp);
+  const int i0 = qb * s.bq, nq = min(s.bq, blk.Tq - i0), keys = blk.keys(i0 + nq);
+  const E* q = x.q + b * x.batch_q + int64_t{h} * s.hd;
+  const E* kh = x.k + b * x.batch_kv + s.kv_col(h);
+  const E* vh = x.v + b * x.batch_kv + s.kv_col(h);
+  load_tile(t.q, t.ldh, q + i0 * blk.ldq, blk.ldq, nq, s.bq, s.hd, s.hdp);
   fill(t.o, t.ldo, s.bq, s.hdp, 0.0f);
   for (int r = threadIdx.x; r < s.bq; r += kThreads) {
     t.m[r] = kMaskedScore;
@@ -260,14 +265,14 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int j0 = 0; j0 < keys; j0 += s.bk) {
     const int nk = min(s.bk, keys - j0);
-    load_tile(t.k, t.ldh, row0 + s.k_off(h) + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
-    load_tile(t.v, t.ldh, row0 + s.v_off(h) + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+    load_tile(t.k, t.ldh, kh + j0 * blk.ldkv, blk.ldkv, nk, s.bk, s.hd, s.hdp);
+    load_tile(t.v, t.ldh, vh + j0 * blk.ldkv, blk.ldkv, nk, s.bk, s.hd, s.hdp);
     __syncthreads();
     tile_mma<E, false, true>(t.s, t.lds, t.q, t.ldh, t.k, t.ldh, s.bq, s.bk, s.hdp, s.scale, false);
     __syncthreads();
     for (int r = warp; r < s.bq; r += kWarps) {
       const int i = i0 + r;
-      const int n = r < nq ? min(nk, i - j0 + 1) : 0;  // keys j0 .. i of this tile
+      const int n = r < nq ? blk.live(i, j0, nk) : 0;  // the keys of this tile row i sees
       const float* srow = t.s + r * t.lds;
       float mx = kMaskedScore;
       for (int j = lane; j < n; j += 32) mx = srow[j] > mx ? srow[j] : mx;
@@ -280,7 +285,7 @@ __global__ void __launch_bounds__(kThreads)
         if (j < n) {
           const float p = online_softmax_prob(srow[j], st.m);
           sum += p;
-          pd = drop.p > 0.0f ? dropout_apply(p, drop, attention_counter(bh, s.T, i, j0 + j)) : p;
+          pd = drop.p > 0.0f ? dropout_apply(p, drop, blk.counter(bh, i, j0 + j)) : p;
         }
         t.p[r * t.ldp + j] = from_float<E>(pd);
       }
@@ -293,21 +298,39 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     __syncthreads();
-    for (int x = threadIdx.x; x < s.bq * s.hdp; x += kThreads) {
-      const int r = x / s.hdp;
-      t.o[r * t.ldo + x % s.hdp] *= t.alpha[r];
+    for (int x2 = threadIdx.x; x2 < s.bq * s.hdp; x2 += kThreads) {
+      const int r = x2 / s.hdp;
+      t.o[r * t.ldo + x2 % s.hdp] *= t.alpha[r];
     }
     __syncthreads();
     tile_mma<E, false, false>(t.o, t.ldo, t.p, t.ldp, t.v, t.ldh, s.bq, s.hdp, s.bk, 1.0f, true);
     __syncthreads();
   }
-  E* o = out + (int64_t{b} * s.T + i0) * s.C + int64_t{h} * s.hd;
-  for (int x = threadIdx.x; x < nq * s.hd; x += kThreads) {
-    const int r = x / s.hd, e = x % s.hd;
-    o[int64_t{r} * s.C + e] = from_float<E>(t.o[r * t.ldo + e] / t.l[r]);
+  Out* o = out + (int64_t{b} * blk.Tq + i0) * s.C + int64_t{h} * s.hd;
+  float* L = lse + int64_t{bh} * blk.ld_lse + i0;
+  if (!merge) {
+    // A row that sees no key of the block (only under attention_block_forward): 0 and -inf.
+    for (int x2 = threadIdx.x; x2 < nq * s.hd; x2 += kThreads) {
+      const int r = x2 / s.hd, e = x2 % s.hd;
+      o[int64_t{r} * s.C + e] = from_float<Out>(t.l[r] > 0.0f ? t.o[r * t.ldo + e] / t.l[r] : 0.0f);
+    }
+    for (int r = threadIdx.x; r < nq; r += kThreads)
+      L[r] = t.l[r] > 0.0f ? online_softmax_lse(OnlineSoftmax{t.m[r], t.l[r]}) : kMaskedScore;
+    return;
   }
-  for (int r = threadIdx.x; r < nq; r += kThreads)
-    lse[int64_t{bh} * s.T + i0 + r] = online_softmax_lse(OnlineSoftmax{t.m[r], t.l[r]});
+  // The weights first (one thread per row), then the rows; a row that sees no key keeps its own.
+  for (int r = threadIdx.x; r < nq; r += kThreads) {
+    AttentionMerge w{1.0f, 0.0f};
+    if (t.l[r] > 0.0f) w = attention_merge(L[r], online_softmax_lse(OnlineSoftmax{t.m[r], t.l[r]}));
+    t.m[r] = w.keep;
+    t.alpha[r] = t.l[r] > 0.0f ? w.take / t.l[r] : 0.0f;
+  }
+  __syncthreads();
+  for (int x2 = threadIdx.x; x2 < nq * s.hd; x2 += kThreads) {
+    const int r = x2 / s.hd, e = x2 % s.hd;
+    Out& y = o[int64_t{r} * s.C + e];
+    y = from_float<Out>(to_float(y) * t.m[r] + t.o[r * t.ldo + e] * t.alpha[r]);
+  }
 }
 
 // D = rowsum(dO * O) per (b*NH + h, i): one warp per row.
@@ -316,8 +339,8 @@ __global__ void delta_kernel(float* delta, const E* dout, const E* out, Shape s,
   const int64_t row = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
-  const int64_t bh = row / s.T, i = row % s.T, b = bh / s.NH, h = bh % s.NH;
-  const int64_t off = (b * s.T + i) * s.C + h * s.hd;
+  const int64_t bh = row / s.blk.Tq, i = row % s.blk.Tq, b = bh / s.NH, h = bh % s.NH;
+  const int64_t off = (b * s.blk.Tq + i) * s.C + h * s.hd;
   float acc = 0.0f;
   for (int e = lane; e < s.hd; e += 32) acc += to_float(dout[off + e]) * to_float(out[off + e]);
   acc = warp_sum(acc);
@@ -331,10 +354,10 @@ __device__ void probabilities_and_dscores(BwdSmem<E>& t, const Shape& s, int bh,
                                           int j0, int nk, const DropoutParams& drop) {
   for (int x = threadIdx.x; x < s.bq * s.bk; x += kThreads) {
     const int r = x / s.bk, j = x % s.bk, i = i0 + r;
-    const bool live = r < nq && j < nk && j0 + j <= i;
+    const bool live = r < nq && j < s.blk.live(i, j0, nk);
     float pd = 0.0f, ds = 0.0f;
     if (live) {
-      const uint64_t ctr = attention_counter(bh, s.T, i, j0 + j);
+      const uint64_t ctr = s.blk.counter(bh, i, j0 + j);
       const float p = online_softmax_prob(t.s[r * t.lds + j], t.lse[r]);
       pd = drop.p > 0.0f ? dropout_apply(p, drop, ctr) : p;
       const float dp = t.dp[r * t.lds + j];
@@ -349,7 +372,7 @@ __device__ void probabilities_and_dscores(BwdSmem<E>& t, const Shape& s, int bh,
 template <typename E>
 __device__ void load_query_tile(BwdSmem<E>& t, const Shape& s, const E* q, const E* dout,
                                 const float* lse, const float* delta, int i0, int nq) {
-  load_tile(t.q, t.ldh, q + i0 * s.C3, s.C3, nq, s.bq, s.hd, s.hdp);
+  load_tile(t.q, t.ldh, q + i0 * s.blk.ldq, s.blk.ldq, nq, s.bq, s.hd, s.hdp);
   load_tile(t.dout, t.ldh, dout + int64_t{i0} * s.C, s.C, nq, s.bq, s.hd, s.hdp);
   for (int r = threadIdx.x; r < s.bq; r += kThreads) {
     t.lse[r] = r < nq ? lse[i0 + r] : 0.0f;
@@ -363,41 +386,45 @@ __device__ void scores_and_dp(BwdSmem<E>& t, const Shape& s) {
   tile_mma<E, false, true>(t.dp, t.lds, t.dout, t.ldh, t.v, t.ldh, s.bq, s.bk, s.hdp, 1.0f, false);
 }
 
-// Stores rows x hd of an fp32 tile into a [*, hd] view with row stride ld.
-template <typename E>
-__device__ void store_tile(E* dst, int64_t ld, const float* src, int lds, int rows, int hd) {
+// Stores (or with `add` adds) rows x hd of an fp32 tile into a [*, hd] view with row stride ld.
+template <typename G>
+__device__ void store_tile(G* dst, int64_t ld, const float* src, int lds, int rows, int hd,
+                           bool add) {
   for (int x = threadIdx.x; x < rows * hd; x += kThreads) {
     const int r = x / hd, e = x % hd;
-    dst[r * ld + e] = from_float<E>(src[r * lds + e]);
+    const float v = src[r * lds + e];
+    dst[r * ld + e] = from_float<G>(add ? to_float(dst[r * ld + e]) + v : v);
   }
 }
 
 // One block per (key tile, b·NKV + key/value head): dK and dV of the tile sum the query tiles of
 // every query head of the group, in head order, in the block's fp32 accumulators.
-template <typename E>
+template <typename E, typename G>
 __global__ void __launch_bounds__(kThreads)
-    dkdv_kernel(E* dqkv, const E* dout, const E* qkv, const float* lse, const float* delta, Shape s,
-                DropoutParams drop) {
+    dkdv_kernel(AttentionGrads<G> g, const E* dout, AttentionOperands<E> x, const float* lse,
+                const float* delta, Shape s, DropoutParams drop) {
   extern __shared__ __align__(128) unsigned char smem[];
   Carve c{smem};
   BwdSmem<E> t(c, s, true);
+  const AttentionBlock& blk = s.blk;
   const int64_t bkv = folded_y();
   if (bkv >= int64_t{s.BH / s.rep()}) return;  // padding of the last grid plane
   const int b = static_cast<int>(bkv / s.NKV), h0 = static_cast<int>(bkv % s.NKV) * s.rep();
-  const int j0 = blockIdx.x * s.bk, nk = min(s.bk, s.T - j0);
-  const int64_t row0 = int64_t{b} * s.T * s.C3;
-  load_tile(t.k, t.ldh, qkv + row0 + s.k_off(h0) + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
-  load_tile(t.v, t.ldh, qkv + row0 + s.v_off(h0) + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+  const int j0 = blockIdx.x * s.bk, nk = min(s.bk, blk.Tk - j0);
+  const E* k = x.k + b * x.batch_kv + s.kv_col(h0);
+  const E* v = x.v + b * x.batch_kv + s.kv_col(h0);
+  load_tile(t.k, t.ldh, k + j0 * blk.ldkv, blk.ldkv, nk, s.bk, s.hd, s.hdp);
+  load_tile(t.v, t.ldh, v + j0 * blk.ldkv, blk.ldkv, nk, s.bk, s.hd, s.hdp);
   fill(t.acc_a, t.lda, s.bk, s.hdp, 0.0f);
   fill(t.acc_b, t.lda, s.bk, s.hdp, 0.0f);
   for (int h = h0; h < h0 + s.rep(); ++h) {
     const int bh = b * s.NH + h;
-    const E* q = qkv + row0 + int64_t{h} * s.hd;
-    const E* dy = dout + int64_t{b} * s.T * s.C + int64_t{h} * s.hd;
-    const float* L = lse + int64_t{bh} * s.T;
-    const float* D = delta + int64_t{bh} * s.T;
-    for (int i0 = j0 / s.bq * s.bq; i0 < s.T; i0 += s.bq) {
-      const int nq = min(s.bq, s.T - i0);
+    const E* q = x.q + b * x.batch_q + int64_t{h} * s.hd;
+    const E* dy = dout + int64_t{b} * blk.Tq * s.C + int64_t{h} * s.hd;
+    const float* L = lse + int64_t{bh} * blk.ld_lse;
+    const float* D = delta + int64_t{bh} * blk.Tq;
+    for (int i0 = blk.first_row(j0) / s.bq * s.bq; i0 < blk.Tq; i0 += s.bq) {
+      const int nq = min(s.bq, blk.Tq - i0);
       load_query_tile(t, s, q, dy, L, D, i0, nq);
       __syncthreads();
       scores_and_dp(t, s);
@@ -412,31 +439,34 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();
     }
   }
-  store_tile(dqkv + row0 + s.k_off(h0) + j0 * s.C3, s.C3, t.acc_a, t.lda, nk, s.hd);
-  store_tile(dqkv + row0 + s.v_off(h0) + j0 * s.C3, s.C3, t.acc_b, t.lda, nk, s.hd);
+  const int64_t at = b * g.batch_kv + s.kv_col(h0) + j0 * g.ldkv;
+  store_tile(g.k + at, g.ldkv, t.acc_a, t.lda, nk, s.hd, g.add);
+  store_tile(g.v + at, g.ldkv, t.acc_b, t.lda, nk, s.hd, g.add);
 }
 
-template <typename E>
+template <typename E, typename G>
 __global__ void __launch_bounds__(kThreads)
-    dq_kernel(E* dqkv, const E* dout, const E* qkv, const float* lse, const float* delta, Shape s,
-              DropoutParams drop) {
+    dq_kernel(AttentionGrads<G> g, const E* dout, AttentionOperands<E> x, const float* lse,
+              const float* delta, Shape s, DropoutParams drop) {
   extern __shared__ __align__(128) unsigned char smem[];
   Carve c{smem};
   BwdSmem<E> t(c, s, false);
+  const AttentionBlock& blk = s.blk;
   const int qb = gridDim.x - 1 - blockIdx.x;  // the longest rows first
   if (folded_y() >= s.BH) return;             // padding of the last grid plane
   const int bh = static_cast<int>(folded_y()), b = bh / s.NH, h = bh % s.NH;
-  const int i0 = qb * s.bq, nq = min(s.bq, s.T - i0), keys = i0 + nq;
-  const int64_t qoff = int64_t{b} * s.T * s.C3 + int64_t{h} * s.hd;
-  const E* q = qkv + qoff;
-  const E* dy = dout + int64_t{b} * s.T * s.C + int64_t{h} * s.hd;
-  const E* row0 = qkv + int64_t{b} * s.T * s.C3;
-  load_query_tile(t, s, q, dy, lse + int64_t{bh} * s.T, delta + int64_t{bh} * s.T, i0, nq);
+  const int i0 = qb * s.bq, nq = min(s.bq, blk.Tq - i0), keys = blk.keys(i0 + nq);
+  const E* q = x.q + b * x.batch_q + int64_t{h} * s.hd;
+  const E* dy = dout + int64_t{b} * blk.Tq * s.C + int64_t{h} * s.hd;
+  const E* k = x.k + b * x.batch_kv + s.kv_col(h);
+  const E* v = x.v + b * x.batch_kv + s.kv_col(h);
+  load_query_tile(t, s, q, dy, lse + int64_t{bh} * blk.ld_lse, delta + int64_t{bh} * blk.Tq, i0,
+                  nq);
   fill(t.acc_a, t.lda, s.bq, s.hdp, 0.0f);
   for (int j0 = 0; j0 < keys; j0 += s.bk) {
     const int nk = min(s.bk, keys - j0);
-    load_tile(t.k, t.ldh, row0 + s.k_off(h) + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
-    load_tile(t.v, t.ldh, row0 + s.v_off(h) + j0 * s.C3, s.C3, nk, s.bk, s.hd, s.hdp);
+    load_tile(t.k, t.ldh, k + j0 * blk.ldkv, blk.ldkv, nk, s.bk, s.hd, s.hdp);
+    load_tile(t.v, t.ldh, v + j0 * blk.ldkv, blk.ldkv, nk, s.bk, s.hd, s.hdp);
     __syncthreads();
     scores_and_dp(t, s);
     __syncthreads();
@@ -447,7 +477,8 @@ __global__ void __launch_bounds__(kThreads)
                               true);
     __syncthreads();
   }
-  store_tile(dqkv + qoff + i0 * s.C3, s.C3, t.acc_a, t.lda, nq, s.hd);
+  store_tile(g.q + b * g.batch_q + int64_t{h} * s.hd + i0 * g.ldq, g.ldq, t.acc_a, t.lda, nq, s.hd,
+             g.add);
 }
 
 int smem_optin_limit() {
@@ -479,7 +510,8 @@ Shape make_shape(int B, int T, int C, int NH, int NKV, const DropoutParams& drop
                   tile,
                   tile,
                   NKV,
-                  int64_t{NKV} * hd};
+                  int64_t{NKV} * hd,
+                  AttentionBlock::whole(T, int64_t{C} + 2 * int64_t{NKV} * hd)};
     *smem = bytes(s);
     if (*smem <= limit) return s;
   }
@@ -494,6 +526,55 @@ void allow_smem(Kernel kernel, size_t bytes) {
                                         static_cast<int>(bytes)));
 }
 
+// The shape of a block's launches: one sample of blk.Tq query rows.
+template <typename SmemBytes>
+Shape block_shape(int C, int NH, int NKV, const AttentionBlock& blk, const DropoutParams& drop,
+                  SmemBytes bytes, size_t* smem) {
+  ZT_CU_CHECK(blk.Tq > 0 && blk.Tk > 0 && blk.q_pos >= 0 && blk.k_pos >= 0 &&
+                  blk.q_pos + blk.Tq <= blk.seq && blk.k_pos + blk.Tk <= blk.seq &&
+                  blk.ld_lse >= blk.Tq && blk.ldq >= C && blk.ldkv >= int64_t{NKV} * (C / NH),
+              cat("attention block: bad placement Tq=", blk.Tq, " Tk=", blk.Tk,
+                  " q_pos=", blk.q_pos, " k_pos=", blk.k_pos, " seq=", blk.seq));
+  Shape s = make_shape(1, blk.Tq, C, NH, NKV, drop, bytes, smem);
+  s.blk = blk;
+  return s;
+}
+
+template <typename E>
+AttentionOperands<E> whole_sequences(const E* qkv, const Shape& s) {
+  const int64_t batch = int64_t{s.T} * s.C3;
+  return {qkv, qkv + s.C, qkv + s.C + s.Ckv, batch, batch};
+}
+
+template <typename E, typename Out>
+void launch_forward(Out* out, float* lse, const AttentionOperands<E>& x, const Shape& s,
+                    size_t smem, const DropoutParams& drop, bool merge, cudaStream_t stream) {
+  allow_smem(forward_kernel<E, Out>, smem);
+  const dim3 grid = fold_y(static_cast<unsigned>((s.blk.Tq + s.bq - 1) / s.bq), s.BH);
+  forward_kernel<E, Out><<<grid, kThreads, smem, stream>>>(out, lse, x, s, drop, merge);
+  ZT_CU_CUDA_CHECK(cudaGetLastError());
+}
+
+// delta, then dK and dV, then dQ (kernels in stream order).
+template <typename E, typename G>
+void launch_backward(const AttentionGrads<G>& g, float* delta, const E* dout, const E* out,
+                     const AttentionOperands<E>& x, const float* lse, const Shape& s, size_t smem,
+                     const DropoutParams& drop, cudaStream_t stream) {
+  const int64_t rows = s.BH * s.blk.Tq;
+  delta_kernel<E><<<static_cast<unsigned>((rows * 32 + 255) / 256), 256, 0, stream>>>(delta, dout,
+                                                                                      out, s, rows);
+  ZT_CU_CUDA_CHECK(cudaGetLastError());
+  allow_smem(dkdv_kernel<E, G>, smem);
+  const dim3 grid_k = fold_y(static_cast<unsigned>((s.blk.Tk + s.bk - 1) / s.bk), s.BH / s.rep());
+  dkdv_kernel<E, G><<<grid_k, kThreads, smem, stream>>>(g, dout, x, lse, delta, s, drop);
+  ZT_CU_CUDA_CHECK(cudaGetLastError());
+  const size_t smem_q = bwd_smem_bytes<E>(s, false);
+  allow_smem(dq_kernel<E, G>, smem_q);
+  const dim3 grid_q = fold_y(static_cast<unsigned>((s.blk.Tq + s.bq - 1) / s.bq), s.BH);
+  dq_kernel<E, G><<<grid_q, kThreads, smem_q, stream>>>(g, dout, x, lse, delta, s, drop);
+  ZT_CU_CUDA_CHECK(cudaGetLastError());
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -504,10 +585,7 @@ void Kernels::attention_forward(E* out, float* lse, const E* qkv, int B, int T, 
   const detail::Shape s = detail::make_shape(
       B, T, C, NH, NKV, drop, [](const detail::Shape& x) { return detail::fwd_smem_bytes<E>(x); },
       &smem);
-  detail::allow_smem(detail::forward_kernel<E>, smem);
-  const dim3 grid = detail::fold_y(static_cast<unsigned>((T + s.bq - 1) / s.bq), s.BH);
-  detail::forward_kernel<E><<<grid, detail::kThreads, smem, stream>>>(out, lse, qkv, s, drop);
-  ZT_CU_CUDA_CHECK(cudaGetLastError());
+  detail::launch_forward(out, lse, detail::whole_sequences(qkv, s), s, smem, drop, false, stream);
 }
 
 template <typename E>
@@ -518,30 +596,50 @@ void Kernels::attention_backward(E* dqkv, float* delta, const E* dout, const E* 
   const detail::Shape s = detail::make_shape(
       B, T, C, NH, NKV, drop,
       [](const detail::Shape& x) { return detail::bwd_smem_bytes<E>(x, true); }, &smem);
-  const int64_t rows = int64_t{B} * NH * T;
-  detail::delta_kernel<E><<<static_cast<unsigned>((rows * 32 + 255) / 256), 256, 0, stream>>>(
-      delta, dout, out, s, rows);
-  ZT_CU_CUDA_CHECK(cudaGetLastError());
-  detail::allow_smem(detail::dkdv_kernel<E>, smem);
-  const dim3 grid_k =
-      detail::fold_y(static_cast<unsigned>((T + s.bk - 1) / s.bk), int64_t{B} * NKV);
-  detail::dkdv_kernel<E>
-      <<<grid_k, detail::kThreads, smem, stream>>>(dqkv, dout, qkv, lse, delta, s, drop);
-  ZT_CU_CUDA_CHECK(cudaGetLastError());
-  const size_t smem_q = detail::bwd_smem_bytes<E>(s, false);
-  detail::allow_smem(detail::dq_kernel<E>, smem_q);
-  const dim3 grid_q = detail::fold_y(static_cast<unsigned>((T + s.bq - 1) / s.bq), s.BH);
-  detail::dq_kernel<E>
-      <<<grid_q, detail::kThreads, smem_q, stream>>>(dqkv, dout, qkv, lse, delta, s, drop);
-  ZT_CU_CUDA_CHECK(cudaGetLastError());
+  const int64_t batch = int64_t{T} * s.C3;
+  const AttentionGrads<E> g{dqkv, dqkv + C, dqkv + C + s.Ckv, s.C3, s.C3, batch, batch, false};
+  detail::launch_backward(g, delta, dout, out, detail::whole_sequences(qkv, s), lse, s, smem, drop,
+                          stream);
 }
 
-#define ZT_ATTENTION(E)                                                                      \
-  template void Kernels::attention_forward<E>(E*, float*, const E*, int, int, int, int, int, \
-                                              const DropoutParams&, cudaStream_t);           \
-  template void Kernels::attention_backward<E>(E*, float*, const E*, const E*, const E*,     \
-                                               const float*, int, int, int, int, int,        \
-                                               const DropoutParams&, cudaStream_t);
+template <typename E>
+void Kernels::attention_block_forward(float* out, float* lse, const E* q, const E* kv, int C,
+                                      int NH, int NKV, const AttentionBlock& blk, bool merge,
+                                      const DropoutParams& drop, cudaStream_t stream) {
+  size_t smem = 0;
+  const detail::Shape s = detail::block_shape(
+      C, NH, NKV, blk, drop, [](const detail::Shape& x) { return detail::fwd_smem_bytes<E>(x); },
+      &smem);
+  const AttentionOperands<E> x{q, kv, kv + s.Ckv, 0, 0};
+  detail::launch_forward(out, lse, x, s, smem, drop, merge, stream);
+}
+
+template <typename E>
+void Kernels::attention_block_backward(float* dq, float* dkv, float* delta, const E* dout,
+                                       const E* out, const E* q, const E* kv, const float* lse,
+                                       int C, int NH, int NKV, const AttentionBlock& blk,
+                                       const DropoutParams& drop, cudaStream_t stream) {
+  size_t smem = 0;
+  const detail::Shape s = detail::block_shape(
+      C, NH, NKV, blk, drop,
+      [](const detail::Shape& x) { return detail::bwd_smem_bytes<E>(x, true); }, &smem);
+  const AttentionOperands<E> x{q, kv, kv + s.Ckv, 0, 0};
+  const AttentionGrads<float> g{dq, dkv, dkv + s.Ckv, C, 2 * s.Ckv, 0, 0, true};
+  detail::launch_backward(g, delta, dout, out, x, lse, s, smem, drop, stream);
+}
+
+#define ZT_ATTENTION(E)                                                                            \
+  template void Kernels::attention_forward<E>(E*, float*, const E*, int, int, int, int, int,       \
+                                              const DropoutParams&, cudaStream_t);                 \
+  template void Kernels::attention_backward<E>(E*, float*, const E*, const E*, const E*,           \
+                                               const float*, int, int, int, int, int,              \
+                                               const DropoutParams&, cudaStream_t);                \
+  template void Kernels::attention_block_forward<E>(float*, float*, const E*, const E*, int, int,  \
+                                                    int, const AttentionBlock&, bool,              \
+                                                    const DropoutParams&, cudaStream_t);           \
+  template void Kernels::attention_block_backward<E>(                                              \
+      float*, float*, float*, const E*, const E*, const E*, const E*, const float*, int, int, int, \
+      const AttentionBlock&, const DropoutParams&, cudaStream_t);
 ZT_ATTENTION(float)
 ZT_ATTENTION(bf16)
 ZT_ATTENTION(fp16)

@@ -167,6 +167,13 @@ void Kernels::rope_forward_at(T* qkv, int n, int pos0, int NH, int NKV, int hd,
   detail::rope(qkv, 1, n, pos0, NH, NKV, hd, freqs, 1.0f, stream);
 }
 
+template <typename T>
+void Kernels::rope_backward_at(T* dqkv, int n, int pos0, int NH, int NKV, int hd,
+                               const RopeFreqs& freqs, cudaStream_t stream) {
+  ZT_CU_CHECK(pos0 >= 0, detail::cat("rope_backward_at: position ", pos0, " < 0"));
+  detail::rope(dqkv, 1, n, pos0, NH, NKV, hd, freqs, -1.0f, stream);
+}
+
 #define ZT_LLAMA(T)                                                                              \
   template void Kernels::rmsnorm_forward<T>(T*, float*, const T*, const T*, int, int, float,     \
                                             cudaStream_t);                                       \
@@ -179,7 +186,9 @@ void Kernels::rope_forward_at(T* qkv, int n, int pos0, int NH, int NKV, int hd,
   template void Kernels::rope_backward<T>(T*, int, int, int, int, int, const RopeFreqs&,         \
                                           cudaStream_t);                                         \
   template void Kernels::rope_forward_at<T>(T*, int, int, int, int, int, const RopeFreqs&,       \
-                                            cudaStream_t);
+                                            cudaStream_t);                                       \
+  template void Kernels::rope_backward_at<T>(T*, int, int, int, int, int, const RopeFreqs&,      \
+                                             cudaStream_t);
 ZT_LLAMA(float)
 ZT_LLAMA(bf16)
 ZT_LLAMA(fp16)

@@ -112,5 +112,79 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
                                            AttnCase{1, 133, 96, 6, 0.1f, 2},
                                            AttnCase{2, 200, 256, 4, 0.1f, 2}));
 
+// attention_block_forward / attention_block_backward (ring attention's blocks) against the CPU's
+// on the same inputs: a sequence of `chunks` chunks, every query chunk merging its blocks (the
+// diagonal last, one wholly masked block first), then every block's gradients summed. The CPU
+// composition equals the whole-sequence attention (tests/unit/kernels_attention_block_test.cpp).
+struct BlockCase {
+  int chunks, chunk, C, NH, NKV;
+  float p;
+};
+
+template <typename H>
+void check_blocks(const BlockCase& s, double tol_out, double tol_grad) {
+  const DropoutParams drop{s.p, 4321, 7};
+  const int T = s.chunks * s.chunk, hd = s.C / s.NH, Ckv = s.NKV * hd, row = s.C + 2 * Ckv;
+  const auto qkv = narrow<H>(random_floats(size_t(T) * row, 30, -2.0f, 2.0f));
+  const auto dout = narrow<H>(random_floats(size_t(T) * s.C, 31));
+  std::vector<H> out(size_t(T) * s.C);
+  std::vector<float> lse(size_t(s.NH) * T), delta(lse.size());
+  cpu::Kernels::attention_forward(out.data(), lse.data(), qkv.data(), 1, T, s.C, s.NH, s.NKV, drop);
+  DeviceVector<H> dq(qkv), dd(dout), dO(out);
+  DeviceVector<float> dL(lse), acc(size_t(T) * s.C), accL(lse.size()), g_q(size_t(T) * s.C),
+      g_kv(size_t(T) * 2 * Ckv), work(size_t(s.NH) * s.chunk);
+  std::vector<float> cpu_acc(size_t(T) * s.C), cpu_accL(lse.size());
+  std::vector<float> cpu_q(size_t(T) * s.C, 0.0f), cpu_kv(size_t(T) * 2 * Ckv, 0.0f);
+  std::vector<float> cpu_work(size_t(s.NH) * s.chunk);
+  g_q.upload(cpu_q);
+  g_kv.upload(cpu_kv);
+  for (int a = 0; a < s.chunks; ++a) {
+    std::vector<int> order;
+    if (a + 1 < s.chunks) order.push_back(a + 1);
+    for (int b = 0; b <= a; ++b) order.push_back(b);  // the diagonal last
+    bool merge = false;
+    for (int b : order) {
+      const AttentionBlock blk{s.chunk, s.chunk, a * s.chunk, b * s.chunk, T, row, row, T};
+      const size_t qo = size_t(a) * s.chunk, ko = size_t(b) * s.chunk;
+      cuda::Kernels::attention_block_forward(acc.get() + qo * s.C, accL.get() + qo,
+                                             dq.get() + qo * row, dq.get() + s.C + ko * row, s.C,
+                                             s.NH, s.NKV, blk, merge, drop, 0);
+      cpu::Kernels::attention_block_forward(cpu_acc.data() + qo * s.C, cpu_accL.data() + qo,
+                                            qkv.data() + qo * row, qkv.data() + s.C + ko * row, s.C,
+                                            s.NH, s.NKV, blk, merge, drop);
+      cuda::Kernels::attention_block_backward(g_q.get() + qo * s.C, g_kv.get() + ko * 2 * Ckv,
+                                              work.get(), dd.get() + qo * s.C, dO.get() + qo * s.C,
+                                              dq.get() + qo * row, dq.get() + s.C + ko * row,
+                                              dL.get() + qo, s.C, s.NH, s.NKV, blk, drop, 0);
+      cpu::Kernels::attention_block_backward(
+          cpu_q.data() + qo * s.C, cpu_kv.data() + ko * 2 * Ckv, cpu_work.data(),
+          dout.data() + qo * s.C, out.data() + qo * s.C, qkv.data() + qo * row,
+          qkv.data() + s.C + ko * row, lse.data() + qo, s.C, s.NH, s.NKV, blk, drop);
+      merge = true;
+    }
+  }
+  EXPECT_LE(rel_err(acc.host(), cpu_acc), tol_out) << "forward";
+  EXPECT_LE(rel_err(accL.host(), cpu_accL), 1e-5) << "lse";
+  EXPECT_LE(rel_err(g_q.host(), cpu_q), tol_grad) << "dq";
+  EXPECT_LE(rel_err(g_kv.host(), cpu_kv), tol_grad) << "dkv";
+}
+
+class CudaAttentionBlock : public ::testing::TestWithParam<BlockCase> {};
+
+TEST_P(CudaAttentionBlock, Fp32MatchesCpu) {
+  ZT_REQUIRE_GPU();
+  check_blocks<float>(GetParam(), 1e-5, 1e-4);
+}
+TEST_P(CudaAttentionBlock, Bf16MatchesCpu) {
+  ZT_REQUIRE_GPU();
+  check_blocks<bf16>(GetParam(), 2e-2, 2e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttentionBlock,
+                         ::testing::Values(BlockCase{4, 16, 32, 4, 4, 0.0f},
+                                           BlockCase{4, 37, 48, 3, 3, 0.1f},
+                                           BlockCase{8, 70, 64, 4, 1, 0.0f},
+                                           BlockCase{6, 65, 256, 4, 2, 0.1f}));
+
 }  // namespace
 }  // namespace zt
