@@ -62,6 +62,7 @@ GptConfig gpt_config_from(const TrainOptions& o) {
   c.dtype = working_dtype(o);
   c.sequence_parallel = o.sequence_parallel;
   c.context_parallel = o.context_parallel_size;
+  c.context_comm = o.cp_comm_type == "a2a" ? ContextComm::AllToAll : ContextComm::Ring;
   c.position_embedding = o.position_embedding_type == "rope" ? PositionEmbedding::Rope
                                                              : PositionEmbedding::LearnedAbsolute;
   c.rotary_base = static_cast<float>(o.rotary_base);

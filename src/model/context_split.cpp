@@ -10,6 +10,7 @@ ContextSplit ContextSplit::of(const GptConfig& config, comm::Communicator* group
   ContextSplit s;
   s.size = config.context_parallel;
   s.seq = config.seq_length;
+  s.comm = config.context_comm;
   const int members = group != nullptr ? group->size() : 1;
   ZT_CHECK(members == s.size, "a context split of {} ranks over a group of {}", s.size, members);
   if (s.active()) {

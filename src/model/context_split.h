@@ -10,17 +10,27 @@
 // dropout counters, so cp ranks draw exactly the masks one rank draws.
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "src/comm/communicator.h"
 #include "src/model/gpt_config.h"
 
 namespace zt {
 
+// One block of ring attention (context_ring.h): this rank's chunk `q` (0 or 1: chunk r or
+// 2·cp−1−r) of queries against chunk `kv` of the keys and values it holds at a ring step (those of
+// some rank src), causal when both are the same chunk of the sequence.
+struct RingBlock {
+  int q = 0, kv = 0;
+  bool diagonal = false;
+};
+
 struct ContextSplit {
-  int size = 1;                         // ranks of the context group
-  int rank = 0;                         // this rank's place in it
-  int seq = 0;                          // tokens of a whole sample
-  comm::Communicator* group = nullptr;  // null at size 1
+  int size = 1;                          // ranks of the context group
+  int rank = 0;                          // this rank's place in it
+  int seq = 0;                           // tokens of a whole sample
+  comm::Communicator* group = nullptr;   // null at size 1
+  ContextComm comm = ContextComm::Ring;  // how attention exchanges (GptConfig::context_comm)
 
   bool active() const { return size > 1; }
   int local() const { return seq / size; }        // tokens of a sample this rank holds
@@ -31,6 +41,20 @@ struct ContextSplit {
   int position(int t) const {
     if (!active()) return t;
     return chunk_start(rank, t / chunk()) + t % chunk();
+  }
+  // The chunk index in the sequence of rank r's chunk k.
+  int chunk_index(int r, int k) const { return k == 0 ? r : 2 * size - 1 - r; }
+  // The blocks rank r computes with the keys and values of rank src: every pair of its query
+  // chunk and src's key chunk with the key chunk at or before the query chunk — three when
+  // src = r (two causal), else two whole ones, so every rank's work is the same at every step.
+  std::vector<RingBlock> ring_blocks(int r, int src) const {
+    std::vector<RingBlock> out;
+    for (int k = 0; k < 2; ++k)
+      for (int m = 0; m < 2; ++m) {
+        const int a = chunk_index(r, k), b = chunk_index(src, m);
+        if (b <= a) out.push_back({k, m, a == b});
+      }
+    return out;
   }
   // `group` of size config.context_parallel (null: one rank).
   static ContextSplit of(const GptConfig& config, comm::Communicator* group);

@@ -49,10 +49,15 @@ int64_t Gpt::held_params_elems(const GptConfig& c, const ParamLayout& layout, in
 
 size_t Gpt::kernel_scratch_bytes(const GptConfig& c, int micro_batch, int tp_size) {
   // With tensor parallelism attention runs one sample per call (transformer_layer.cpp).
-  // Under context parallelism one sample per call too, over the whole sequence and 1/cp of the
-  // heads (context_attention.h).
+  // Under context parallelism one sample per call too: by all-to-all over the whole sequence and
+  // 1/cp of the heads (context_attention.h), in the ring one chunk's block (context_ring.h).
   const TpDims d = TpDims::of(c, tp_size, 0);
   const int g = c.context_parallel;
+  if (g > 1 && c.context_comm == ContextComm::Ring) {  // blocks of one chunk (context_ring.h)
+    const size_t per = cpu_attention_block_scratch_per_thread(c.seq_length / (2 * g), d.hidden,
+                                                              d.heads, d.kv_heads, c.dtype);
+    return per * static_cast<size_t>(cpu_kernel_threads());
+  }
   const int kv = d.kv_heads * (g > 1 ? context_kv_replicas(c, tp_size) : 1) / g;
   const size_t per = cpu_attention_scratch_per_thread(
       tp_size > 1 || g > 1 ? 1 : micro_batch, c.seq_length, d.hidden / g, d.heads / g, kv, c.dtype);

@@ -154,15 +154,17 @@ void validate_context_parallel(const GptConfig& c, int tp) {
              "--context-parallel-size {}: --seq-length {} is not divisible into 2 x {} = {} equal "
              "chunks; use a --seq-length that is a multiple of {}",
              cp, c.seq_length, cp, 2 * cp, 2 * cp);
+  if (c.context_comm == ContextComm::Ring) return;
   const int heads = c.heads / tp, kv = c.kv_heads() / tp;
   ZT_REQUIRE(heads % cp == 0 && (kv % cp == 0 || cp % kv == 0),
-             "--context-parallel-size {}: a tensor-parallel rank's {} attention heads must be "
-             "divisible by it and its {} key/value heads divisible by it or dividing it; use a "
-             "context size that does",
+             "--context-parallel-size {} --cp-comm-type a2a: a tensor-parallel rank's {} "
+             "attention heads must be divisible by it and its {} key/value heads divisible by it "
+             "or dividing it; use --cp-comm-type p2p or a context size that does",
              cp, heads, kv);
 }
 
 int context_kv_replicas(const GptConfig& c, int tp) {
+  if (c.context_comm == ContextComm::Ring) return 1;
   const int kv = c.kv_heads() / tp;
   return c.context_parallel > kv ? c.context_parallel / kv : 1;
 }

@@ -16,6 +16,10 @@ namespace zt {
 enum class PositionEmbedding : uint8_t { LearnedAbsolute, Rope };
 // Megatron-LM's --normalization: LayerNorm (weight and bias) or RMSNorm (weight only).
 enum class Normalization : uint8_t { LayerNorm, RMSNorm };
+// How context-parallel attention exchanges over the context ranks: Ring (Megatron's p2p: keys and
+// values travel round the ranks, src/model/context_ring.h) or AllToAll (Megatron's a2a,
+// DeepSpeed-Ulysses: whole sequences of 1/cp of the heads, src/model/context_attention.h).
+enum class ContextComm : uint8_t { Ring, AllToAll };
 
 struct GptConfig {
   int num_layers = 2;
@@ -36,6 +40,8 @@ struct GptConfig {
   // Megatron's --context-parallel-size: each sample's tokens are split over this many ranks
   // (src/model/context_split.h); a rank's activations hold local_seq() tokens per sample.
   int context_parallel = 1;
+  // Megatron's --cp-comm-type: how attention exchanges over the context ranks.
+  ContextComm context_comm = ContextComm::Ring;
   // The architecture choices (docs/design/llama.md). The defaults are GPT-2.
   PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;
   float rotary_base = 10000.0f;  // theta of the rotary frequencies theta^(-2i/head_dim)
@@ -104,12 +110,12 @@ void validate_architecture(const GptConfig& config);
 void validate_tensor_parallel(const GptConfig& config, int tp);
 
 // The checks context parallelism puts on the shape, as zt::InputError naming the flag to change:
-// the sequence in 2·cp equal chunks; the heads of a tensor-parallel rank divisible by cp, and its
-// key/value heads divisible by cp or dividing it (the all-to-all hands each context rank whole
-// heads: src/model/context_attention.h).
+// the sequence in 2·cp equal chunks; under the all-to-all the heads of a tensor-parallel rank
+// divisible by cp, and its key/value heads divisible by cp or dividing it (it hands each context
+// rank whole heads: src/model/context_attention.h).
 void validate_context_parallel(const GptConfig& config, int tp);
-// Context ranks that take the same key/value head of a tensor-parallel rank: cp / its key/value
-// heads when they are fewer than cp, else 1.
+// Context ranks that take the same key/value head of a tensor-parallel rank under the all-to-all:
+// cp / its key/value heads when they are fewer than cp, else 1 (always 1 in the ring).
 int context_kv_replicas(const GptConfig& config, int tp);
 // The width of a tensor-parallel rank's q|k|v rows as the context ranks hold them over the
 // all-to-all: Cl + 2·replicas·Ckv (its own rows' width at one replica).

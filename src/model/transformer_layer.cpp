@@ -1,6 +1,7 @@
 #include "src/model/transformer_layer.h"
 
 #include "src/model/context_attention.h"
+#include "src/model/context_ring.h"
 
 #include "src/tensor_parallel/mappings.h"
 #include "src/tensor_parallel/rng_tracker.h"
@@ -12,6 +13,42 @@ namespace {
 Ref carve_typed(Arena& arena, int64_t n, DType t) {
   return {arena.carve({n}, t).data(), t};
 }
+
+// Ring attention's buffers (context_ring.h) in the scratch attention leaves free, forward and
+// backward: the MLP's, d_a and the layernorm output rows. Each buffer takes the first region with
+// room left, in the order below; one that fits in none is carved. bytes() and carve() walk the
+// same placement, so the planner's arena is the one carved.
+struct RingFit {
+  static constexpr int kBuffers = 5;  // kv ×2, the fp32 accumulator, dkv ×2
+  size_t want[kBuffers] = {};
+  int region[kBuffers] = {};  // -1: carved
+  size_t offset[kBuffers] = {};
+  size_t carved = 0;  // bytes carved
+
+  RingFit(const GptConfig& c, int micro_batch, int tp_size) {
+    const TpDims t = TpDims::of(c, tp_size, 0);
+    const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.local_seq());
+    const size_t e = dtype_size(c.dtype), kv = 2 * static_cast<size_t>(t.kv_hidden);
+    const size_t h = static_cast<size_t>(c.hidden), f = static_cast<size_t>(t.ffn);
+    const size_t f1 = c.swiglu ? 2 * f : f;
+    const size_t sizes[kBuffers] = {n * kv * e, n * kv * e, n * static_cast<size_t>(t.hidden) * 4,
+                                    n * kv * 4, n * kv * 4};
+    const size_t room[] = {n * f1 * e, n * f * e, n * h * e, n * h * e};
+    size_t used[std::size(room)] = {};
+    for (int b = 0; b < kBuffers; ++b) {
+      want[b] = Arena::aligned(sizes[b]);
+      region[b] = -1;
+      for (size_t r = 0; r < std::size(room); ++r)
+        if (used[r] + want[b] <= room[r]) {
+          region[b] = static_cast<int>(r);
+          offset[b] = used[r];
+          used[r] += want[b];
+          break;
+        }
+      if (region[b] < 0) carved += want[b];
+    }
+  }
+};
 
 }  // namespace
 
@@ -62,11 +99,14 @@ size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
   const size_t rows = static_cast<size_t>(micro_batch) * static_cast<size_t>(t.heads) *
                       static_cast<size_t>(c.local_seq());
   const size_t e = dtype_size(c.dtype);
-  // Context parallelism's all-to-all buffers: in the MLP's scratch where it is wide enough.
+  // Context parallelism's buffers: the all-to-all's in the MLP's scratch where it is wide enough,
+  // the ring's as RingFit places them.
   const auto a2a = static_cast<size_t>(context_qkv_width(c, tp_size));
-  const size_t cp = c.context_parallel > 1 ? (f1 < a2a ? Arena::aligned(n * a2a * e) : 0) +
-                                                 (f < a2a ? Arena::aligned(n * a2a * e) : 0)
-                                           : 0;
+  size_t cp = 0;
+  if (c.context_parallel > 1 && c.context_comm == ContextComm::AllToAll)
+    cp = (f1 < a2a ? Arena::aligned(n * a2a * e) : 0) + (f < a2a ? Arena::aligned(n * a2a * e) : 0);
+  if (c.context_parallel > 1 && c.context_comm == ContextComm::Ring)
+    cp = RingFit(c, micro_batch, tp_size).carved;
   return Arena::aligned(n * h * e) * 3 + Arena::aligned(n * f * e) + Arena::aligned(n * f1 * e) +
          (c.swiglu ? Arena::aligned(n * f * e) : 0) + Arena::aligned(n * qkv * e) +
          Arena::aligned(rows * sizeof(float)) + Arena::aligned(n * e) +
@@ -89,7 +129,22 @@ LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_bat
   s.delta = arena.carve({rows}, DType::F32).f32();
   s.ones = carve_typed(arena, n, c.dtype);
   if (splits_sequence(c, tp_size)) s.ln_grads = arena.carve({2 * h}, DType::F32).f32();
-  if (c.context_parallel > 1) {
+  if (c.context_parallel > 1 && c.context_comm == ContextComm::Ring) {
+    const RingFit fit(c, micro_batch, tp_size);
+    void* at[RingFit::kBuffers] = {};
+    unsigned char* room[] = {
+        static_cast<unsigned char*>(s.d_ff.p), static_cast<unsigned char*>(s.ff.p),
+        static_cast<unsigned char*>(s.d_a.p), static_cast<unsigned char*>(s.ln.p)};
+    for (int b = 0; b < RingFit::kBuffers; ++b)
+      at[b] = fit.region[b] >= 0
+                  ? static_cast<void*>(room[fit.region[b]] + fit.offset[b])
+                  : arena.carve({static_cast<int64_t>(fit.want[b] / 4)}, DType::F32).data();
+    s.ring_kv[0] = {at[0], c.dtype};
+    s.ring_kv[1] = {at[1], c.dtype};
+    s.ring_acc = static_cast<float*>(at[2]);
+    s.ring_dkv[0] = static_cast<float*>(at[3]);
+    s.ring_dkv[1] = static_cast<float*>(at[4]);
+  } else if (c.context_parallel > 1) {
     // Free while attention runs, forward and backward (context_attention.h): the MLP's scratch
     // and the layernorm output and input-gradient rows ([N, C], C >= Cl).
     const int64_t a2a = context_qkv_width(c, tp_size);
@@ -294,7 +349,10 @@ void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRe
   }
   gather_rows(d, s.ln);
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
-  if (d.cp.active()) {
+  if (d.cp.active() && d.cp.comm == ContextComm::Ring) {
+    chunked_linear_forward(be, src, p.qkv, a.qkv, s.ln, N, true);
+    ring_attention_forward(d, s, a.qkv, a.lse, a.atty, drop.attention);
+  } else if (d.cp.active()) {
     // The projection's output is this rank's tokens; a.qkv keeps the head-split whole sequences.
     chunked_linear_forward(be, src, p.qkv, s.d_qkv, s.ln, N, true);
     context_attention_forward(d, s, s.d_qkv, a.qkv, a.lse, a.atty, drop.attention);
@@ -368,7 +426,9 @@ void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CR
   gather_rows(d, s.d_a);
   chunked_linear_backward_input(be, src, p.proj, s.d_b, s.d_a, N);
   chunked_linear_backward_params(be, src, p.proj, s.d_a, a.atty, s.ones, N);
-  if (d.cp.active()) {
+  if (d.cp.active() && d.cp.comm == ContextComm::Ring) {
+    ring_attention_backward(d, s, s.d_b, a.qkv, a.lse, a.atty, s.d_qkv, drop.attention);
+  } else if (d.cp.active()) {
     context_attention_backward(d, s, s.d_b, a.qkv, a.lse, a.atty, s.d_qkv, drop.attention);
   } else {
     attention_backward(d, s.d_qkv, s.delta, s.d_b, a.qkv, a.atty, a.lse, drop.attention);

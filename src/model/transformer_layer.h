@@ -58,6 +58,12 @@ struct LayerScratch {
   // [N, context_qkv_width], the head-split attention output and its gradient [N, Cl]; they share
   // the scratch above, which attention leaves free (the MLP's where wide enough, d_a and ln).
   Ref cp_send, cp_recv, cp_out, cp_dout;
+  // Ring attention only (context_ring.h): the keys and values at hand and arriving [N, 2Ckv]; the
+  // output (forward) or the query gradient (backward) [N, Cl] fp32; the key and value gradients
+  // at hand and arriving [N, 2Ckv] fp32. In the same free scratch where they fit.
+  Ref ring_kv[2];
+  float* ring_acc = nullptr;
+  float* ring_dkv[2] = {nullptr, nullptr};
   static size_t bytes(const GptConfig& c, int micro_batch, int tp_size = 1);
   static LayerScratch carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);
 };

@@ -324,7 +324,17 @@ MemoryPlan plan_memory(const PlanInput& in) {
   // Context parallel, per micro-batch and layer (context_attention.h): forward the q|k|v rows
   // [N, W] and the output [N, Cl]; backward the output, its gradient and the q|k|v gradient; a
   // recomputing store repeats the forward's. Each all-to-all of n elements counts (cp−1)/cp·n.
-  if (in.cp > 1) {
+  // The ring (context_ring.h) instead: per micro-batch and layer forward C−1 hops of the keys and
+  // values [N, 2Ckv] in the working precision, backward C−1 of them and C of their fp32
+  // gradients; a recomputing store repeats the forward's. A hop is a send and a receive, each
+  // counting its bytes.
+  if (in.cp > 1 && c.context_comm == ContextComm::Ring) {
+    const auto cp = static_cast<uint64_t>(in.cp);
+    const uint64_t kv = N * 2 * static_cast<uint64_t>(TpDims::of(c, in.tp, 0).kv_hidden);
+    const uint64_t fwd_hops = (in.checkpoint_activations ? 2 : 1) * (cp - 1);
+    p.comm_cp = a * L * 2 * ((fwd_hops + cp - 1) * kv * e + cp * kv * 4);
+    p.cp_collectives = a * L * 2 * (fwd_hops + cp - 1 + cp);
+  } else if (in.cp > 1) {
     const auto cp = static_cast<uint64_t>(in.cp), t = static_cast<uint64_t>(in.tp);
     const auto W = static_cast<uint64_t>(context_qkv_width(c, in.tp));
     const uint64_t Cl = h / t;

@@ -187,6 +187,7 @@ struct UnitCompute {
   double layer_gemm_ms = 0, head_gemm_ms = 0, layer_gemm_flops = 0, head_gemm_flops = 0;
   double layer_gemm_ideal = 0, head_gemm_ideal = 0, layer_ew_fwd = 0, head_ew = 0;
   double layer_model_flops = 0, head_model_flops = 0;
+  double layer_attn_fwd = 0, layer_attn_bwd = 0;  // attention's share of layer_fwd, layer_bwd
 };
 
 UnitCompute unit_compute(const PlanInput& in, const ClusterSpec& cl, const DeviceModel& dev) {
@@ -219,6 +220,8 @@ UnitCompute unit_compute(const PlanInput& in, const ClusterSpec& cl, const Devic
   fwd += attn_f;
   bwd += attn_b;
   UnitCompute u;
+  u.layer_attn_fwd = attn_f.ms;
+  u.layer_attn_bwd = attn_b.ms;
   // Memory-bound kernels of a layer's forward: two layernorms (read + write [N,h]), bias+GeLU
   // ([N,4h/tp]), two dropout+residual adds (2 reads + 1 write of [N,h]), the masked softmax with
   // dropout (read + write the scores, unless measured inside the attention); backward moves
@@ -337,8 +340,18 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
                       static_cast<double>(m.tp_collectives), in.working) /
               a;
     // The context group's all-to-alls too (ranks tp apart); the ring model takes the whole
-    // tensor, (cp−1)/cp of which leaves a rank (the plan's count).
-    if (in.cp > 1)
+    // tensor, (cp−1)/cp of which leaves a rank (the plan's count). Ring attention's hops instead
+    // (context_ring.h): a key/value hop runs beside one step's blocks (1/cp of the layer's
+    // attention) and costs what it takes longer; the key/value gradients' hops follow the blocks.
+    if (in.cp > 1 && c.context_comm == ContextComm::Ring) {
+      const double C = in.cp, N = static_cast<double>(in.micro_batch) * c.local_seq();
+      const double kv = N * 2.0 * TpDims::of(c, in.tp, 0).kv_hidden;
+      const double hop = comm.p2p_ms(kv * static_cast<double>(e), in.tp);
+      const double exposed_fwd = (C - 1) * std::max(0.0, hop - uc.layer_attn_fwd / C);
+      const double exposed_bwd =
+          (C - 1) * std::max(0.0, hop - uc.layer_attn_bwd / C) + C * comm.p2p_ms(kv * 4.0, in.tp);
+      x.tp_mb += L * ((in.checkpoint_activations ? 2 : 1) * exposed_fwd + exposed_bwd);
+    } else if (in.cp > 1)
       x.tp_mb +=
           comm.ms("all_to_all", in.cp, in.tp, static_cast<double>(m.comm_cp) * in.cp / (in.cp - 1),
                   static_cast<double>(m.cp_collectives), in.working) /

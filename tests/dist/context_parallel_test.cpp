@@ -1,4 +1,5 @@
-// Context parallelism (src/model/context_split.h, context_attention.h) keeps the layout invariant
+// Context parallelism (src/model/context_split.h; attention by the ring, context_ring.h, and by the
+// all-to-all, context_attention.h, each layout in both) keeps the layout invariant
 // (docs/design/architecture.md, Invariants, 1): every sample split over cp ranks, alone and with
 // tp (with and without sequence parallelism), dp with ZeRO 1 and 3, pp and the activation
 // policies, gives the one-rank run's losses and gradient norms (fp32, relative 1e-5 per step over
@@ -26,13 +27,25 @@ namespace fs = std::filesystem;
 struct Layout {
   int cp = 1, tp = 1, pp = 1, stage = 0;
   bool sp = false;
-  int act = 0;     // 0 kept, 1 checkpointed, 2 Pa, 3 Pa+cpu
-  int chunks = 1;  // model chunks per pipeline stage (> 1: the interleaved schedule)
+  int act = 0;               // 0 kept, 1 checkpointed, 2 Pa, 3 Pa+cpu
+  int chunks = 1;            // model chunks per pipeline stage (> 1: the interleaved schedule)
+  std::string comm = "p2p";  // --cp-comm-type
 };
+
+// Each layout with the ring and with the all-to-all.
+std::vector<Layout> both_comms(const std::vector<Layout>& layouts) {
+  std::vector<Layout> out;
+  for (Layout l : layouts)
+    for (const char* c : {"p2p", "a2a"}) {
+      l.comm = c;
+      out.push_back(l);
+    }
+  return out;
+}
 
 std::string name(const Layout& l) {
   static const char* acts[] = {"", " ckpt", " Pa", " Pa+cpu"};
-  return fmt::format("cp {} tp {} pp {}{} dp {} stage {}{}{}", l.cp, l.tp, l.pp,
+  return fmt::format("cp {} {} tp {} pp {}{} dp {} stage {}{}{}", l.cp, l.comm, l.tp, l.pp,
                      l.chunks > 1 ? " interleaved" : "",
                      dist::world().size() / (l.cp * l.tp * l.pp), l.stage, l.sp ? " sp" : "",
                      acts[l.act]);
@@ -40,6 +53,7 @@ std::string name(const Layout& l) {
 
 TrainOptions with(TrainOptions o, const Layout& l) {
   o.context_parallel_size = l.cp;
+  o.cp_comm_type = l.comm;
   o.tensor_model_parallel_size = l.tp;
   test::set_pipeline(o, l.pp, l.chunks);
   o.zero_stage = l.stage;
@@ -82,7 +96,7 @@ bool fits(const Layout& l) {
 
 void expect_layouts(const TrainOptions& o, const std::vector<Layout>& layouts) {
   const std::vector<StepMetrics> want = dist::train_run(o, false).steps;
-  for (const Layout& l : layouts)
+  for (const Layout& l : both_comms(layouts))
     if (fits(l)) expect_close(run(o, l), want, 1e-5, 1e-5, name(l));
 }
 
@@ -97,8 +111,8 @@ TEST(ContextParallel, LlamaMatchesOneRankWithAndWithoutDropout) {
 }
 
 // Fewer key/value heads than context ranks: 2 groups at cp 4, and one per tensor-parallel rank at
-// cp 2 x tp 2 — the context ranks reading one key/value head each receive it and their
-// gradients of it are summed.
+// cp 2 x tp 2 — under the all-to-all the context ranks reading one key/value head each receive it
+// and their gradients of it are summed (the ring passes every rank its heads whatever the count).
 TEST(ContextParallel, SharedKeyValueHeadsMatchOneRank) {
   for (double dropout : {0.0, 0.1}) {
     TrainOptions o = small_llama(dropout);
@@ -125,7 +139,7 @@ TEST(ContextParallel, HalfPrecisionWithinTolerance) {
     const double tol = bf16 ? 5e-4 : 2e-4;
     const std::vector<StepMetrics> want = dist::train_run(o, false).steps;
     double worst = 0;
-    for (const Layout& l : {Layout{2}, Layout{4}, Layout{2, 1, 1, 3}})
+    for (const Layout& l : both_comms({Layout{2}, Layout{4}, Layout{2, 1, 1, 3}}))
       if (fits(l)) worst = std::max(worst, expect_close(run(o, l), want, tol, 0, name(l)));
     if (dist::world().rank() == 0)
       std::printf("context parallel %s, %d rank(s): largest loss deviation from one rank %.3g\n",
@@ -150,7 +164,7 @@ TEST(ContextParallel, EvaluationMatchesOneRank) {
   Trainer alone(o, local, self.topology(), with_validation(o));
   alone.run(false);
   const double want = alone.evaluate();
-  for (const Layout& l : {Layout{2}, Layout{2, 1, 1, 3}}) {
+  for (const Layout& l : both_comms({Layout{2}, Layout{2, 1, 1, 3}})) {
     if (!fits(l)) continue;
     comm::Topology topo(dist::world(), l.tp, l.pp, nullptr, l.cp);
     Trainer t(with(o, l), dist::pool(), topo, with_validation(o));
@@ -162,7 +176,8 @@ TEST(ContextParallel, EvaluationMatchesOneRank) {
 // The all-to-all's traffic per step is what context_attention.h states, counted on the cp group:
 // per layer and micro-batch N·(3h + h) elements forward and N·(h + h + 3h) backward.
 TEST(ContextParallel, AllToAllBytesAreTheStatedOnes) {
-  const Layout l{2};
+  Layout l{2};
+  l.comm = "a2a";
   if (!fits(l)) GTEST_SKIP();
   TrainOptions o = with(small(0.0), l);
   o.train_iters = 1;
@@ -181,9 +196,38 @@ TEST(ContextParallel, AllToAllBytesAreTheStatedOnes) {
   EXPECT_EQ(a2a.bytes, a2a.elements / 2 * 4) << "(cp-1)/cp of fp32 elements leave the rank";
 }
 
+// The ring's traffic per step is what context_ring.h states, counted on the cp group as sends
+// and receives: per layer and micro-batch C−1 hops of the keys and values [N, 2h] forward,
+// backward C−1 of them and C of their gradients (fp32 at every precision), at cp 2 and cp 4, bf16.
+TEST(ContextParallel, RingBytesAreTheStatedOnes) {
+  for (const int cp : {2, 4}) {
+    const Layout l{cp};
+    if (!fits(l)) continue;
+    TrainOptions o = with(small(0.0), l);
+    o.bf16 = true;
+    o.train_iters = 1;
+    comm::Topology topo(dist::world(), 1, 1, nullptr, cp);
+    Trainer t(o, dist::pool(), topo);
+    const comm::CommSnapshot before = topo.stats().snapshot();
+    t.run(false);
+    const comm::CommSnapshot d = topo.stats().snapshot() - before;
+    const comm::OpCounters sent = d.at(comm::GroupKind::Cp, comm::CommOp::Send);
+    const comm::OpCounters received = d.at(comm::GroupKind::Cp, comm::CommOp::Recv);
+    const int64_t N = int64_t{o.micro_batch_size} * o.seq_length / cp, kv = N * 2 * o.hidden_size;
+    const int64_t micro = o.global_batch_size / o.micro_batch_size / (dist::world().size() / cp);
+    const int64_t hops = int64_t{o.num_layers} * micro;
+    EXPECT_EQ(sent.calls, static_cast<uint64_t>(hops * (3 * cp - 2))) << "cp " << cp;
+    EXPECT_EQ(sent.bytes, static_cast<uint64_t>(hops * (2 * (cp - 1) * kv * 2 + cp * kv * 4)))
+        << "cp " << cp;
+    EXPECT_EQ(received.bytes, sent.bytes) << "cp " << cp;
+    EXPECT_EQ(d.at(comm::GroupKind::Cp, comm::CommOp::AllToAll).calls, 0u) << "cp " << cp;
+  }
+}
+
 // At 4096 tokens a sample's activations (kept, per rank: the metrics' peak) at cp 4 are at most
-// 0.3 of one rank's, and each equals its plan. (The CPU attention's per-thread scratch is for
-// whole sequences at every cp: context_attention.h; hidden 128 keeps it a small part.)
+// 0.3 of one rank's, and each equals its plan, in both comm types. (Under the all-to-all the CPU
+// attention's per-thread scratch is for whole sequences at every cp: context_attention.h; hidden
+// 128 keeps it a small part.)
 TEST(ContextParallel, ActivationsShrinkWithTheContextSize) {
   if (dist::world().size() != 4) GTEST_SKIP() << "cp 4 against dp 4 needs 4 ranks";
   TrainOptions o = small_llama(0.0);
@@ -192,21 +236,25 @@ TEST(ContextParallel, ActivationsShrinkWithTheContextSize) {
   o.micro_batch_size = 1;
   o.global_batch_size = 4;
   o.train_iters = 1;
-  size_t bytes[2] = {};
-  for (int i = 0; i < 2; ++i) {
-    const Layout l{i == 0 ? 1 : 4};
-    const TrainOptions run_o = with(o, l);
-    comm::Topology topo(dist::world(), 1, 1, nullptr, l.cp);
-    Trainer t(run_o, dist::pool(), topo);
-    const StepMetrics m = t.run(false).back();
-    bytes[i] = test::peak_bytes(m, MemCategory::Activations);
-    const int dp = dist::world().size() / l.cp;
-    EXPECT_EQ(bytes[i], plan_memory(plan_input_from(run_o, dp)).activations) << name(l);
+  for (const char* comm : {"p2p", "a2a"}) {
+    size_t bytes[2] = {};
+    for (int i = 0; i < 2; ++i) {
+      Layout l{i == 0 ? 1 : 4};
+      l.comm = comm;
+      const TrainOptions run_o = with(o, l);
+      comm::Topology topo(dist::world(), 1, 1, nullptr, l.cp);
+      Trainer t(run_o, dist::pool(), topo);
+      const StepMetrics m = t.run(false).back();
+      bytes[i] = test::peak_bytes(m, MemCategory::Activations);
+      const int dp = dist::world().size() / l.cp;
+      EXPECT_EQ(bytes[i], plan_memory(plan_input_from(run_o, dp)).activations) << name(l);
+    }
+    if (dist::world().rank() == 0)
+      std::printf("activations per rank at 4096 tokens: cp 1 %zu bytes, cp 4 %s %zu bytes (%.3f)\n",
+                  bytes[0], comm, bytes[1],
+                  static_cast<double>(bytes[1]) / static_cast<double>(bytes[0]));
+    EXPECT_LE(static_cast<double>(bytes[1]), 0.3 * static_cast<double>(bytes[0])) << comm;
   }
-  if (dist::world().rank() == 0)
-    std::printf("activations per rank at 4096 tokens: cp 1 %zu bytes, cp 4 %zu bytes (%.3f)\n",
-                bytes[0], bytes[1], static_cast<double>(bytes[1]) / static_cast<double>(bytes[0]));
-  EXPECT_LE(static_cast<double>(bytes[1]), 0.3 * static_cast<double>(bytes[0]));
 }
 
 // Parameters are replicated over the context ranks and ZeRO's shards follow the data x context

@@ -37,6 +37,7 @@ struct Case {
   bool cast = false;                 // --working-params cast (stage 0, half)
   int cp = 1;                        // --context-parallel-size
   int kv_groups = 0;                 // the Llama shape's key/value groups (0: its 4)
+  bool a2a = false;                  // --cp-comm-type a2a (else the ring, p2p)
 };
 
 // Rope, RMSNorm, SwiGLU at Megatron's default width, 4 key/value groups of 8 heads, an untied
@@ -141,23 +142,35 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
       {1, 0, BF16, true, false, false, 2, false, 2, 0, true, 0, 0, 0, false, true},
       {2, 0, BF16, false, false, false, 2, false, 1, 0, false, 0, 0, 0, true, true},
       {1, 0, F16, false, false, false, 2, false, 2, 0, false, 0, 0, 0, true, true},
-      // context parallelism: alone (cp 2 and 4), with dp x ZeRO, tp and sequence parallelism, pp
-      // and the activation policies, the Llama shape
+      // context parallelism, the ring and the all-to-all: alone (cp 2 and 4), with dp x ZeRO, tp
+      // and sequence parallelism, pp and the activation policies, the Llama shape
       {.tp = 1, .stage = 0, .working = F32, .accumulation = 2, .cp = 2},
+      {.tp = 1, .stage = 0, .working = F32, .accumulation = 2, .cp = 2, .a2a = true},
       {.tp = 1, .stage = 3, .working = BF16, .ckpt = true, .accumulation = 1, .cp = 2},
       {.tp = 1, .stage = 2, .working = F16, .accumulation = 2, .cp = 4},
+      {.tp = 1, .stage = 2, .working = F16, .accumulation = 2, .cp = 4, .a2a = true},
       {.tp = 2,
        .stage = 1,
        .working = BF16,
        .accumulation = 1,
        .sequence_parallel = true,
        .llama = true,
-       .cp = 2},
+       .cp = 2,
+       .a2a = true},
       {.tp = 2, .stage = 3, .working = F32, .ckpt = true, .pa = true, .accumulation = 2, .cp = 2},
       {.tp = 1, .stage = 1, .working = BF16, .ckpt = true, .accumulation = 2, .pp = 2, .cp = 2},
       {.tp = 1, .stage = 0, .working = BF16, .accumulation = 1, .llama = true, .cp = 2},
+      {.tp = 1, .stage = 3, .working = BF16, .ckpt = true, .llama = true, .cp = 2, .a2a = true},
       // fewer key/value heads than context ranks: 2 groups at cp 4, one per tensor-parallel
-      // rank at tp 2 x cp 2
+      // rank at tp 2 x cp 2 (the all-to-all's shared heads; the ring's own)
+      {.tp = 1,
+       .stage = 1,
+       .working = F32,
+       .accumulation = 2,
+       .llama = true,
+       .cp = 4,
+       .kv_groups = 2,
+       .a2a = true},
       {.tp = 1,
        .stage = 1,
        .working = F32,
@@ -165,6 +178,14 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
        .llama = true,
        .cp = 4,
        .kv_groups = 2},
+      {.tp = 2,
+       .stage = 0,
+       .working = BF16,
+       .ckpt = true,
+       .llama = true,
+       .cp = 2,
+       .kv_groups = 2,
+       .a2a = true},
       {.tp = 2, .stage = 0, .working = BF16, .ckpt = true, .llama = true, .cp = 2, .kv_groups = 2}};
   for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
     const Case& k = cases[i];
@@ -187,6 +208,7 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     if (k.kv_groups > 0) o.num_query_groups = k.kv_groups;
     if (k.cast) o.working_params = "cast";
     o.context_parallel_size = k.cp;
+    o.cp_comm_type = k.a2a ? "a2a" : "p2p";
     o.param_persistence_threshold = 200;
     validate_train_options(o, dp);
     comm::Topology topo(dist::world(), k.tp, k.pp, nullptr, k.cp);
@@ -204,15 +226,15 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     const MemoryPlan p = plan_memory(in);
     if (topo.tp_rank() == 0 && topo.dp().rank() == 0)
       std::printf(
-          "case %d%s cp %d tp %d dp %d pp %d (this rank: stage %d) ZeRO %d %s%s%s%s%s: params "
+          "case %d%s cp %d%s tp %d dp %d pp %d (this rank: stage %d) ZeRO %d %s%s%s%s%s: params "
           "%zu/%zu "
           "grads "
           "%zu/%zu "
           "optimizer %zu/%zu activations %zu/%zu checkpoints %zu/%zu host %zu/%zu buffers "
           "%zu/%zu dp bytes %llu/%llu tp bytes %llu/%llu pp bytes %llu/%llu "
           "(measured/planned)\n",
-          i, k.llama ? " llama" : "", k.cp, k.tp, dp, k.pp, topo.pp_rank(), k.stage,
-          std::string(dtype_name(k.working)).c_str(),
+          i, k.llama ? " llama" : "", k.cp, k.a2a ? " a2a" : "", k.tp, dp, k.pp, topo.pp_rank(),
+          k.stage, std::string(dtype_name(k.working)).c_str(),
           k.ckpt ? (k.cpu ? " Pa+cpu" : (k.pa ? " Pa" : " ckpt")) : "",
           k.sequence_parallel ? " sp" : "", k.layers_per_virtual_stage > 0 ? " interleaved" : "",
           k.cast ? " cast" : "", measured.peak[0], p.params, measured.peak[1], p.grads,
