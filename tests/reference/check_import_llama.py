@@ -192,10 +192,20 @@ def check_training(zt, mpirun, model, ckpt, work, name, kv_heads, tied, tp, rank
     def distance(weights):  # the largest max|diff| / max|exact| over the tensors
         return max(((weights[k].double() - exact[k]).abs().max() / exact[k].abs().max()).item()
                    for k in ours)
+
+    def rms_distance(weights):  # ||diff|| / ||exact|| over every tensor together
+        num = sum(((weights[k].double() - exact[k]) ** 2).sum().item() for k in ours)
+        den = sum((exact[k] ** 2).sum().item() for k in ours)
+        return (num / den) ** 0.5
     ours_err, torch_err = distance(ours), distance(single)
-    print(f"{name}: weights after {STEPS} steps, largest max|diff| / max|ref| against the "
-          f"float64 loop: zerotron {ours_err:.2e}, torch float32 {torch_err:.2e}")
-    if ours_err > max(1e-5, 4 * torch_err):
+    ours_rms, torch_rms = rms_distance(ours), rms_distance(single)
+    print(f"{name}: weights after {STEPS} steps against the float64 loop, largest max|diff| / "
+          f"max|ref| zerotron {ours_err:.2e}, torch float32 {torch_err:.2e}; ||diff|| / ||ref|| "
+          f"zerotron {ours_rms:.2e}, torch float32 {torch_rms:.2e}")
+    # Judged on the norm over every weight: one element's distance depends on where rounding
+    # happened to fall in either run (the largest ones differ by 4x either way between machines'
+    # BLAS kernels), the norm on how accurate the whole computation is.
+    if ours_rms > max(1e-7, 4 * torch_rms):
         print(f"FAIL ({name}): zerotron's trained weights are further from the exact ones than "
               f"4x torch float32's")
         return 1

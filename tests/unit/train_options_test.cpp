@@ -81,7 +81,11 @@ TEST(TrainOptions, RefusesContextSplitsThatDoNotDivide) {
   EXPECT_EQ(cp({"--context-parallel-size", "4"}), "");
   EXPECT_NE(cp({"--context-parallel-size", "3"}).find("not divisible into 2 x 3 = 6 equal chunks"),
             std::string::npos);
-  EXPECT_NE(cp({"--context-parallel-size", "8"}).find("attention heads"), std::string::npos);
+  // The ring takes any head count; the all-to-all needs the heads (4 here) to divide.
+  EXPECT_EQ(cp({"--context-parallel-size", "8"}), "");
+  EXPECT_NE(cp({"--context-parallel-size", "8", "--cp-comm-type", "a2a"}).find("attention heads"),
+            std::string::npos);
+  EXPECT_NE(cp({"--cp-comm-type", "ring"}).find("--cp-comm-type"), std::string::npos);
   EXPECT_NE(cp({"--context-parallel-size", "2", "--tensor-model-parallel-size", "4",
                 "--sequence-parallel", "--seq-length", "36"})
                 .find("not divisible by --tensor-model-parallel-size 4"),
