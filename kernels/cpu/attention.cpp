@@ -17,6 +17,10 @@
 
 // Flash-style causal self-attention on the CPU: the same algorithm as the CUDA kernel
 // (kernels/cuda/attention.cu) and the element math of kernels/common/attention.h, on tiles.
+// The per-tile path below runs whole sequences and ring attention's blocks alike: an
+// AttentionBlock places the query rows and the keys in the sequence (the mask and the dropout
+// counters by position), AttentionOperands and AttentionGrads say where they and the gradients
+// are; a block's output merges into an fp32 running result, its gradients add to fp32 buffers.
 //
 // Forward, one task per (b, h, query block): for each key block up to the diagonal, S = Q K^T
 // scale (kBq x kBk, fp32), the online softmax raises each row's max and rescales its fp32
@@ -189,10 +193,27 @@ class Carver {
   T* t_ = nullptr;
 };
 
-// Row r of a tile of query rows i0.. against keys j0..: how many keys are at or left of the
-// diagonal (0 .. nk).
-int live_keys(int i0, int r, int j0, int nk) {
-  return std::clamp(i0 + r - j0 + 1, 0, nk);
+// A query row's result from its fp32 accumulator `acc` (the unnormalised output) and softmax
+// state: y (hd values) = acc / l and L = lse, or with `merge` the row merged into the running
+// y and L (attention_merge). A row that saw no key: 0 and -inf, or (merging) unchanged.
+template <typename U>
+void finish_row(U* y, float& L, const float* acc, const OnlineSoftmax& st, int hd, bool merge) {
+  if (!merge) {
+    const float inv = st.l > 0.0f ? 1.0f / st.l : 0.0f;
+    for (int e = 0; e < hd; ++e) y[e] = from_float<U>(acc[e] * inv);
+    L = st.l > 0.0f ? online_softmax_lse(st) : kMaskedScore;
+    return;
+  }
+  if (st.l == 0.0f) return;
+  const AttentionMerge w = attention_merge(L, online_softmax_lse(st));
+  const float take = w.take / st.l;
+  for (int e = 0; e < hd; ++e) y[e] = from_float<U>(to_float(y[e]) * w.keep + acc[e] * take);
+}
+
+// dst (hd values) = src, or with `add` dst += src (fp32 sums, rounded once to G).
+template <typename G>
+void store_row(G* dst, const float* src, int hd, bool add) {
+  for (int e = 0; e < hd; ++e) dst[e] = from_float<G>(add ? to_float(dst[e]) + src[e] : src[e]);
 }
 
 // dst[j] = dropout(src[j]) as an operand in T for j < n (counters from ctr), 0 for n <= j < nk.
@@ -271,20 +292,8 @@ void forward_tile(U* out, float* lse, const AttentionOperands<T>& x, const Dims&
   }
   U* o = out + (int64_t{b} * k.Tq + i0) * d.C + int64_t{h} * hd;
   float* L = lse + int64_t{bh} * k.ld_lse + i0;
-  for (int r = 0; r < nq; ++r) {
-    U* y = o + int64_t{r} * d.C;
-    const float* a = O + int64_t{r} * hd;
-    if (!merge) {
-      const float inv = st[r].l > 0.0f ? 1.0f / st[r].l : 0.0f;
-      for (int e = 0; e < hd; ++e) y[e] = from_float<U>(a[e] * inv);
-      L[r] = st[r].l > 0.0f ? online_softmax_lse(st[r]) : kMaskedScore;
-      continue;
-    }
-    if (st[r].l == 0.0f) continue;  // no key of the block is visible to the row
-    const AttentionMerge w = attention_merge(L[r], online_softmax_lse(st[r]));
-    const float take = w.take / st[r].l;
-    for (int e = 0; e < hd; ++e) y[e] = from_float<U>(to_float(y[e]) * w.keep + a[e] * take);
-  }
+  for (int r = 0; r < nq; ++r)
+    finish_row(o + int64_t{r} * d.C, L[r], O + int64_t{r} * hd, st[r], hd, merge);
 }
 
 // Key/value head kvh of sample b and its rep() query heads (one head without grouped-query
@@ -402,17 +411,10 @@ void backward_kv_head(const AttentionGrads<G>& g, float* delta, const T* dout,
     }
     G* dk = g.k + b * g.batch_kv + d.kv_col(h0) + int64_t{j0} * g.ldkv;
     G* dv = g.v + b * g.batch_kv + d.kv_col(h0) + int64_t{j0} * g.ldkv;
-    for (int r = 0; r < nk; ++r)
-      for (int e = 0; e < hd; ++e) {
-        const int64_t at = r * g.ldkv + e;
-        if (g.add) {
-          dk[at] = from_float<G>(to_float(dk[at]) + dK[int64_t{r} * hd + e]);
-          dv[at] = from_float<G>(to_float(dv[at]) + dV[int64_t{r} * hd + e]);
-        } else {
-          dk[at] = from_float<G>(dK[int64_t{r} * hd + e]);
-          dv[at] = from_float<G>(dV[int64_t{r} * hd + e]);
-        }
-      }
+    for (int r = 0; r < nk; ++r) {
+      store_row(dk + r * g.ldkv, dK + int64_t{r} * hd, hd, g.add);
+      store_row(dv + r * g.ldkv, dV + int64_t{r} * hd, hd, g.add);
+    }
   }
   if constexpr (!fp32_grads) {
     for (int h = h0; h < h0 + rep; ++h) {
@@ -459,7 +461,7 @@ struct Group {
 // gradients; the probabilities, dP and one operand panel (dropout(P), then dS) of kRowChunk
 // positions.
 size_t batched_head_bytes(const Dims& d, size_t t, bool backward) {
-  const size_t Tp = size_t(padded(d.T)) * d.rep(), hd = d.hd, kb = kBk,
+  const size_t Tp = size_t(padded(d.blk.Tq)) * d.rep(), hd = d.hd, kb = kBk,
                rc = size_t(kRowChunk) * d.rep(), f = sizeof(float);
   if (!backward) return Tp * (hd * (t + f) + 2 * f) + 2 * kb * hd * t + rc * kb * (f + t);
   return Tp * hd * (2 * t + f) + 2 * kb * hd * (t + f) + rc * kb * (2 * f + t);
@@ -477,36 +479,36 @@ int batched_group(const Dims& d, size_t t, bool backward) {
   return static_cast<int>((BK + groups - 1) / groups);
 }
 
-// dst = the query rows of positions [p0, p0 + n) of the group from src (a [B, T, ld] array, query
-// head h's hd values at h * hd: qkv's q or dout), in [position][rep][g][hd]; zeros for positions
-// >= T (the padding).
+// dst = the query rows of positions [p0, p0 + n) of the group from src (a query head h's hd
+// values at h * hd of a row; rows ld apart, samples `batch` apart: q or dout), in
+// [position][rep][g][hd]; zeros for rows >= Tq (the padding).
 template <typename T>
-void gather_queries(T* dst, const T* src, int64_t ld, const Dims& d, const Group& grp, int p0,
-                    int n) {
+void gather_queries(T* dst, const T* src, int64_t ld, int64_t batch, const Dims& d,
+                    const Group& grp, int p0, int n) {
   const int64_t rows = grp.rows(n);
   for (int64_t x = 0; x < rows; ++x, dst += d.hd) {
     const int i = p0 + grp.position(x);
-    if (i >= d.T) {
+    if (i >= d.blk.Tq) {
       std::fill(dst, dst + d.hd, from_float<T>(0.0f));
       continue;
     }
-    const T* s = src + (int64_t{grp.sample(d, x)} * d.T + i) * ld + int64_t{grp.head(d, x)} * d.hd;
+    const T* s = src + grp.sample(d, x) * batch + i * ld + int64_t{grp.head(d, x)} * d.hd;
     std::memcpy(dst, s, d.hd * sizeof(T));
   }
 }
 
-// dst[j - j0][c] = the key (off = C) or value (off = C + Ckv) of key/value head kv0 + c at
-// position j, for j0 <= j < j0 + kBk; zeros for j >= T.
+// dst[j - j0][c] = the key (src = x.k) or value (x.v) of key/value head kv0 + c at key row j, for
+// j0 <= j < j0 + kBk; zeros for j >= Tk.
 template <typename T>
-void gather_block(T* dst, const T* qkv, int64_t off, const Dims& d, const Group& grp, int j0) {
+void gather_block(T* dst, const T* src, int64_t batch, const Dims& d, const Group& grp, int j0) {
   for (int j = j0; j < j0 + kBk; ++j)
     for (int c = 0; c < grp.g; ++c, dst += d.hd) {
-      if (j >= d.T) {
+      if (j >= d.blk.Tk) {
         std::fill(dst, dst + d.hd, from_float<T>(0.0f));
         continue;
       }
       const int kv = grp.kv0 + c;
-      const T* s = qkv + (int64_t{kv / d.NKV} * d.T + j) * d.C3 + off + int64_t{kv % d.NKV} * d.hd;
+      const T* s = src + (kv / d.NKV) * batch + j * d.blk.ldkv + int64_t{kv % d.NKV} * d.hd;
       std::memcpy(dst, s, d.hd * sizeof(T));
     }
 }
@@ -521,7 +523,7 @@ void gemm_heads(bool ta, bool tb, int g, int M, int N, int K, float alpha, const
 // forward_group: O, m, l of every row and S of a row chunk in fp32; q, a key and a value block
 // and the dropped probabilities of a row chunk in T.
 Need group_forward_need(const Dims& d, const Group& grp) {
-  const size_t hd = d.hd, rows = grp.rows(padded(d.T)), kv = size_t(kBk) * grp.g * hd,
+  const size_t hd = d.hd, rows = grp.rows(padded(d.blk.Tq)), kv = size_t(kBk) * grp.g * hd,
                chunk = grp.rows(kRowChunk);
   return {rows * (hd + 2) + chunk * kBk, rows * hd + 2 * kv + chunk * kBk};
 }
@@ -529,16 +531,25 @@ Need group_forward_need(const Dims& d, const Group& grp) {
 // backward_group: dQ, dK, dV, P and dP in fp32; q, dout, a key and a value block and one operand
 // panel in T.
 Need group_backward_need(const Dims& d, const Group& grp) {
-  const size_t hd = d.hd, rows = grp.rows(padded(d.T)), kv = size_t(kBk) * grp.g * hd,
+  const size_t hd = d.hd, rows = grp.rows(padded(d.blk.Tq)), kv = size_t(kBk) * grp.g * hd,
                chunk = grp.rows(kRowChunk);
   return {rows * hd + 2 * kv + 2 * chunk * kBk, 2 * rows * hd + 2 * kv + chunk * kBk};
 }
 
-// The group of key/value heads kv0 .. kv0 + g - 1 (and their query heads), on the calling thread.
-template <typename T>
-void forward_group(T* out, float* lse, const T* qkv, const Dims& d, const Group& grp,
-                   const DropoutParams& drop, const KernelScratch& ks) {
-  const int hd = d.hd, Tp = padded(d.T), g = grp.g;
+// The first query position of the row chunks that meet key block j0: the first row that sees it,
+// down to a multiple of kBk (so every product takes a multiple of kBk rows).
+int first_chunk_row(const Dims& d, int j0) {
+  return d.blk.first_row(j0) / kBk * kBk;
+}
+
+// The group of key/value heads kv0 .. kv0 + g - 1 (and their query heads), on the calling thread;
+// out and lse as forward_tile's.
+template <typename T, typename U>
+void forward_group(U* out, float* lse, const AttentionOperands<T>& x, const Dims& d,
+                   const Group& grp, const DropoutParams& drop, const KernelScratch& ks,
+                   bool merge) {
+  const AttentionBlock& blk = d.blk;
+  const int hd = d.hd, Tp = padded(blk.Tq), g = grp.g;
   const size_t rows = grp.rows(Tp), kv = size_t(kBk) * g * hd, chunk = grp.rows(kRowChunk);
   Carver<T> cv(ks, group_forward_need(d, grp));
   float* O = cv.f32(rows * hd);
@@ -549,31 +560,31 @@ void forward_group(T* out, float* lse, const T* qkv, const Dims& d, const Group&
   T* K = cv.t(kv);
   T* V = cv.t(kv);
   T* P = cv.t(chunk * kBk);
-  gather_queries(Q, qkv, d.C3, d, grp, 0, Tp);
+  gather_queries(Q, x.q, blk.ldq, x.batch_q, d, grp, 0, Tp);
   std::fill(O, O + rows * hd, 0.0f);
   std::fill(m, m + rows, kMaskedScore);
   std::fill(l, l + rows, 0.0f);
-  for (int j0 = 0; j0 < d.T; j0 += kBk) {
-    const int nk = std::min(kBk, d.T - j0);
-    gather_block(K, qkv, d.C, d, grp, j0);
-    gather_block(V, qkv, d.C + d.Ckv, d, grp, j0);
-    // The positions from the block's diagonal down, kRowChunk at a time: S = q k^T scale, the
-    // online softmax per row, then O += dropout(P) v.
-    for (int p0 = j0; p0 < Tp; p0 += kRowChunk) {
+  for (int j0 = 0; j0 < blk.Tk; j0 += kBk) {
+    const int nk = std::min(kBk, blk.Tk - j0);
+    gather_block(K, x.k, x.batch_kv, d, grp, j0);
+    gather_block(V, x.v, x.batch_kv, d, grp, j0);
+    // The positions that see the block, kRowChunk at a time: S = q k^T scale, the online softmax
+    // per row, then O += dropout(P) v.
+    for (int p0 = first_chunk_row(d, j0); p0 < Tp; p0 += kRowChunk) {
       const int n = std::min(kRowChunk, Tp - p0), M = n * grp.rep;
       const size_t r0 = grp.rows(p0);
       gemm_heads(false, true, g, M, kBk, hd, d.scale, Q + r0 * hd, K, 0.0f, S);
-      for (int64_t x = 0; x < int64_t{M} * g; ++x) {
-        const int i = p0 + grp.position(x);
-        float* s = S + x * kBk;
-        T* p = P + x * kBk;
-        if (i >= d.T) {
+      for (int64_t y = 0; y < int64_t{M} * g; ++y) {
+        const int i = p0 + grp.position(y);
+        float* s = S + y * kBk;
+        T* p = P + y * kBk;
+        if (i >= blk.Tq) {
           std::fill(p, p + kBk, from_float<T>(0.0f));
           continue;
         }
-        const size_t row = r0 + size_t(x);
+        const size_t row = r0 + size_t(y);
         float* o = O + row * hd;
-        const int live = live_keys(j0, i - j0, j0, nk);
+        const int live = blk.live(i, j0, nk);
         OnlineSoftmax st{m[row], l[row]};
         float mx = kMaskedScore;
         for (int j = 0; j < live; ++j) mx = s[j] > mx ? s[j] : mx;
@@ -584,27 +595,26 @@ void forward_group(T* out, float* lse, const T* qkv, const Dims& d, const Group&
         st.l += lane_sum(s, live);
         m[row] = st.m;
         l[row] = st.l;
-        const int64_t bh = int64_t{grp.sample(d, x)} * d.NH + grp.head(d, x);
-        drop_row(p, s, live, kBk, drop, attention_counter(bh, d.T, i, j0));
+        const int64_t bh = int64_t{grp.sample(d, y)} * d.NH + grp.head(d, y);
+        drop_row(p, s, live, kBk, drop, blk.counter(bh, i, j0));
       }
       gemm_heads(false, false, g, M, hd, kBk, 1.0f, P, V, 1.0f, O + r0 * hd);
     }
   }
-  for (int64_t x = 0; x < grp.rows(d.T); ++x) {
-    const int i = grp.position(x), b = grp.sample(d, x), h = grp.head(d, x);
-    const float inv = 1.0f / l[x];
-    const float* o = O + x * hd;
-    T* y = out + (int64_t{b} * d.T + i) * d.C + int64_t{h} * hd;
-    for (int e = 0; e < hd; ++e) y[e] = from_float<T>(o[e] * inv);
-    lse[(int64_t{b} * d.NH + h) * d.T + i] = online_softmax_lse(OnlineSoftmax{m[x], l[x]});
+  for (int64_t y = 0; y < grp.rows(blk.Tq); ++y) {
+    const int i = grp.position(y), b = grp.sample(d, y), h = grp.head(d, y);
+    finish_row(out + (int64_t{b} * blk.Tq + i) * d.C + int64_t{h} * hd,
+               lse[(int64_t{b} * d.NH + h) * blk.ld_lse + i], O + y * hd, OnlineSoftmax{m[y], l[y]},
+               hd, merge);
   }
 }
 
-template <typename T>
-void backward_group(T* dqkv, float* delta, const T* dout, const T* qkv, const T* out,
-                    const float* lse, const Dims& d, const Group& grp, const DropoutParams& drop,
-                    const KernelScratch& ks) {
-  const int hd = d.hd, Tp = padded(d.T), g = grp.g;
+template <typename T, typename G>
+void backward_group(const AttentionGrads<G>& gr, float* delta, const T* dout,
+                    const AttentionOperands<T>& x, const T* out, const float* lse, const Dims& d,
+                    const Group& grp, const DropoutParams& drop, const KernelScratch& ks) {
+  const AttentionBlock& blk = d.blk;
+  const int hd = d.hd, Tq = blk.Tq, Tp = padded(Tq), g = grp.g;
   const size_t rows = grp.rows(Tp), kv = size_t(kBk) * g * hd, chunk = grp.rows(kRowChunk);
   Carver<T> cv(ks, group_backward_need(d, grp));
   float* dQ = cv.f32(rows * hd);
@@ -617,75 +627,75 @@ void backward_group(T* dqkv, float* delta, const T* dout, const T* qkv, const T*
   T* K = cv.t(kv);
   T* V = cv.t(kv);
   T* op = cv.t(chunk * kBk);  // dropout(P) for dV, then dS for dK and dQ
-  gather_queries(Q, qkv, d.C3, d, grp, 0, Tp);
-  gather_queries(dO, dout, d.C, d, grp, 0, Tp);
+  gather_queries(Q, x.q, blk.ldq, x.batch_q, d, grp, 0, Tp);
+  gather_queries(dO, dout, d.C, int64_t{Tq} * d.C, d, grp, 0, Tp);
   std::fill(dQ, dQ + rows * hd, 0.0f);
   // D_i = rowsum(dO * O): the rowsum(dP * P) of the softmax backward (with or without dropout).
-  for (int64_t x = 0; x < grp.rows(d.T); ++x) {
-    const int i = grp.position(x), b = grp.sample(d, x), h = grp.head(d, x);
-    const int64_t at = (int64_t{b} * d.T + i) * d.C + int64_t{h} * hd;
+  for (int64_t y = 0; y < grp.rows(Tq); ++y) {
+    const int i = grp.position(y), b = grp.sample(d, y), h = grp.head(d, y);
+    const int64_t at = (int64_t{b} * Tq + i) * d.C + int64_t{h} * hd;
     float acc = 0.0f;
     for (int e = 0; e < hd; ++e) acc += to_float(dout[at + e]) * to_float(out[at + e]);
-    delta[(int64_t{b} * d.NH + h) * d.T + i] = acc;
+    delta[(int64_t{b} * d.NH + h) * Tq + i] = acc;
   }
-  for (int j0 = 0; j0 < d.T; j0 += kBk) {
-    const int nk = std::min(kBk, d.T - j0);
-    gather_block(K, qkv, d.C, d, grp, j0);
-    gather_block(V, qkv, d.C + d.Ckv, d, grp, j0);
-    for (int p0 = j0; p0 < Tp; p0 += kRowChunk) {
+  for (int j0 = 0; j0 < blk.Tk; j0 += kBk) {
+    const int nk = std::min(kBk, blk.Tk - j0), start = first_chunk_row(d, j0);
+    gather_block(K, x.k, x.batch_kv, d, grp, j0);
+    gather_block(V, x.v, x.batch_kv, d, grp, j0);
+    if (start >= Tp) {  // no row sees the block
+      std::fill(dK, dK + kv, 0.0f);
+      std::fill(dV, dV + kv, 0.0f);
+    }
+    for (int p0 = start; p0 < Tp; p0 += kRowChunk) {
       const int n = std::min(kRowChunk, Tp - p0), M = n * grp.rep;
       const size_t q0 = grp.rows(p0) * hd;
-      const float first = p0 == j0 ? 0.0f : 1.0f;  // dK and dV: the first chunk sets them
+      const float first = p0 == start ? 0.0f : 1.0f;  // dK and dV: the first chunk sets them
       gemm_heads(false, true, g, M, kBk, hd, d.scale, Q + q0, K, 0.0f, P);
-      for (int64_t x = 0; x < int64_t{M} * g; ++x) {
-        const int i = p0 + grp.position(x);
-        const int64_t bh = int64_t{grp.sample(d, x)} * d.NH + grp.head(d, x);
-        float* p = P + x * kBk;
-        const int live = i < d.T ? live_keys(j0, i - j0, j0, nk) : 0;
-        const float lv = live > 0 ? lse[bh * d.T + i] : 0.0f;
+      for (int64_t y = 0; y < int64_t{M} * g; ++y) {
+        const int i = p0 + grp.position(y);
+        const int64_t bh = int64_t{grp.sample(d, y)} * d.NH + grp.head(d, y);
+        float* p = P + y * kBk;
+        const int live = i < Tq ? blk.live(i, j0, nk) : 0;
+        const float lv = live > 0 ? lse[bh * blk.ld_lse + i] : 0.0f;
         for (int j = 0; j < live; ++j) p[j] = online_softmax_prob(p[j], lv);
         for (int j = live; j < kBk; ++j) p[j] = 0.0f;
-        drop_row(op + x * kBk, p, live, kBk, drop, attention_counter(bh, d.T, i, j0));
+        drop_row(op + y * kBk, p, live, kBk, drop, blk.counter(bh, i, j0));
       }
       // dV += dropout(P)^T dO, dP = dO v^T (each over the rep query heads' rows too).
       gemm_heads(true, false, g, kBk, hd, M, 1.0f, op, dO + q0, first, dV);
       gemm_heads(false, true, g, M, kBk, hd, 1.0f, dO + q0, V, 0.0f, dP);
-      for (int64_t x = 0; x < int64_t{M} * g; ++x) {
-        const int i = p0 + grp.position(x);
-        const int64_t bh = int64_t{grp.sample(d, x)} * d.NH + grp.head(d, x);
-        const float* p = P + x * kBk;
-        float* gr = dP + x * kBk;
-        const int live = i < d.T ? live_keys(j0, i - j0, j0, nk) : 0;
-        const float dl = live > 0 ? delta[bh * d.T + i] : 0.0f;
+      for (int64_t y = 0; y < int64_t{M} * g; ++y) {
+        const int i = p0 + grp.position(y);
+        const int64_t bh = int64_t{grp.sample(d, y)} * d.NH + grp.head(d, y);
+        const float* p = P + y * kBk;
+        float* gy = dP + y * kBk;
+        const int live = i < Tq ? blk.live(i, j0, nk) : 0;
+        const float dl = live > 0 ? delta[bh * Tq + i] : 0.0f;
         if (drop.p > 0.0f) {
           const DropoutParams dr = drop;
-          const uint64_t ctr = attention_counter(bh, d.T, i, j0);
-          for (int j = 0; j < live; ++j) gr[j] = attention_dscore(p[j], gr[j], dl, dr, ctr + j);
+          const uint64_t ctr = blk.counter(bh, i, j0);
+          for (int j = 0; j < live; ++j) gy[j] = attention_dscore(p[j], gy[j], dl, dr, ctr + j);
         } else {
-          for (int j = 0; j < live; ++j) gr[j] = attention_dscore(p[j], gr[j], dl);
+          for (int j = 0; j < live; ++j) gy[j] = attention_dscore(p[j], gy[j], dl);
         }
-        for (int j = live; j < kBk; ++j) gr[j] = 0.0f;
-        T* o = op + x * kBk;
-        for (int j = 0; j < kBk; ++j) o[j] = from_float<T>(gr[j]);
+        for (int j = live; j < kBk; ++j) gy[j] = 0.0f;
+        T* o = op + y * kBk;
+        for (int j = 0; j < kBk; ++j) o[j] = from_float<T>(gy[j]);
       }
       // dK += dS^T q scale, dQ += dS k scale.
       gemm_heads(true, false, g, kBk, hd, M, d.scale, op, Q + q0, first, dK);
       gemm_heads(false, false, g, M, hd, kBk, d.scale, op, K, 1.0f, dQ + q0);
     }
-    for (int64_t x = 0; x < int64_t{nk} * g; ++x) {
-      const int r = j0 + static_cast<int>(x / g), kvh = grp.kv0 + static_cast<int>(x % g);
-      T* dk = dqkv + (int64_t{kvh / d.NKV} * d.T + r) * d.C3 + d.C + int64_t{kvh % d.NKV} * hd;
-      T* dv = dk + d.Ckv;
-      for (int e = 0; e < hd; ++e) {
-        dk[e] = from_float<T>(dK[x * hd + e]);
-        dv[e] = from_float<T>(dV[x * hd + e]);
-      }
+    for (int64_t y = 0; y < int64_t{nk} * g; ++y) {
+      const int r = j0 + static_cast<int>(y / g), kvh = grp.kv0 + static_cast<int>(y % g);
+      const int64_t at = (kvh / d.NKV) * gr.batch_kv + r * gr.ldkv + int64_t{kvh % d.NKV} * hd;
+      store_row(gr.k + at, dK + y * hd, hd, gr.add);
+      store_row(gr.v + at, dV + y * hd, hd, gr.add);
     }
   }
-  for (int64_t x = 0; x < grp.rows(d.T); ++x) {
-    const int i = grp.position(x), b = grp.sample(d, x), h = grp.head(d, x);
-    T* dq = dqkv + (int64_t{b} * d.T + i) * d.C3 + int64_t{h} * hd;
-    for (int e = 0; e < hd; ++e) dq[e] = from_float<T>(dQ[x * hd + e]);
+  for (int64_t y = 0; y < grp.rows(Tq); ++y) {
+    const int i = grp.position(y), b = grp.sample(d, y), h = grp.head(d, y);
+    store_row(gr.q + b * gr.batch_q + i * gr.ldq + int64_t{h} * hd, dQ + y * hd, hd, gr.add);
   }
 }
 
@@ -701,11 +711,17 @@ struct Groups {
   }
 };
 
-// attention_forward's operands: q|k|v rows of B whole sequences.
+// attention_forward's operands: q|k|v rows of B whole sequences; attention_backward's gradients,
+// stored into dqkv of the same layout.
 template <typename T>
 AttentionOperands<T> whole_sequences(const T* qkv, const Dims& d) {
   const int64_t batch = int64_t{d.T} * d.C3;
   return {qkv, qkv + d.C, qkv + d.C + d.Ckv, batch, batch};
+}
+template <typename T>
+AttentionGrads<T> whole_grads(T* dqkv, const Dims& d) {
+  const int64_t batch = int64_t{d.T} * d.C3;
+  return {dqkv, dqkv + d.C, dqkv + d.C + d.Ckv, d.C3, d.C3, batch, batch, false};
 }
 
 }  // namespace
@@ -723,7 +739,8 @@ void Kernels::attention_forward(T* out, float* lse, const T* qkv, int B, int Tn,
     const Groups gs = Groups::of(d, sizeof(T), false);
     check_scratch(ks, group_forward_need(d, gs.at(d, 0)).bytes(sizeof(T)));
 #pragma omp parallel for schedule(dynamic)
-    for (int k = 0; k < gs.count; ++k) forward_group(out, lse, qkv, d, gs.at(d, k), drop, ks);
+    for (int k = 0; k < gs.count; ++k)
+      forward_group(out, lse, whole_sequences(qkv, d), d, gs.at(d, k), drop, ks, false);
     return;
   }
   const int nb = d.blocks_q(), tasks = B * NH * nb;
@@ -748,7 +765,8 @@ void Kernels::attention_backward(T* dqkv, float* delta, const T* dout, const T* 
     check_scratch(ks, group_backward_need(d, gs.at(d, 0)).bytes(sizeof(T)));
 #pragma omp parallel for schedule(dynamic)
     for (int k = 0; k < gs.count; ++k)
-      backward_group(dqkv, delta, dout, qkv, out, lse, d, gs.at(d, k), drop, ks);
+      backward_group(whole_grads(dqkv, d), delta, dout, whole_sequences(qkv, d), out, lse, d,
+                     gs.at(d, k), drop, ks);
     return;
   }
   check_scratch(ks, head_backward_need(d, kHalf<T>).bytes(sizeof(T)));
@@ -756,9 +774,8 @@ void Kernels::attention_backward(T* dqkv, float* delta, const T* dout, const T* 
   const int tasks = B * NKV;
 #pragma omp parallel for schedule(dynamic)
   for (int t = 0; t < tasks; ++t)
-    backward_kv_head(AttentionGrads<T>{dqkv, dqkv + d.C, dqkv + d.C + d.Ckv, d.C3, d.C3, Tn * d.C3,
-                                       Tn * d.C3, false},
-                     delta, dout, whole_sequences(qkv, d), out, lse, d, t / NKV, t % NKV, drop, ks);
+    backward_kv_head(whole_grads(dqkv, d), delta, dout, whole_sequences(qkv, d), out, lse, d,
+                     t / NKV, t % NKV, drop, ks);
 }
 
 template <typename T>
@@ -767,8 +784,15 @@ void Kernels::attention_block_forward(float* out, float* lse, const T* q, const 
                                       const DropoutParams& drop, Exec) {
   const Dims d = block_dims(C, NH, NKV, blk, drop);
   const KernelScratch ks = bound_scratch();
-  check_scratch(ks, tile_forward_need(d).bytes(sizeof(T)));
   const AttentionOperands<T> x{q, kv, kv + d.Ckv, 0, 0};
+  if (batched_path<T>()) {
+    const Groups gs = Groups::of(d, sizeof(T), false);
+    check_scratch(ks, group_forward_need(d, gs.at(d, 0)).bytes(sizeof(T)));
+#pragma omp parallel for schedule(dynamic)
+    for (int k = 0; k < gs.count; ++k) forward_group(out, lse, x, d, gs.at(d, k), drop, ks, merge);
+    return;
+  }
+  check_scratch(ks, tile_forward_need(d).bytes(sizeof(T)));
   const int nb = d.blocks_q(), tasks = NH * nb;
   detail::BlasSingleThreaded single;
 #pragma omp parallel for schedule(dynamic)
@@ -782,9 +806,17 @@ void Kernels::attention_block_backward(float* dq, float* dkv, float* delta, cons
                                        const DropoutParams& drop, Exec) {
   const Dims d = block_dims(C, NH, NKV, blk, drop);
   const KernelScratch ks = bound_scratch();
-  check_scratch(ks, head_backward_need(d, false).bytes(sizeof(T)));
   const AttentionOperands<T> x{q, kv, kv + d.Ckv, 0, 0};
   const AttentionGrads<float> g{dq, dkv, dkv + d.Ckv, C, 2 * d.Ckv, 0, 0, true};
+  if (batched_path<T>()) {
+    const Groups gs = Groups::of(d, sizeof(T), true);
+    check_scratch(ks, group_backward_need(d, gs.at(d, 0)).bytes(sizeof(T)));
+#pragma omp parallel for schedule(dynamic)
+    for (int k = 0; k < gs.count; ++k)
+      backward_group(g, delta, dout, x, out, lse, d, gs.at(d, k), drop, ks);
+    return;
+  }
+  check_scratch(ks, head_backward_need(d, false).bytes(sizeof(T)));
   detail::BlasSingleThreaded single;
 #pragma omp parallel for schedule(dynamic)
   for (int t = 0; t < NKV; ++t) backward_kv_head(g, delta, dout, x, out, lse, d, 0, t, drop, ks);
@@ -792,8 +824,13 @@ void Kernels::attention_block_backward(float* dq, float* dkv, float* delta, cons
 
 template <typename T>
 size_t attention_block_scratch_per_thread(int Tq, int C, int NH, int NKV) {
-  AttentionBlock blk = AttentionBlock::whole(Tq, C);
+  const int hd = C / NH;
+  const AttentionBlock blk = AttentionBlock::whole(Tq, int64_t{C} + 2 * int64_t{NKV} * hd);
   const Dims d = block_dims(C, NH, NKV, blk, DropoutParams{});
+  if (batched_path<T>())
+    return Need::align(
+        std::max(group_forward_need(d, Groups::of(d, sizeof(T), false).at(d, 0)).bytes(sizeof(T)),
+                 group_backward_need(d, Groups::of(d, sizeof(T), true).at(d, 0)).bytes(sizeof(T))));
   return Need::align(std::max(tile_forward_need(d).bytes(sizeof(T)),
                               head_backward_need(d, false).bytes(sizeof(T))));
 }

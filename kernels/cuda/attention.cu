@@ -24,6 +24,11 @@
 //
 // Dropout: element (b, h, i, j) uses counter drop.offset + ((b*NH + h)*T + i)*T + j, as on the
 // CPU, so the masks agree bit for bit.
+//
+// The same kernels run ring attention's blocks (attention_block_forward/backward): Shape::blk
+// places the query rows and the keys in the whole sequence (mask and counters by position),
+// AttentionOperands/AttentionGrads say where the operands and gradients are; forward merges into
+// an fp32 running output (Out = float, merge), backward adds to fp32 gradients.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>

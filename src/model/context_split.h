@@ -5,7 +5,8 @@
 // 2·cp−1−r, in that order (Megatron-core's layout): under the causal mask the first chunks attend
 // to few keys and the last to many, so pairing them gives every rank the same attention work.
 // Everything outside attention is per token and runs on a rank's own T/cp tokens; attention
-// exchanges over the group (src/model/context_attention.h). A token keeps its place in the whole
+// exchanges over the group, by a ring (src/model/context_ring.h) or an all-to-all
+// (src/model/context_attention.h). A token keeps its place in the whole
 // sample for everything that depends on it: its position (learned table, rotary angle) and its
 // dropout counters, so cp ranks draw exactly the masks one rank draws.
 #include <algorithm>

@@ -17,7 +17,7 @@ struct LayerActivations {
   float* ln1_mean = nullptr;  // [N]
   float* ln1_rstd = nullptr;  // [N]
   Ref qkv;                    // [N, (C + 2Ckv)/tp] q|k|v (q and k rotated under rope; under
-                              // context parallelism [N, context_qkv_width], head-split)
+                              // the all-to-all [N, context_qkv_width], head-split)
   float* lse = nullptr;       // [B, H, T] attention log-sum-exp per query row
   Ref atty;                   // [N, C/tp] attention output before the projection
   Ref res2;                   // [N, C] input + attention branch

@@ -112,10 +112,14 @@ TEST_P(KernelsAttentionBlock, Fp32BlocksEqualTheWholeSequence) {
   expect_blocks_equal_whole<float>(GetParam(), 1e-5, 1e-5);
 }
 
-// bf16: the whole sequence's output is rounded to bf16 once, the blocks' stays fp32; gradients
+// bf16 (the batched oneDNN path where the CPU has bf16 instructions) and fp16 (the per-tile path
+// always): the whole sequence's output is rounded to T once, the blocks' stays fp32; gradients
 // are rounded once by the whole, not by the blocks (fp32 sums).
 TEST_P(KernelsAttentionBlock, Bf16BlocksEqualTheWholeSequence) {
   expect_blocks_equal_whole<bf16>(GetParam(), 8e-3, 2e-2);
+}
+TEST_P(KernelsAttentionBlock, Fp16BlocksEqualTheWholeSequence) {
+  expect_blocks_equal_whole<fp16>(GetParam(), 1e-3, 3e-3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, KernelsAttentionBlock,
