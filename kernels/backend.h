@@ -19,9 +19,9 @@
 #include <cstdint>
 
 #include "kernels/common/adamw.h"
+#include "kernels/common/attention.h"
 #include "kernels/common/dropout.h"
 #include "kernels/common/multi_tensor.h"
-#include "kernels/common/attention.h"
 #include "kernels/common/rope.h"
 #include "kernels/op_signature.h"
 #include "src/core/dtype.h"
