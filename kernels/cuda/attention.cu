@@ -493,16 +493,11 @@ int smem_optin_limit() {
   return bytes;
 }
 
-// The shape with the largest square tile (64, 32 or 16) whose shared memory fits the device.
+// The shape with the largest square tile (64, 32 or 16) whose shared memory (`bytes` of it) is
+// at most `limit`; its bt (tile) is 0 when none is.
 template <typename SmemBytes>
-Shape make_shape(int B, int T, int C, int NH, int NKV, const DropoutParams& drop, SmemBytes bytes,
-                 size_t* smem) {
-  ZT_CU_CHECK(B > 0 && T > 0 && NH > 0 && C > 0 && C % NH == 0 && NKV > 0 && NH % NKV == 0,
-              cat("attention: bad shape B=", B, " T=", T, " C=", C, " NH=", NH, " NKV=", NKV));
-  ZT_CU_CHECK(drop.p >= 0.0f && drop.p < 1.0f,
-              cat("attention: dropout p=", drop.p, " outside [0, 1)"));
+Shape fit_shape(int B, int T, int C, int NH, int NKV, SmemBytes bytes, size_t limit, size_t* smem) {
   const int hd = C / NH;
-  const size_t limit = static_cast<size_t>(smem_optin_limit());
   for (int tile = 64; tile >= 16; tile /= 2) {
     const Shape s{T,
                   C,
@@ -520,9 +515,57 @@ Shape make_shape(int B, int T, int C, int NH, int NKV, const DropoutParams& drop
     *smem = bytes(s);
     if (*smem <= limit) return s;
   }
-  ZT_CU_CHECK(false, cat("attention: head size ", hd, " needs more shared memory than the ", limit,
-                         " bytes a block may use"));
-  return {};
+  Shape none{};
+  none.bq = none.bk = 0;
+  return none;
+}
+
+// fit_shape under the device's opt-in limit, or a one-line error naming the head size.
+template <typename SmemBytes>
+Shape make_shape(int B, int T, int C, int NH, int NKV, const DropoutParams& drop, SmemBytes bytes,
+                 size_t* smem) {
+  ZT_CU_CHECK(B > 0 && T > 0 && NH > 0 && C > 0 && C % NH == 0 && NKV > 0 && NH % NKV == 0,
+              cat("attention: bad shape B=", B, " T=", T, " C=", C, " NH=", NH, " NKV=", NKV));
+  ZT_CU_CHECK(drop.p >= 0.0f && drop.p < 1.0f,
+              cat("attention: dropout p=", drop.p, " outside [0, 1)"));
+  const size_t limit = static_cast<size_t>(smem_optin_limit());
+  const Shape s = fit_shape(B, T, C, NH, NKV, bytes, limit, smem);
+  ZT_CU_CHECK(s.bq > 0, cat("attention: head size ", C / NH, " needs more shared memory than the ",
+                            limit, " bytes a block may use"));
+  return s;
+}
+
+// Whether every region of a carve is 128-byte aligned (with a null base the pointers are the
+// offsets) and the tiles' leading dimensions suit WMMA: a multiple of 8 elements for 16-bit
+// operands, of 4 for fp32 accumulators (so every 16-row fragment starts 32-byte aligned).
+template <typename E>
+bool carve_aligned(const Shape& s) {
+  auto at128 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 128 == 0; };
+  Carve c{nullptr};
+  const FwdSmem<E> f(c, s);
+  Carve c2{nullptr};
+  const BwdSmem<E> b(c2, s, true);
+  constexpr int e16 = sizeof(E) == 2 ? 8 : 4;
+  return at128(f.q) && at128(f.k) && at128(f.v) && at128(f.p) && at128(f.s) && at128(f.o) &&
+         at128(f.m) && at128(b.q) && at128(b.dout) && at128(b.k) && at128(b.v) && at128(b.p) &&
+         at128(b.ds) && at128(b.s) && at128(b.dp) && at128(b.acc_a) && at128(b.acc_b) &&
+         f.ldh % e16 == 0 && f.ldp % e16 == 0 && f.ldo % 4 == 0 && f.lds % 4 == 0 &&
+         b.ldh % e16 == 0 && b.ldp % e16 == 0 && b.lda % 4 == 0 && b.lds % 4 == 0;
+}
+
+template <typename E>
+AttentionTiling tiling(int hd, size_t limit) {
+  AttentionTiling t;
+  const Shape f = fit_shape(
+      1, 1, hd, 1, 1, [](const Shape& x) { return fwd_smem_bytes<E>(x); }, limit, &t.forward_bytes);
+  const Shape b = fit_shape(
+      1, 1, hd, 1, 1, [](const Shape& x) { return bwd_smem_bytes<E>(x, true); }, limit,
+      &t.backward_bytes);
+  t.forward_tile = f.bq;
+  t.backward_tile = b.bq;
+  if (b.bq > 0) t.dq_bytes = bwd_smem_bytes<E>(b, false);
+  t.aligned = (f.bq == 0 || carve_aligned<E>(f)) && (b.bq == 0 || carve_aligned<E>(b));
+  return t;
 }
 
 template <typename Kernel>
@@ -582,6 +625,18 @@ void launch_backward(const AttentionGrads<G>& g, float* delta, const E* dout, co
 
 }  // namespace
 }  // namespace detail
+
+AttentionTiling attention_tiling(int hd, DType t, size_t smem_limit) {
+  switch (t) {
+    case DType::F32:
+      return detail::tiling<float>(hd, smem_limit);
+    case DType::BF16:
+      return detail::tiling<bf16>(hd, smem_limit);
+    case DType::F16:
+      return detail::tiling<fp16>(hd, smem_limit);
+  }
+  return {};
+}
 
 template <typename E>
 void Kernels::attention_forward(E* out, float* lse, const E* qkv, int B, int T, int C, int NH,

@@ -53,6 +53,17 @@ void gemm_mixed(bool trans_a, bool trans_b, int M, int N, int K, float alpha, co
                 int lda, const void* B, int ldb, float beta, void* C, int ldc, DType ab_type,
                 DType c_type, cudaStream_t stream);
 
+// The attention kernels' square tiles for head size hd in `t` under a per-block shared-memory
+// limit (the device's opt-in maximum at run time): the largest of 64, 32, 16 whose dynamic shared
+// memory fits, for forward and for backward (its dQ kernel carves less), 0 where none does; and
+// whether the carves are aligned as WMMA needs. Host code only: no device is touched.
+struct AttentionTiling {
+  int forward_tile = 0, backward_tile = 0;
+  size_t forward_bytes = 0, backward_bytes = 0, dq_bytes = 0;
+  bool aligned = false;
+};
+AttentionTiling attention_tiling(int hd, DType t, size_t smem_limit);
+
 // out[N,C] = gelu(x + bias[C]) (fused bias + GeLU when the GEMM cannot take the epilogue).
 void bias_gelu_forward(float* out, const float* x, const float* bias, int N, int C,
                        cudaStream_t stream);
