@@ -245,9 +245,12 @@ __device__ float warp_sum(float x) {
 }
 
 // Out = E: out [B, Tq, C] and lse [B·NH, ld_lse] are written. Out = float with `merge`: they hold
-// a running result the block is merged into (attention_block_forward).
+// a running result the block is merged into (attention_block_forward). At least one block per
+// multiprocessor: without the hint ptxas held the half-precision instances to 64 registers on
+// sm_90 and spilled (scripts/check_cuda_resources.py); with it they take about 110 and do not
+// (the shared-memory tiles allow two or three blocks per multiprocessor either way).
 template <typename E, typename Out>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 1)
     forward_kernel(Out* out, float* lse, AttentionOperands<E> x, Shape s, DropoutParams drop,
                    bool merge) {
   extern __shared__ __align__(128) unsigned char smem[];
