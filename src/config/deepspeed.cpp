@@ -239,6 +239,17 @@ bool DeepSpeedKeys::take(const std::string& key, const nlohmann::json& value) {
                   "zerotron keeps fp32 master weights, gradients' reduction and Adam moments");
     return true;
   }
+  if (key == "sequence_parallel_size") {
+    // DeepSpeed-Ulysses (and ALST): each sequence over this many ranks, attention by all-to-all
+    // over the heads — zerotron's context parallelism with the all-to-all.
+    ZT_REQUIRE(
+        value.is_number_integer() && value.get<int64_t>() >= 1 && value.get<int64_t>() <= 1 << 20,
+        "{}: key '{}' must be a positive integer, got {}", where_, key, json_excerpt(value));
+    set_("context-parallel-size", fmt::format("{}", value.get<int64_t>()));
+    set_("cp-comm-type", "a2a");
+    given_.insert(key);
+    return true;
+  }
   if (key == "bfloat16.enabled") {  // DeepSpeed's older name of the bf16 section
     set_("bf16", is_true(value) ? "true" : "false");
     return true;

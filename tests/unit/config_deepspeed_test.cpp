@@ -153,6 +153,18 @@ TEST(DeepSpeedConfig, Bf16SectionOfTheReference) {
             std::string::npos);
 }
 
+// DeepSpeed-Ulysses' sequence parallelism is context parallelism by all-to-all; a flag still
+// chooses the ring.
+TEST(DeepSpeedConfig, SequenceParallelSizeIsContextParallelByAllToAll) {
+  const TrainOptions o = with_config(R"({"sequence_parallel_size": 4})");
+  EXPECT_EQ(o.context_parallel_size, 4);
+  EXPECT_EQ(o.cp_comm_type, "a2a");
+  EXPECT_EQ(with_config(R"({"sequence_parallel_size": 2})", {"--cp-comm-type", "p2p"}).cp_comm_type,
+            "p2p");
+  EXPECT_NE(refusal(R"({"sequence_parallel_size": 0})").find("sequence_parallel_size"),
+            std::string::npos);
+}
+
 TEST(DeepSpeedConfig, OptimizerSectionOfTheReference) {
   const TrainOptions o = with_config(R"({"optimizer": {
       "type": "Adam",
