@@ -44,6 +44,12 @@ struct AttentionBlock {
 
   // The whole sequence of T rows of [q | k | v] with row stride ld.
   static AttentionBlock whole(int T, int64_t ld) { return {T, T, 0, 0, T, ld, ld, T}; }
+  // Whether the block lies inside its sequence and its strides hold rows of C query and Ckv key
+  // (and value) elements.
+  ZT_HD bool valid(int64_t C, int64_t Ckv) const {
+    return Tq > 0 && Tk > 0 && q_pos >= 0 && k_pos >= 0 && q_pos + Tq <= seq && k_pos + Tk <= seq &&
+           ld_lse >= Tq && ldq >= C && ldkv >= Ckv;
+  }
   // How many of the nk keys from key j0 query row i sees (0 .. nk).
   ZT_HD int live(int i, int j0, int nk) const {
     const int n = q_pos + i - (k_pos + j0) + 1;

@@ -105,10 +105,7 @@ struct Dims {
   // The per-tile path's block of each sample (the whole sequence but for attention_block_*).
   AttentionBlock blk;
   int blocks_q() const { return (blk.Tq + kBq - 1) / kBq; }
-  int rep() const { return NH / NKV; }  // query heads per key/value head
-  // Offsets in a qkv row of the key and the value of query head h's key/value head.
-  int64_t k_off(int h) const { return C + int64_t{h / rep()} * hd; }
-  int64_t v_off(int h) const { return C + Ckv + int64_t{h / rep()} * hd; }
+  int rep() const { return NH / NKV; }                             // query heads per key/value head
   int64_t kv_col(int h) const { return int64_t{h / rep()} * hd; }  // in a k (or v) row
 };
 
@@ -132,14 +129,11 @@ Dims make_dims(int B, int T, int C, int NH, int NKV, const DropoutParams& drop) 
 
 // A block's dims (one sample; its rows are Tq for the tile loops).
 Dims block_dims(int C, int NH, int NKV, const AttentionBlock& blk, const DropoutParams& drop) {
-  ZT_CHECK(blk.Tq > 0 && blk.Tk > 0 && blk.q_pos >= 0 && blk.k_pos >= 0 &&
-               blk.q_pos + blk.Tq <= blk.seq && blk.k_pos + blk.Tk <= blk.seq &&
-               blk.ld_lse >= blk.Tq,
-           "attention block: bad placement Tq={} Tk={} q_pos={} k_pos={} seq={} ld_lse={}", blk.Tq,
-           blk.Tk, blk.q_pos, blk.k_pos, blk.seq, blk.ld_lse);
   Dims d = make_dims(1, blk.Tq, C, NH, NKV, drop);
-  ZT_CHECK(blk.ldq >= C && blk.ldkv >= d.Ckv, "attention block: row strides {} and {} too short",
-           blk.ldq, blk.ldkv);
+  ZT_CHECK(blk.valid(C, d.Ckv),
+           "attention block: bad placement Tq={} Tk={} q_pos={} k_pos={} seq={} ld_lse={} ldq={} "
+           "ldkv={}",
+           blk.Tq, blk.Tk, blk.q_pos, blk.k_pos, blk.seq, blk.ld_lse, blk.ldq, blk.ldkv);
   d.blk = blk;
   return d;
 }

@@ -581,9 +581,7 @@ void allow_smem(Kernel kernel, size_t bytes) {
 template <typename SmemBytes>
 Shape block_shape(int C, int NH, int NKV, const AttentionBlock& blk, const DropoutParams& drop,
                   SmemBytes bytes, size_t* smem) {
-  ZT_CU_CHECK(blk.Tq > 0 && blk.Tk > 0 && blk.q_pos >= 0 && blk.k_pos >= 0 &&
-                  blk.q_pos + blk.Tq <= blk.seq && blk.k_pos + blk.Tk <= blk.seq &&
-                  blk.ld_lse >= blk.Tq && blk.ldq >= C && blk.ldkv >= int64_t{NKV} * (C / NH),
+  ZT_CU_CHECK(NH > 0 && blk.valid(C, int64_t{NKV} * (C / NH)),
               cat("attention block: bad placement Tq=", blk.Tq, " Tk=", blk.Tk,
                   " q_pos=", blk.q_pos, " k_pos=", blk.k_pos, " seq=", blk.seq));
   Shape s = make_shape(1, blk.Tq, C, NH, NKV, drop, bytes, smem);

@@ -30,13 +30,6 @@ Groups groups_of(const LayerDims& d) {
   return g;
 }
 
-// [rows, w] between buffers of row pitches dst_ld and src_ld (elements).
-void copy_rows(const LayerDims& d, Ref dst, int64_t dst_ld, CRef src, int64_t src_ld, int64_t w,
-               int64_t rows) {
-  d.be->copy_2d(dst.p, dst.bytes(dst_ld), src.p, src.bytes(src_ld), src.bytes(w),
-                static_cast<size_t>(rows));
-}
-
 // local [N, ld] -> send [C][block]: block j holds head group j's columns of every row.
 void to_blocks(const LayerDims& d, const Groups& g, CRef local, int64_t ld, Ref send, bool qkv) {
   for (int j = 0; j < g.C; ++j) {

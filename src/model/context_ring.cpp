@@ -65,12 +65,6 @@ void rope_at_positions(const LayerDims& d, Ref x, bool inverse) {
     }
 }
 
-// [N, w] rows between row pitches (elements of the buffers' types).
-void copy_cols(const LayerDims& d, Ref dst, int64_t dst_ld, CRef src, int64_t src_ld, int64_t w) {
-  d.be->copy_2d(dst.p, dst.bytes(dst_ld), src.p, src.bytes(src_ld), src.bytes(w),
-                static_cast<size_t>(d.N()));
-}
-
 // dst (in T) = src (fp32), n elements.
 void round_into(const LayerDims& d, Ref dst, const float* src, int64_t n) {
   switch (dst.t) {
@@ -94,7 +88,7 @@ void ring_attention_forward(const LayerDims& d, const LayerScratch& s, Ref qkv, 
   const int L = d.cp.local(), c = d.cp.chunk();
   const int64_t W = d.qkv_width(), kv = 2 * int64_t{d.Ckv}, n = int64_t{d.N()} * kv;
   if (d.rope) rope_at_positions(d, qkv, false);
-  copy_cols(d, s.ring_kv[0], kv, CRef(qkv) + d.Cl, W, kv);
+  copy_rows(d, s.ring_kv[0], kv, CRef(qkv) + d.Cl, W, kv, d.N());
   for (int step = 0; step < r.C; ++step) {
     const Ref held = s.ring_kv[step % 2];
     std::pair<comm::Handle, comm::Handle> next;
@@ -125,7 +119,7 @@ void ring_attention_backward(const LayerDims& d, const LayerScratch& s, Ref datt
   const Ring r(d.cp);
   const int L = d.cp.local(), c = d.cp.chunk();
   const int64_t W = d.qkv_width(), kv = 2 * int64_t{d.Ckv}, n = int64_t{d.N()} * kv;
-  copy_cols(d, s.ring_kv[0], kv, qkv + d.Cl, W, kv);
+  copy_rows(d, s.ring_kv[0], kv, qkv + d.Cl, W, kv, d.N());
   d.be->fill_zero(s.ring_acc, static_cast<size_t>(d.N()) * d.Cl * sizeof(float));
   d.be->fill_zero(s.ring_dkv[0], static_cast<size_t>(n) * sizeof(float));
   std::pair<comm::Handle, comm::Handle> grads;
@@ -159,9 +153,9 @@ void ring_attention_backward(const LayerDims& d, const LayerScratch& s, Ref datt
   // Both into dqkv in T: the query gradient through datty's rows (read no more), the key and
   // value gradients through the keys' buffer.
   round_into(d, datty, s.ring_acc, int64_t{d.N()} * d.Cl);
-  copy_cols(d, dqkv, W, datty, d.Cl, d.Cl);
+  copy_rows(d, dqkv, W, datty, d.Cl, d.Cl, d.N());
   round_into(d, s.ring_kv[0], s.ring_dkv[r.C % 2], n);
-  copy_cols(d, dqkv + d.Cl, W, s.ring_kv[0], kv, kv);
+  copy_rows(d, dqkv + d.Cl, W, s.ring_kv[0], kv, kv, d.N());
   if (d.rope) rope_at_positions(d, dqkv, true);
 }
 

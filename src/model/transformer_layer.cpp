@@ -90,6 +90,12 @@ LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp
   return d;
 }
 
+void copy_rows(const LayerDims& d, Ref dst, int64_t dst_ld, CRef src, int64_t src_ld, int64_t w,
+               int64_t rows) {
+  d.be->copy_2d(dst.p, dst.bytes(dst_ld), src.p, src.bytes(src_ld), src.bytes(w),
+                static_cast<size_t>(rows));
+}
+
 size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
   const TpDims t = TpDims::of(c, tp_size, 0);
   const size_t n = static_cast<size_t>(micro_batch) * static_cast<size_t>(c.local_seq());

@@ -102,6 +102,11 @@ struct LayerDims {
                       comm::Communicator* tp, Backend& be, comm::Communicator* cp = nullptr);
 };
 
+// [rows, w] elements between buffers of row pitches dst_ld and src_ld (elements), on d.be (the
+// context exchanges' row and column moves).
+void copy_rows(const LayerDims& d, Ref dst, int64_t dst_ld, CRef src, int64_t src_ld, int64_t w,
+               int64_t rows);
+
 // A norm's parameters held whole: the weight and (LayerNorm) the bias, acquired in forward order
 // (weight, bias) or backward order (bias, weight) and released in the reverse.
 class HeldNorm {
