@@ -15,13 +15,19 @@ size_t round_up(size_t n, size_t a) {
 
 SlabAllocator::SlabAllocator(size_t capacity, Device device)
     : capacity_(round_up(capacity, kAlign)), device_(device) {
-  base_ = static_cast<char*>(std::aligned_alloc(kAlign, capacity_));
-  if (base_ == nullptr) throw std::bad_alloc();
+  owned_.reset(static_cast<char*>(std::aligned_alloc(kAlign, capacity_)));
+  if (owned_ == nullptr) throw std::bad_alloc();
+  base_ = owned_.get();
   free_.emplace(0, capacity_);
 }
 
-SlabAllocator::~SlabAllocator() {
-  std::free(base_);
+SlabAllocator::SlabAllocator(std::span<std::byte> region, Device device)
+    : base_(reinterpret_cast<char*>(region.data())),
+      capacity_(region.size() / kAlign * kAlign),
+      device_(device) {
+  ZT_CHECK(reinterpret_cast<uintptr_t>(base_) % kAlign == 0, "a slab region must be {}-aligned",
+           kAlign);
+  free_.emplace(0, capacity_);
 }
 
 void* SlabAllocator::allocate(size_t bytes) {

@@ -6,7 +6,10 @@
 // and a large request can fail although enough bytes are free (the ZeRO paper's OOM with over 30%
 // of memory free).
 #include <cstddef>
+#include <cstdlib>
 #include <map>
+#include <memory>
+#include <span>
 
 #include "src/core/memory_pool.h"
 
@@ -15,7 +18,9 @@ namespace zt {
 class SlabAllocator final : public Allocator {
  public:
   explicit SlabAllocator(size_t capacity, Device device = Device::Cpu);
-  ~SlabAllocator() override;
+  // Over memory someone else owns (a ProtectedRegion), which must outlive the allocator; its
+  // start must be 256-byte aligned.
+  SlabAllocator(std::span<std::byte> region, Device device);
   SlabAllocator(const SlabAllocator&) = delete;
   SlabAllocator& operator=(const SlabAllocator&) = delete;
 
@@ -27,6 +32,10 @@ class SlabAllocator final : public Allocator {
   static constexpr size_t kAlign = 256;  // what cudaMalloc guarantees
 
  private:
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  std::unique_ptr<char, Free> owned_;  // the region, when the allocator reserved it
   char* base_ = nullptr;
   size_t capacity_;
   Device device_;
