@@ -1,19 +1,21 @@
 #include "kernels/backend.h"
 
 #include <cstring>
-#include <mutex>
-#include <vector>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/deferred_copies.h"
 #include "kernels/kernel_backend.h"
 #include "src/core/error.h"
+#include "src/core/protected_memory.h"
 
 namespace zt {
 namespace {
 
 // The CPU kernels (cpu::Kernels) behind the Backend interface, unchanged: the CPU backend's bits
 // are those of the kernels themselves. Host memory is its device memory, so the moves are memcpy.
-// `staging`: host_accessible() false (cpu_staging_backend()).
+// `staging` (cpu_staging_backend()): host_accessible() false, every call inside a DeviceAccess
+// (device memory from make_staging_device_allocator() is closed to the host outside them), and
+// the side copies deferred and poisoned (DeferredCopies).
 class CpuBackend final : public KernelBackend<cpu::Kernels, CpuBackend> {
  public:
   explicit CpuBackend(bool staging = false) : staging_(staging) {}
@@ -21,53 +23,51 @@ class CpuBackend final : public KernelBackend<cpu::Kernels, CpuBackend> {
   bool host_accessible() const override { return !staging_; }
   void* stream() const override { return nullptr; }
   cpu::Kernels::Exec exec() const { return {}; }
+  // Inactive (and free) when no protected region exists, as on the CPU backend.
+  DeviceAccess device_access() const { return {}; }
 
   void copy_to_device(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
   void copy(void* dst, const void* src, size_t bytes) override {
+    const DeviceAccess access;
     if (bytes > 0 && dst != src) std::memcpy(dst, src, bytes);
   }
   void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
                size_t rows) override {
+    const DeviceAccess access;
     for (size_t r = 0; r < rows; ++r)
       std::memcpy(static_cast<char*>(dst) + r * dst_pitch,
                   static_cast<const char*>(src) + r * src_pitch, width);
   }
   void fill_zero(void* dst, size_t bytes) override {
+    const DeviceAccess access;
     if (bytes > 0) std::memset(dst, 0, bytes);
   }
   void synchronize() override {}
-  void offload(void* dst, const void* src, size_t bytes) override { side_copy(dst, src, bytes); }
-  void fetch(void* dst, const void* src, size_t bytes) override { side_copy(dst, src, bytes); }
-  void join_copies() override { run_side_copies(); }
-  void wait_copies() override { run_side_copies(); }
+  void offload(void* dst, const void* src, size_t bytes) override {
+    if (!staging_) return copy(dst, src, bytes);
+    const DeviceAccess access;
+    side_.offload(dst, src, bytes);
+  }
+  void fetch(void* dst, const void* src, size_t bytes) override {
+    if (!staging_) return copy(dst, src, bytes);
+    const DeviceAccess access;
+    side_.fetch(dst, src, bytes);
+  }
+  void join_copies() override {
+    if (!staging_) return;
+    const DeviceAccess access;
+    side_.join();
+  }
+  void wait_copies() override {
+    if (!staging_) return;
+    const DeviceAccess access;
+    side_.wait();
+  }
 
  private:
-  struct SideCopy {
-    void* dst;
-    const void* src;
-    size_t bytes;
-  };
-  // The side stream's copies, deferred on the staging backend to the next join or wait: the
-  // latest a GPU may run them. Locked: an update thread shares the backend (bind_thread).
-  void side_copy(void* dst, const void* src, size_t bytes) {
-    if (!staging_) {
-      copy(dst, src, bytes);
-      return;
-    }
-    const std::lock_guard lock(side_mutex_);
-    side_.push_back({dst, src, bytes});
-  }
-  void run_side_copies() {
-    if (!staging_) return;
-    const std::lock_guard lock(side_mutex_);
-    for (const SideCopy& c : side_) copy(c.dst, c.src, c.bytes);
-    side_.clear();
-  }
-
   bool staging_;
-  std::mutex side_mutex_;
-  std::vector<SideCopy> side_;
+  DeferredCopies side_;
 };
 
 }  // namespace
@@ -88,6 +88,10 @@ Backend& cpu_backend() {
 Backend& cpu_staging_backend() {
   static CpuBackend backend(true);
   return backend;
+}
+
+std::unique_ptr<Allocator> make_staging_device_allocator(size_t capacity) {
+  return make_protected_allocator(capacity);
 }
 
 DeviceContext::DeviceContext(MemoryPool& pool)

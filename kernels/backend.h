@@ -17,6 +17,7 @@
 // memory on CUDA). Layers receive it next to the communicator they use; there is no global one.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "kernels/common/adamw.h"
 #include "kernels/common/attention.h"
@@ -91,7 +92,8 @@ class Backend {
   // compute enqueued afterwards behind every copy started so far, wait_copies() returns when
   // they are done (the host may then read what offload() wrote and reuse what fetch() read).
   // On the CPU they are plain copies; the staging backend runs each copy at the latest moment
-  // these rules allow (the next join or wait), so a missing one changes its results.
+  // these rules allow and fills what is undefined until then with NaN (kernels/deferred_copies.h),
+  // so a missing join or wait shows.
   virtual void offload(void* host_dst, const void* src, size_t bytes) = 0;
   virtual void fetch(void* dst, const void* host_src, size_t bytes) = 0;
   virtual void join_copies() = 0;
@@ -117,9 +119,17 @@ Backend& cpu_backend();
 // The same kernels with the CUDA backend's memory discipline: host_accessible() is false, so the
 // stack stages through DeviceContext::host() and allocates what it allocates on a GPU (staging
 // chunks, the prefetch buffer, the scalar reducers in the host pool), from the same code. For
-// checking the CUDA paths' memory accounting where no GPU is (tests/unit, tests/dist); the
-// losses are the CPU backend's.
+// checking the CUDA paths where no GPU is (tests/unit, tests/dist); the losses are the CPU
+// backend's. Strict where a GPU would fail:
+//   - device memory from make_staging_device_allocator() is closed to the host (mprotect) except
+//     inside this backend's calls and a communicator's operations: a host read or write of a
+//     device pointer faults, as on a GPU (src/core/protected_memory.h);
+//   - the side copies run at the latest moment the rules above allow and poison what they leave
+//     undefined until then; a source changed too early fails the join or the wait
+//     (kernels/deferred_copies.h).
 Backend& cpu_staging_backend();
+// Device memory for cpu_staging_backend(): `capacity` bytes reserved (not committed) at once.
+std::unique_ptr<Allocator> make_staging_device_allocator(size_t capacity = size_t{4} << 30);
 
 struct DeviceContext {
   // The CPU backend over one host pool, which also serves as the staging pool. Implicit: a host

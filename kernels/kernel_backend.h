@@ -4,7 +4,9 @@
 // members of `Kernels`) from the dtype the list names, turns the typed references it receives
 // (Ref/CRef: a pointer and its dtype) into that instantiation's typed pointers (ops::kernel_arg,
 // which checks that they agree) and calls it where `Self` runs its work: `self.exec()` (nothing
-// on the CPU, the compute stream on CUDA). A backend is then its memory moves plus
+// on the CPU, the compute stream on CUDA), inside `self.device_access()` (what must be held while
+// the host computes on device memory: the staging backend's DeviceAccess; nothing by default). A
+// backend is then its memory moves plus
 //   class MyBackend final : public KernelBackend<my::Kernels, MyBackend>.
 #include <cstddef>
 #include <cstdint>
@@ -20,10 +22,12 @@ class KernelBackend : public Backend {
  public:
 #define ZT_OP(R, name, ...)                                                             \
   R name(ZT_OP_MAP(ZT_OP_BACKEND_PARAM, ZT_OP_COMMA, __VA_ARGS__)) override {           \
+    [[maybe_unused]] const auto held = access();                                        \
     return Kernels::name(ZT_OP_MAP(ZT_OP_KERNEL_ARG, ZT_OP_NOTHING, __VA_ARGS__) on()); \
   }
 #define ZT_TYPED_OP(name, x, ...)                                                              \
   void name(ZT_OP_MAP(ZT_OP_BACKEND_PARAM, ZT_OP_COMMA, __VA_ARGS__)) override {               \
+    [[maybe_unused]] const auto held = access();                                               \
     visit_dtype(x.t, [&](auto t) {                                                             \
       using T = decltype(t);                                                                   \
       Kernels::template name<T>(ZT_OP_MAP(ZT_OP_KERNEL_ARG, ZT_OP_NOTHING, __VA_ARGS__) on()); \
@@ -31,6 +35,7 @@ class KernelBackend : public Backend {
   }
 #define ZT_TYPED_OUT_OP(name, x, y, ...)                                                     \
   void name(ZT_OP_MAP(ZT_OP_BACKEND_PARAM, ZT_OP_COMMA, __VA_ARGS__)) override {             \
+    [[maybe_unused]] const auto held = access();                                             \
     visit_dtype(x.t, [&](auto t) {                                                           \
       using T = decltype(t);                                                                 \
       if (y.t == DType::F32) {                                                               \
@@ -46,6 +51,7 @@ class KernelBackend : public Backend {
   }
 #define ZT_DTYPE_OP(name, dtype, ...)                                                          \
   void name(ZT_OP_MAP(ZT_OP_BACKEND_PARAM, ZT_OP_COMMA, __VA_ARGS__), DType dtype) override {  \
+    [[maybe_unused]] const auto held = access();                                               \
     visit_dtype(dtype, [&](auto t) {                                                           \
       using T = decltype(t);                                                                   \
       Kernels::template name<T>(ZT_OP_MAP(ZT_OP_KERNEL_ARG, ZT_OP_NOTHING, __VA_ARGS__) on()); \
@@ -57,6 +63,13 @@ class KernelBackend : public Backend {
   // Where Self runs its kernels (Self::exec(), which Self must declare).
   typename Kernels::Exec on() const {
     return static_cast<const Self&>(*this).exec();
+  }
+  // What Self holds around a kernel (Self::device_access(), or nothing).
+  auto access() const {
+    if constexpr (requires(const Self& s) { s.device_access(); })
+      return static_cast<const Self&>(*this).device_access();
+    else
+      return 0;
   }
 };
 

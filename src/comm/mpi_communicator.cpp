@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <optional>
 
 #include "src/comm/mpi_check.h"
 #include "src/core/half.h"
@@ -277,8 +278,10 @@ void narrow(const float* src, const Tensor& t) {
 class MpiWork final : public Work {
  public:
   MpiWork(MpiProgress& progress, Watchdog& dog, std::shared_ptr<MpiProgress::Op> op, CommOp kind,
-          GroupKind group, MpiCommunicator::Finish finish, const Watchdog::Where& where)
-      : progress_(&progress),
+          GroupKind group, MpiCommunicator::Finish finish, const Watchdog::Where& where,
+          std::optional<DeviceAccess> access)
+      : access_(std::move(access)),
+        progress_(&progress),
         dog_(&dog),
         op_(std::move(op)),
         kind_(kind),
@@ -304,6 +307,7 @@ class MpiWork final : public Work {
     }
     finished_ = true;
     finish_.run();
+    access_.reset();
   }
 
   StampRef started() const override { return HostStamp::at(op_->issued); }
@@ -311,6 +315,9 @@ class MpiWork final : public Work {
   StampRef finished() const override { return finished_ ? HostStamp::at(op_->completed) : nullptr; }
 
  private:
+  // Held from the start until the operation finished: MPI reads and writes its tensors, which may
+  // be device memory, at any moment in between.
+  std::optional<DeviceAccess> access_;
   MpiProgress* progress_;
   Watchdog* dog_;
   std::shared_ptr<MpiProgress::Op> op_;
@@ -363,10 +370,11 @@ void MpiCommunicator::check_tensor(const Tensor& t, const char* what) const {
 }
 
 Handle MpiCommunicator::make_handle(CommOp op, MPI_Request req, Finish finish,
-                                    const Watchdog::Where& where) {
+                                    const Watchdog::Where& where,
+                                    std::optional<DeviceAccess> access) {
   auto tracked = ctx_.progress->track(req);
   return Handle(std::make_unique<MpiWork>(*ctx_.progress, *ctx_.watchdog, std::move(tracked), op,
-                                          kind_, std::move(finish), where));
+                                          kind_, std::move(finish), where, std::move(access)));
 }
 
 Watchdog::Where MpiCommunicator::place(std::string_view op, int peer) {
@@ -399,6 +407,7 @@ MpiCommunicator::Plan MpiCommunicator::plan_all_reduce(Tensor t) {
 }
 
 void MpiCommunicator::all_reduce(Tensor t, ReduceOp op) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   if (t.dtype() != DType::F32 && t.numel() > kStagingSlice) {
     // A large half tensor (tensor parallelism's [N, h] activations) is reduced slice by slice
     // through one constant-size fp32 staging buffer: the same sums, element by element.
@@ -425,11 +434,12 @@ void MpiCommunicator::all_reduce(Tensor t, ReduceOp op) {
 }
 
 Handle MpiCommunicator::all_reduce_async(Tensor t, ReduceOp op) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   Plan p = plan_all_reduce(t);
   const Watchdog::Where at = place("all_reduce");
   MPI_Request req = MPI_REQUEST_NULL;
   ZT_MPI(MPI_Iallreduce(p.send, p.recv, p.count, MPI_FLOAT, mpi_op(op), comm_, &req));
-  return make_handle(CommOp::AllReduce, req, std::move(p.finish), at);
+  return make_handle(CommOp::AllReduce, req, std::move(p.finish), at, std::move(access));
 }
 
 // reduce_scatter ------------------------------------------------------------------------------
@@ -468,6 +478,7 @@ MpiCommunicator::Plan MpiCommunicator::plan_reduce_scatter(Tensor in, Tensor out
 }
 
 void MpiCommunicator::reduce_scatter(Tensor input, Tensor output, ReduceOp op) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   const int64_t m = output.numel();
   if (input.dtype() != DType::F32 && input.numel() + m > kStagingSlice) {
     // A large half tensor (sequence parallelism's [N, h] row-parallel outputs) is reduced piece
@@ -501,11 +512,12 @@ void MpiCommunicator::reduce_scatter(Tensor input, Tensor output, ReduceOp op) {
 }
 
 Handle MpiCommunicator::reduce_scatter_async(Tensor input, Tensor output, ReduceOp op) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   Plan p = plan_reduce_scatter(input, output);
   const Watchdog::Where at = place("reduce_scatter");
   MPI_Request req = MPI_REQUEST_NULL;
   ZT_MPI(MPI_Ireduce_scatter_block(p.send, p.recv, p.count, MPI_FLOAT, mpi_op(op), comm_, &req));
-  return make_handle(CommOp::ReduceScatter, req, std::move(p.finish), at);
+  return make_handle(CommOp::ReduceScatter, req, std::move(p.finish), at, std::move(access));
 }
 
 // all_gather ----------------------------------------------------------------------------------
@@ -526,6 +538,7 @@ MpiCommunicator::Plan MpiCommunicator::plan_all_gather(Tensor in, Tensor out) {
 }
 
 void MpiCommunicator::all_gather(Tensor input, Tensor output) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   Plan p = plan_all_gather(input, output);
   auto guard = ctx_.watchdog->arm("all_gather", name(), place("all_gather"));
   if (p.send == MPI_IN_PLACE)
@@ -535,6 +548,7 @@ void MpiCommunicator::all_gather(Tensor input, Tensor output) {
 }
 
 Handle MpiCommunicator::all_gather_async(Tensor input, Tensor output) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   Plan p = plan_all_gather(input, output);
   const Watchdog::Where at = place("all_gather");
   MPI_Request req = MPI_REQUEST_NULL;
@@ -543,7 +557,7 @@ Handle MpiCommunicator::all_gather_async(Tensor input, Tensor output) {
         MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p.recv, p.count, p.type, comm_, &req));
   else
     ZT_MPI(MPI_Iallgather(p.send, p.count, p.type, p.recv, p.count, p.type, comm_, &req));
-  return make_handle(CommOp::AllGather, req, {}, at);
+  return make_handle(CommOp::AllGather, req, {}, at, std::move(access));
 }
 
 // all_to_all ----------------------------------------------------------------------------------
@@ -563,22 +577,25 @@ MpiCommunicator::Plan MpiCommunicator::plan_all_to_all(Tensor in, Tensor out) {
 }
 
 void MpiCommunicator::all_to_all(Tensor input, Tensor output) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   Plan p = plan_all_to_all(input, output);
   auto guard = ctx_.watchdog->arm("all_to_all", name(), place("all_to_all"));
   ZT_MPI(MPI_Alltoall(p.send, p.count, p.type, p.recv, p.count, p.type, comm_));
 }
 
 Handle MpiCommunicator::all_to_all_async(Tensor input, Tensor output) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   Plan p = plan_all_to_all(input, output);
   const Watchdog::Where at = place("all_to_all");
   MPI_Request req = MPI_REQUEST_NULL;
   ZT_MPI(MPI_Ialltoall(p.send, p.count, p.type, p.recv, p.count, p.type, comm_, &req));
-  return make_handle(CommOp::AllToAll, req, {}, at);
+  return make_handle(CommOp::AllToAll, req, {}, at, std::move(access));
 }
 
 // broadcast, send/recv, barrier ---------------------------------------------------------------
 
 void MpiCommunicator::broadcast(Tensor t, int root) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   check_tensor(t, "broadcast");
   ZT_CHECK(root >= 0 && root < size_, "broadcast root {} outside group {} of {}", root, name(),
            size_);
@@ -589,6 +606,7 @@ void MpiCommunicator::broadcast(Tensor t, int root) {
 }
 
 Handle MpiCommunicator::broadcast_async(Tensor t, int root) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   check_tensor(t, "broadcast");
   ZT_CHECK(root >= 0 && root < size_, "broadcast root {} outside group {} of {}", root, name(),
            size_);
@@ -597,10 +615,11 @@ Handle MpiCommunicator::broadcast_async(Tensor t, int root) {
   const Watchdog::Where at = place("broadcast");
   MPI_Request req = MPI_REQUEST_NULL;
   ZT_MPI(MPI_Ibcast(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), root, comm_, &req));
-  return make_handle(CommOp::Broadcast, req, {}, at);
+  return make_handle(CommOp::Broadcast, req, {}, at, std::move(access));
 }
 
 void MpiCommunicator::send(Tensor t, int peer, int tag) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   check_tensor(t, "send");
   ctx_.stats->record(kind_, CommOp::Send, static_cast<uint64_t>(t.numel()), dtype_size(t.dtype()),
                      2);
@@ -612,6 +631,7 @@ void MpiCommunicator::send(Tensor t, int peer, int tag) {
 }
 
 void MpiCommunicator::recv(Tensor t, int peer, int tag) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   check_tensor(t, "recv");
   ctx_.stats->record(kind_, CommOp::Recv, static_cast<uint64_t>(t.numel()), dtype_size(t.dtype()),
                      2);
@@ -627,6 +647,7 @@ void MpiCommunicator::recv(Tensor t, int peer, int tag) {
 }
 
 Handle MpiCommunicator::send_async(Tensor t, int peer, int tag) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   check_tensor(t, "send");
   ctx_.stats->record(kind_, CommOp::Send, static_cast<uint64_t>(t.numel()), dtype_size(t.dtype()),
                      2);
@@ -636,17 +657,18 @@ Handle MpiCommunicator::send_async(Tensor t, int peer, int tag) {
     ZT_MPI(MPI_Issend(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_, &req));
   else
     ZT_MPI(MPI_Isend(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_, &req));
-  return make_handle(CommOp::Send, req, {}, at);
+  return make_handle(CommOp::Send, req, {}, at, std::move(access));
 }
 
 Handle MpiCommunicator::recv_async(Tensor t, int peer, int tag) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
   check_tensor(t, "recv");
   ctx_.stats->record(kind_, CommOp::Recv, static_cast<uint64_t>(t.numel()), dtype_size(t.dtype()),
                      2);
   const Watchdog::Where at = place("recv", peer);
   MPI_Request req = MPI_REQUEST_NULL;
   ZT_MPI(MPI_Irecv(t.data(), mpi_count(t.numel()), raw_type(t.dtype()), peer, tag, comm_, &req));
-  return make_handle(CommOp::Recv, req, {}, at);
+  return make_handle(CommOp::Recv, req, {}, at, std::move(access));
 }
 
 void MpiCommunicator::barrier() {
@@ -660,7 +682,7 @@ Handle MpiCommunicator::barrier_async() {
   const Watchdog::Where at = place("barrier");
   MPI_Request req = MPI_REQUEST_NULL;
   ZT_MPI(MPI_Ibarrier(comm_, &req));
-  return make_handle(CommOp::Barrier, req, {}, at);
+  return make_handle(CommOp::Barrier, req, {}, at, std::nullopt);
 }
 
 void MpiCommunicator::progress() {

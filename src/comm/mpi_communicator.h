@@ -23,12 +23,14 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "src/comm/communicator.h"
 #include "src/comm/watchdog.h"
 #include "src/core/memory_pool.h"
+#include "src/core/protected_memory.h"
 
 namespace zt::comm {
 
@@ -191,7 +193,9 @@ class MpiCommunicator final : public Communicator {
   Plan plan_reduce_scatter(Tensor input, Tensor output);
   Plan plan_all_gather(Tensor input, Tensor output);
   Plan plan_all_to_all(Tensor input, Tensor output);
-  Handle make_handle(CommOp op, MPI_Request req, Finish finish, const Watchdog::Where& where);
+  // `access` (held until the operation finished) where its tensors may be device memory.
+  Handle make_handle(CommOp op, MPI_Request req, Finish finish, const Watchdog::Where& where,
+                     std::optional<DeviceAccess> access);
   // Counts `op` as issued by this rank (the watchdog's board) and returns where it is: a
   // collective of the group, or with `peer` (a group rank) a point-to-point operation.
   Watchdog::Where place(std::string_view op, int peer = -1);

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <string>
 
+#include "src/core/protected_memory.h"
+
 namespace zt::comm {
 
 SelfCommunicator::SelfCommunicator(Backend& backend)
@@ -32,6 +34,7 @@ void SelfCommunicator::record(CommOp op, const Tensor& t) {
 void SelfCommunicator::copy(const Tensor& input, const Tensor& output, bool in_place) {
   if (in_place || output.numel() == 0) return;
   if (output.device() == Device::Cpu) {
+    const DeviceAccess access;  // host memory, or the staging backend's device memory
     std::memcpy(output.data(), input.data(), output.bytes());
     return;
   }
