@@ -321,7 +321,7 @@ TEST(Planner, CudaPathsAllocateTheCudaPlan) {
     o.log_interval = 100;
     o.param_persistence_threshold = 200;
     validate_train_options(o, world);
-    MemoryPool device(make_host_allocator()), host(make_host_allocator());
+    MemoryPool device(make_staging_device_allocator()), host(make_host_allocator());
     const DeviceContext ctx(cpu_staging_backend(), device, host);
     auto device_world = dist::runtime().world(device);  // where NCCL's groups would be
     auto host_world = dist::runtime().world(host);

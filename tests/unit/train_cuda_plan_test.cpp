@@ -49,7 +49,7 @@ TrainOptions cuda_shaped(int variant) {
 TEST(CudaPlan, DevicePoolIsThePlanLessTheBackendsOwnBuffers) {
   for (int variant = 0; variant <= 5; ++variant) {
     const TrainOptions o = cuda_shaped(variant);
-    MemoryPool device(make_host_allocator()), host(make_host_allocator());
+    MemoryPool device(make_staging_device_allocator()), host(make_host_allocator());
     const DeviceContext ctx(cpu_staging_backend(), device, host);
     ASSERT_TRUE(ctx.needs_staging());
     comm::SelfWorld world(cpu_staging_backend());

@@ -67,7 +67,8 @@ struct Outcome {
 // Trains `o` on the CPU backend, or on the staging backend with a host pool of its own; checks
 // each pool against the plan of the run on that backend (CUDA's for staging).
 Outcome train(const TrainOptions& o, bool staging, const std::string& what) {
-  MemoryPool device(make_host_allocator()), host(make_host_allocator());
+  MemoryPool device(staging ? make_staging_device_allocator() : make_host_allocator());
+  MemoryPool host(make_host_allocator());
   const DeviceContext ctx =
       staging ? DeviceContext(cpu_staging_backend(), device, host) : DeviceContext(device);
   comm::SelfWorld world(ctx.backend());
