@@ -96,6 +96,8 @@ class ActivationCheckpointer final : public ActivationStore {
   Ref restore_buffers_[2];
   int prefetched_span_ = -1;
   CRef offload_src_;
+  // Last: before the checkpoints and buffers go, no offload or fetch still reads or writes them.
+  SideCopyGuard side_copies_{&be_};
 };
 
 }  // namespace zt
