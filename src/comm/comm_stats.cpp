@@ -148,4 +148,13 @@ void CommStats::record(GroupKind g, CommOp op, uint64_t elements, size_t elem_si
       op_cost(op, elements, elem_size, group_size);
 }
 
+void CommStats::record(GroupKind g, CommOp op, const OpCounters& cost) {
+  now_.ops[static_cast<size_t>(g)][static_cast<size_t>(op)] += cost;
+}
+
+OpCounters all_to_all_v_cost(uint64_t elements, uint64_t leaving, size_t elem_size) {
+  const uint64_t bytes = leaving * elem_size;
+  return OpCounters{1, elements, bytes, static_cast<double>(bytes)};
+}
+
 }  // namespace zt::comm

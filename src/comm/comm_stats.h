@@ -11,6 +11,8 @@
 //   send / recv     n          n·e             n·e
 //   barrier         0          0               0
 //   all_to_all      n (input)  (N−1)/N·n·e     (N−1)/N·n·e  (what leaves the rank)
+//   all_to_all_v    n (input)  (n − own)·e     (n − own)·e  (counted as all_to_all; `own`: the
+//                                                            rank's chunk to itself)
 // "bytes" is the ZeRO paper's accounting (an all-reduce = reduce-scatter + all-gather = 2Ψ);
 // "wire_bytes" is what a bandwidth-optimal ring sends per rank. Both use the tensor's own
 // element size even where the MPI backend reduces half tensors in fp32 (communicator.h).
@@ -76,9 +78,13 @@ struct CommSnapshot {
 // The paper's bytes and the ring wire bytes of one operation (the table above).
 OpCounters op_cost(CommOp op, uint64_t elements, size_t elem_size, int group_size);
 
+// all_to_all_v's: `elements` in the input, `leaving` of them to other ranks.
+OpCounters all_to_all_v_cost(uint64_t elements, uint64_t leaving, size_t elem_size);
 class CommStats {
  public:
   void record(GroupKind g, CommOp op, uint64_t elements, size_t elem_size, int group_size);
+  // An operation whose cost is not a function of its size alone (all_to_all_v): one call.
+  void record(GroupKind g, CommOp op, const OpCounters& cost);
   const CommSnapshot& snapshot() const { return now_; }
   void reset() { now_ = CommSnapshot{}; }
 

@@ -98,6 +98,30 @@ void Communicator::check_all_to_all(const Tensor& in, const Tensor& out) const {
   ZT_CHECK(!overlap(in, out), "all_to_all on group {}: input and output overlap", name());
 }
 
+int64_t Communicator::check_all_to_all_v(const Tensor& in, std::span<const int64_t> send_counts,
+                                         const Tensor& out,
+                                         std::span<const int64_t> recv_counts) const {
+  ZT_CHECK(in.dtype() == out.dtype(), "all_to_all_v on group {}: input {} and output {} differ",
+           name(), dtype_name(in.dtype()), dtype_name(out.dtype()));
+  const auto n = static_cast<size_t>(size());
+  ZT_CHECK(send_counts.size() == n && recv_counts.size() == n,
+           "all_to_all_v on group {} of {}: {} send and {} receive counts", name(), n,
+           send_counts.size(), recv_counts.size());
+  int64_t sent = 0, received = 0;
+  for (size_t r = 0; r < n; ++r) {
+    ZT_CHECK(send_counts[r] >= 0 && recv_counts[r] >= 0,
+             "all_to_all_v on group {}: a negative count for rank {}", name(), r);
+    sent += send_counts[r];
+    received += recv_counts[r];
+  }
+  ZT_CHECK(sent == in.numel() && received == out.numel(),
+           "all_to_all_v on group {}: counts sum to {} sent and {} received, the tensors hold {} "
+           "and {}",
+           name(), sent, received, in.numel(), out.numel());
+  ZT_CHECK(!overlap(in, out), "all_to_all_v on group {}: input and output overlap", name());
+  return sent - send_counts[static_cast<size_t>(rank())];
+}
+
 bool Communicator::check_reduce_scatter(const Tensor& in, const Tensor& out) const {
   ZT_CHECK(in.dtype() == out.dtype(), "reduce_scatter: input {} vs output {}",
            dtype_name(in.dtype()), dtype_name(out.dtype()));

@@ -119,6 +119,13 @@ class Communicator {
   // to rank r, chunk r of `output` comes from rank r (this rank's own chunk is copied across).
   virtual void all_to_all(Tensor input, Tensor output) = 0;
   virtual Handle all_to_all_async(Tensor input, Tensor output) = 0;
+  // Chunks of any size (a mixture of experts' token dispatch): `input` holds chunk r for rank r,
+  // send_counts[r] elements, back to back in rank order; chunk r of `output` (recv_counts[r]
+  // elements, back to back) comes from rank r. Both count lists are the host's, size() long,
+  // and recv_counts[r] here must be send_counts[rank()] on rank r (the caller exchanges them
+  // first). One dtype, no overlap. Blocking: a dispatch needs its rows before the experts run.
+  virtual void all_to_all_v(Tensor input, std::span<const int64_t> send_counts, Tensor output,
+                            std::span<const int64_t> recv_counts) = 0;
 
   // `root` is a rank of this group.
   virtual void broadcast(Tensor t, int root) = 0;
@@ -183,6 +190,10 @@ class Communicator {
   bool check_all_gather(const Tensor& in, const Tensor& out) const;
   // all_to_all's: one dtype, equal sizes divisible by size(), no overlap.
   void check_all_to_all(const Tensor& in, const Tensor& out) const;
+  // all_to_all_v's: one dtype, size() counts each, none negative, summing to each tensor's
+  // elements, no overlap. Returns the elements that leave this rank (the own chunk stays).
+  int64_t check_all_to_all_v(const Tensor& in, std::span<const int64_t> send_counts,
+                             const Tensor& out, std::span<const int64_t> recv_counts) const;
 };
 
 }  // namespace zt::comm

@@ -592,6 +592,37 @@ Handle MpiCommunicator::all_to_all_async(Tensor input, Tensor output) {
   return make_handle(CommOp::AllToAll, req, {}, at, std::move(access));
 }
 
+void MpiCommunicator::all_to_all_v(Tensor input, std::span<const int64_t> send_counts,
+                                   Tensor output, std::span<const int64_t> recv_counts) {
+  DeviceAccess access;  // the tensors may be device memory (the staging backend's)
+  check_tensor(input, "all_to_all_v");
+  check_tensor(output, "all_to_all_v");
+  const int64_t leaving = check_all_to_all_v(input, send_counts, output, recv_counts);
+  ctx_.stats->record(kind_, CommOp::AllToAll,
+                     all_to_all_v_cost(static_cast<uint64_t>(input.numel()),
+                                       static_cast<uint64_t>(leaving), dtype_size(input.dtype())));
+  // MPI's int counts and displacements: send, send displacements, receive, receive
+  // displacements, size() each, kept across calls.
+  const auto n = static_cast<size_t>(size_);
+  v_args_.resize(4 * n);
+  int* sc = v_args_.data();
+  int* sd = sc + n;
+  int* rc = sd + n;
+  int* rd = rc + n;
+  int64_t s_at = 0, r_at = 0;
+  for (size_t r = 0; r < n; ++r) {
+    sc[r] = mpi_count(send_counts[r]);
+    sd[r] = mpi_count(s_at);
+    rc[r] = mpi_count(recv_counts[r]);
+    rd[r] = mpi_count(r_at);
+    s_at += send_counts[r];
+    r_at += recv_counts[r];
+  }
+  const MPI_Datatype t = raw_type(input.dtype());
+  auto guard = ctx_.watchdog->arm("all_to_all_v", name(), place("all_to_all_v"));
+  ZT_MPI(MPI_Alltoallv(input.data(), sc, sd, t, output.data(), rc, rd, t, comm_));
+}
+
 // broadcast, send/recv, barrier ---------------------------------------------------------------
 
 void MpiCommunicator::broadcast(Tensor t, int root) {

@@ -164,6 +164,8 @@ class MpiCommunicator final : public Communicator {
   Handle all_gather_async(Tensor input, Tensor output) override;
   void all_to_all(Tensor input, Tensor output) override;
   Handle all_to_all_async(Tensor input, Tensor output) override;
+  void all_to_all_v(Tensor input, std::span<const int64_t> send_counts, Tensor output,
+                    std::span<const int64_t> recv_counts) override;
   void broadcast(Tensor t, int root) override;
   Handle broadcast_async(Tensor t, int root) override;
   void send(Tensor t, int peer, int tag = 0) override;
@@ -209,6 +211,7 @@ class MpiCommunicator final : public Communicator {
   std::vector<int> world_ranks_;
   uint64_t key_ = 0;  // group_key(kind_, world_ranks_): its collectives' counter on the board
   StagingPool staging_;
+  std::vector<int> v_args_;  // all_to_all_v's counts and displacements, reused
 };
 
 }  // namespace zt::comm

@@ -463,6 +463,42 @@ void NcclCommunicator::all_to_all(Tensor input, Tensor output) {
   all_to_all_async(input, output).wait();
 }
 
+// The same pattern with a count per peer; a peer with nothing to send or receive posts nothing.
+void NcclCommunicator::all_to_all_v(Tensor in, std::span<const int64_t> send_counts, Tensor out,
+                                    std::span<const int64_t> recv_counts) {
+  check_tensor(in, "all_to_all_v");
+  check_tensor(out, "all_to_all_v");
+  const int64_t leaving = check_all_to_all_v(in, send_counts, out, recv_counts);
+  const size_t e = dtype_size(in.dtype());
+  ctx_->stats->record(
+      kind_, CommOp::AllToAll,
+      all_to_all_v_cost(static_cast<uint64_t>(in.numel()), static_cast<uint64_t>(leaving), e));
+  issue(CommOp::AllToAll, [&](ncclComm_t c, cudaStream_t s) {
+    const auto* src = static_cast<const char*>(in.data());
+    auto* dst = static_cast<char*>(out.data());
+    size_t s_at = 0, r_at = 0, own_src = 0, own_dst = 0;
+    ZT_NCCL_ISSUE(ncclGroupStart());
+    for (int r = 0; r < size_; ++r) {
+      const auto sn = static_cast<size_t>(send_counts[static_cast<size_t>(r)]);
+      const auto rn = static_cast<size_t>(recv_counts[static_cast<size_t>(r)]);
+      if (r == rank_) {
+        own_src = s_at;
+        own_dst = r_at;
+      } else {
+        if (sn > 0) ZT_NCCL_ISSUE(ncclSend(src + s_at * e, sn, nccl_type(in.dtype()), r, c, s));
+        if (rn > 0) ZT_NCCL_ISSUE(ncclRecv(dst + r_at * e, rn, nccl_type(in.dtype()), r, c, s));
+      }
+      s_at += sn;
+      r_at += rn;
+    }
+    ZT_NCCL_ISSUE(ncclGroupEnd());
+    const auto own = static_cast<size_t>(send_counts[static_cast<size_t>(rank_)]) * e;
+    if (own > 0)
+      ZT_CUDA_CHECK(
+          cudaMemcpyAsync(dst + own_dst * e, src + own_src * e, own, cudaMemcpyDeviceToDevice, s));
+  }).wait();
+}
+
 // broadcast, send/recv, barrier ---------------------------------------------------------------
 
 Handle NcclCommunicator::broadcast_async(Tensor t, int root) {

@@ -92,6 +92,15 @@ Handle SelfCommunicator::all_to_all_async(Tensor input, Tensor output) {
   return {};
 }
 
+void SelfCommunicator::all_to_all_v(Tensor input, std::span<const int64_t> send_counts,
+                                    Tensor output, std::span<const int64_t> recv_counts) {
+  const int64_t leaving = check_all_to_all_v(input, send_counts, output, recv_counts);
+  stats_->record(kind_, CommOp::AllToAll,
+                 all_to_all_v_cost(static_cast<uint64_t>(input.numel()),
+                                   static_cast<uint64_t>(leaving), dtype_size(input.dtype())));
+  copy(input, output, false);
+}
+
 void SelfCommunicator::broadcast(Tensor t, int root) {
   ZT_CHECK(root == 0, "broadcast root {} outside group {} of 1", root, name());
   record(CommOp::Broadcast, t);

@@ -42,6 +42,8 @@ class SelfCommunicator final : public Communicator {
   Handle all_gather_async(Tensor input, Tensor output) override;
   void all_to_all(Tensor input, Tensor output) override;
   Handle all_to_all_async(Tensor input, Tensor output) override;
+  void all_to_all_v(Tensor input, std::span<const int64_t> send_counts, Tensor output,
+                    std::span<const int64_t> recv_counts) override;
   void broadcast(Tensor t, int root) override;
   Handle broadcast_async(Tensor t, int root) override;
   void send(Tensor t, int peer, int tag = 0) override;

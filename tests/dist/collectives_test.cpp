@@ -170,6 +170,52 @@ TEST(Collectives, AllToAll) {
         }
 }
 
+// all_to_all_v: rank a sends count(a, b) elements to rank b (some none, its own chunk included),
+// each lands as chunk a of b's output bit-exactly, and only what leaves the rank is counted.
+TEST(Collectives, AllToAllV) {
+  const int me = world().rank();
+  for (const NamedGroup& g : test_groups())
+    for (DType dt : kDTypes)
+      for (int64_t m : kSizes) {
+        const int N = g.comm->size(), gr = g.comm->rank();
+        const auto count = [&](int a, int b) { return (a * 3 + b * 5 + m) % 7; };
+        std::vector<int64_t> sends(static_cast<size_t>(N)), recvs(static_cast<size_t>(N));
+        int64_t in_n = 0, out_n = 0;
+        for (int r = 0; r < N; ++r) {
+          in_n += sends[static_cast<size_t>(r)] = count(gr, r);
+          out_n += recvs[static_cast<size_t>(r)] = count(r, gr);
+        }
+        HostTensor in(dt, in_n), out(dt, out_n);
+        for (int r = 0, at = 0; r < N; ++r)
+          for (int64_t i = 0; i < count(gr, r); ++i) in.set(at++, value(me, r * 7919 + i, 8));
+        const comm::OpCounters before =
+            g.comm->stats().snapshot().at(g.comm->kind(), comm::CommOp::AllToAll);
+        g.comm->all_to_all_v(in.t(), sends, out.t(), recvs);
+        const comm::OpCounters d =
+            g.comm->stats().snapshot().at(g.comm->kind(), comm::CommOp::AllToAll) - before;
+        EXPECT_EQ(d.calls, 1u) << g.label;
+        EXPECT_EQ(d.bytes, static_cast<uint64_t>(in_n - count(gr, gr)) * dtype_size(dt)) << g.label;
+        int64_t bad = 0;
+        for (int r = 0, at = 0; r < N; ++r)
+          for (int64_t i = 0; i < count(r, gr); ++i)
+            bad += out.get(at++) != value(g.comm->world_rank_of(r), gr * 7919 + i, 8);
+        EXPECT_EQ(bad, 0) << where(g, dt, m);
+      }
+}
+
+// Counts that do not add up to the tensors are refused on the rank that passes them, before
+// anything is sent (every rank passes bad ones here, so none waits for another).
+TEST(Collectives, AllToAllVRefusesCountsThatDoNotFit) {
+  Communicator& w = world();
+  const auto n = static_cast<size_t>(w.size());
+  HostTensor in(DType::F32, 4), out(DType::F32, 4);
+  std::vector<int64_t> counts(n, 0);
+  counts[0] = 3;
+  EXPECT_THROW(w.all_to_all_v(in.t(), counts, out.t(), counts), Error);
+  std::vector<int64_t> short_list(n + 1, 0);
+  EXPECT_THROW(w.all_to_all_v(in.t(), short_list, out.t(), short_list), Error);
+}
+
 TEST(Collectives, AllGatherInPlaceOverload) {
   const int me = world().rank();
   for (const NamedGroup& g : test_groups()) {

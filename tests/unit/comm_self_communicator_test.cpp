@@ -32,11 +32,16 @@ TEST(SelfCommunicator, CollectivesAreTheRanksOwnDataCountedAtZeroBytes) {
   world.all_gather_async(view(a), view(b)).wait();
   EXPECT_EQ(b, a);
   world.all_gather(view(a));  // in place
+  b.assign(3, 0.0f);
+  const std::vector<int64_t> three = {3};
+  world.all_to_all_v(view(a), three, view(b), three);
+  EXPECT_EQ(b, a);
+  world.all_to_all(view(a), view(b));
   world.broadcast(view(a), 0);
   world.barrier();
   const CommSnapshot& s = world.stats().snapshot();
-  for (CommOp op :
-       {CommOp::AllReduce, CommOp::ReduceScatter, CommOp::AllGather, CommOp::Broadcast}) {
+  for (CommOp op : {CommOp::AllReduce, CommOp::ReduceScatter, CommOp::AllGather, CommOp::Broadcast,
+                    CommOp::AllToAll}) {
     const OpCounters& c = s.at(GroupKind::World, op);
     EXPECT_GE(c.calls, 1u) << comm_op_name(op);
     EXPECT_EQ(c.elements, 3u * c.calls) << comm_op_name(op);
