@@ -22,6 +22,7 @@
 #include "kernels/common/adamw.h"
 #include "kernels/common/attention.h"
 #include "kernels/common/dropout.h"
+#include "kernels/common/moe.h"
 #include "kernels/common/multi_tensor.h"
 #include "kernels/common/rope.h"
 #include "kernels/op_signature.h"
