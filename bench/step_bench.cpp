@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_main.h"
+#include "bench/machine.h"
 #include "kernels/cpu/gemm_mixed.h"
 #include "kernels/cpu/ops.h"
 #include "src/comm/self_communicator.h"
@@ -97,29 +98,6 @@ double cast_ms(int64_t elems, int64_t numel) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
-}
-
-// The CPU as /proc/cpuinfo names it: model name, family and model numbers (a virtual machine
-// may show only a vendor name), and which bf16 instructions it reports.
-nlohmann::json cpu_info() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, name, family, model, flags;
-  const auto value = [](const std::string& l) {
-    const auto colon = l.find(':');
-    return colon == std::string::npos || colon + 2 > l.size() ? std::string() : l.substr(colon + 2);
-  };
-  while (std::getline(in, line)) {
-    if (name.empty() && line.rfind("model name", 0) == 0) name = value(line);
-    if (family.empty() && line.rfind("cpu family", 0) == 0) family = value(line);
-    if (model.empty() && line.rfind("model\t", 0) == 0) model = value(line);
-    if (flags.empty() && line.rfind("flags", 0) == 0) flags = value(line);
-    if (!name.empty() && !family.empty() && !model.empty() && !flags.empty()) break;
-  }
-  std::vector<std::string> bf16;
-  std::istringstream words(flags);
-  for (std::string w; words >> w;)
-    if (w == "avx512_bf16" || w == "amx_bf16") bf16.push_back(w);
-  return {{"model_name", name}, {"family", family}, {"model", model}, {"bf16_flags", bf16}};
 }
 
 }  // namespace
@@ -223,7 +201,7 @@ static int run(int argc, char** argv) {
       {"peak_rss_bytes", static_cast<int64_t>(ru.ru_maxrss) * 1024},
       {"cast", cast},
       {"threads", omp_get_max_threads()},
-      {"cpu", cpu_info()},
+      {"cpu", zt::bench::cpu_info()},
       {"onednn_isa", zt::cpu::detail::onednn_isa_name()},
   };
   std::printf("%s\n", j.dump().c_str());

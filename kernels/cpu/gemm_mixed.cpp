@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/common/cast.h"
+#include "kernels/common/grouped_gemm.h"
 #include "kernels/cpu/ops.h"
 #include "src/core/error.h"
 
@@ -241,6 +243,17 @@ void Kernels::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
   ZT_CHECK(A.t == B.t, "gemm: operands in {} and {}", dtype_name(A.t), dtype_name(B.t));
   detail::gemm_mixed(detail::GemmPath::Auto, trans_a, trans_b, M, N, K, alpha, A.p, lda, B.p, ldb,
                      beta, C.p, ldc, A.t, C.t);
+}
+
+void Kernels::grouped_gemm(bool trans_b, const int64_t* rows, int E, int N, int K, float alpha,
+                           CRef A, CRef B, float beta, Ref C, Exec exec) {
+  grouped_gemm_by_expert<Kernels>(trans_b, rows, E, N, K, alpha, A, B, beta, C, exec);
+}
+
+void Kernels::grouped_gemm_wgrad(const int64_t* rows, int E, int N, int K, float alpha, CRef dC,
+                                 CRef A, float beta, Ref dB, Exec exec) {
+  grouped_gemm_wgrad_by_expert<Kernels>(rows, E, N, K, alpha, dC, A, beta, dB, exec,
+                                        [](Ref r, int64_t n) { std::memset(r.p, 0, r.bytes(n)); });
 }
 
 }  // namespace zt::cpu

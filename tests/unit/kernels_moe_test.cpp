@@ -165,5 +165,41 @@ TEST(MoeKernels, RowMovesCombineAndTheirBackward) {
   check_row_moves<fp16>(1e-3);
 }
 
+// Each expert's rows times its own matrix, an expert without rows included; the weight gradient
+// accumulates (beta 1) or overwrites (beta 0, the empty expert's cleared).
+TEST(MoeKernels, GroupedGemmIsEachExpertsProduct) {
+  const int E = 4, N = 24, K = 19;
+  const std::vector<int64_t> rows = {5, 0, 33, 2};
+  const int64_t M = 40;
+  const std::vector<float> a = random_floats(static_cast<size_t>(M * K), 51);
+  const std::vector<float> b = random_floats(static_cast<size_t>(E * N * K), 52);
+  const std::vector<float> dc = random_floats(static_cast<size_t>(M * N), 53);
+  for (bool trans_b : {true, false}) {
+    std::vector<float> c(static_cast<size_t>(M * N), 1.0f);
+    Kernels::grouped_gemm(trans_b, rows.data(), E, N, K, 0.5f, a.data(), b.data(), 1.0f, c.data());
+    std::vector<double> want(c.size(), 1.0);
+    for (int e = 0, at = 0; e < E; at += static_cast<int>(rows[static_cast<size_t>(e)]), ++e)
+      for (int i = at; i < at + rows[static_cast<size_t>(e)]; ++i)
+        for (int n = 0; n < N; ++n)
+          for (int q = 0; q < K; ++q) {
+            const size_t bi = static_cast<size_t>(e * N * K + (trans_b ? n * K + q : q * N + n));
+            want[static_cast<size_t>(i * N + n)] += 0.5 * a[static_cast<size_t>(i * K + q)] * b[bi];
+          }
+    EXPECT_TRUE(all_close(c, want, 1e-5, 1e-5)) << (trans_b ? "B transposed" : "B as is");
+  }
+  for (float beta : {0.0f, 1.0f}) {
+    std::vector<float> db(b.size(), 2.0f);
+    Kernels::grouped_gemm_wgrad(rows.data(), E, N, K, 1.0f, dc.data(), a.data(), beta, db.data());
+    std::vector<double> want(db.size(), beta * 2.0);
+    for (int e = 0, at = 0; e < E; at += static_cast<int>(rows[static_cast<size_t>(e)]), ++e)
+      for (int i = at; i < at + rows[static_cast<size_t>(e)]; ++i)
+        for (int n = 0; n < N; ++n)
+          for (int q = 0; q < K; ++q)
+            want[static_cast<size_t>(e * N * K + n * K + q)] +=
+                double{dc[static_cast<size_t>(i * N + n)]} * a[static_cast<size_t>(i * K + q)];
+    EXPECT_TRUE(all_close(db, want, 1e-5, 1e-5)) << "beta " << beta;
+  }
+}
+
 }  // namespace
 }  // namespace zt
