@@ -30,7 +30,7 @@ class Registry {
 
   void add(std::span<std::byte> r) {
     const std::lock_guard lock(mu_);
-    if (open_ == 0) protect(r, PROT_NONE);
+    if (open_ > 0) protect(r, PROT_READ | PROT_WRITE);  // mapped closed; an access is open now
     regions_.push_back(r);
     regions_count_.fetch_add(1, std::memory_order_release);
   }
