@@ -17,6 +17,8 @@ constexpr int64_t kMaxDim = int64_t{1} << 24;  // far beyond any model, small en
 // and 128 layers.
 constexpr int64_t kMaxHidden = int64_t{1} << 20;
 constexpr int64_t kMaxLayers = int64_t{1} << 14;
+// Experts of a MoE layer: another factor of the parameter count (the largest models have 256).
+constexpr int64_t kMaxExperts = int64_t{1} << 12;
 
 double prob_field(const nlohmann::json& j, const std::string& key, const std::string& where) {
   ZT_REQUIRE(j.is_object() && j.contains(key) && j[key].is_number(),
@@ -78,6 +80,15 @@ nlohmann::json model_to_json(const GptConfig& c) {
   if (!c.add_bias_linear) j["add_bias_linear"] = false;
   if (c.max_position_embeddings > 0) j["max_position_embeddings"] = c.max_position_embeddings;
   if (c.init_method_std != gpt2.init_method_std) j["init_method_std"] = c.init_method_std;
+  // A mixture of experts' architecture (its training settings, the load-balancing coefficient
+  // and the capacity, are the run's flags).
+  if (c.moe())
+    j["moe"] = {{"num_experts", c.num_experts},
+                {"router_topk", c.moe_topk},
+                {"ffn_hidden_size", c.moe_ffn_hidden()},
+                {"layer_freq", c.moe_layer_freq},
+                {"score_function", c.moe_sigmoid ? "sigmoid" : "softmax"},
+                {"renormalize", c.moe_renormalize}};
   return j;
 }
 
@@ -141,6 +152,21 @@ void architecture_from_json(const nlohmann::json& j, GptConfig& c, const std::st
   c.add_bias_linear = flag("add_bias_linear", true);
   c.max_position_embeddings = count("max_position_embeddings");
   c.init_method_std = static_cast<float>(num("init_method_std", 0.02));
+  if (!j.contains("moe")) return;
+  const nlohmann::json& m = j["moe"];
+  ZT_REQUIRE(m.is_object(), "'{}': field 'moe' must be an object", where);
+  const std::string moe_where = where + " (moe)";
+  c.num_experts = static_cast<int>(int_field(m, "num_experts", 1, kMaxExperts, moe_where));
+  c.moe_topk = static_cast<int>(int_field(m, "router_topk", 1, c.num_experts, moe_where));
+  c.moe_ffn_hidden_size = static_cast<int>(int_field(m, "ffn_hidden_size", 1, kMaxDim, moe_where));
+  c.moe_layer_freq = static_cast<int>(int_field(m, "layer_freq", 1, kMaxLayers, moe_where));
+  ZT_REQUIRE(m.contains("score_function") && m["score_function"].is_string() &&
+                 (m["score_function"] == "softmax" || m["score_function"] == "sigmoid"),
+             "'{}': moe.score_function must be softmax or sigmoid", where);
+  c.moe_sigmoid = m["score_function"] == "sigmoid";
+  ZT_REQUIRE(m.contains("renormalize") && m["renormalize"].is_boolean(),
+             "'{}': moe.renormalize must be true or false", where);
+  c.moe_renormalize = m["renormalize"].get<bool>();
 }
 
 }  // namespace

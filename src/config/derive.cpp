@@ -81,6 +81,14 @@ GptConfig gpt_config_from(const TrainOptions& o) {
   c.add_bias_linear = !o.disable_bias_linear;
   c.max_position_embeddings = o.max_position_embeddings;
   c.init_method_std = static_cast<float>(o.init_method_std);
+  c.num_experts = o.num_experts;
+  c.moe_topk = o.moe_router_topk;
+  c.moe_ffn_hidden_size = o.moe_ffn_hidden_size;
+  c.moe_layer_freq = o.moe_layer_freq;
+  c.moe_sigmoid = o.moe_router_score_function == "sigmoid";
+  c.moe_renormalize = !o.moe_router_pre_softmax;
+  c.moe_aux_loss_coeff = static_cast<float>(o.moe_aux_loss_coeff);
+  c.moe_capacity_factor = static_cast<float>(o.moe_expert_capacity_factor);
   return c;
 }
 

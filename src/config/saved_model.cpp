@@ -45,6 +45,15 @@ void take_saved_model(const GptConfig& saved, const std::vector<std::string>& gi
   take("disable-bias-linear", o.disable_bias_linear, !saved.add_bias_linear);
   take("max-position-embeddings", o.max_position_embeddings, saved.max_position_embeddings);
   take("init-method-std", o.init_method_std, double{saved.init_method_std});
+  take("num-experts", o.num_experts, saved.num_experts);
+  if (saved.moe()) {
+    take("moe-router-topk", o.moe_router_topk, saved.moe_topk);
+    take("moe-ffn-hidden-size", o.moe_ffn_hidden_size, saved.moe_ffn_hidden());
+    take("moe-layer-freq", o.moe_layer_freq, saved.moe_layer_freq);
+    take("moe-router-score-function", o.moe_router_score_function,
+         std::string(saved.moe_sigmoid ? "sigmoid" : "softmax"));
+    take("moe-router-pre-softmax", o.moe_router_pre_softmax, !saved.moe_renormalize);
+  }
 
   // What is left different came from a given flag: each that the parameters cannot follow.
   const GptConfig run = gpt_config_from(o);
@@ -69,6 +78,11 @@ void take_saved_model(const GptConfig& saved, const std::vector<std::string>& gi
          std::string(on(saved.untie_embeddings)));
   refuse("disable-bias-linear", std::string(on(!run.add_bias_linear)),
          std::string(on(!saved.add_bias_linear)));
+  refuse("num-experts", run.num_experts, saved.num_experts);
+  if (run.moe() && saved.moe()) {
+    refuse("moe-ffn-hidden-size", run.moe_ffn_hidden(), saved.moe_ffn_hidden());
+    refuse("moe-layer-freq", run.moe_layer_freq, saved.moe_layer_freq);
+  }
   if (run.seq_length > saved.seq_length)
     differ.push_back(
         fmt::format("--seq-length {} (checkpoint: {} at most)", run.seq_length, saved.seq_length));

@@ -87,7 +87,8 @@ Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
       embeds_(part_.first()),
       heads_(part_.last()),
       arena_(ctx.pool(), arena_bytes(config, micro_batch, layout.tp_size(), layout.pipeline()),
-             MemCategory::Activations) {
+             MemCategory::Activations),
+      moe_host_(config, int64_t{micro_batch} * config.local_seq()) {
   ZT_CHECK(tp::size_of(tp) == layout.tp_size() && tp::rank_of(tp) == layout.tp_rank(),
            "the layout is for tp rank {} of {} but the tensor-parallel group has rank {} of {}",
            layout.tp_rank(), layout.tp_size(), tp::rank_of(tp), tp::size_of(tp));
@@ -125,6 +126,7 @@ Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
     if (layout.tp_size() > 1) ce_scratch_ = arena_.carve({3 * n}, DType::F32).f32();
   }
   scratch_ = LayerScratch::carve(arena_, config, micro_batch, layout.tp_size());
+  scratch_.moe = &moe_host_;
   visit_dtype(t, [&](auto z) {
     using T = decltype(z);
     const std::vector<T> ones(static_cast<size_t>(n), from_float<T>(1.0f));
@@ -241,9 +243,11 @@ void Gpt::embed_split(const int32_t* tokens, ParamSource& params) {
 CRef Gpt::layers_forward(const std::vector<int>& layers, CRef x, ParamSource& params,
                          ActivationStore& acts, const DropoutSeeds* rng) {
   const ScopedKernelScratch scratch(kernel_scratch_binding_);
+  moe_host_.recording = rng != nullptr;
   for (int i : layers) {
     LayerActivations& a = acts.begin_forward(i);
-    layer_forward(dims_, params, layers_[static_cast<size_t>(i)], x, a, scratch_, dropout(i, rng));
+    layer_forward(dims_, params, layers_[static_cast<size_t>(i)], x, a, scratch_, dropout(i, rng),
+                  i);
     acts.end_forward(i, x);
     x = a.out;
   }
@@ -298,6 +302,7 @@ double Gpt::loss(const int32_t* targets, float dloss) {
 
 double Gpt::forward(const int32_t* tokens, const int32_t* targets, float dloss, ParamSource& params,
                     ActivationStore& acts, const DropoutSeeds* rng) {
+  moe_host_.dloss = dloss;
   forward_to_logits(tokens, params, acts, rng);
   return loss(targets, dloss);
 }
@@ -335,10 +340,11 @@ void Gpt::layers_backward(const std::vector<int>& layers, Ref dres, ParamSource&
       // The store kept only the checkpointed span's input: replay the span's forward (the same
       // dropout masks: they are a function of the sample, not of when they are drawn).
       CRef x = r.recompute_input;
+      moe_host_.recording = false;
       for (int j = r.recompute_from; j <= i; ++j) {
         LayerActivations& a = acts.begin_forward(j);
         layer_forward(dims_, params, layers_[static_cast<size_t>(j)], x, a, scratch_,
-                      dropout(j, rng));
+                      dropout(j, rng), j);
         x = a.out;
       }
     }
@@ -364,6 +370,7 @@ double Gpt::chunk_forward(const ChunkIO& io, float dloss, ParamSource& params,
   const int C = dims_.C;
   const int64_t rows = int64_t{dims_.Nl} * C;
   const bool first = embeds_ && io.chunk == 0, last = heads_ && io.chunk == part_.chunks - 1;
+  moe_host_.dloss = dloss;
   if (first) {
     embed(io.tokens, params);
     be_.copy(io.input.p, (CRef(embed_out_) + dims_.first_row * C).p, io.input.bytes(rows));

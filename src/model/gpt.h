@@ -27,6 +27,7 @@
 #include "src/core/arena.h"
 #include "src/model/activation_store.h"
 #include "src/model/gpt_config.h"
+#include "src/model/moe_mlp.h"
 #include "src/model/param_layout.h"
 #include "src/model/param_ref.h"
 #include "src/model/param_source.h"
@@ -107,6 +108,9 @@ class Gpt {
   // [N, Vp/tp] in the backend's memory, in the working precision; dlogits after
   // forward_backward.
   CRef logits() const { return logits_; }
+  // A mixture of experts' routing statistics of this part's MoE layers since the last
+  // reset_totals() (training forwards only, not their recomputation).
+  MoeHost& moe() { return moe_host_; }
   const LayerDims& dims() const { return dims_; }
 
  private:
@@ -175,6 +179,7 @@ class Gpt {
   // each micro-batch.
   Buffer host_staging_;
   float* losses_host_ = nullptr;  // [N]
+  MoeHost moe_host_;
 };
 
 }  // namespace zt

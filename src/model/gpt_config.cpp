@@ -7,18 +7,28 @@
 
 namespace zt {
 
-int64_t GptConfig::num_parameters() const {
+int GptConfig::moe_layers() const {
+  return moe() ? (num_layers + moe_layer_freq - 1) / moe_layer_freq : 0;
+}
+
+int64_t GptConfig::num_parameters(bool active_only) const {
   const int64_t h = hidden, f = ffn_hidden(), f1 = fc_rows(), qkv = qkv_rows();
   const int64_t norm = rmsnorm() ? h : 2 * h, bias = add_bias_linear ? 1 : 0;
-  const int64_t per_layer = norm + (qkv * h + bias * qkv) + (h * h + bias * h) + norm +
-                            (f1 * h + bias * f1) + (h * f + bias * h);
+  const int64_t attention = norm + (qkv * h + bias * qkv) + (h * h + bias * h) + norm;
+  const int64_t dense_mlp = (f1 * h + bias * f1) + (h * f + bias * h);
+  // An expert has no biases (docs/design/moe.md); the router is [E, h].
+  const int64_t expert = (int64_t{moe_fc_rows()} + moe_ffn_hidden()) * h;
+  const int64_t experts = active_only ? moe_topk : num_experts;
+  const int64_t moe_mlp = int64_t{num_experts} * h + experts * expert;
+  const int64_t layers =
+      num_layers * (attention + dense_mlp) + moe_layers() * (moe_mlp - dense_mlp);
   const int64_t vh = int64_t{padded_vocab_size} * h;
-  return vh + (learned_positions() ? int64_t{seq_length} * h : 0) + num_layers * per_layer + norm +
+  return vh + (learned_positions() ? int64_t{seq_length} * h : 0) + layers + norm +
          (untie_embeddings ? vh : 0);
 }
 
 double GptConfig::flops_per_token() const {
-  return 6.0 * static_cast<double>(num_parameters()) +
+  return 6.0 * static_cast<double>(num_parameters(true)) +
          12.0 * num_layers * static_cast<double>(hidden) * seq_length;
 }
 
@@ -116,9 +126,25 @@ void validate_architecture(const GptConfig& c) {
              c.init_method_std);
 }
 
+void validate_moe(const GptConfig& c) {
+  if (!c.moe()) return;
+  ZT_REQUIRE(c.moe_topk >= 1 && c.moe_topk <= c.num_experts,
+             "--moe-router-topk {} must be between 1 and --num-experts {}", c.moe_topk,
+             c.num_experts);
+  ZT_REQUIRE(c.moe_ffn_hidden() > 0, "--moe-ffn-hidden-size must be positive, got {}",
+             c.moe_ffn_hidden());
+  ZT_REQUIRE(c.moe_layer_freq >= 1, "--moe-layer-freq must be >= 1, got {}", c.moe_layer_freq);
+  ZT_REQUIRE(c.moe_aux_loss_coeff >= 0.0f, "--moe-aux-loss-coeff must be >= 0, got {}",
+             c.moe_aux_loss_coeff);
+  ZT_REQUIRE(c.moe_capacity_factor >= 0.0f,
+             "--moe-expert-capacity-factor must be >= 0 (0: dropless), got {}",
+             c.moe_capacity_factor);
+}
+
 void validate_tensor_parallel(const GptConfig& c, int tp) {
   ZT_REQUIRE(tp >= 1, "--tensor-model-parallel-size must be >= 1, got {}", tp);
   validate_architecture(c);
+  validate_moe(c);
   ZT_REQUIRE(c.heads % tp == 0,
              "--num-attention-heads {} is not divisible by --tensor-model-parallel-size {}; "
              "choose a tensor-parallel size that divides the number of heads",
@@ -133,6 +159,10 @@ void validate_tensor_parallel(const GptConfig& c, int tp) {
              "the MLP width {} (--ffn-hidden-size) is not divisible by "
              "--tensor-model-parallel-size {}",
              c.ffn_hidden(), tp);
+  ZT_REQUIRE(!c.moe() || c.moe_ffn_hidden() % tp == 0,
+             "the experts' MLP width {} (--moe-ffn-hidden-size) is not divisible by "
+             "--tensor-model-parallel-size {}",
+             c.moe_ffn_hidden(), tp);
   ZT_REQUIRE(
       c.padded_vocab_size % tp == 0,
       "padded vocabulary {} is not divisible by --tensor-model-parallel-size {}; pad it with "
@@ -185,6 +215,7 @@ TpDims TpDims::of(const GptConfig& c, int tp_size, int tp_rank) {
   d.kv_heads = c.kv_heads() / tp_size;
   d.kv_hidden = d.kv_heads * c.head_dim();
   d.ffn = c.ffn_hidden() / tp_size;
+  d.moe_ffn = c.moe() ? c.moe_ffn_hidden() / tp_size : 0;
   d.vocab = c.padded_vocab_size / tp_size;
   d.vocab_begin = tp_rank * d.vocab;
   return d;

@@ -55,6 +55,16 @@ struct GptConfig {
   bool add_bias_linear = true;      // biases in the linear layers (--disable-bias-linear: false)
   float init_method_std = 0.02f;    // std of the normal initialisation (Megatron's 0.02)
   int max_position_embeddings = 0;  // positions the model is made for; 0: seq_length
+  // A mixture of experts (docs/design/moe.md): the MLP of every moe_layer_freq-th layer is
+  // num_experts experts (0: a dense model), moe_topk of them per token.
+  int num_experts = 0;
+  int moe_topk = 2;
+  int moe_ffn_hidden_size = 0;    // an expert's MLP width; 0: ffn_hidden()
+  int moe_layer_freq = 1;         // layer i is MoE when i % moe_layer_freq == 0
+  bool moe_sigmoid = false;       // router scores by sigmoid instead of softmax
+  bool moe_renormalize = true;    // the k weights divided by their sum (Megatron's default)
+  float moe_aux_loss_coeff = 0;   // the load-balancing loss's weight, per MoE layer
+  float moe_capacity_factor = 0;  // rows an expert takes, over the even share; 0: dropless
 
   int head_dim() const { return hidden / heads; }
   // Tokens of each sample one rank holds: seq_length / context_parallel.
@@ -73,20 +83,30 @@ struct GptConfig {
   int max_positions() const {
     return max_position_embeddings > 0 ? max_position_embeddings : seq_length;
   }
+  bool moe() const { return num_experts > 0; }
+  bool moe_layer(int layer) const { return moe() && layer % moe_layer_freq == 0; }
+  int moe_layers() const;  // how many layers are MoE
+  int moe_ffn_hidden() const {
+    return moe_ffn_hidden_size > 0 ? moe_ffn_hidden_size : ffn_hidden();
+  }
+  // Rows of an expert's first weight: gate and up stacked under SwiGLU, else its fc width.
+  int moe_fc_rows() const { return swiglu ? 2 * moe_ffn_hidden() : moe_ffn_hidden(); }
   int kv_heads() const { return num_query_groups > 0 ? num_query_groups : heads; }
   int kv_hidden() const { return kv_heads() * head_dim(); }
   // Rows of the fused q|k|v weight: hidden for q, kv_hidden each for k and v.
   int qkv_rows() const { return hidden + 2 * kv_hidden(); }
-  // Parameters of the whole (unsharded) model, embeddings included, tied head counted once.
-  int64_t num_parameters() const;
+  // Parameters of the whole (unsharded) model, embeddings included, tied head counted once;
+  // with `active_only`, a MoE layer counts its router and k of its experts (what a token meets).
+  int64_t num_parameters(bool active_only = false) const;
   // Learned positions, LayerNorm, GeLU, multi-head attention, linear biases, a tied head: what
   // the GPT-2 Hugging Face format represents.
   bool gpt2_architecture() const {
     return learned_positions() && !rmsnorm() && !swiglu && kv_heads() == heads &&
            !untie_embeddings && add_bias_linear && ffn_hidden() == 4 * hidden;
   }
-  // Training FLOPs per token (forward + backward): 6N for the dense part plus the attention
-  // score and value products, 12·L·h·s (forward 2·2·s·h per layer and token, backward twice that).
+  // Training FLOPs per token (forward + backward): 6N over the active parameters (a MoE layer's
+  // router and k experts) plus the attention score and value products, 12·L·h·s (forward
+  // 2·2·s·h per layer and token, backward twice that).
   double flops_per_token() const;
 };
 
@@ -104,6 +124,9 @@ int padded_vocab_size(int vocab_size, int divisible_by, int tp);
 // The checks of the architecture choices alone (query groups divide the heads, a SwiGLU width,
 // positive epsilon and rotary base), as zt::InputError naming the flag.
 void validate_architecture(const GptConfig& config);
+// The mixture of experts' checks (top-k within the experts, a positive expert width and layer
+// frequency, non-negative coefficients), as zt::InputError naming the flag.
+void validate_moe(const GptConfig& config);
 
 // The checks tensor parallelism puts on the shape, as zt::InputError naming the flag to change:
 // heads, query groups, hidden, ffn hidden and padded vocabulary divisible by tp.
@@ -140,6 +163,7 @@ struct TpDims {
   int kv_heads = 0;   // local key/value heads (= heads without grouped-query attention)
   int kv_hidden = 0;  // local key/value width, kv_heads · head_dim
   int ffn = 0;        // local MLP width
+  int moe_ffn = 0;    // local width of an expert's MLP (0: a dense model)
   int vocab = 0;      // local (padded) vocabulary rows
   int vocab_begin = 0;
   static TpDims of(const GptConfig& config, int tp_size, int tp_rank);

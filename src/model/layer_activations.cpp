@@ -1,5 +1,6 @@
 #include "src/model/layer_activations.h"
 
+#include <algorithm>
 #include <type_traits>
 
 namespace zt {
@@ -13,7 +14,9 @@ void for_each_field(LayerActivations& a, const GptConfig& c, int micro_batch, in
   // q|k|v of this rank's heads; under context parallelism as the head groups hold them
   const int64_t qkv =
       c.context_parallel > 1 ? context_qkv_width(c, tp) : hl + 2 * int64_t{d.kv_hidden};
-  const int64_t f4 = c.swiglu ? 2 * int64_t{d.ffn} : d.ffn;  // the MLP's first product
+  int64_t f4 = c.swiglu ? 2 * int64_t{d.ffn} : d.ffn;  // the MLP's first product, per token
+  const int64_t E = c.num_experts, k = c.moe_topk;
+  if (c.moe()) f4 = std::max(f4, k * (c.swiglu ? 2 * int64_t{d.moe_ffn} : d.moe_ffn));
   const int64_t nl = local_rows(c, n, tp);  // the rows outside the tensor-parallel regions
   const int64_t rows = int64_t{micro_batch} * d.heads * c.local_seq();  // attention query rows
   f(a.ln1_mean, nl);
@@ -26,6 +29,14 @@ void for_each_field(LayerActivations& a, const GptConfig& c, int micro_batch, in
   f(a.ln2_rstd, nl);
   f(a.fch, n * f4);
   f(a.out, nl * h);
+  if (!c.moe()) return;
+  f(a.moe_scores, n * E);
+  f(a.moe_experts, n * k);
+  f(a.moe_weights, n * k);
+  f(a.moe_slots, n * k);
+  f(a.moe_rows, E);
+  f(a.moe_dscores, E);
+  f(a.moe_out, n * k * h);
 }
 
 }  // namespace
@@ -50,6 +61,8 @@ LayerActivations LayerActivations::carve(Arena& arena, const GptConfig& c, int m
   for_each_field(a, c, micro_batch, tp_size, [&](auto& field, int64_t n) {
     if constexpr (std::is_same_v<std::decay_t<decltype(field)>, Ref>)
       field = Ref(arena.carve({n}, c.dtype).data(), c.dtype);
+    else if constexpr (std::is_same_v<std::decay_t<decltype(field)>, int32_t*>)
+      field = reinterpret_cast<int32_t*>(arena.carve({n}, DType::F32).f32());
     else
       field = arena.carve({n}, DType::F32).f32();
   });

@@ -25,6 +25,17 @@ struct LayerActivations {
   float* ln2_rstd = nullptr;  // [N]
   Ref fch;                    // [N, F/tp] before GeLU; [N, 2F/tp] gate|up under SwiGLU
   Ref out;                    // [N, C] layer output (the next layer's input)
+  // A mixture of experts (every layer of a MoE model; src/model/moe_mlp.h), k of E experts per
+  // token, M = N·k rows at most: the router's scores [N, E], each token's experts, weights and
+  // rows among the experts' [N, k], the rows per expert [E], the load-balancing loss's gradient
+  // on every score [E], the experts' output rows [M, C]. fch is [M, 2F'/tp] in a MoE layer.
+  float* moe_scores = nullptr;
+  int32_t* moe_experts = nullptr;
+  float* moe_weights = nullptr;
+  int32_t* moe_slots = nullptr;
+  int32_t* moe_rows = nullptr;
+  float* moe_dscores = nullptr;
+  Ref moe_out;
 
   // Bytes of one workspace for `micro_batch` sequences on one of `tp_size` tensor-parallel
   // ranks, as carve() lays it out.

@@ -45,6 +45,21 @@ void ParamLayout::add(std::string name, Shape full, TpSplit split, ParamInit ini
   params_.push_back(std::move(p));
 }
 
+void ParamLayout::add_experts(std::string name, int experts, Shape one, TpSplit split, float std,
+                              std::vector<int64_t> group_rows) {
+  // Row-split experts are row groups of one stacked tensor: each expert's groups (or its whole
+  // rows) repeated, so full_index and the checkpoints' tp splits need nothing new.
+  std::vector<int64_t> groups;
+  if (split == TpSplit::OutputRows)
+    for (int e = 0; e < experts; ++e) {
+      if (group_rows.empty()) groups.push_back(one[0]);
+      for (int64_t g : group_rows) groups.push_back(g);
+    }
+  add(std::move(name), {int64_t{experts} * one[0], one[1]}, split, ParamInit::Normal, std, true,
+      std::move(groups));
+  params_.back().expert_rows = split == TpSplit::OutputRows ? one[0] / tp_size_ : one[0];
+}
+
 int64_t ParamSpec::full_index(int64_t i) const {
   if (split == TpSplit::Replicated || tp_size == 1) return i;
   const int64_t cols = shape.rank() == 2 ? shape[1] : 1;
@@ -155,6 +170,17 @@ ParamLayout ParamLayout::gpt(const GptConfig& c, int tp_size, int tp_rank,
     l.add(p + "attn.proj.weight", {h, h}, S::InputColumns, ParamInit::Normal, proj_std, true);
     if (bias) l.add(p + "attn.proj.bias", {h}, S::Replicated, ParamInit::Zeros, 0, false);
     norm(p + "ln2");
+    if (c.moe_layer(i)) {
+      // The router (replicated: every tp rank routes the same tokens), then the experts stacked.
+      const int64_t fe = c.moe_ffn_hidden();
+      l.add(p + "mlp.router.weight", {c.num_experts, h}, S::Replicated, ParamInit::Normal, std,
+            true);
+      l.add_experts(p + "mlp.experts.fc.weight", c.num_experts, {c.moe_fc_rows(), h}, S::OutputRows,
+                    std, c.swiglu ? std::vector<int64_t>{fe, fe} : std::vector<int64_t>{});
+      l.add_experts(p + "mlp.experts.proj.weight", c.num_experts, {h, fe}, S::InputColumns,
+                    proj_std);
+      continue;
+    }
     l.add(p + "mlp.fc.weight", {c.fc_rows(), h}, S::OutputRows, ParamInit::Normal, std, true,
           fc_groups);
     if (bias)

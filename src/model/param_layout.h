@@ -24,9 +24,15 @@ enum class ParamInit : uint8_t { Normal, Zeros, Ones };
 // most `max_elems` elements (one row where a row is longer). The model produces gradients and
 // acquires parameters by this one rule, and ZeRO partitions by it, so a chunk never straddles
 // two partition units.
-inline int64_t chunk_rows(int64_t rows, int64_t row_len, int64_t max_elems) {
-  const int64_t r = max_elems / row_len;
-  return r < 1 ? 1 : (r > rows ? rows : r);
+// With `align` > 1 (a stack of experts, `align` rows each) a chunk holds whole experts where one
+// fits, else a divisor of an expert's rows, so no chunk straddles two experts.
+inline int64_t chunk_rows(int64_t rows, int64_t row_len, int64_t max_elems, int64_t align = 1) {
+  int64_t r = max_elems / row_len;
+  r = r < 1 ? 1 : (r > rows ? rows : r);
+  if (align <= 1) return r;
+  if (r >= align) return r - r % align;
+  while (align % r != 0) --r;
+  return r;
 }
 
 // How a parameter is divided over the tensor-parallel group.
@@ -51,6 +57,10 @@ struct ParamSpec {
   // d channels), so a rank's shard holds the q rows of its heads, then the k and v rows of its
   // groups; SwiGLU's first weight is gate|up ({f, f}), so a rank holds matching halves.
   std::vector<int64_t> group_rows;
+  // A stack of experts ([E, rows, cols] held as E·rows rows): this rank's rows of one expert, so
+  // chunks hold whole experts (zt::chunk_rows); 1 for every other parameter. Within an expert
+  // the rows split as `split` and `group_rows` say for one expert's matrix.
+  int64_t expert_rows = 1;
   int tp_size = 1;
   int tp_rank = 0;
   ParamInit init = ParamInit::Zeros;
@@ -74,7 +84,7 @@ struct ParamSpec {
   int64_t row_len() const { return shape.rank() >= 2 ? numel() / shape[0] : numel(); }
   int64_t rows() const { return numel() / row_len(); }
   int64_t chunk_rows(int64_t max_elems) const {
-    return zt::chunk_rows(rows(), row_len(), max_elems);
+    return zt::chunk_rows(rows(), row_len(), max_elems, expert_rows);
   }
 };
 
@@ -141,6 +151,9 @@ class ParamLayout {
   void begin_block(std::string name);
   void add(std::string name, Shape full, TpSplit split, ParamInit init, float std,
            bool weight_decay, std::vector<int64_t> group_rows = {});
+  // A stack of `experts` matrices [rows, cols] split over tp as one of them is.
+  void add_experts(std::string name, int experts, Shape one, TpSplit split, float std,
+                   std::vector<int64_t> group_rows = {});
   std::vector<ParamSpec> params_;
   std::vector<BlockRange> blocks_;
   int64_t numel_ = 0;

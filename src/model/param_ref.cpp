@@ -5,7 +5,7 @@ namespace zt {
 ParamRef ParamRef::of(const ParamLayout& layout, const std::string& name) {
   const ParamSpec& p = layout.find(name);
   const int64_t begin = layout.blocks()[static_cast<size_t>(p.block)].begin;
-  return {p.block, p.offset - begin, p.rows(), p.row_len()};
+  return {p.block, p.offset - begin, p.rows(), p.row_len(), p.expert_rows};
 }
 
 ParamRef ParamRef::maybe(const ParamLayout& layout, const std::string& name) {

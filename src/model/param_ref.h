@@ -13,6 +13,7 @@ struct ParamRef {
   int block = 0;
   int64_t offset = 0;  // block-relative
   int64_t rows = 0, row_len = 0;
+  int64_t expert_rows = 1;  // ParamSpec::expert_rows
 
   static ParamRef of(const ParamLayout& layout, const std::string& name);
   // The same, or an empty reference (rows 0) where the layout has no such parameter (a linear
@@ -24,7 +25,9 @@ struct ParamRef {
   Span row_span(int64_t row0, int64_t n) const {
     return {block, offset + row0 * row_len, n * row_len};
   }
-  int64_t chunk(const ParamSource& src) const { return chunk_rows(rows, row_len, src.max_span()); }
+  int64_t chunk(const ParamSource& src) const {
+    return chunk_rows(rows, row_len, src.max_span(), expert_rows);
+  }
 };
 
 // Where span `s` starts in the layout's flat order.

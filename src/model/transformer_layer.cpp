@@ -2,6 +2,7 @@
 
 #include "src/model/context_attention.h"
 #include "src/model/context_ring.h"
+#include "src/model/moe_mlp.h"
 
 #include "src/tensor_parallel/mappings.h"
 #include "src/tensor_parallel/rng_tracker.h"
@@ -60,14 +61,20 @@ LayerRefs LayerRefs::of(const ParamLayout& layout, int layer) {
     const ParamRef wr = ref(w);
     return LinearRefs{wr, maybe(b), static_cast<int>(wr.row_len), static_cast<int>(wr.rows)};
   };
-  return LayerRefs{ref("ln1.weight"),
-                   maybe("ln1.bias"),
-                   ref("ln2.weight"),
-                   maybe("ln2.bias"),
-                   linear("attn.qkv.weight", "attn.qkv.bias"),
-                   linear("attn.proj.weight", "attn.proj.bias"),
-                   linear("mlp.fc.weight", "mlp.fc.bias"),
-                   linear("mlp.proj.weight", "mlp.proj.bias")};
+  LayerRefs r{ref("ln1.weight"),
+              maybe("ln1.bias"),
+              ref("ln2.weight"),
+              maybe("ln2.bias"),
+              linear("attn.qkv.weight", "attn.qkv.bias"),
+              linear("attn.proj.weight", "attn.proj.bias"),
+              {},
+              {},
+              MoeRefs::of(layout, p)};
+  if (!r.moe.present()) {
+    r.fc = linear("mlp.fc.weight", "mlp.fc.bias");
+    r.fcproj = linear("mlp.proj.weight", "mlp.proj.bias");
+  }
+  return r;
 }
 
 LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp_rank,
@@ -87,6 +94,12 @@ LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp
   d.norm_eps = c.norm_epsilon;
   d.swiglu = c.swiglu;
   d.cp = ContextSplit::of(c, cp);
+  if (c.moe()) {
+    d.moe = {c.num_experts, c.moe_topk, c.moe_sigmoid, c.moe_renormalize};
+    d.moe_ffn = t.moe_ffn;
+    d.moe_aux_coeff = c.moe_aux_loss_coeff;
+    d.moe_capacity = c.moe_capacity_factor;
+  }
   return d;
 }
 
@@ -113,10 +126,17 @@ size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
     cp = (f1 < a2a ? Arena::aligned(n * a2a * e) : 0) + (f < a2a ? Arena::aligned(n * a2a * e) : 0);
   if (c.context_parallel > 1 && c.context_comm == ContextComm::Ring)
     cp = RingFit(c, micro_batch, tp_size).carved;
-  return Arena::aligned(n * h * e) * 3 + Arena::aligned(n * f * e) + Arena::aligned(n * f1 * e) +
-         (c.swiglu ? Arena::aligned(n * f * e) : 0) + Arena::aligned(n * qkv * e) +
-         Arena::aligned(rows * sizeof(float)) + Arena::aligned(n * e) +
-         (splits_sequence(c, tp_size) ? Arena::aligned(2 * h * 4) : 0) + cp;
+  size_t moe = 0;
+  if (c.moe()) {
+    const size_t E = static_cast<size_t>(c.num_experts), k = static_cast<size_t>(c.moe_topk);
+    const size_t m = n * k, fe = static_cast<size_t>(t.moe_ffn), fe1 = c.swiglu ? 2 * fe : fe;
+    moe = Arena::aligned(n * E * 4) + Arena::aligned(n * E * e) + 2 * Arena::aligned(m * h * e) +
+          2 * Arena::aligned(m * fe * e) + Arena::aligned(m * fe1 * e) + Arena::aligned(n * k * 4);
+  }
+  return moe + Arena::aligned(n * h * e) * 3 + Arena::aligned(n * f * e) +
+         Arena::aligned(n * f1 * e) + (c.swiglu ? Arena::aligned(n * f * e) : 0) +
+         Arena::aligned(n * qkv * e) + Arena::aligned(rows * sizeof(float)) +
+         Arena::aligned(n * e) + (splits_sequence(c, tp_size) ? Arena::aligned(2 * h * 4) : 0) + cp;
 }
 
 LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size) {
@@ -135,6 +155,17 @@ LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_bat
   s.delta = arena.carve({rows}, DType::F32).f32();
   s.ones = carve_typed(arena, n, c.dtype);
   if (splits_sequence(c, tp_size)) s.ln_grads = arena.carve({2 * h}, DType::F32).f32();
+  if (c.moe()) {
+    const int64_t E = c.num_experts, m = n * c.moe_topk, fe = t.moe_ffn;
+    s.moe_logits = arena.carve({n * E}, DType::F32).f32();
+    s.moe_dlogits = carve_typed(arena, n * E, c.dtype);
+    s.moe_rows_in = carve_typed(arena, m * h, c.dtype);
+    s.moe_drows = carve_typed(arena, m * h, c.dtype);
+    s.moe_act = carve_typed(arena, m * fe, c.dtype);
+    s.moe_dact = carve_typed(arena, m * fe, c.dtype);
+    s.moe_dh = carve_typed(arena, m * (c.swiglu ? 2 * fe : fe), c.dtype);
+    s.moe_dweights = arena.carve({n * c.moe_topk}, DType::F32).f32();
+  }
   if (c.context_parallel > 1 && c.context_comm == ContextComm::Ring) {
     const RingFit fit(c, micro_batch, tp_size);
     void* at[RingFit::kBuffers] = {};
@@ -345,7 +376,8 @@ void residual_layernorm_backward(const LayerDims& d, ParamSource& src, const Par
 }
 
 void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRef x,
-                   LayerActivations& a, const LayerScratch& s, const LayerDropout& drop) {
+                   LayerActivations& a, const LayerScratch& s, const LayerDropout& drop,
+                   int layer) {
   Backend& be = *d.be;
   const int N = d.N(), C = d.C, Nl = d.Nl;
   const int64_t nc = int64_t{N} * C;
@@ -387,8 +419,12 @@ void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRe
   }
   gather_rows(d, s.ln);
   tp::copy_to_tp_forward(be, d.tp, s.ln, nc);
-  mlp_in_forward(d, src, p.fc, s.ff, a.fch, s.ln);
-  proj = row_parallel_forward(d, src, p.fcproj, s.d_a, s.ff, s.d_b);
+  if (p.moe.present()) {
+    proj = moe_forward(d, src, p.moe, a, s, s.ln, s.d_a, s.d_b, layer);
+  } else {
+    mlp_in_forward(d, src, p.fc, s.ff, a.fch, s.ln);
+    proj = row_parallel_forward(d, src, p.fcproj, s.d_a, s.ff, s.d_b);
+  }
   residual_dropout_add(d, a.out, a.res2, proj, drop.mlp_out);
 }
 
@@ -402,20 +438,26 @@ void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CR
   // gradient: this rank's rows, all-gathered under sequence parallelism.
   residual_dropout_backward(d, own_rows(d, s.d_a), dres, drop.mlp_out);
   gather_rows(d, s.d_a);
-  if (d.swiglu) {
-    be.swiglu_forward(s.ff, a.fch, N, d.F);
-    chunked_linear_backward_input(be, src, p.fcproj, s.d_sw, s.d_a, N);
-    be.swiglu_backward(s.d_ff, s.d_sw, a.fch, N, d.F);
+  const bool moe = p.moe.present();
+  if (moe) {
+    moe_backward_input(d, src, p.moe, a, s, s.d_a, s.d_b);
   } else {
-    be.gelu_forward(s.ff, a.fch, nf);
-    chunked_linear_backward_input_gelu(be, src, p.fcproj, s.d_ff, s.d_a, a.fch, N);
+    if (d.swiglu) {
+      be.swiglu_forward(s.ff, a.fch, N, d.F);
+      chunked_linear_backward_input(be, src, p.fcproj, s.d_sw, s.d_a, N);
+      be.swiglu_backward(s.d_ff, s.d_sw, a.fch, N, d.F);
+    } else {
+      be.gelu_forward(s.ff, a.fch, nf);
+      chunked_linear_backward_input_gelu(be, src, p.fcproj, s.d_ff, s.d_a, a.fch, N);
+    }
+    chunked_linear_backward_params(be, src, p.fcproj, s.d_a, s.ff, s.ones, N);
+    chunked_linear_backward_input(be, src, p.fc, s.d_b, s.d_ff, N);
   }
-  chunked_linear_backward_params(be, src, p.fcproj, s.d_a, s.ff, s.ones, N);
   // copy-to-TP backward: the all-reduce of d(ln2 out) (a reduce-scatter to this rank's rows under
   // sequence parallelism) comes before the layernorm backward, so its input gradient is
-  // identical on every rank.
-  chunked_linear_backward_input(be, src, p.fc, s.d_b, s.d_ff, N);
+  // identical on every rank. The router's part, replicated, is added to the sum.
   const Ref dln2 = sum_input_grad(d, s.d_b, s.d_a);
+  if (moe) moe_router_input_grad(d, src, p.moe, s, dln2);
   {
     // The layernorm is recomputed from the kept mean and rstd: the same bits as in forward. It is
     // held from here to its backward, so backward reaches the parameters from the last to the
@@ -423,7 +465,10 @@ void layer_backward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CR
     const HeldNorm n(src, p.ln2_w, p.ln2_b, true);
     norm_forward(d, own_rows(d, s.ln), a.ln2_mean, a.ln2_rstd, a.res2, n.w(), n.b(), Nl);
     gather_rows(d, s.ln);
-    chunked_linear_backward_params(be, src, p.fc, s.d_ff, s.ln, s.ones, N);
+    if (moe)
+      moe_backward_params(d, src, p.moe, a, s, s.ln);
+    else
+      chunked_linear_backward_params(be, src, p.fc, s.d_ff, s.ln, s.ones, N);
     residual_layernorm_backward(d, src, p.ln2_w, p.ln2_b, n.w(), dres, dln2, a.res2, a.ln2_mean,
                                 a.ln2_rstd, s);
   }

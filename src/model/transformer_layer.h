@@ -14,9 +14,11 @@
 // over this rank's rows, are all-reduced over tp.
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "kernels/backend.h"
 #include "kernels/common/dropout.h"
+#include "kernels/common/moe.h"
 #include "kernels/common/rope.h"
 #include "src/comm/communicator.h"
 #include "src/model/chunked_linear.h"
@@ -27,11 +29,23 @@
 
 namespace zt {
 
+// A mixture-of-experts MLP's parameters (src/model/moe_mlp.h): the router [E, C] and the
+// experts' two weights stacked, [E·2F/tp, C] (gate|up per expert) and [E·C, F/tp]. Empty (no
+// router) in a dense layer.
+struct MoeRefs {
+  ParamRef router, fc, proj;
+  bool present() const { return router.present(); }
+  // `prefix`: "layers.<i>.".
+  static MoeRefs of(const ParamLayout& layout, const std::string& prefix);
+};
+
 // A layer's parameters as the model reaches them through a ParamSource. The norms' biases are
-// empty under RMSNorm, the linear biases under --disable-bias-linear.
+// empty under RMSNorm, the linear biases under --disable-bias-linear. A MoE layer has `moe` and
+// no fc / fcproj.
 struct LayerRefs {
   ParamRef ln1_w, ln1_b, ln2_w, ln2_b;
   LinearRefs qkv, proj, fc, fcproj;
+  MoeRefs moe;
   static LayerRefs of(const ParamLayout& layout, int layer);
 };
 
@@ -64,6 +78,15 @@ struct LayerScratch {
   Ref ring_kv[2];
   float* ring_acc = nullptr;
   float* ring_dkv[2] = {nullptr, nullptr};
+  // A mixture of experts only (moe_mlp.h), M = N·k routed rows at most: the router's logits and
+  // then their gradient [N, E] fp32 and in the working precision, the experts' input rows, their
+  // activation output and its gradient, the rows' gradient [M, C], the first product's gradient
+  // [M, 2F/tp], the combine weights' gradient [N, k] fp32; the routing's host side (set by the
+  // model).
+  float* moe_logits = nullptr;
+  Ref moe_dlogits, moe_rows_in, moe_act, moe_drows, moe_dact, moe_dh;
+  float* moe_dweights = nullptr;
+  class MoeHost* moe = nullptr;
   static size_t bytes(const GptConfig& c, int micro_batch, int tp_size = 1);
   static LayerScratch carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);
 };
@@ -94,6 +117,13 @@ struct LayerDims {
   float norm_eps = 1e-5f;
   bool swiglu = false;
   ContextSplit cp{};  // the context-parallel split of each sample (cp.seq: its whole length)
+  // A mixture of experts (GptConfig): the routing, an expert's MLP width on this rank, the
+  // load-balancing loss's coefficient, the capacity factor (0: dropless).
+  MoeRouting moe{};
+  int moe_ffn = 0;
+  float moe_aux_coeff = 0;
+  double moe_capacity = 0;
+  int moe_fc_width() const { return swiglu ? 2 * moe_ffn : moe_ffn; }
   int N() const { return B * T; }
   int head_dim() const { return Cl / H; }
   int qkv_width() const { return Cl + 2 * Ckv; }  // a row of this rank's q|k|v
@@ -136,8 +166,9 @@ void residual_layernorm_backward(const LayerDims& d, ParamSource& src, const Par
                                  const ParamRef& b_ref, CRef w, Ref dx, CRef dout, CRef x,
                                  const float* mean, const float* rstd, const LayerScratch& s);
 
+// `layer`: the model layer (a MoE layer's statistics).
 void layer_forward(const LayerDims& d, ParamSource& src, const LayerRefs& p, CRef x,
-                   LayerActivations& a, const LayerScratch& s, const LayerDropout& drop);
+                   LayerActivations& a, const LayerScratch& s, const LayerDropout& drop, int layer);
 // x, the layer output and dres hold this rank's Nl rows.
 // dres [Nl, C]: on entry the gradient of the layer output, on return the gradient of its input.
 // Parameter gradients go to the source's gradient spans, from the layer's last parameter to its

@@ -1,0 +1,283 @@
+#include "src/model/moe_mlp.h"
+
+#include <algorithm>
+
+#include "src/tensor_parallel/mappings.h"
+#include "src/tensor_parallel/sequence_parallel.h"
+
+namespace zt {
+
+MoeHost::MoeHost(const GptConfig& c, int64_t tokens) {
+  if (!c.moe()) return;
+  const auto nk = static_cast<size_t>(tokens * c.moe_topk);
+  const auto E = static_cast<size_t>(c.num_experts);
+  slots.reserve(tokens, c.moe_topk, c.num_experts);
+  experts.assign(nk, 0);
+  weights.assign(nk, 0.0f);
+  scores.assign(static_cast<size_t>(tokens) * E, 0.0f);
+  rows32.assign(E, 0);
+  rows.assign(E, 0);
+  first.assign(E + 1, 0);
+  dscores.assign(E, 0.0f);
+  totals.assign(static_cast<size_t>(c.num_layers), {});
+}
+
+void MoeHost::reset_totals() {
+  std::fill(totals.begin(), totals.end(), MoeLayerTotals{});
+}
+
+namespace {
+
+// One of the experts' two products, experts stacked in `w` (E·out rows of `in`, this rank's
+// share of each expert's rows), over rows grouped expert by expert: rows[e] of them for expert e,
+// starting at first[e].
+struct ExpertProduct {
+  ParamRef w;
+  int in = 0, out = 0;
+  const int64_t* rows = nullptr;
+  const int64_t* first = nullptr;
+  int64_t rows_of_expert() const { return w.expert_rows; }
+};
+
+// Calls fn(e0, ne, r0, n) for the weight's chunks, highest first when `descending`: whole
+// experts [e0, e0 + ne), or (ne == 0) rows [r0, r0 + n) of expert e0's out rows.
+template <typename F>
+void for_each_chunk(const ParamSource& src, const ExpertProduct& x, bool descending, F&& fn) {
+  const int64_t step = x.w.chunk(src), er = x.rows_of_expert();
+  const int64_t last = (x.w.rows - 1) / step * step;
+  for (int64_t i = 0; i <= last; i += step) {
+    const int64_t r = descending ? last - i : i;
+    const int64_t n = std::min(step, x.w.rows - r);
+    const auto e0 = static_cast<int>(r / er);
+    if (n >= er)
+      fn(e0, static_cast<int>(n / er), r, n);
+    else
+      fn(e0, 0, r % er, n);
+  }
+}
+
+// y [M, out] = x [M, in] · W_eᵀ for each expert's rows.
+void experts_forward(Backend& be, ParamSource& src, const ExpertProduct& p, Ref y, CRef x) {
+  for_each_chunk(src, p, false, [&](int e0, int ne, int64_t r, int64_t n) {
+    const Held w(src, p.w.row_span(ne > 0 ? r : e0 * p.rows_of_expert() + r, n));
+    const int64_t at = p.first[e0];
+    if (ne > 0) {
+      be.grouped_gemm(true, p.rows + e0, ne, p.out, p.in, 1.0f, x + at * p.in, w.get(), 0.0f,
+                      y + at * p.out);
+    } else if (p.rows[e0] > 0) {
+      be.gemm(false, true, static_cast<int>(p.rows[e0]), static_cast<int>(n), p.in, 1.0f,
+              x + at * p.in, p.in, w.get(), p.in, 0.0f, y + at * p.out + r, p.out);
+    }
+  });
+}
+
+// dx [M, in] = dy [M, out] · W_e for each expert's rows.
+void experts_backward_input(Backend& be, ParamSource& src, const ExpertProduct& p, Ref dx,
+                            CRef dy) {
+  for_each_chunk(src, p, true, [&](int e0, int ne, int64_t r, int64_t n) {
+    const Held w(src, p.w.row_span(ne > 0 ? r : e0 * p.rows_of_expert() + r, n));
+    const int64_t at = p.first[e0];
+    if (ne > 0) {
+      be.grouped_gemm(false, p.rows + e0, ne, p.in, p.out, 1.0f, dy + at * p.out, w.get(), 0.0f,
+                      dx + at * p.in);
+    } else if (p.rows[e0] > 0) {
+      // Descending: an expert's highest rows come first and start its sum.
+      const float beta = r + n == p.rows_of_expert() ? 0.0f : 1.0f;
+      be.gemm(false, false, static_cast<int>(p.rows[e0]), p.in, static_cast<int>(n), 1.0f,
+              dy + at * p.out + r, p.out, w.get(), p.in, beta, dx + at * p.in, p.in);
+    }
+  });
+}
+
+// dW_e += dy_eᵀ · x_e into the source's gradient spans, highest rows first.
+void experts_backward_params(Backend& be, ParamSource& src, const ExpertProduct& p, CRef dy,
+                             CRef x) {
+  for_each_chunk(src, p, true, [&](int e0, int ne, int64_t r, int64_t n) {
+    const GradSpan g(src, p.w.row_span(ne > 0 ? r : e0 * p.rows_of_expert() + r, n));
+    const int64_t at = p.first[e0];
+    if (ne > 0) {
+      be.grouped_gemm_wgrad(p.rows + e0, ne, p.out, p.in, 1.0f, dy + at * p.out, x + at * p.in,
+                            1.0f, Ref(g.get(), DType::F32));
+    } else if (p.rows[e0] > 0) {
+      be.gemm(true, false, static_cast<int>(n), p.in, static_cast<int>(p.rows[e0]), 1.0f,
+              dy + at * p.out + r, p.out, x + at * p.in, p.in, 1.0f, Ref(g.get(), DType::F32),
+              p.in);
+    }
+  });
+}
+
+// The first row of each expert's rows, from the host row counts.
+void first_rows(std::vector<int64_t>& first, const std::vector<int64_t>& rows) {
+  int64_t at = 0;
+  for (size_t e = 0; e < rows.size(); ++e) {
+    first[e] = at;
+    at += rows[e];
+  }
+  first[rows.size()] = at;
+}
+
+ExpertProduct fc_product(const LayerDims& d, const MoeRefs& p, const MoeHost& h) {
+  return {p.fc, d.C, d.moe_fc_width(), h.rows.data(), h.first.data()};
+}
+
+ExpertProduct proj_product(const LayerDims& d, const MoeRefs& p, const MoeHost& h) {
+  return {p.proj, d.moe_ffn, d.C, h.rows.data(), h.first.data()};
+}
+
+void activation_forward(const LayerDims& d, Ref y, CRef pre, int64_t M) {
+  if (d.swiglu)
+    d.be->swiglu_forward(y, pre, M, d.moe_ffn);
+  else
+    d.be->gelu_forward(y, pre, M * d.moe_ffn);
+}
+
+// The router's fp32 logit gradient in the working precision, for its two GEMMs.
+CRef dlogits_working(const LayerDims& d, const LayerScratch& s) {
+  const int64_t n = int64_t{d.N()} * d.moe.E;
+  switch (s.moe_dlogits.t) {
+    case DType::F32:
+      return {s.moe_logits, DType::F32};
+    case DType::BF16:
+      d.be->cast(static_cast<bf16*>(s.moe_dlogits.p), s.moe_logits, n);
+      break;
+    case DType::F16:
+      d.be->cast(static_cast<fp16*>(s.moe_dlogits.p), s.moe_logits, n);
+      break;
+  }
+  return s.moe_dlogits;
+}
+
+LinearRefs router_linear(const LayerDims& d, const MoeRefs& p) {
+  return {p.router, {}, d.C, d.moe.E};
+}
+
+}  // namespace
+
+MoeRefs MoeRefs::of(const ParamLayout& layout, const std::string& prefix) {
+  // The experts' chunks: whole experts, or rows of one (ParamRef::chunk keeps them apart).
+  MoeRefs r;
+  r.router = ParamRef::maybe(layout, prefix + "mlp.router.weight");
+  if (!r.present()) return r;
+  r.fc = ParamRef::of(layout, prefix + "mlp.experts.fc.weight");
+  r.proj = ParamRef::of(layout, prefix + "mlp.experts.proj.weight");
+  return r;
+}
+
+Ref moe_forward(const LayerDims& d, ParamSource& src, const MoeRefs& p, LayerActivations& a,
+                const LayerScratch& s, CRef x, Ref y, Ref local, int layer) {
+  Backend& be = *d.be;
+  MoeHost& h = *s.moe;
+  const int N = d.N(), C = d.C, E = d.moe.E, k = d.moe.k;
+  const auto nk = static_cast<size_t>(N) * static_cast<size_t>(k);
+  chunked_linear_forward(be, src, router_linear(d, p), Ref(s.moe_logits, DType::F32), x, N, false);
+  be.moe_route_forward(a.moe_scores, a.moe_experts, a.moe_weights, s.moe_logits, N, d.moe);
+  be.copy_to_host(h.experts.data(), a.moe_experts, nk * 4);
+  be.copy_to_host(h.weights.data(), a.moe_weights, nk * 4);
+  h.slots.assign(h.experts, h.weights, N, k, E, MoeSlots::capacity(d.moe_capacity, N, k, E));
+  for (int e = 0; e < E; ++e) {
+    const auto i = static_cast<size_t>(e);
+    h.rows[i] = h.slots.rows[i];
+    h.rows32[i] = static_cast<int32_t>(h.rows[i]);
+    // aux = E · Σ_e (picks_e / N) · mean_t(s_te): its gradient on every score of e, scaled as a
+    // token's loss is (dloss per token, N tokens).
+    h.dscores[i] = d.moe_aux_coeff * static_cast<float>(E) * static_cast<float>(h.slots.picks[i]) *
+                   h.dloss / static_cast<float>(N);
+  }
+  first_rows(h.first, h.rows);
+  be.copy_to_device(a.moe_slots, h.slots.slots.data(), nk * 4);
+  be.copy_to_device(a.moe_rows, h.rows32.data(), static_cast<size_t>(E) * 4);
+  be.copy_to_device(a.moe_dscores, h.dscores.data(), static_cast<size_t>(E) * 4);
+  if (h.recording) {
+    be.copy_to_host(h.scores.data(), a.moe_scores, static_cast<size_t>(N) * E * 4);
+    MoeLayerTotals& t = h.totals[static_cast<size_t>(layer)];
+    double aux = 0;
+    int64_t most = 0;
+    for (int e = 0; e < E; ++e) {
+      double mass = 0;
+      for (int n = 0; n < N; ++n) mass += h.scores[static_cast<size_t>(n) * E + e];
+      const int64_t picks = h.slots.picks[static_cast<size_t>(e)];
+      aux += static_cast<double>(picks) / N * (mass / N);
+      most = std::max(most, h.slots.rows[static_cast<size_t>(e)]);
+    }
+    t.aux += aux * E;
+    t.max_load += static_cast<double>(most) * E / static_cast<double>(nk);
+    t.dropped += h.slots.dropped;
+    t.routed += static_cast<int64_t>(nk);
+    ++t.micro_batches;
+  }
+  const int64_t M = h.first[static_cast<size_t>(E)];
+  be.moe_dispatch(s.moe_rows_in, x, a.moe_slots, N, k, C);
+  experts_forward(be, src, fc_product(d, p, h), a.fch, s.moe_rows_in);
+  activation_forward(d, s.moe_act, a.fch, M);
+  experts_forward(be, src, proj_product(d, p, h), a.moe_out, s.moe_act);
+  be.moe_combine(y, a.moe_out, a.moe_slots, a.moe_weights, N, k, C);
+  if (!tp::active(d.tp)) return y;
+  if (!d.sequence_parallel) {
+    tp::reduce_from_tp_forward(be, d.tp, y, int64_t{N} * C);
+    return y;
+  }
+  tp::sequence_reduce_scatter_forward(be, d.tp, local, y, N, C);
+  return local;
+}
+
+void moe_backward_input(const LayerDims& d, ParamSource& src, const MoeRefs& p,
+                        const LayerActivations& a, const LayerScratch& s, CRef dy, Ref dx) {
+  Backend& be = *d.be;
+  MoeHost& h = *s.moe;
+  const int N = d.N(), C = d.C, E = d.moe.E, k = d.moe.k;
+  // The row counts of this layer's forward (another layer's may have run since).
+  be.copy_to_host(h.rows32.data(), a.moe_rows, static_cast<size_t>(E) * 4);
+  for (int e = 0; e < E; ++e) h.rows[static_cast<size_t>(e)] = h.rows32[static_cast<size_t>(e)];
+  first_rows(h.first, h.rows);
+  const int64_t M = h.first[static_cast<size_t>(E)];
+  activation_forward(d, s.moe_act, a.fch, M);
+  be.moe_combine_backward(s.moe_drows, s.moe_dweights, dy, a.moe_out, a.moe_slots, a.moe_weights, N,
+                          k, C);
+  // The experts' rows are this rank's partial sums: so are the weights' inner products.
+  tp::all_reduce(be, d.tp, Ref(s.moe_dweights, DType::F32), int64_t{N} * k);
+  const ExpertProduct proj = proj_product(d, p, h);
+  experts_backward_input(be, src, proj, s.moe_dact, s.moe_drows);
+  experts_backward_params(be, src, proj, s.moe_drows, s.moe_act);
+  if (d.swiglu)
+    be.swiglu_backward(s.moe_dh, s.moe_dact, a.fch, M, d.moe_ffn);
+  else
+    be.gelu_backward(s.moe_dh, a.fch, s.moe_dact, M * d.moe_ffn);
+  experts_backward_input(be, src, fc_product(d, p, h), s.moe_drows, s.moe_dh);
+  be.moe_combine(dx, s.moe_drows, a.moe_slots, nullptr, N, k, C);
+  be.moe_route_backward(s.moe_logits, a.moe_scores, a.moe_experts, s.moe_dweights,
+                        d.moe_aux_coeff > 0 ? a.moe_dscores : nullptr, N, d.moe);
+}
+
+void moe_router_input_grad(const LayerDims& d, ParamSource& src, const MoeRefs& p,
+                           const LayerScratch& s, Ref dx_local) {
+  const CRef dlogits = dlogits_working(d, s);
+  const int E = d.moe.E;
+  const int64_t step = p.router.chunk(src);
+  for (int64_t r = (p.router.rows - 1) / step * step; r >= 0; r -= step) {
+    const int64_t n = std::min(step, p.router.rows - r);
+    const Held w(src, p.router.row_span(r, n));
+    d.be->gemm(false, false, d.Nl, d.C, static_cast<int>(n), 1.0f, dlogits + d.first_row * E + r, E,
+               w.get(), d.C, 1.0f, dx_local, d.C);
+  }
+}
+
+void moe_backward_params(const LayerDims& d, ParamSource& src, const MoeRefs& p,
+                         const LayerActivations& a, const LayerScratch& s, CRef x) {
+  Backend& be = *d.be;
+  const MoeHost& h = *s.moe;
+  be.moe_dispatch(s.moe_rows_in, x, a.moe_slots, d.N(), d.moe.k, d.C);
+  experts_backward_params(be, src, fc_product(d, p, h), s.moe_dh, s.moe_rows_in);
+  // The router's gradient: dlogits in the working precision (moe_router_input_grad made it).
+  const CRef dlogits =
+      s.moe_dlogits.t == DType::F32 ? CRef(s.moe_logits, DType::F32) : CRef(s.moe_dlogits);
+  const int E = d.moe.E;
+  const int64_t step = p.router.chunk(src);
+  for (int64_t r = (p.router.rows - 1) / step * step; r >= 0; r -= step) {
+    const int64_t n = std::min(step, p.router.rows - r);
+    const GradSpan g(src, p.router.row_span(r, n));
+    be.gemm(true, false, static_cast<int>(n), d.C, d.N(), 1.0f, dlogits + r, E, x, d.C, 1.0f,
+            Ref(g.get(), DType::F32), d.C);
+  }
+}
+
+}  // namespace zt

@@ -1,0 +1,65 @@
+#pragma once
+// A mixture-of-experts MLP (docs/design/moe.md): the router, top-k routing, the experts' two
+// products as grouped GEMMs over the rows each expert received, and the weighted combine, with
+// the load-balancing loss's gradient entering through the router's scores.
+//
+// Expert tensor parallelism equals tp: every tp rank routes all N tokens alike (the router is
+// replicated) and runs its 1/tp of every expert's MLP width, so the combined output is a partial
+// sum reduced over tp as the dense MLP's row-parallel output is; the combine weights' gradient
+// (an inner product with that partial output) is all-reduced over tp.
+#include <cstdint>
+#include <vector>
+
+#include "src/model/moe_slots.h"
+#include "src/model/param_ref.h"
+#include "src/model/transformer_layer.h"
+
+namespace zt {
+
+// A step's statistics of one MoE layer, summed over its micro-batches (the metrics).
+struct MoeLayerTotals {
+  double aux = 0;       // the load-balancing loss E · Σ_e f_e · P_e, summed over micro-batches
+  double max_load = 0;  // the most rows an expert received over the mean, summed likewise
+  int64_t dropped = 0;  // choices dropped over capacity
+  int64_t routed = 0;   // choices routed (N · k per micro-batch)
+  int micro_batches = 0;
+};
+
+// The routing's host side, one per model, sized once: the dispatcher's slots and row counts, and
+// what a step records.
+class MoeHost {
+ public:
+  MoeHost(const GptConfig& c, int64_t tokens);
+  MoeSlots slots;
+  std::vector<int32_t> experts;  // [N·k]
+  std::vector<float> weights;    // [N·k]
+  std::vector<float> scores;     // [N·E] (what the statistics read)
+  std::vector<int32_t> rows32;   // [E] kept rows per expert, as the activations keep them
+  std::vector<int64_t> rows;     // [E] the same, read back in backward
+  std::vector<int64_t> first;    // [E + 1] each expert's first row; the last: all rows
+  std::vector<float> dscores;    // [E]
+  // Set by the model per pass: the loss gradient's scale of a token (forward's dloss), and
+  // whether this forward is training's first (not a recomputation, not evaluation).
+  float dloss = 0;
+  bool recording = false;
+  std::vector<MoeLayerTotals> totals;  // by model layer
+  void reset_totals();
+};
+
+// forward: y [N, C] (the scratch the dense path's row-parallel output takes) from x = the
+// gathered normalised input [N, C]; returns where this rank's summed rows are (y, or `local`
+// [Nl, C] under sequence parallelism). `layer`: the model layer (its statistics).
+Ref moe_forward(const LayerDims& d, ParamSource& src, const MoeRefs& p, LayerActivations& a,
+                const LayerScratch& s, CRef x, Ref y, Ref local, int layer);
+// backward, first part: from dy [N, C] (gathered) to the experts' contribution to the input
+// gradient, a partial sum over tp, into dx [N, C]; the experts' second weight's gradient.
+void moe_backward_input(const LayerDims& d, ParamSource& src, const MoeRefs& p,
+                        const LayerActivations& a, const LayerScratch& s, CRef dy, Ref dx);
+// The router's part of the input gradient, added to this rank's summed rows dx_local [Nl, C].
+void moe_router_input_grad(const LayerDims& d, ParamSource& src, const MoeRefs& p,
+                           const LayerScratch& s, Ref dx_local);
+// The first weight's and the router's gradients from x = the recomputed normalised input [N, C].
+void moe_backward_params(const LayerDims& d, ParamSource& src, const MoeRefs& p,
+                         const LayerActivations& a, const LayerScratch& s, CRef x);
+
+}  // namespace zt
