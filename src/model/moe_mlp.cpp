@@ -197,7 +197,7 @@ Ref moe_forward(const LayerDims& d, ParamSource& src, const MoeRefs& p, LayerAct
       for (int n = 0; n < N; ++n) mass += h.scores[static_cast<size_t>(n) * E + e];
       const int64_t picks = h.slots.picks[static_cast<size_t>(e)];
       aux += static_cast<double>(picks) / N * (mass / N);
-      most = std::max(most, h.slots.rows[static_cast<size_t>(e)]);
+      most = std::max(most, picks);
     }
     t.aux += aux * E;
     t.max_load += static_cast<double>(most) * E / static_cast<double>(nk);

@@ -19,11 +19,18 @@ namespace zt {
 // A step's statistics of one MoE layer, summed over its micro-batches (the metrics).
 struct MoeLayerTotals {
   double aux = 0;       // the load-balancing loss E · Σ_e f_e · P_e, summed over micro-batches
-  double max_load = 0;  // the most rows an expert received over the mean, summed likewise
+  double max_load = 0;  // the most choices an expert was routed over the mean, summed likewise
   int64_t dropped = 0;  // choices dropped over capacity
   int64_t routed = 0;   // choices routed (N · k per micro-batch)
   int micro_batches = 0;
 };
+
+// Values per model layer a step's MoE statistics take when reduced over the ranks (aux,
+// max_load, dropped, routed, micro_batches); what the trainer's metrics reducer holds for them.
+inline constexpr size_t kMoeTotalsValues = 5;
+inline size_t moe_metric_values(const GptConfig& c) {
+  return c.moe() ? kMoeTotalsValues * static_cast<size_t>(c.num_layers) : 0;
+}
 
 // The routing's host side, one per model, sized once: the dispatcher's slots and row counts, and
 // what a step records.

@@ -71,7 +71,8 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   // The scalar reducers (the trainer's metrics, the global gradient norm) allocate from the host
   // pool (DeviceContext::host()): the device pool on the CPU backend, pinned host memory on CUDA.
   if (!in.cuda)
-    b += comm::ScalarReducer::bytes(world, kTrainerScalars) + comm::ScalarReducer::bytes(world, 1);
+    b += comm::ScalarReducer::bytes(world, std::max(kTrainerScalars, moe_metric_values(in.model))) +
+         comm::ScalarReducer::bytes(world, 1);
   // The tied word embedding's gradient all-reduce between the first and last stage
   // (ZeroOptimizer::tie_grads: chunk by chunk of whole rows, the largest first) on a communicator
   // of its own, which stages a half chunk in fp32 as the tensor-parallel one does.

@@ -1,5 +1,6 @@
 #include "src/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -23,7 +24,10 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
       pool_(ctx.pool()),
       topo_(topology),
       meter_(topology.world().stats()),
-      reducer_(topology.host_world(), ctx.host(), kNumMemCategories + 2),
+      // The memory report, or the MoE layers' routing statistics where they are more.
+      reducer_(
+          topology.host_world(), ctx.host(),
+          std::max<size_t>(kNumMemCategories + 2, moe_metric_values(gpt_config_from(options)))),
       derived_(derive_validated(options, topology.dp_size())),
       config_(derived_.model),
       layout_(
@@ -362,7 +366,37 @@ StepMetrics Trainer::train_step() {
   m.memory_fragmentation = 1.0 - mem[kNumMemCategories + 1];
   for (size_t c = 0; c < kNumMemCategories; ++c) m.memory_peak[c] = static_cast<size_t>(mem[c]);
   m.memory_total_peak = static_cast<size_t>(mem[kNumMemCategories]);
+  moe_metrics(m);
   return m;
+}
+
+void Trainer::moe_metrics(StepMetrics& m) {
+  if (!config_.moe()) return;
+  // Each layer's totals summed over the world: tensor-parallel ranks repeat their group's
+  // routing and other stages hold zeros, so the means below are over every micro-batch once.
+  MoeHost& h = model_->moe();
+  std::vector<double>& v = moe_values_;
+  v.assign(moe_metric_values(config_), 0.0);
+  for (int i = 0; i < config_.num_layers; ++i) {
+    const MoeLayerTotals& t = h.totals[static_cast<size_t>(i)];
+    double* x = v.data() + kMoeTotalsValues * static_cast<size_t>(i);
+    x[0] = t.aux;
+    x[1] = t.max_load;
+    x[2] = static_cast<double>(t.dropped);
+    x[3] = static_cast<double>(t.routed);
+    x[4] = t.micro_batches;
+  }
+  h.reset_totals();
+  reducer_.sum(v);
+  m.moe.clear();
+  for (int i = 0; i < config_.num_layers; ++i) {
+    if (!config_.moe_layer(i)) continue;
+    const double* x = v.data() + kMoeTotalsValues * static_cast<size_t>(i);
+    if (x[4] == 0) continue;
+    m.moe.push_back({i, x[0] / x[4], x[1] / x[4], x[3] > 0 ? x[2] / x[3] : 0.0});
+    m.moe_aux_loss += m.moe.back().aux_loss;
+  }
+  if (!m.moe.empty()) m.moe_aux_loss /= static_cast<double>(m.moe.size());
 }
 
 double Trainer::evaluate() {

@@ -173,6 +173,10 @@ class Trainer {
   TrainerHooks hooks_;
   // Calls hooks_.mid_step for the step under way.
   void mid_step();
+  // The step's MoE layers' routing statistics, over every rank, into m (nothing for a dense
+  // model).
+  void moe_metrics(StepMetrics& m);
+  std::vector<double> moe_values_;  // their reduction's values
   void report_validation(bool print);
   // The mean loss of --eval-iters global batches of `source` from sample `consumed` (advanced).
   double evaluate_on(const BatchSource& source, int64_t& consumed);
