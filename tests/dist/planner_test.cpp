@@ -38,6 +38,8 @@ struct Case {
   int cp = 1;                        // --context-parallel-size
   int kv_groups = 0;                 // the Llama shape's key/value groups (0: its 4)
   bool a2a = false;                  // --cp-comm-type a2a (else the ring, p2p)
+  int experts = 0;                   // --num-experts (every other layer MoE, top-2)
+  double capacity = 0;               // --moe-expert-capacity-factor
 };
 
 // Rope, RMSNorm, SwiGLU at Megatron's default width, 4 key/value groups of 8 heads, an untied
@@ -186,7 +188,32 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
        .cp = 2,
        .kv_groups = 2,
        .a2a = true},
-      {.tp = 2, .stage = 0, .working = BF16, .ckpt = true, .llama = true, .cp = 2, .kv_groups = 2}};
+      {.tp = 2, .stage = 0, .working = BF16, .ckpt = true, .llama = true, .cp = 2, .kv_groups = 2},
+      // mixtures of experts: the router, the experts' scratch and rows, the combine weights'
+      // all-reduce over tp
+      {.tp = 2,
+       .stage = 1,
+       .working = BF16,
+       .sequence_parallel = true,
+       .llama = true,
+       .experts = 4},
+      {.tp = 1, .stage = 3, .working = F32, .ckpt = true, .accumulation = 2, .experts = 4},
+      {.tp = 2,
+       .stage = 0,
+       .working = F32,
+       .ckpt = true,
+       .pa = true,
+       .cpu = true,
+       .experts = 3,
+       .capacity = 1.0},
+      {.tp = 1,
+       .stage = 1,
+       .working = F16,
+       .accumulation = 2,
+       .pp = 2,
+       .llama = true,
+       .experts = 4},
+      {.tp = 2, .stage = 2, .working = BF16, .accumulation = 2, .experts = 4, .capacity = 1.25}};
   for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
     const Case& k = cases[i];
     if (world % (k.tp * k.pp * k.cp) != 0) continue;
@@ -209,6 +236,12 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     if (k.cast) o.working_params = "cast";
     o.context_parallel_size = k.cp;
     o.cp_comm_type = k.a2a ? "a2a" : "p2p";
+    o.num_experts = k.experts;
+    o.moe_router_topk = 2;
+    o.moe_ffn_hidden_size = 48;
+    o.moe_layer_freq = 2;
+    o.moe_aux_loss_coeff = 0.01;
+    o.moe_expert_capacity_factor = k.capacity;
     o.param_persistence_threshold = 200;
     validate_train_options(o, dp);
     comm::Topology topo(dist::world(), k.tp, k.pp, nullptr, k.cp);
@@ -226,15 +259,15 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     const MemoryPlan p = plan_memory(in);
     if (topo.tp_rank() == 0 && topo.dp().rank() == 0)
       std::printf(
-          "case %d%s cp %d%s tp %d dp %d pp %d (this rank: stage %d) ZeRO %d %s%s%s%s%s: params "
+          "case %d%s%s cp %d%s tp %d dp %d pp %d (this rank: stage %d) ZeRO %d %s%s%s%s%s: params "
           "%zu/%zu "
           "grads "
           "%zu/%zu "
           "optimizer %zu/%zu activations %zu/%zu checkpoints %zu/%zu host %zu/%zu buffers "
           "%zu/%zu dp bytes %llu/%llu tp bytes %llu/%llu pp bytes %llu/%llu "
           "(measured/planned)\n",
-          i, k.llama ? " llama" : "", k.cp, k.a2a ? " a2a" : "", k.tp, dp, k.pp, topo.pp_rank(),
-          k.stage, std::string(dtype_name(k.working)).c_str(),
+          i, k.llama ? " llama" : "", k.experts > 0 ? " moe" : "", k.cp, k.a2a ? " a2a" : "", k.tp,
+          dp, k.pp, topo.pp_rank(), k.stage, std::string(dtype_name(k.working)).c_str(),
           k.ckpt ? (k.cpu ? " Pa+cpu" : (k.pa ? " Pa" : " ckpt")) : "",
           k.sequence_parallel ? " sp" : "", k.layers_per_virtual_stage > 0 ? " interleaved" : "",
           k.cast ? " cast" : "", measured.peak[0], p.params, measured.peak[1], p.grads,

@@ -1,0 +1,133 @@
+// A mixture of experts keeps the layout invariant (docs/design/architecture.md, Invariants, 1):
+// its MoE layers (4 experts, top 2, every other layer; the load-balancing loss on) under tp (the
+// experts' width split, the router replicated; with and without sequence parallelism), dp with
+// ZeRO 1, 2 and 3, pp (1F1B and interleaved) and the activation policies give the one-rank run's
+// losses and gradient norms (fp32, relative 1e-5 per step over 10 steps), dropless and with a
+// capacity that drops, dropout off and on; bf16 within the bands of half_layouts_test.cpp. The
+// routing statistics are the one-rank run's too.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/dist/train_testing.h"
+
+namespace zt {
+namespace {
+
+struct Layout {
+  int tp = 1, pp = 1, stage = 0;
+  bool sp = false;
+  int act = 0;     // 0 kept, 1 checkpointed, 2 Pa, 3 Pa+cpu
+  int chunks = 1;  // model chunks per pipeline stage (> 1: the interleaved schedule)
+};
+
+std::string name(const Layout& l, const TrainOptions& o) {
+  static const char* acts[] = {"", " ckpt", " Pa", " Pa+cpu"};
+  return fmt::format("tp {} pp {}{} dp {} stage {}{}{} capacity {} dropout {} {}", l.tp, l.pp,
+                     l.chunks > 1 ? " interleaved" : "", dist::world().size() / (l.tp * l.pp),
+                     l.stage, l.sp ? " sp" : "", acts[l.act], o.moe_expert_capacity_factor,
+                     o.hidden_dropout, dist::precision_name(o));
+}
+
+TrainOptions with(TrainOptions o, const Layout& l) {
+  o.tensor_model_parallel_size = l.tp;
+  test::set_pipeline(o, l.pp, l.chunks);
+  o.zero_stage = l.stage;
+  o.sequence_parallel = l.sp;
+  o.checkpoint_activations = l.act >= 1;
+  o.partition_activations = l.act >= 2;
+  o.cpu_checkpointing = l.act == 3;
+  return o;
+}
+
+std::vector<StepMetrics> run(const TrainOptions& o, const Layout& l) {
+  comm::Topology topo(dist::world(), l.tp, l.pp);
+  Trainer t(with(o, l), dist::pool(), topo);
+  return t.run(false);
+}
+
+// Llama's shape (8 heads in 4 key/value groups), 4 layers of which 0 and 2 are MoE: 4 experts of
+// width 48, top 2, the load-balancing loss at 0.01.
+TrainOptions small_moe(double dropout, double capacity) {
+  TrainOptions o = test::small_gpt(dropout, 10);
+  o.num_layers = 4;
+  o.num_attention_heads = 8;
+  test::set_llama_shape(o, 4);
+  o.num_experts = 4;
+  o.moe_router_topk = 2;
+  o.moe_ffn_hidden_size = 48;
+  o.moe_layer_freq = 2;
+  o.moe_aux_loss_coeff = 0.01;
+  o.moe_expert_capacity_factor = capacity;
+  // A router's choice is a step function of its input: where two experts' scores nearly tie, a
+  // rounding-level difference between layouts picks the other one and the loss moves by far
+  // more than rounding. Adam turns rounding-level gradient differences into parameter
+  // differences up to lr per step, so the ties a layout meets grow with lr: at the small model's
+  // 3e-3 one of the 2,560 choices of 10 steps flipped at tp 4; at 1e-3 none does.
+  o.lr = 1e-3;
+  return o;
+}
+
+bool fits(const Layout& l) {
+  const int world = dist::world().size();
+  return world % (l.tp * l.pp) == 0;
+}
+
+void expect_routing_close(const std::vector<StepMetrics>& got, const std::vector<StepMetrics>& want,
+                          const std::string& where) {
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    ASSERT_EQ(got[i].moe.size(), want[i].moe.size()) << where;
+    for (size_t l = 0; l < got[i].moe.size(); ++l) {
+      const MoeLayerMetrics &g = got[i].moe[l], &w = want[i].moe[l];
+      EXPECT_EQ(g.layer, w.layer) << where;
+      EXPECT_LE(dist::rel(g.aux_loss, w.aux_loss), 1e-5) << where << " step " << i + 1;
+      EXPECT_EQ(g.max_load, w.max_load) << where << " step " << i + 1;
+      EXPECT_EQ(g.dropped_fraction, w.dropped_fraction) << where << " step " << i + 1;
+    }
+  }
+}
+
+void expect_layouts(const TrainOptions& o, const std::vector<Layout>& layouts) {
+  const std::vector<StepMetrics> want = dist::train_run(o, false).steps;
+  ASSERT_EQ(want.front().moe.size(), 2u);
+  if (o.moe_expert_capacity_factor > 0) {
+    double dropped = 0;
+    for (const StepMetrics& m : want) dropped += m.moe.front().dropped_fraction;
+    EXPECT_GT(dropped, 0) << "the capacity drops nothing: the case checks nothing of it";
+  }
+  for (const Layout& l : layouts) {
+    if (!fits(l)) continue;
+    const std::vector<StepMetrics> got = run(o, l);
+    dist::expect_close(got, want, 1e-5, 1e-5, name(l, o));
+    expect_routing_close(got, want, name(l, o));
+  }
+}
+
+TEST(Moe, TensorAndDataParallelMatchOneRank) {
+  for (double capacity : {0.0, 1.0})
+    for (double dropout : {0.0, 0.1})
+      expect_layouts(small_moe(dropout, capacity),
+                     {{2}, {2, 1, 0, true}, {1, 1, 1}, {1, 1, 3}, {2, 1, 2, true}, {4}});
+}
+
+TEST(Moe, PipelineAndActivationPoliciesMatchOneRank) {
+  expect_layouts(small_moe(0.1, 0.0), {{1, 2, 1},
+                                       {1, 2, 0, false, 0, 2},
+                                       {2, 2, 1, true},
+                                       {1, 1, 3, false, 1},
+                                       {2, 1, 1, false, 2},
+                                       {2, 1, 0, true, 3}});
+}
+
+// bf16: within half_layouts_test.cpp's band (5e-4 relative loss).
+TEST(Moe, HalfPrecisionWithinTolerance) {
+  TrainOptions o = small_moe(0.0, 0.0);
+  o.bf16 = true;
+  const std::vector<StepMetrics> want = dist::train_run(o, false).steps;
+  for (const Layout& l : std::vector<Layout>{{2, 1, 1, true}, {1, 1, 3}, {1, 2, 1}})
+    if (fits(l)) dist::expect_close(run(o, l), want, 5e-4, 0, name(l, o));
+}
+
+}  // namespace
+}  // namespace zt
