@@ -78,6 +78,7 @@ nlohmann::json model_to_json(const GptConfig& c) {
   if (c.kv_heads() != c.heads) j["num_query_groups"] = c.kv_heads();
   if (c.untie_embeddings) j["untie_embeddings_and_output_weights"] = true;
   if (!c.add_bias_linear) j["add_bias_linear"] = false;
+  if (c.add_qkv_bias) j["add_qkv_bias"] = true;
   if (c.max_position_embeddings > 0) j["max_position_embeddings"] = c.max_position_embeddings;
   if (c.init_method_std != gpt2.init_method_std) j["init_method_std"] = c.init_method_std;
   // A mixture of experts' architecture (its training settings, the load-balancing coefficient
@@ -88,7 +89,9 @@ nlohmann::json model_to_json(const GptConfig& c) {
                 {"ffn_hidden_size", c.moe_ffn_hidden()},
                 {"layer_freq", c.moe_layer_freq},
                 {"score_function", c.moe_sigmoid ? "sigmoid" : "softmax"},
-                {"renormalize", c.moe_renormalize}};
+                {"renormalize", c.moe_renormalize},
+                {"shared_ffn_hidden_size", c.moe_shared_ffn},
+                {"shared_gate", c.moe_shared_gate}};
   return j;
 }
 
@@ -150,6 +153,7 @@ void architecture_from_json(const nlohmann::json& j, GptConfig& c, const std::st
   c.num_query_groups = count("num_query_groups");
   c.untie_embeddings = flag("untie_embeddings_and_output_weights", false);
   c.add_bias_linear = flag("add_bias_linear", true);
+  c.add_qkv_bias = flag("add_qkv_bias", false);
   c.max_position_embeddings = count("max_position_embeddings");
   c.init_method_std = static_cast<float>(num("init_method_std", 0.02));
   if (!j.contains("moe")) return;
@@ -167,6 +171,11 @@ void architecture_from_json(const nlohmann::json& j, GptConfig& c, const std::st
   ZT_REQUIRE(m.contains("renormalize") && m["renormalize"].is_boolean(),
              "'{}': moe.renormalize must be true or false", where);
   c.moe_renormalize = m["renormalize"].get<bool>();
+  c.moe_shared_ffn =
+      static_cast<int>(int_field(m, "shared_ffn_hidden_size", 0, kMaxDim, moe_where));
+  ZT_REQUIRE(m.contains("shared_gate") && m["shared_gate"].is_boolean(),
+             "'{}': moe.shared_gate must be true or false", where);
+  c.moe_shared_gate = m["shared_gate"].get<bool>();
 }
 
 }  // namespace

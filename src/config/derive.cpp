@@ -79,6 +79,7 @@ GptConfig gpt_config_from(const TrainOptions& o) {
   c.num_query_groups = o.group_query_attention ? o.num_query_groups : 0;
   c.untie_embeddings = o.untie_embeddings_and_output_weights;
   c.add_bias_linear = !o.disable_bias_linear;
+  c.add_qkv_bias = o.add_qkv_bias;
   c.max_position_embeddings = o.max_position_embeddings;
   c.init_method_std = static_cast<float>(o.init_method_std);
   c.num_experts = o.num_experts;
@@ -89,6 +90,8 @@ GptConfig gpt_config_from(const TrainOptions& o) {
   c.moe_renormalize = !o.moe_router_pre_softmax;
   c.moe_aux_loss_coeff = static_cast<float>(o.moe_aux_loss_coeff);
   c.moe_capacity_factor = static_cast<float>(o.moe_expert_capacity_factor);
+  c.moe_shared_ffn = o.moe_shared_expert_intermediate_size;
+  c.moe_shared_gate = o.moe_shared_expert_gate;
   return c;
 }
 

@@ -43,6 +43,7 @@ void take_saved_model(const GptConfig& saved, const std::vector<std::string>& gi
   take("untie-embeddings-and-output-weights", o.untie_embeddings_and_output_weights,
        saved.untie_embeddings);
   take("disable-bias-linear", o.disable_bias_linear, !saved.add_bias_linear);
+  take("add-qkv-bias", o.add_qkv_bias, saved.add_qkv_bias);
   take("max-position-embeddings", o.max_position_embeddings, saved.max_position_embeddings);
   take("init-method-std", o.init_method_std, double{saved.init_method_std});
   take("num-experts", o.num_experts, saved.num_experts);
@@ -53,6 +54,9 @@ void take_saved_model(const GptConfig& saved, const std::vector<std::string>& gi
     take("moe-router-score-function", o.moe_router_score_function,
          std::string(saved.moe_sigmoid ? "sigmoid" : "softmax"));
     take("moe-router-pre-softmax", o.moe_router_pre_softmax, !saved.moe_renormalize);
+    take("moe-shared-expert-intermediate-size", o.moe_shared_expert_intermediate_size,
+         saved.moe_shared_ffn);
+    take("moe-shared-expert-gate", o.moe_shared_expert_gate, saved.moe_shared_gate);
   }
 
   // What is left different came from a given flag: each that the parameters cannot follow.
@@ -78,10 +82,14 @@ void take_saved_model(const GptConfig& saved, const std::vector<std::string>& gi
          std::string(on(saved.untie_embeddings)));
   refuse("disable-bias-linear", std::string(on(!run.add_bias_linear)),
          std::string(on(!saved.add_bias_linear)));
+  refuse("add-qkv-bias", std::string(on(run.add_qkv_bias)), std::string(on(saved.add_qkv_bias)));
   refuse("num-experts", run.num_experts, saved.num_experts);
   if (run.moe() && saved.moe()) {
     refuse("moe-ffn-hidden-size", run.moe_ffn_hidden(), saved.moe_ffn_hidden());
     refuse("moe-layer-freq", run.moe_layer_freq, saved.moe_layer_freq);
+    refuse("moe-shared-expert-intermediate-size", run.moe_shared_ffn, saved.moe_shared_ffn);
+    refuse("moe-shared-expert-gate", std::string(on(run.moe_shared_gate)),
+           std::string(on(saved.moe_shared_gate)));
   }
   if (run.seq_length > saved.seq_length)
     differ.push_back(

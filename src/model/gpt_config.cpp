@@ -14,12 +14,15 @@ int GptConfig::moe_layers() const {
 int64_t GptConfig::num_parameters(bool active_only) const {
   const int64_t h = hidden, f = ffn_hidden(), f1 = fc_rows(), qkv = qkv_rows();
   const int64_t norm = rmsnorm() ? h : 2 * h, bias = add_bias_linear ? 1 : 0;
-  const int64_t attention = norm + (qkv * h + bias * qkv) + (h * h + bias * h) + norm;
+  const int64_t qkv_bias_n = qkv_bias() ? qkv : 0;
+  const int64_t attention = norm + (qkv * h + qkv_bias_n) + (h * h + bias * h) + norm;
   const int64_t dense_mlp = (f1 * h + bias * f1) + (h * f + bias * h);
   // An expert has no biases (docs/design/moe.md); the router is [E, h].
   const int64_t expert = (int64_t{moe_fc_rows()} + moe_ffn_hidden()) * h;
   const int64_t experts = active_only ? moe_topk : num_experts;
-  const int64_t moe_mlp = int64_t{num_experts} * h + experts * expert;
+  const int64_t shared =
+      moe() ? (int64_t{moe_shared_fc_rows()} + moe_shared_ffn) * h + (moe_shared_gate ? h : 0) : 0;
+  const int64_t moe_mlp = int64_t{num_experts} * h + experts * expert + shared;
   const int64_t layers =
       num_layers * (attention + dense_mlp) + moe_layers() * (moe_mlp - dense_mlp);
   const int64_t vh = int64_t{padded_vocab_size} * h;
@@ -136,6 +139,10 @@ void validate_moe(const GptConfig& c) {
   ZT_REQUIRE(c.moe_layer_freq >= 1, "--moe-layer-freq must be >= 1, got {}", c.moe_layer_freq);
   ZT_REQUIRE(c.moe_aux_loss_coeff >= 0.0f, "--moe-aux-loss-coeff must be >= 0, got {}",
              c.moe_aux_loss_coeff);
+  ZT_REQUIRE(c.moe_shared_ffn >= 0, "--moe-shared-expert-intermediate-size must be >= 0, got {}",
+             c.moe_shared_ffn);
+  ZT_REQUIRE(!c.moe_shared_gate || c.moe_shared_ffn > 0,
+             "--moe-shared-expert-gate needs --moe-shared-expert-intermediate-size");
   ZT_REQUIRE(c.moe_capacity_factor >= 0.0f,
              "--moe-expert-capacity-factor must be >= 0 (0: dropless), got {}",
              c.moe_capacity_factor);
@@ -159,6 +166,10 @@ void validate_tensor_parallel(const GptConfig& c, int tp) {
              "the MLP width {} (--ffn-hidden-size) is not divisible by "
              "--tensor-model-parallel-size {}",
              c.ffn_hidden(), tp);
+  ZT_REQUIRE(!c.moe() || c.moe_shared_ffn % tp == 0,
+             "the shared expert's width {} (--moe-shared-expert-intermediate-size) is not "
+             "divisible by --tensor-model-parallel-size {}",
+             c.moe_shared_ffn, tp);
   ZT_REQUIRE(!c.moe() || c.moe_ffn_hidden() % tp == 0,
              "the experts' MLP width {} (--moe-ffn-hidden-size) is not divisible by "
              "--tensor-model-parallel-size {}",
@@ -216,6 +227,7 @@ TpDims TpDims::of(const GptConfig& c, int tp_size, int tp_rank) {
   d.kv_hidden = d.kv_heads * c.head_dim();
   d.ffn = c.ffn_hidden() / tp_size;
   d.moe_ffn = c.moe() ? c.moe_ffn_hidden() / tp_size : 0;
+  d.moe_shared = c.moe() ? c.moe_shared_ffn / tp_size : 0;
   d.vocab = c.padded_vocab_size / tp_size;
   d.vocab_begin = tp_rank * d.vocab;
   return d;

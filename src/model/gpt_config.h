@@ -53,6 +53,7 @@ struct GptConfig {
   int num_query_groups = 0;         // key/value heads (grouped-query attention); 0: one per head
   bool untie_embeddings = false;    // a separate output layer instead of the word embedding
   bool add_bias_linear = true;      // biases in the linear layers (--disable-bias-linear: false)
+  bool add_qkv_bias = false;        // a q|k|v bias even without the others (Qwen's attention)
   float init_method_std = 0.02f;    // std of the normal initialisation (Megatron's 0.02)
   int max_position_embeddings = 0;  // positions the model is made for; 0: seq_length
   // A mixture of experts (docs/design/moe.md): the MLP of every moe_layer_freq-th layer is
@@ -65,6 +66,10 @@ struct GptConfig {
   bool moe_renormalize = true;    // the k weights divided by their sum (Megatron's default)
   float moe_aux_loss_coeff = 0;   // the load-balancing loss's weight, per MoE layer
   float moe_capacity_factor = 0;  // rows an expert takes, over the even share; 0: dropless
+  // A shared expert beside the routed ones (Qwen-MoE, DeepSeek): an MLP of this width every
+  // token passes through (0: none), scaled by sigmoid(x · g) with moe_shared_gate.
+  int moe_shared_ffn = 0;
+  bool moe_shared_gate = false;
 
   int head_dim() const { return hidden / heads; }
   // Tokens of each sample one rank holds: seq_length / context_parallel.
@@ -85,6 +90,11 @@ struct GptConfig {
   }
   bool moe() const { return num_experts > 0; }
   bool moe_layer(int layer) const { return moe() && layer % moe_layer_freq == 0; }
+  bool qkv_bias() const { return add_bias_linear || add_qkv_bias; }
+  // Rows of the shared expert's first weight (gate|up under SwiGLU); 0 without one.
+  int moe_shared_fc_rows() const { return swiglu ? 2 * moe_shared_ffn : moe_shared_ffn; }
+  // What a MoE layer's combine adds per token: its k routed choices and the shared expert.
+  int moe_combine_width() const { return moe_topk + (moe_shared_ffn > 0 ? 1 : 0); }
   int moe_layers() const;  // how many layers are MoE
   int moe_ffn_hidden() const {
     return moe_ffn_hidden_size > 0 ? moe_ffn_hidden_size : ffn_hidden();
@@ -156,15 +166,16 @@ inline int64_t local_rows(const GptConfig& c, int64_t n, int tp_size) {
 
 // One tensor-parallel rank's sizes (tp = 1: the whole model).
 struct TpDims {
-  int size = 1;       // tensor-parallel ranks
-  int rank = 0;       // this rank
-  int heads = 0;      // local attention heads
-  int hidden = 0;     // local attention width, heads · head_dim
-  int kv_heads = 0;   // local key/value heads (= heads without grouped-query attention)
-  int kv_hidden = 0;  // local key/value width, kv_heads · head_dim
-  int ffn = 0;        // local MLP width
-  int moe_ffn = 0;    // local width of an expert's MLP (0: a dense model)
-  int vocab = 0;      // local (padded) vocabulary rows
+  int size = 1;        // tensor-parallel ranks
+  int rank = 0;        // this rank
+  int heads = 0;       // local attention heads
+  int hidden = 0;      // local attention width, heads · head_dim
+  int kv_heads = 0;    // local key/value heads (= heads without grouped-query attention)
+  int kv_hidden = 0;   // local key/value width, kv_heads · head_dim
+  int ffn = 0;         // local MLP width
+  int moe_ffn = 0;     // local width of an expert's MLP (0: a dense model)
+  int moe_shared = 0;  // local width of the shared expert's MLP (0: none)
+  int vocab = 0;       // local (padded) vocabulary rows
   int vocab_begin = 0;
   static TpDims of(const GptConfig& config, int tp_size, int tp_rank);
 };

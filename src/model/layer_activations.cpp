@@ -36,7 +36,15 @@ void for_each_field(LayerActivations& a, const GptConfig& c, int micro_batch, in
   f(a.moe_slots, n * k);
   f(a.moe_rows, E);
   f(a.moe_dscores, E);
-  f(a.moe_out, n * k * h);
+  const int64_t shared = c.moe_shared_ffn > 0 ? n : 0;
+  f(a.moe_out, (n * k + shared) * h);
+  if (shared == 0) return;
+  f(a.moe_cslots, n * (k + 1));
+  f(a.moe_cweights, n * (k + 1));
+  f(a.moe_shared_pre, n * (c.swiglu ? 2 : 1) * int64_t{d.moe_shared});
+  if (!c.moe_shared_gate) return;
+  f(a.moe_gate, n);
+  f(a.moe_gate_index, n);
 }
 
 }  // namespace

@@ -35,7 +35,15 @@ struct LayerActivations {
   int32_t* moe_slots = nullptr;
   int32_t* moe_rows = nullptr;
   float* moe_dscores = nullptr;
-  Ref moe_out;
+  Ref moe_out;  // [M + N_s, C]: the shared expert's output rows follow the M routed ones
+  // With a shared expert (kc = k + 1 per token: its output is one more combined row): the
+  // combine's rows and weights [N, kc], its pre-activation [N, 2Fs/tp]; with its gate, the
+  // gate's value and (the routing kernel's, all 0) index [N].
+  int32_t* moe_cslots = nullptr;
+  float* moe_cweights = nullptr;
+  Ref moe_shared_pre;
+  float* moe_gate = nullptr;
+  int32_t* moe_gate_index = nullptr;
 
   // Bytes of one workspace for `micro_batch` sequences on one of `tp_size` tensor-parallel
   // ranks, as carve() lays it out.

@@ -1,6 +1,7 @@
 #include "src/model/moe_mlp.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "src/tensor_parallel/mappings.h"
 #include "src/tensor_parallel/sequence_parallel.h"
@@ -19,6 +20,11 @@ MoeHost::MoeHost(const GptConfig& c, int64_t tokens) {
   rows.assign(E, 0);
   first.assign(E + 1, 0);
   dscores.assign(E, 0.0f);
+  if (c.moe_shared_ffn > 0) {
+    cslots.assign(static_cast<size_t>(tokens) * (c.moe_topk + 1), 0);
+    cweights.assign(cslots.size(), 0.0f);
+    gate.assign(static_cast<size_t>(tokens), 0.0f);
+  }
   totals.assign(static_cast<size_t>(c.num_layers), {});
 }
 
@@ -124,31 +130,148 @@ ExpertProduct proj_product(const LayerDims& d, const MoeRefs& p, const MoeHost& 
   return {p.proj, d.moe_ffn, d.C, h.rows.data(), h.first.data()};
 }
 
-void activation_forward(const LayerDims& d, Ref y, CRef pre, int64_t M) {
+// y [M, width] = swiglu or gelu of pre.
+void activation_forward(const LayerDims& d, Ref y, CRef pre, int64_t M, int width) {
   if (d.swiglu)
-    d.be->swiglu_forward(y, pre, M, d.moe_ffn);
+    d.be->swiglu_forward(y, pre, M, width);
   else
-    d.be->gelu_forward(y, pre, M * d.moe_ffn);
+    d.be->gelu_forward(y, pre, M * width);
 }
 
-// The router's fp32 logit gradient in the working precision, for its two GEMMs.
-CRef dlogits_working(const LayerDims& d, const LayerScratch& s) {
-  const int64_t n = int64_t{d.N()} * d.moe.E;
-  switch (s.moe_dlogits.t) {
+// An fp32 logit gradient [n] in the working precision, for its two GEMMs (itself in fp32).
+CRef working_copy(const LayerDims& d, float* f32, Ref half, int64_t n) {
+  switch (half.t) {
     case DType::F32:
-      return {s.moe_logits, DType::F32};
+      return {f32, DType::F32};
     case DType::BF16:
-      d.be->cast(static_cast<bf16*>(s.moe_dlogits.p), s.moe_logits, n);
+      d.be->cast(static_cast<bf16*>(half.p), f32, n);
       break;
     case DType::F16:
-      d.be->cast(static_cast<fp16*>(s.moe_dlogits.p), s.moe_logits, n);
+      d.be->cast(static_cast<fp16*>(half.p), f32, n);
       break;
   }
-  return s.moe_dlogits;
+  return half;
+}
+
+CRef router_dlogits(const LayerScratch& s) {
+  return s.moe_dlogits.t == DType::F32 ? CRef(s.moe_logits, DType::F32) : CRef(s.moe_dlogits);
+}
+
+CRef gate_dlogits(const LayerScratch& s) {
+  return s.moe_gate_dlogits.t == DType::F32 ? CRef(s.moe_gate_logits, DType::F32)
+                                            : CRef(s.moe_gate_dlogits);
+}
+
+// dx_local [Nl, C] += dlogits [N, width] (this rank's rows) · W [width, C], W chunked by rows.
+void add_logit_input_grad(const LayerDims& d, ParamSource& src, const ParamRef& w, CRef dlogits,
+                          int width, Ref dx_local) {
+  const int64_t step = w.chunk(src);
+  for (int64_t r = (w.rows - 1) / step * step; r >= 0; r -= step) {
+    const int64_t n = std::min(step, w.rows - r);
+    const Held held(src, w.row_span(r, n));
+    d.be->gemm(false, false, d.Nl, d.C, static_cast<int>(n), 1.0f,
+               dlogits + d.first_row * width + r, width, held.get(), d.C, 1.0f, dx_local, d.C);
+  }
+}
+
+// dW [width, C] += dlogitsᵀ · x over all N rows, into the source's gradient spans.
+void add_logit_weight_grad(const LayerDims& d, ParamSource& src, const ParamRef& w, CRef dlogits,
+                           int width, CRef x) {
+  const int64_t step = w.chunk(src);
+  for (int64_t r = (w.rows - 1) / step * step; r >= 0; r -= step) {
+    const int64_t n = std::min(step, w.rows - r);
+    const GradSpan g(src, w.row_span(r, n));
+    d.be->gemm(true, false, static_cast<int>(n), d.C, d.N(), 1.0f, dlogits + r, width, x, d.C, 1.0f,
+               Ref(g.get(), DType::F32), d.C);
+  }
 }
 
 LinearRefs router_linear(const LayerDims& d, const MoeRefs& p) {
   return {p.router, {}, d.C, d.moe.E};
+}
+
+// The shared expert's gate: one sigmoid score per token, no renormalisation.
+constexpr MoeRouting kSharedGate{1, 1, true, false};
+
+// The MoE scratch, one walk for bytes and carving: fn(field, elements) for each.
+template <typename F>
+void for_each_moe_scratch(LayerScratch& s, const GptConfig& c, int micro_batch, int tp, F&& fn) {
+  if (!c.moe()) return;
+  const TpDims t = TpDims::of(c, tp, 0);
+  const int64_t n = int64_t{micro_batch} * c.local_seq(), h = c.hidden, E = c.num_experts;
+  const int64_t k = c.moe_topk, m = n * k, fe = t.moe_ffn, fs = t.moe_shared;
+  const int64_t shared = fs > 0 ? n : 0, kc = c.moe_combine_width();
+  fn(s.moe_logits, n * E);
+  fn(s.moe_dlogits, n * E);
+  fn(s.moe_rows_in, m * h);
+  fn(s.moe_drows, (m + shared) * h);
+  fn(s.moe_act, m * fe);
+  fn(s.moe_dact, m * fe);
+  fn(s.moe_dh, m * (c.swiglu ? 2 * fe : fe));
+  fn(s.moe_dweights, n * kc);
+  if (shared == 0) return;
+  fn(s.moe_rdweights, n * k);
+  fn(s.moe_shared_act, n * fs);
+  fn(s.moe_shared_dact, n * fs);
+  fn(s.moe_shared_dpre, n * (c.swiglu ? 2 * fs : fs));
+  if (!c.moe_shared_gate) return;
+  fn(s.moe_gate_logits, n);
+  fn(s.moe_gate_dg, n);
+  fn(s.moe_gate_dlogits, n);
+}
+
+// The shared expert's forward: its gate's values, the combine's rows and weights with its row
+// as the last of every token's (host, then the device), its MLP's output rows after the routed
+// ones.
+void shared_forward(const LayerDims& d, ParamSource& src, const MoeRefs& p, LayerActivations& a,
+                    const LayerScratch& s, CRef x, MoeHost& h) {
+  Backend& be = *d.be;
+  const int N = d.N(), C = d.C, k = d.moe.k, kc = k + 1;
+  if (d.moe_shared_gate) {
+    chunked_linear_forward(be, src, {p.shared_gate, {}, C, 1}, Ref(s.moe_gate_logits, DType::F32),
+                           x, N, false);
+    be.moe_route_forward(a.moe_gate, a.moe_gate_index, s.moe_gate_dg, s.moe_gate_logits, N,
+                         kSharedGate);
+    be.copy_to_host(h.gate.data(), a.moe_gate, static_cast<size_t>(N) * 4);
+  }
+  for (int t = 0; t < N; ++t) {
+    const auto c = static_cast<size_t>(t) * kc, r = static_cast<size_t>(t) * k;
+    for (int j = 0; j < k; ++j) {
+      h.cslots[c + j] = h.slots.slots[r + j];
+      h.cweights[c + j] = h.weights[r + j];
+    }
+    h.cslots[c + k] = N * k + t;
+    h.cweights[c + k] = d.moe_shared_gate ? h.gate[static_cast<size_t>(t)] : 1.0f;
+  }
+  const size_t bytes = static_cast<size_t>(N) * kc * 4;
+  be.copy_to_device(a.moe_cslots, h.cslots.data(), bytes);
+  be.copy_to_device(a.moe_cweights, h.cweights.data(), bytes);
+  chunked_linear_forward(be, src, {p.shared_fc, {}, C, d.moe_shared_fc_width()}, a.moe_shared_pre,
+                         x, N, false);
+  activation_forward(d, s.moe_shared_act, a.moe_shared_pre, N, d.moe_shared);
+  chunked_linear_forward(be, src, {p.shared_proj, {}, d.moe_shared, C},
+                         a.moe_out + int64_t{N} * k * C, s.moe_shared_act, N, false);
+}
+
+// The shared expert's backward to its input: from its rows' gradient (after the routed ones in
+// s.moe_drows), its second weight's gradient; its input gradient added to dx.
+void shared_backward_input(const LayerDims& d, ParamSource& src, const MoeRefs& p,
+                           const LayerActivations& a, const LayerScratch& s, Ref dx) {
+  Backend& be = *d.be;
+  const int N = d.N(), C = d.C, fs = d.moe_shared;
+  const CRef dout = CRef(s.moe_drows) + int64_t{N} * d.moe.k * C;
+  const LinearRefs proj{p.shared_proj, {}, fs, C};
+  activation_forward(d, s.moe_shared_act, a.moe_shared_pre, N, fs);
+  chunked_linear_backward_input(be, src, proj, s.moe_shared_dact, dout, N);
+  chunked_linear_backward_params(be, src, proj, dout, s.moe_shared_act, s.ones, N);
+  if (d.swiglu)
+    be.swiglu_backward(s.moe_shared_dpre, s.moe_shared_dact, a.moe_shared_pre, N, fs);
+  else
+    be.gelu_backward(s.moe_shared_dpre, a.moe_shared_pre, s.moe_shared_dact, int64_t{N} * fs);
+  // The experts' input rows are free until the first weight's gradient dispatches them again.
+  chunked_linear_backward_input(be, src, {p.shared_fc, {}, C, d.moe_shared_fc_width()},
+                                s.moe_rows_in, s.moe_shared_dpre, N);
+  be.add_inplace(dx, s.moe_rows_in, int64_t{N} * C);
 }
 
 }  // namespace
@@ -160,6 +283,9 @@ MoeRefs MoeRefs::of(const ParamLayout& layout, const std::string& prefix) {
   if (!r.present()) return r;
   r.fc = ParamRef::of(layout, prefix + "mlp.experts.fc.weight");
   r.proj = ParamRef::of(layout, prefix + "mlp.experts.proj.weight");
+  r.shared_fc = ParamRef::maybe(layout, prefix + "mlp.shared.fc.weight");
+  r.shared_proj = ParamRef::maybe(layout, prefix + "mlp.shared.proj.weight");
+  r.shared_gate = ParamRef::maybe(layout, prefix + "mlp.shared.gate.weight");
   return r;
 }
 
@@ -208,9 +334,12 @@ Ref moe_forward(const LayerDims& d, ParamSource& src, const MoeRefs& p, LayerAct
   const int64_t M = h.first[static_cast<size_t>(E)];
   be.moe_dispatch(s.moe_rows_in, x, a.moe_slots, N, k, C);
   experts_forward(be, src, fc_product(d, p, h), a.fch, s.moe_rows_in);
-  activation_forward(d, s.moe_act, a.fch, M);
+  activation_forward(d, s.moe_act, a.fch, M, d.moe_ffn);
   experts_forward(be, src, proj_product(d, p, h), a.moe_out, s.moe_act);
-  be.moe_combine(y, a.moe_out, a.moe_slots, a.moe_weights, N, k, C);
+  const bool shared = d.moe_shared > 0;
+  if (shared) shared_forward(d, src, p, a, s, x, h);
+  be.moe_combine(y, a.moe_out, shared ? a.moe_cslots : a.moe_slots,
+                 shared ? a.moe_cweights : a.moe_weights, N, d.moe_combine_width(), C);
   if (!tp::active(d.tp)) return y;
   if (!d.sequence_parallel) {
     tp::reduce_from_tp_forward(be, d.tp, y, int64_t{N} * C);
@@ -230,11 +359,23 @@ void moe_backward_input(const LayerDims& d, ParamSource& src, const MoeRefs& p,
   for (int e = 0; e < E; ++e) h.rows[static_cast<size_t>(e)] = h.rows32[static_cast<size_t>(e)];
   first_rows(h.first, h.rows);
   const int64_t M = h.first[static_cast<size_t>(E)];
-  activation_forward(d, s.moe_act, a.fch, M);
-  be.moe_combine_backward(s.moe_drows, s.moe_dweights, dy, a.moe_out, a.moe_slots, a.moe_weights, N,
-                          k, C);
+  activation_forward(d, s.moe_act, a.fch, M, d.moe_ffn);
+  const bool shared = d.moe_shared > 0;
+  const int kc = d.moe_combine_width();
+  be.moe_combine_backward(s.moe_drows, s.moe_dweights, dy, a.moe_out,
+                          shared ? a.moe_cslots : a.moe_slots,
+                          shared ? a.moe_cweights : a.moe_weights, N, kc, C);
   // The experts' rows are this rank's partial sums: so are the weights' inner products.
-  tp::all_reduce(be, d.tp, Ref(s.moe_dweights, DType::F32), int64_t{N} * k);
+  tp::all_reduce(be, d.tp, Ref(s.moe_dweights, DType::F32), int64_t{N} * kc);
+  float* dweights = s.moe_dweights;
+  if (shared) {
+    // The routed choices' part for the router; the shared row's for its gate.
+    dweights = s.moe_rdweights;
+    be.copy_2d(dweights, size_t(k) * 4, s.moe_dweights, size_t(kc) * 4, size_t(k) * 4,
+               static_cast<size_t>(N));
+    if (d.moe_shared_gate)
+      be.copy_2d(s.moe_gate_dg, 4, s.moe_dweights + k, size_t(kc) * 4, 4, static_cast<size_t>(N));
+  }
   const ExpertProduct proj = proj_product(d, p, h);
   experts_backward_input(be, src, proj, s.moe_dact, s.moe_drows);
   experts_backward_params(be, src, proj, s.moe_drows, s.moe_act);
@@ -244,40 +385,57 @@ void moe_backward_input(const LayerDims& d, ParamSource& src, const MoeRefs& p,
     be.gelu_backward(s.moe_dh, a.fch, s.moe_dact, M * d.moe_ffn);
   experts_backward_input(be, src, fc_product(d, p, h), s.moe_drows, s.moe_dh);
   be.moe_combine(dx, s.moe_drows, a.moe_slots, nullptr, N, k, C);
-  be.moe_route_backward(s.moe_logits, a.moe_scores, a.moe_experts, s.moe_dweights,
+  if (shared) shared_backward_input(d, src, p, a, s, dx);
+  be.moe_route_backward(s.moe_logits, a.moe_scores, a.moe_experts, dweights,
                         d.moe_aux_coeff > 0 ? a.moe_dscores : nullptr, N, d.moe);
+  if (d.moe_shared_gate)
+    be.moe_route_backward(s.moe_gate_logits, a.moe_gate, a.moe_gate_index, s.moe_gate_dg, nullptr,
+                          N, kSharedGate);
 }
 
 void moe_router_input_grad(const LayerDims& d, ParamSource& src, const MoeRefs& p,
                            const LayerScratch& s, Ref dx_local) {
-  const CRef dlogits = dlogits_working(d, s);
-  const int E = d.moe.E;
-  const int64_t step = p.router.chunk(src);
-  for (int64_t r = (p.router.rows - 1) / step * step; r >= 0; r -= step) {
-    const int64_t n = std::min(step, p.router.rows - r);
-    const Held w(src, p.router.row_span(r, n));
-    d.be->gemm(false, false, d.Nl, d.C, static_cast<int>(n), 1.0f, dlogits + d.first_row * E + r, E,
-               w.get(), d.C, 1.0f, dx_local, d.C);
-  }
+  const int64_t N = d.N();
+  add_logit_input_grad(d, src, p.router, working_copy(d, s.moe_logits, s.moe_dlogits, N * d.moe.E),
+                       d.moe.E, dx_local);
+  if (d.moe_shared_gate)
+    add_logit_input_grad(d, src, p.shared_gate,
+                         working_copy(d, s.moe_gate_logits, s.moe_gate_dlogits, N), 1, dx_local);
 }
 
 void moe_backward_params(const LayerDims& d, ParamSource& src, const MoeRefs& p,
                          const LayerActivations& a, const LayerScratch& s, CRef x) {
   Backend& be = *d.be;
   const MoeHost& h = *s.moe;
+  // Highest parameters first: the shared expert's gate and first weight, then the experts'
+  // first weight and the router (moe_router_input_grad made the logits' working copies).
+  if (d.moe_shared_gate) add_logit_weight_grad(d, src, p.shared_gate, gate_dlogits(s), 1, x);
+  if (d.moe_shared > 0)
+    chunked_linear_backward_params(be, src, {p.shared_fc, {}, d.C, d.moe_shared_fc_width()},
+                                   s.moe_shared_dpre, x, s.ones, d.N());
   be.moe_dispatch(s.moe_rows_in, x, a.moe_slots, d.N(), d.moe.k, d.C);
   experts_backward_params(be, src, fc_product(d, p, h), s.moe_dh, s.moe_rows_in);
-  // The router's gradient: dlogits in the working precision (moe_router_input_grad made it).
-  const CRef dlogits =
-      s.moe_dlogits.t == DType::F32 ? CRef(s.moe_logits, DType::F32) : CRef(s.moe_dlogits);
-  const int E = d.moe.E;
-  const int64_t step = p.router.chunk(src);
-  for (int64_t r = (p.router.rows - 1) / step * step; r >= 0; r -= step) {
-    const int64_t n = std::min(step, p.router.rows - r);
-    const GradSpan g(src, p.router.row_span(r, n));
-    be.gemm(true, false, static_cast<int>(n), d.C, d.N(), 1.0f, dlogits + r, E, x, d.C, 1.0f,
-            Ref(g.get(), DType::F32), d.C);
-  }
+  add_logit_weight_grad(d, src, p.router, router_dlogits(s), d.moe.E, x);
+}
+
+size_t moe_scratch_bytes(const GptConfig& c, int micro_batch, int tp_size) {
+  LayerScratch s;
+  size_t total = 0;
+  for_each_moe_scratch(s, c, micro_batch, tp_size, [&](auto& field, int64_t n) {
+    const size_t e = std::is_same_v<std::decay_t<decltype(field)>, Ref> ? dtype_size(c.dtype) : 4;
+    total += Arena::aligned(static_cast<size_t>(n) * e);
+  });
+  return total;
+}
+
+void carve_moe_scratch(Arena& arena, LayerScratch& s, const GptConfig& c, int micro_batch,
+                       int tp_size) {
+  for_each_moe_scratch(s, c, micro_batch, tp_size, [&](auto& field, int64_t n) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(field)>, Ref>)
+      field = Ref(arena.carve({n}, c.dtype).data(), c.dtype);
+    else
+      field = arena.carve({n}, DType::F32).f32();
+  });
 }
 
 }  // namespace zt

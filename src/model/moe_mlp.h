@@ -45,6 +45,10 @@ class MoeHost {
   std::vector<int64_t> rows;     // [E] the same, read back in backward
   std::vector<int64_t> first;    // [E + 1] each expert's first row; the last: all rows
   std::vector<float> dscores;    // [E]
+  // With a shared expert: the combine's rows and weights [N, k + 1], the gate's values [N].
+  std::vector<int32_t> cslots;
+  std::vector<float> cweights;
+  std::vector<float> gate;
   // Set by the model per pass: the loss gradient's scale of a token (forward's dloss), and
   // whether this forward is training's first (not a recomputation, not evaluation).
   float dloss = 0;
@@ -52,6 +56,12 @@ class MoeHost {
   std::vector<MoeLayerTotals> totals;  // by model layer
   void reset_totals();
 };
+
+// The MoE part of LayerScratch: its bytes, and carved from `arena` into s (nothing for a dense
+// model), one walk for both.
+size_t moe_scratch_bytes(const GptConfig& c, int micro_batch, int tp_size);
+void carve_moe_scratch(Arena& arena, LayerScratch& s, const GptConfig& c, int micro_batch,
+                       int tp_size);
 
 // forward: y [N, C] (the scratch the dense path's row-parallel output takes) from x = the
 // gathered normalised input [N, C]; returns where this rank's summed rows are (y, or `local`

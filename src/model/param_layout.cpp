@@ -164,7 +164,7 @@ ParamLayout ParamLayout::gpt(const GptConfig& c, int tp_size, int tp_rank,
     norm(p + "ln1");
     l.add(p + "attn.qkv.weight", {h + 2 * kv, h}, S::OutputRows, ParamInit::Normal, std, true,
           qkv_groups);
-    if (bias)
+    if (c.qkv_bias())
       l.add(p + "attn.qkv.bias", {h + 2 * kv}, S::OutputRows, ParamInit::Zeros, 0, false,
             qkv_groups);
     l.add(p + "attn.proj.weight", {h, h}, S::InputColumns, ParamInit::Normal, proj_std, true);
@@ -179,6 +179,18 @@ ParamLayout ParamLayout::gpt(const GptConfig& c, int tp_size, int tp_rank,
                     std, c.swiglu ? std::vector<int64_t>{fe, fe} : std::vector<int64_t>{});
       l.add_experts(p + "mlp.experts.proj.weight", c.num_experts, {h, fe}, S::InputColumns,
                     proj_std);
+      if (c.moe_shared_ffn > 0) {
+        // The shared expert: a dense MLP of its own width, split as the dense MLP is; its gate
+        // [1, h] replicated.
+        const int64_t fs = c.moe_shared_ffn;
+        l.add(p + "mlp.shared.fc.weight", {c.moe_shared_fc_rows(), h}, S::OutputRows,
+              ParamInit::Normal, std, true,
+              c.swiglu ? std::vector<int64_t>{fs, fs} : std::vector<int64_t>{});
+        l.add(p + "mlp.shared.proj.weight", {h, fs}, S::InputColumns, ParamInit::Normal, proj_std,
+              true);
+        if (c.moe_shared_gate)
+          l.add(p + "mlp.shared.gate.weight", {1, h}, S::Replicated, ParamInit::Normal, std, true);
+      }
       continue;
     }
     l.add(p + "mlp.fc.weight", {c.fc_rows(), h}, S::OutputRows, ParamInit::Normal, std, true,

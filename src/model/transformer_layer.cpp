@@ -97,6 +97,8 @@ LayerDims LayerDims::of(const GptConfig& c, int micro_batch, int tp_size, int tp
   if (c.moe()) {
     d.moe = {c.num_experts, c.moe_topk, c.moe_sigmoid, c.moe_renormalize};
     d.moe_ffn = t.moe_ffn;
+    d.moe_shared = t.moe_shared;
+    d.moe_shared_gate = c.moe_shared_gate;
     d.moe_aux_coeff = c.moe_aux_loss_coeff;
     d.moe_capacity = c.moe_capacity_factor;
   }
@@ -126,17 +128,11 @@ size_t LayerScratch::bytes(const GptConfig& c, int micro_batch, int tp_size) {
     cp = (f1 < a2a ? Arena::aligned(n * a2a * e) : 0) + (f < a2a ? Arena::aligned(n * a2a * e) : 0);
   if (c.context_parallel > 1 && c.context_comm == ContextComm::Ring)
     cp = RingFit(c, micro_batch, tp_size).carved;
-  size_t moe = 0;
-  if (c.moe()) {
-    const size_t E = static_cast<size_t>(c.num_experts), k = static_cast<size_t>(c.moe_topk);
-    const size_t m = n * k, fe = static_cast<size_t>(t.moe_ffn), fe1 = c.swiglu ? 2 * fe : fe;
-    moe = Arena::aligned(n * E * 4) + Arena::aligned(n * E * e) + 2 * Arena::aligned(m * h * e) +
-          2 * Arena::aligned(m * fe * e) + Arena::aligned(m * fe1 * e) + Arena::aligned(n * k * 4);
-  }
-  return moe + Arena::aligned(n * h * e) * 3 + Arena::aligned(n * f * e) +
-         Arena::aligned(n * f1 * e) + (c.swiglu ? Arena::aligned(n * f * e) : 0) +
-         Arena::aligned(n * qkv * e) + Arena::aligned(rows * sizeof(float)) +
-         Arena::aligned(n * e) + (splits_sequence(c, tp_size) ? Arena::aligned(2 * h * 4) : 0) + cp;
+  return moe_scratch_bytes(c, micro_batch, tp_size) + Arena::aligned(n * h * e) * 3 +
+         Arena::aligned(n * f * e) + Arena::aligned(n * f1 * e) +
+         (c.swiglu ? Arena::aligned(n * f * e) : 0) + Arena::aligned(n * qkv * e) +
+         Arena::aligned(rows * sizeof(float)) + Arena::aligned(n * e) +
+         (splits_sequence(c, tp_size) ? Arena::aligned(2 * h * 4) : 0) + cp;
 }
 
 LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size) {
@@ -155,17 +151,7 @@ LayerScratch LayerScratch::carve(Arena& arena, const GptConfig& c, int micro_bat
   s.delta = arena.carve({rows}, DType::F32).f32();
   s.ones = carve_typed(arena, n, c.dtype);
   if (splits_sequence(c, tp_size)) s.ln_grads = arena.carve({2 * h}, DType::F32).f32();
-  if (c.moe()) {
-    const int64_t E = c.num_experts, m = n * c.moe_topk, fe = t.moe_ffn;
-    s.moe_logits = arena.carve({n * E}, DType::F32).f32();
-    s.moe_dlogits = carve_typed(arena, n * E, c.dtype);
-    s.moe_rows_in = carve_typed(arena, m * h, c.dtype);
-    s.moe_drows = carve_typed(arena, m * h, c.dtype);
-    s.moe_act = carve_typed(arena, m * fe, c.dtype);
-    s.moe_dact = carve_typed(arena, m * fe, c.dtype);
-    s.moe_dh = carve_typed(arena, m * (c.swiglu ? 2 * fe : fe), c.dtype);
-    s.moe_dweights = arena.carve({n * c.moe_topk}, DType::F32).f32();
-  }
+  carve_moe_scratch(arena, s, c, micro_batch, tp_size);
   if (c.context_parallel > 1 && c.context_comm == ContextComm::Ring) {
     const RingFit fit(c, micro_batch, tp_size);
     void* at[RingFit::kBuffers] = {};

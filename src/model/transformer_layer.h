@@ -34,6 +34,7 @@ namespace zt {
 // router) in a dense layer.
 struct MoeRefs {
   ParamRef router, fc, proj;
+  ParamRef shared_fc, shared_proj, shared_gate;  // the shared expert (empty without one)
   bool present() const { return router.present(); }
   // `prefix`: "layers.<i>.".
   static MoeRefs of(const ParamLayout& layout, const std::string& prefix);
@@ -78,14 +79,22 @@ struct LayerScratch {
   Ref ring_kv[2];
   float* ring_acc = nullptr;
   float* ring_dkv[2] = {nullptr, nullptr};
-  // A mixture of experts only (moe_mlp.h), M = N·k routed rows at most: the router's logits and
-  // then their gradient [N, E] fp32 and in the working precision, the experts' input rows, their
-  // activation output and its gradient, the rows' gradient [M, C], the first product's gradient
-  // [M, 2F/tp], the combine weights' gradient [N, k] fp32; the routing's host side (set by the
-  // model).
-  float* moe_logits = nullptr;
-  Ref moe_dlogits, moe_rows_in, moe_act, moe_drows, moe_dact, moe_dh;
-  float* moe_dweights = nullptr;
+  // A mixture of experts only (moe_mlp.h; carved by moe_scratch): the router's logits and their
+  // gradient, the experts' rows and intermediates, the shared expert's, the combine weights'
+  // gradient; the routing's host side (set by the model).
+  float* moe_logits = nullptr;     // [N, E] fp32, then their gradient
+  Ref moe_dlogits;                 // [N, E] the gradient in the working precision
+  Ref moe_rows_in;                 // [M, C] the experts' input rows (M = N·k)
+  Ref moe_act, moe_dact;           // [M, F'/tp] the experts' activation output and its gradient
+  Ref moe_drows;                   // [M + N_s, C] the rows' gradient (N_s = N with a shared expert)
+  Ref moe_dh;                      // [M, 2F'/tp] the first product's gradient
+  float* moe_dweights = nullptr;   // [N, kc] the combine weights' gradient (kc = k + shared)
+  float* moe_rdweights = nullptr;  // [N, k] the routed part of it (shared expert only)
+  Ref moe_shared_act, moe_shared_dact;  // [N, Fs/tp] the shared expert's activation, its gradient
+  Ref moe_shared_dpre;                  // [N, 2Fs/tp] its first product's gradient
+  float* moe_gate_logits = nullptr;     // [N] the shared gate's logits, then their gradient
+  float* moe_gate_dg = nullptr;         // [N] the gradient of the gate's value
+  Ref moe_gate_dlogits;                 // [N] the logits' gradient in the working precision
   class MoeHost* moe = nullptr;
   static size_t bytes(const GptConfig& c, int micro_batch, int tp_size = 1);
   static LayerScratch carve(Arena& arena, const GptConfig& c, int micro_batch, int tp_size = 1);
@@ -121,9 +130,13 @@ struct LayerDims {
   // load-balancing loss's coefficient, the capacity factor (0: dropless).
   MoeRouting moe{};
   int moe_ffn = 0;
+  int moe_shared = 0;  // the shared expert's width on this rank (0: none)
+  bool moe_shared_gate = false;
   float moe_aux_coeff = 0;
   double moe_capacity = 0;
   int moe_fc_width() const { return swiglu ? 2 * moe_ffn : moe_ffn; }
+  int moe_shared_fc_width() const { return swiglu ? 2 * moe_shared : moe_shared; }
+  int moe_combine_width() const { return moe.k + (moe_shared > 0 ? 1 : 0); }
   int N() const { return B * T; }
   int head_dim() const { return Cl / H; }
   int qkv_width() const { return Cl + 2 * Ckv; }  // a row of this rank's q|k|v

@@ -370,12 +370,12 @@ MemoryPlan plan_memory(const PlanInput& in) {
     p.tp_collectives = ops * a;
   }
   // A mixture of experts under tp: per MoE layer and micro-batch one all-reduce of the combine
-  // weights' gradient [N, k] fp32 in backward (moe_mlp.h).
+  // weights' gradient [N, kc] fp32 in backward (kc: k, and the shared expert's; moe_mlp.h).
   if (in.tp > 1 && c.moe()) {
     uint64_t moe_layers = 0;
     for (int k = 0; k < stage.chunks; ++k)
       for (int i : stage.layers(c, k)) moe_layers += c.moe_layer(i) ? 1 : 0;
-    p.comm_tp += a * moe_layers * 2 * N * static_cast<uint64_t>(c.moe_topk) * 4;
+    p.comm_tp += a * moe_layers * 2 * N * static_cast<uint64_t>(c.moe_combine_width()) * 4;
     p.tp_collectives += a * moe_layers;
   }
   // Pipeline, per micro-batch and model chunk (virtual stage vs of V): the forward receives its

@@ -1,10 +1,10 @@
 // A mixture of experts keeps the layout invariant (docs/design/architecture.md, Invariants, 1):
 // its MoE layers (4 experts, top 2, every other layer; the load-balancing loss on) under tp (the
 // experts' width split, the router replicated; with and without sequence parallelism), dp with
-// ZeRO 1, 2 and 3, pp (1F1B and interleaved) and the activation policies give the one-rank run's
-// losses and gradient norms (fp32, relative 1e-5 per step over 10 steps), dropless and with a
-// capacity that drops, dropout off and on; bf16 within the bands of half_layouts_test.cpp. The
-// routing statistics are the one-rank run's too.
+// ZeRO 1, 2 and 3, pp (1F1B and interleaved) and the activation policies, with and without a
+// gated shared expert, give the one-rank run's losses and gradient norms (fp32, relative 1e-5 per
+// step over 10 steps), dropless and with a capacity that drops, dropout off and on; bf16 within
+// the bands of half_layouts_test.cpp. The routing statistics are the one-rank run's too.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -118,6 +118,16 @@ TEST(Moe, PipelineAndActivationPoliciesMatchOneRank) {
                                        {1, 1, 3, false, 1},
                                        {2, 1, 1, false, 2},
                                        {2, 1, 0, true, 3}});
+}
+
+// A gated shared expert (Qwen-MoE's) beside the routed ones, with Qwen's q|k|v biases: its width
+// split over tp like the dense MLP's, its gate replicated.
+TEST(Moe, SharedExpertMatchesOneRank) {
+  TrainOptions o = small_moe(0.1, 1.0);
+  o.moe_shared_expert_intermediate_size = 40;
+  o.moe_shared_expert_gate = true;
+  o.add_qkv_bias = true;
+  expect_layouts(o, {{2}, {2, 1, 1, true}, {1, 1, 3}, {1, 2, 1}, {2, 1, 0, false, 3}});
 }
 
 // bf16: within half_layouts_test.cpp's band (5e-4 relative loss).

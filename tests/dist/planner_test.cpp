@@ -40,6 +40,7 @@ struct Case {
   bool a2a = false;                  // --cp-comm-type a2a (else the ring, p2p)
   int experts = 0;                   // --num-experts (every other layer MoE, top-2)
   double capacity = 0;               // --moe-expert-capacity-factor
+  bool shared = false;               // a gated shared expert beside the routed ones
 };
 
 // Rope, RMSNorm, SwiGLU at Megatron's default width, 4 key/value groups of 8 heads, an untied
@@ -213,7 +214,14 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
        .pp = 2,
        .llama = true,
        .experts = 4},
-      {.tp = 2, .stage = 2, .working = BF16, .accumulation = 2, .experts = 4, .capacity = 1.25}};
+      {.tp = 2, .stage = 2, .working = BF16, .accumulation = 2, .experts = 4, .capacity = 1.25},
+      {.tp = 2,
+       .stage = 1,
+       .working = F32,
+       .ckpt = true,
+       .sequence_parallel = true,
+       .experts = 4,
+       .shared = true}};
   for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
     const Case& k = cases[i];
     if (world % (k.tp * k.pp * k.cp) != 0) continue;
@@ -242,6 +250,8 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     o.moe_layer_freq = 2;
     o.moe_aux_loss_coeff = 0.01;
     o.moe_expert_capacity_factor = k.capacity;
+    o.moe_shared_expert_intermediate_size = k.shared ? 40 : 0;
+    o.moe_shared_expert_gate = k.shared;
     o.param_persistence_threshold = 200;
     validate_train_options(o, dp);
     comm::Topology topo(dist::world(), k.tp, k.pp, nullptr, k.cp);

@@ -186,6 +186,30 @@ TEST(Moe, GeluSigmoidTopOneGradientsMatchFiniteDifferences) {
   expect_moe_gradients(c);
 }
 
+// A shared expert beside the routed ones, gated by sigmoid(x · g) (Qwen-MoE) and ungated, with
+// Qwen's attention biases (q|k|v only) and a capacity that drops routed rows.
+TEST(Moe, SharedExpertGradientsMatchFiniteDifferences) {
+  for (const bool gate : {true, false}) {
+    SCOPED_TRACE(gate);
+    GptConfig c = tiny_moe(4, 2);
+    c.moe_shared_ffn = 20;
+    c.moe_shared_gate = gate;
+    c.moe_aux_loss_coeff = 0.1f;
+    c.add_qkv_bias = true;
+    c.moe_capacity_factor = gate ? 1.0f : 0.0f;
+    const ParamLayout l = ParamLayout::gpt(c);
+    EXPECT_EQ(l.find("layers.1.mlp.shared.fc.weight").shape, (Shape{40, 16}));
+    EXPECT_EQ(l.find("layers.1.mlp.shared.proj.weight").shape, (Shape{16, 20}));
+    EXPECT_EQ(l.find("layers.1.attn.qkv.bias").shape, (Shape{32}));
+    EXPECT_THROW(l.find("layers.1.attn.proj.bias"), Error);
+    EXPECT_EQ(l.block_index("layers.1") >= 0, true);
+    int64_t total = 0;
+    for (const auto& p : l.params()) total += p.numel();
+    EXPECT_EQ(total, c.num_parameters());
+    expect_moe_gradients(c);
+  }
+}
+
 // A capacity that drops rows: dropped choices add nothing and take no gradient.
 TEST(Moe, CapacityGradientsMatchFiniteDifferences) {
   GptConfig c = tiny_moe(4, 2);
