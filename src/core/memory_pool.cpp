@@ -120,4 +120,17 @@ void MemoryPool::reset_peaks() {
   counters_.total_peak = counters_.total_current;
 }
 
+void peak_report(const MemoryPool& device, const MemoryPool& host,
+                 double (&out)[kNumMemCategories + 2]) {
+  for (size_t c = 0; c < kNumMemCategories; ++c)
+    out[c] = static_cast<double>(device.counters().peak[c]);
+  out[kNumMemCategories] = static_cast<double>(device.total_peak());
+  if (&host != &device)
+    for (const MemCategory c :
+         {MemCategory::HostCheckpoints, MemCategory::HostSnapshot, MemCategory::HostOptimizer,
+          MemCategory::NvmeBuffers, MemCategory::HostParams, MemCategory::HostGrads})
+      out[static_cast<size_t>(c)] += static_cast<double>(host.peak(c));
+  out[kNumMemCategories + 1] = 1.0 - device.fragmentation();
+}
+
 }  // namespace zt

@@ -117,4 +117,12 @@ class MemoryPool {
   MemCounters counters_;
 };
 
+// A step's memory as one rank reports it, into out[kNumMemCategories + 2]: each category's peak
+// in `device`, the device total, and 1 - its fragmentation (a maximum over ranks of each is the
+// worst rank). Where `host` is a pool of its own (CUDA), its categories that hold what the run
+// keeps off the device (offloaded checkpoints, optimizer states, parameters and gradients, the
+// --async-save snapshot, the NVMe tier's staging) are added: the device total excludes them.
+void peak_report(const MemoryPool& device, const MemoryPool& host,
+                 double (&out)[kNumMemCategories + 2]);
+
 }  // namespace zt

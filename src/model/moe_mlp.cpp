@@ -28,10 +28,6 @@ MoeHost::MoeHost(const GptConfig& c, int64_t tokens) {
   totals.assign(static_cast<size_t>(c.num_layers), {});
 }
 
-void MoeHost::reset_totals() {
-  std::fill(totals.begin(), totals.end(), MoeLayerTotals{});
-}
-
 namespace {
 
 // One of the experts' two products, experts stacked in `w` (E·out rows of `in`, this rank's

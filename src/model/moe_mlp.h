@@ -7,30 +7,16 @@
 // replicated) and runs its 1/tp of every expert's MLP width, so the combined output is a partial
 // sum reduced over tp as the dense MLP's row-parallel output is; the combine weights' gradient
 // (an inner product with that partial output) is all-reduced over tp.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "src/model/moe_slots.h"
+#include "src/model/moe_stats.h"
 #include "src/model/param_ref.h"
 #include "src/model/transformer_layer.h"
 
 namespace zt {
-
-// A step's statistics of one MoE layer, summed over its micro-batches (the metrics).
-struct MoeLayerTotals {
-  double aux = 0;       // the load-balancing loss E · Σ_e f_e · P_e, summed over micro-batches
-  double max_load = 0;  // the most choices an expert was routed over the mean, summed likewise
-  int64_t dropped = 0;  // choices dropped over capacity
-  int64_t routed = 0;   // choices routed (N · k per micro-batch)
-  int micro_batches = 0;
-};
-
-// Values per model layer a step's MoE statistics take when reduced over the ranks (aux,
-// max_load, dropped, routed, micro_batches); what the trainer's metrics reducer holds for them.
-inline constexpr size_t kMoeTotalsValues = 5;
-inline size_t moe_metric_values(const GptConfig& c) {
-  return c.moe() ? kMoeTotalsValues * static_cast<size_t>(c.num_layers) : 0;
-}
 
 // The routing's host side, one per model, sized once: the dispatcher's slots and row counts, and
 // what a step records.
@@ -54,7 +40,7 @@ class MoeHost {
   float dloss = 0;
   bool recording = false;
   std::vector<MoeLayerTotals> totals;  // by model layer
-  void reset_totals();
+  void reset_totals() { std::fill(totals.begin(), totals.end(), MoeLayerTotals{}); }
 };
 
 // The MoE part of LayerScratch: its bytes, and carved from `arena` into s (nothing for a dense

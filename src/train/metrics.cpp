@@ -40,13 +40,7 @@ void MetricsWriter::write(const StepMetrics& m) {
     events_->add_scalar("comm-bytes/tp", static_cast<double>(m.comm_bytes_tp), it);
     events_->add_scalar("comm-bytes/pp", static_cast<double>(m.comm_bytes_pp), it);
     events_->add_scalar("comm-bytes/cp", static_cast<double>(m.comm_bytes_cp), it);
-    if (!m.moe.empty()) events_->add_scalar("load_balancing_loss", m.moe_aux_loss, it);
-    for (const MoeLayerMetrics& l : m.moe) {
-      events_->add_scalar(fmt::format("moe/layer-{}/load_balancing_loss", l.layer), l.aux_loss, it);
-      events_->add_scalar(fmt::format("moe/layer-{}/max-load", l.layer), l.max_load, it);
-      events_->add_scalar(fmt::format("moe/layer-{}/dropped-fraction", l.layer), l.dropped_fraction,
-                          it);
-    }
+    for (const auto& [tag, value] : m.moe.scalars()) events_->add_scalar(tag, value, it);
     events_->flush();
   }
   if (!out_.is_open()) return;
@@ -79,12 +73,12 @@ void MetricsWriter::write(const StepMetrics& m) {
                       {"eta_s", m.eta_s}};
   if (!m.moe.empty()) {
     nlohmann::json layers = nlohmann::json::array();
-    for (const MoeLayerMetrics& l : m.moe)
+    for (const MoeLayerMetrics& l : m.moe.layers)
       layers.push_back({{"layer", l.layer},
                         {"load_balancing_loss", l.aux_loss},
                         {"max_load", l.max_load},
                         {"dropped_fraction", l.dropped_fraction}});
-    j["load_balancing_loss"] = m.moe_aux_loss;
+    j["load_balancing_loss"] = m.moe.aux_loss;
     j["moe_layers"] = layers;
   }
   out_ << j.dump() << '\n';
@@ -164,24 +158,13 @@ std::string MetricsWriter::validation_line(int iteration, double loss) {
 }
 
 std::string MetricsWriter::console_line(const StepMetrics& m) {
-  std::string moe;
-  if (!m.moe.empty()) {
-    double load = 0, dropped = 0;
-    for (const MoeLayerMetrics& l : m.moe) {
-      load = std::max(load, l.max_load);
-      dropped += l.dropped_fraction / static_cast<double>(m.moe.size());
-    }
-    moe = fmt::format(" load balancing loss: {:.6E} | expert load max/mean: {:.2f} |{}",
-                      m.moe_aux_loss, load,
-                      dropped > 0 ? fmt::format(" dropped: {:.2f}% |", 100 * dropped) : "");
-  }
   return fmt::format(
       " iteration {:>8}/{:>8} | consumed samples: {:>10} | elapsed time per iteration (ms): "
       "{:.1f} | tokens/s: {:.0f} | TFLOP/s/rank: {:.3f} | learning rate: {:.3E} | lm loss: "
       "{:.6E} |{} loss scale: {:.1f} | grad norm: {:.3f} | peak memory (MB): {:.1f} | skipped: "
       "{} | elapsed time: {} | remaining time: {} |",
       m.iteration, m.train_iters, m.consumed_samples, m.elapsed_ms, m.tokens_per_s,
-      m.tflops_per_rank, m.lr, m.lm_loss, moe, m.loss_scale, m.grad_norm,
+      m.tflops_per_rank, m.lr, m.lm_loss, m.moe.console_fields(), m.loss_scale, m.grad_norm,
       static_cast<double>(m.memory_total_peak) / 1e6, m.skipped ? 1 : 0, clock_time(m.elapsed_s),
       clock_time(m.eta_s));
 }

@@ -8,21 +8,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "src/core/event_file.h"
 #include "src/core/memory_pool.h"
 #include "src/data/sample_skips.h"
+#include "src/model/moe_stats.h"
 
 namespace zt {
-
-// One MoE layer's routing over a step, over every rank's micro-batches.
-struct MoeLayerMetrics {
-  int layer = 0;
-  double aux_loss = 0;          // the load-balancing loss, mean over micro-batches
-  double max_load = 0;          // rows of the busiest expert over the mean, mean over micro-batches
-  double dropped_fraction = 0;  // choices dropped over capacity, of all routed
-};
 
 struct StepMetrics {
   int iteration = 0;
@@ -56,10 +48,7 @@ struct StepMetrics {
   double pipeline_bubble = 0;
   // Wall time since the loop started, and the time left at the recent mean step time.
   double elapsed_s = 0, eta_s = 0;
-  // A mixture of experts: each MoE layer's routing (empty for a dense model), and the mean of
-  // their load-balancing losses (Megatron's "load_balancing_loss").
-  std::vector<MoeLayerMetrics> moe;
-  double moe_aux_loss = 0;
+  MoeStepStats moe;  // the MoE layers' routing (empty for a dense model)
 };
 
 class MetricsWriter {

@@ -14,6 +14,7 @@
 #include "src/config/training_settings.h"
 #include "src/core/log.h"
 #include "src/core/progress.h"
+#include "src/data/sample_check.h"
 #include "src/train/exit_conditions.h"
 
 namespace zt {
@@ -128,7 +129,9 @@ void Trainer::load_batch_into(const BatchSource& source, const data::SampleSkips
   for (int j = 0; j < mb; ++j) {
     const int64_t at = skips.physical(first + j);
     source.sample(at, tokens + j * T, targets + j * T);
-    check_sample(at, tokens + j * T, targets + j * T);
+    data::check_sample_ids(
+        at, tokens + j * T, targets + j * T, T, config_.vocab_size,
+        o_.data_path.empty() ? "the sample stream" : "--data-path '" + o_.data_path + "'");
   }
   if (cp.active()) {
     keep_local_tokens(cp, tokens, local, mb);
@@ -155,21 +158,6 @@ double Trainer::pipeline_loss(double loss) const {
   // Averaged over every rank below, where only the last stage's ranks hold a loss: they count
   // pp times (one stage: every rank, once).
   return layout_.pipeline().last() ? loss * pp_ : 0.0;
-}
-
-void Trainer::check_sample(int64_t index, const int32_t* tokens, const int32_t* targets) const {
-  // Once, on the host, before any kernel sees the ids: the embedding would silently read zeros
-  // and the loss be wrong (or, on CUDA, NaN) for an id outside the vocabulary.
-  const int T = o_.seq_length, v = config_.vocab_size;
-  for (int i = 0; i < 2 * T; ++i) {
-    const int32_t id = i < T ? tokens[i] : targets[i - T];
-    ZT_REQUIRE(id >= 0 && id < v,
-               "sample {} of {} holds token id {} at position {}, outside the vocabulary [0, {}): "
-               "the data does not match --vocab-size or the tokenizer",
-               index,
-               o_.data_path.empty() ? "the sample stream" : "--data-path '" + o_.data_path + "'",
-               id, i < T ? i : i - T + 1, v);
-  }
 }
 
 void Trainer::mid_step() {
@@ -348,55 +336,18 @@ StepMetrics Trainer::train_step() {
   m.num_parameters = config_.num_parameters();
   // Memory is reported as the maximum over ranks: the rank that runs out first.
   double mem[kNumMemCategories + 2];
-  for (size_t c = 0; c < kNumMemCategories; ++c)
-    mem[c] = static_cast<double>(pool_.counters().peak[c]);
-  mem[kNumMemCategories] = static_cast<double>(pool_.total_peak());
-  // Offloaded checkpoints, optimizer states and parameters, the --async-save snapshot and the NVMe
-  // tier's staging buffers live in the host pool where that is a pool of its own (CUDA): they are
-  // part of what the run keeps, so they are reported with the rest (the device total excludes
-  // them).
-  if (&ctx_.host() != &pool_)
-    for (const MemCategory c :
-         {MemCategory::HostCheckpoints, MemCategory::HostSnapshot, MemCategory::HostOptimizer,
-          MemCategory::NvmeBuffers, MemCategory::HostParams, MemCategory::HostGrads})
-      mem[static_cast<size_t>(c)] +=
-          static_cast<double>(ctx_.host().counters().peak[static_cast<size_t>(c)]);
-  mem[kNumMemCategories + 1] = 1.0 - pool_.fragmentation();  // max of this = worst rank
+  peak_report(pool_, ctx_.host(), mem);
   reducer_.max(mem);
   m.memory_fragmentation = 1.0 - mem[kNumMemCategories + 1];
   for (size_t c = 0; c < kNumMemCategories; ++c) m.memory_peak[c] = static_cast<size_t>(mem[c]);
   m.memory_total_peak = static_cast<size_t>(mem[kNumMemCategories]);
-  moe_metrics(m);
+  if (config_.moe()) {
+    moe_values_.resize(moe_metric_values(config_));
+    pack_moe_totals(model_->moe().totals, moe_values_);
+    reducer_.sum(moe_values_);
+    m.moe = MoeStepStats::of(config_, moe_values_);
+  }
   return m;
-}
-
-void Trainer::moe_metrics(StepMetrics& m) {
-  if (!config_.moe()) return;
-  // Each layer's totals summed over the world: tensor-parallel ranks repeat their group's
-  // routing and other stages hold zeros, so the means below are over every micro-batch once.
-  MoeHost& h = model_->moe();
-  std::vector<double>& v = moe_values_;
-  v.assign(moe_metric_values(config_), 0.0);
-  for (int i = 0; i < config_.num_layers; ++i) {
-    const MoeLayerTotals& t = h.totals[static_cast<size_t>(i)];
-    double* x = v.data() + kMoeTotalsValues * static_cast<size_t>(i);
-    x[0] = t.aux;
-    x[1] = t.max_load;
-    x[2] = static_cast<double>(t.dropped);
-    x[3] = static_cast<double>(t.routed);
-    x[4] = t.micro_batches;
-  }
-  h.reset_totals();
-  reducer_.sum(v);
-  m.moe.clear();
-  for (int i = 0; i < config_.num_layers; ++i) {
-    if (!config_.moe_layer(i)) continue;
-    const double* x = v.data() + kMoeTotalsValues * static_cast<size_t>(i);
-    if (x[4] == 0) continue;
-    m.moe.push_back({i, x[0] / x[4], x[1] / x[4], x[3] > 0 ? x[2] / x[3] : 0.0});
-    m.moe_aux_loss += m.moe.back().aux_loss;
-  }
-  if (!m.moe.empty()) m.moe_aux_loss /= static_cast<double>(m.moe.size());
 }
 
 double Trainer::evaluate() {

@@ -140,8 +140,7 @@ class Trainer {
   // A mean loss every rank can report: the last pipeline stage's (the others hold none).
   double pipeline_loss(double loss) const;
   ZeroConfig zero_config() const;
-  // InputError unless every token and target id of the sample is in [0, vocab_size).
-  void check_sample(int64_t index, const int32_t* tokens, const int32_t* targets) const;
+
   MetricsWriter metrics_;
   std::unique_ptr<TextSample> sample_;  // --sample-interval
   std::vector<StepMetrics> history_;
@@ -173,10 +172,7 @@ class Trainer {
   TrainerHooks hooks_;
   // Calls hooks_.mid_step for the step under way.
   void mid_step();
-  // The step's MoE layers' routing statistics, over every rank, into m (nothing for a dense
-  // model).
-  void moe_metrics(StepMetrics& m);
-  std::vector<double> moe_values_;  // their reduction's values
+  std::vector<double> moe_values_;  // the MoE layers' routing totals, reduced over the ranks
   void report_validation(bool print);
   // The mean loss of --eval-iters global batches of `source` from sample `consumed` (advanced).
   double evaluate_on(const BatchSource& source, int64_t& consumed);

@@ -77,9 +77,9 @@ bool fits(const Layout& l) {
 void expect_routing_close(const std::vector<StepMetrics>& got, const std::vector<StepMetrics>& want,
                           const std::string& where) {
   for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
-    ASSERT_EQ(got[i].moe.size(), want[i].moe.size()) << where;
-    for (size_t l = 0; l < got[i].moe.size(); ++l) {
-      const MoeLayerMetrics &g = got[i].moe[l], &w = want[i].moe[l];
+    ASSERT_EQ(got[i].moe.layers.size(), want[i].moe.layers.size()) << where;
+    for (size_t l = 0; l < got[i].moe.layers.size(); ++l) {
+      const MoeLayerMetrics &g = got[i].moe.layers[l], &w = want[i].moe.layers[l];
       EXPECT_EQ(g.layer, w.layer) << where;
       EXPECT_LE(dist::rel(g.aux_loss, w.aux_loss), 1e-5) << where << " step " << i + 1;
       EXPECT_EQ(g.max_load, w.max_load) << where << " step " << i + 1;
@@ -90,10 +90,10 @@ void expect_routing_close(const std::vector<StepMetrics>& got, const std::vector
 
 void expect_layouts(const TrainOptions& o, const std::vector<Layout>& layouts) {
   const std::vector<StepMetrics> want = dist::train_run(o, false).steps;
-  ASSERT_EQ(want.front().moe.size(), 2u);
+  ASSERT_EQ(want.front().moe.layers.size(), 2u);
   if (o.moe_expert_capacity_factor > 0) {
     double dropped = 0;
-    for (const StepMetrics& m : want) dropped += m.moe.front().dropped_fraction;
+    for (const StepMetrics& m : want) dropped += m.moe.layers.front().dropped_fraction;
     EXPECT_GT(dropped, 0) << "the capacity drops nothing: the case checks nothing of it";
   }
   for (const Layout& l : layouts) {
