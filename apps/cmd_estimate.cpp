@@ -47,9 +47,15 @@ nlohmann::json plan_json(const PlanInput& in, const std::vector<MemoryPlan>& sta
   const size_t worst = largest_stage(stages);
   nlohmann::json j = stage_json(stages[worst], device);
   j["num_parameters"] = stages[worst].num_parameters;
+  // What a token meets (a mixture of experts' router and k experts), and the training FLOPs per
+  // token that counts.
+  j["active_parameters"] = in.model.num_parameters(true);
+  j["flops_per_token"] = in.model.flops_per_token();
   j["model"] = {{"num_layers", in.model.num_layers},
                 {"hidden_size", in.model.hidden},
-                {"num_attention_heads", in.model.heads}};
+                {"num_attention_heads", in.model.heads},
+                {"num_experts", in.model.num_experts},
+                {"moe_router_topk", in.model.moe() ? in.model.moe_topk : 0}};
   j["layout"] = {{"tp", in.tp}, {"dp", in.dp / in.cp},       {"cp", in.cp},
                  {"pp", in.pp}, {"model_chunks", in.chunks}, {"zero_stage", in.zero_stage}};
   if (in.pp > 1) {
@@ -123,6 +129,9 @@ int estimate(Args args) {
   }
   auto gb = [](double b) { return b / 1e9; };
   const MemoryPlan& p = stages[largest_stage(stages)];
+  if (in.model.moe())
+    fmt::print("mixture of experts: {} experts, top {}: {} of the parameters active per token\n",
+               in.model.num_experts, in.model.moe_topk, in.model.num_parameters(true));
   if (in.pp == 1) {
     fmt::print(
         "model: {} parameters ({} on each tensor-parallel rank), tp {} x dp {}, ZeRO stage {}\n",

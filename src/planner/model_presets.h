@@ -14,6 +14,7 @@ struct ModelPreset {
   const char* name;
   int layers, hidden, heads, kv_heads, ffn, vocab, max_positions;
   double rope_theta, norm_eps;
+  int experts = 0, topk = 0;  // a mixture of experts: every layer's MLP (0: dense)
 };
 
 const std::vector<ModelPreset>& model_presets();
