@@ -9,18 +9,40 @@ namespace {
 
 // The rows of every workspace tensor: T positions, their C channels, this rank's Cl query and
 // Ckv key/value columns, its F MLP columns and F1 columns of the MLP's first product (2F, gate and
-// up, under SwiGLU).
+// up, under SwiGLU). A MoE model: E experts, k per token, M = T·k routed rows, an expert's Fe
+// columns on this rank; the first product's buffer holds the wider of T·F1 and M·2Fe (M·Fe).
 struct Sizes {
   int64_t T, C, Cl, Ckv, F, F1, V;
   size_t e;
+  int64_t E = 0, k = 0, Fe = 0, Fe1 = 0;
   int64_t qkv() const { return Cl + 2 * Ckv; }
+  int64_t M() const { return T * k; }
+  int64_t pre() const { return std::max(T * F1, M() * Fe1); }
 };
 
 Sizes sizes_of(const GptConfig& c, int max_positions, int tp_size) {
   const TpDims t = TpDims::of(c, tp_size, 0);
   const int64_t f1 = c.swiglu ? 2 * int64_t{t.ffn} : t.ffn;
-  return {max_positions,       c.hidden,           t.hidden, t.kv_hidden, t.ffn, f1,
+  Sizes s{max_positions,       c.hidden,           t.hidden, t.kv_hidden, t.ffn, f1,
           c.padded_vocab_size, dtype_size(c.dtype)};
+  if (c.moe()) {
+    s.E = c.num_experts;
+    s.k = c.moe_topk;
+    s.Fe = t.moe_ffn;
+    s.Fe1 = c.swiglu ? 2 * s.Fe : s.Fe;
+  }
+  return s;
+}
+
+// Bytes of the MoE workspace beside the dense one, in carve order: the scores and logits [T, E]
+// fp32, the experts, weights and slots [T, k] 4 bytes each, the rows per expert and the
+// load-balancing gradient [E], the experts' output and input rows [M, C], their activation
+// [M, Fe].
+size_t moe_bytes(const Sizes& s) {
+  if (s.E == 0) return 0;
+  auto a = [](int64_t n, size_t e) { return Arena::aligned(static_cast<size_t>(n) * e); };
+  return 2 * a(s.T * s.E, 4) + 3 * a(s.T * s.k, 4) + 2 * a(s.E, 4) + 2 * a(s.M() * s.C, s.e) +
+         a(s.M() * s.Fe, s.e);
 }
 
 // The norm the config names: RMSNorm (weight only) or LayerNorm (weight and bias).
@@ -39,13 +61,14 @@ size_t GptDecoder::bytes(const GptConfig& c, int max_positions, int tp_size) {
   const size_t rows = static_cast<size_t>(s.T);
   auto a = [](size_t b) { return Arena::aligned(b); };
   const size_t cache = 2 * static_cast<size_t>(c.num_layers) * a(rows * s.Ckv * s.e);
-  return cache + 4 * a(rows * s.C * s.e)      // x, res2, y, ln
-         + a(rows * s.qkv() * s.e)            // qkv
-         + a(rows * s.Cl * s.e)               // att
-         + a(rows * s.F * s.e)                // ff
-         + a(rows * s.F1 * s.e)               // pre
-         + a(static_cast<size_t>(s.V) * s.e)  // logits
-         + 2 * a(rows * 4) + a(rows * 4);     // mean, rstd, tokens
+  return cache + 4 * a(rows * s.C * s.e)          // x, res2, y, ln
+         + a(rows * s.qkv() * s.e)                // qkv
+         + a(rows * s.Cl * s.e)                   // att
+         + a(rows * s.F * s.e)                    // ff
+         + a(static_cast<size_t>(s.pre()) * s.e)  // pre
+         + a(static_cast<size_t>(s.V) * s.e)      // logits
+         + 2 * a(rows * 4) + a(rows * 4)          // mean, rstd, tokens
+         + moe_bytes(s);
 }
 
 GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int max_positions,
@@ -56,7 +79,8 @@ GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int m
       max_positions_(max_positions),
       dims_(TpDims::of(config, layout.tp_size(), layout.tp_rank())),
       rope_freqs_(config.rope_table()),
-      arena_(ctx.pool(), bytes(config, max_positions, layout.tp_size()), MemCategory::KvCache) {
+      arena_(ctx.pool(), bytes(config, max_positions, layout.tp_size()), MemCategory::KvCache),
+      moe_host_(config, max_positions) {
   ZT_CHECK(max_positions > 0 && max_positions <= config.seq_length,
            "a decoder of {} positions over a position table of {}", max_positions,
            config.seq_length);
@@ -90,12 +114,31 @@ GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int m
   qkv_ = carve(s.T * s.qkv());
   att_ = carve(s.T * s.Cl);
   ff_ = carve(s.T * s.F);
-  pre_ = carve(s.T * s.F1);
+  pre_ = carve(s.pre());
   logits_ = carve(s.V);
   mean_ = arena_.carve({s.T}, DType::F32).f32();
   rstd_ = arena_.carve({s.T}, DType::F32).f32();
   // int32 ids in a 4-byte slot (the arena carves by float dtypes)
   tokens_ = static_cast<int32_t*>(arena_.carve({s.T}, DType::F32).data());
+  if (config.moe()) {
+    // moe_forward's fields; the backward's (gradients) are left unset. int32 in 4-byte slots.
+    auto f32 = [&](int64_t n) { return arena_.carve({n}, DType::F32).f32(); };
+    auto i32 = [&](int64_t n) { return reinterpret_cast<int32_t*>(f32(n)); };
+    moe_acts_.moe_scores = f32(s.T * s.E);
+    moe_scratch_.moe_logits = f32(s.T * s.E);
+    moe_acts_.moe_experts = i32(s.T * s.k);
+    moe_acts_.moe_weights = f32(s.T * s.k);
+    moe_acts_.moe_slots = i32(s.T * s.k);
+    moe_acts_.moe_rows = i32(s.E);
+    moe_acts_.moe_dscores = f32(s.E);
+    moe_acts_.moe_out = carve(s.M() * s.C);
+    moe_scratch_.moe_rows_in = carve(s.M() * s.C);
+    moe_scratch_.moe_act = carve(s.M() * s.Fe);
+    moe_acts_.fch = pre_;
+    moe_scratch_.moe = &moe_host_;
+    moe_dims_ =
+        LayerDims::of(config_, 1, layout.tp_size(), layout.tp_rank(), tp, ctx.backend(), nullptr);
+  }
   logits_host_.resize(static_cast<size_t>(s.V));
 }
 
@@ -185,14 +228,20 @@ void GptDecoder::layer(int i, int n, ParamSource& params) {
       be_.dropout_add_layernorm_forward(res2_, ln_, mean_, rstd_, x_, y_, w.w(), w.b(), n, C, none);
     }
   }
-  if (config_.swiglu) {
+  if (p.moe.present()) {
+    // The n new rows as one sample; summed over tp inside, as the dense row-parallel output.
+    LayerDims d = moe_dims_;
+    d.T = n;
+    moe_forward(d, params, p.moe, moe_acts_, moe_scratch_, ln_, y_, y_, i);
+  } else if (config_.swiglu) {
     // pre holds each row's gate | up (this rank's F columns of each).
     chunked_linear_forward(be_, params, p.fc, pre_, ln_, n, true);
     be_.swiglu_forward(ff_, pre_, n, dims_.ffn);
+    row_parallel(p.fcproj, y_, ff_, n, params);
   } else {
     chunked_linear_gelu_forward(be_, params, p.fc, ff_, pre_, ln_, n);
+    row_parallel(p.fcproj, y_, ff_, n, params);
   }
-  row_parallel(p.fcproj, y_, ff_, n, params);
   be_.dropout_add_forward(x_, res2_, y_, int64_t{n} * C, none);
 }
 
