@@ -146,7 +146,7 @@ nlohmann::json rope_json(const RopeScaling& r) {
 }  // namespace
 
 bool llama_architecture(const GptConfig& c) {
-  return c.rope() && c.rmsnorm() && c.swiglu && !c.add_bias_linear;
+  return c.rope() && c.rmsnorm() && c.swiglu && !c.add_bias_linear && !c.add_qkv_bias;
 }
 
 std::vector<HfTensor> llama_tensors(const GptConfig& c) {
@@ -292,7 +292,7 @@ std::vector<HfTensor> hf_tensors(const GptConfig& c, const std::string& where) {
     ZT_REQUIRE(mixtral_architecture(c),
                "{} holds a mixture of experts Hugging Face Mixtral does not represent (rope, "
                "RMSNorm, SwiGLU, no biases, every layer MoE, softmax scores, renormalised top-k "
-               "weights)",
+               "weights, no shared expert)",
                where);
     return mixtral_tensors(c);
   }

@@ -16,8 +16,8 @@
 
 namespace zt {
 
-// What LlamaForCausalLM represents: rotary positions, RMSNorm, SwiGLU, no biases (tied or
-// untied head, any key/value head count).
+// What LlamaForCausalLM represents: rotary positions, RMSNorm, SwiGLU, no biases (not even
+// q|k|v's alone; tied or untied head, any key/value head count).
 bool llama_architecture(const GptConfig& c);
 
 std::vector<HfTensor> llama_tensors(const GptConfig& c);

@@ -13,7 +13,7 @@ namespace zt {
 
 bool mixtral_architecture(const GptConfig& c) {
   return llama_architecture(c) && c.moe() && c.moe_layer_freq == 1 && !c.moe_sigmoid &&
-         c.moe_renormalize;
+         c.moe_renormalize && c.moe_shared_ffn == 0;
 }
 
 std::vector<HfTensor> mixtral_tensors(const GptConfig& c) {

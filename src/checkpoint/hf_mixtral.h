@@ -14,7 +14,7 @@
 namespace zt {
 
 // What MixtralForCausalLM represents: a Llama-architecture model whose every layer is a MoE
-// layer of softmax scores and renormalised top-k weights.
+// layer of softmax scores and renormalised top-k weights, without a shared expert.
 bool mixtral_architecture(const GptConfig& c);
 
 std::vector<HfTensor> mixtral_tensors(const GptConfig& c);
