@@ -1,6 +1,7 @@
 #include "src/model/gpt_decoder.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "src/tensor_parallel/mappings.h"
 
@@ -10,11 +11,12 @@ namespace {
 // The rows of every workspace tensor: T positions, their C channels, this rank's Cl query and
 // Ckv key/value columns, its F MLP columns and F1 columns of the MLP's first product (2F, gate and
 // up, under SwiGLU). A MoE model: E experts, k per token, M = T·k routed rows, an expert's Fe
-// columns on this rank; the first product's buffer holds the wider of T·F1 and M·2Fe (M·Fe).
+// columns on this rank (Fe1 its first product's), the shared expert's Fs (Fs1; 0: none); the
+// first product's buffer holds the wider of T·F1 and M·Fe1.
 struct Sizes {
   int64_t T, C, Cl, Ckv, F, F1, V;
   size_t e;
-  int64_t E = 0, k = 0, Fe = 0, Fe1 = 0;
+  int64_t E = 0, k = 0, Fe = 0, Fe1 = 0, Fs = 0, Fs1 = 0;
   int64_t qkv() const { return Cl + 2 * Ckv; }
   int64_t M() const { return T * k; }
   int64_t pre() const { return std::max(T * F1, M() * Fe1); }
@@ -26,23 +28,58 @@ Sizes sizes_of(const GptConfig& c, int max_positions, int tp_size) {
   Sizes s{max_positions,       c.hidden,           t.hidden, t.kv_hidden, t.ffn, f1,
           c.padded_vocab_size, dtype_size(c.dtype)};
   if (c.moe()) {
+    const int64_t gated = c.swiglu ? 2 : 1;
     s.E = c.num_experts;
     s.k = c.moe_topk;
     s.Fe = t.moe_ffn;
-    s.Fe1 = c.swiglu ? 2 * s.Fe : s.Fe;
+    s.Fe1 = gated * s.Fe;
+    s.Fs = t.moe_shared;
+    s.Fs1 = gated * s.Fs;
   }
   return s;
 }
 
-// Bytes of the MoE workspace beside the dense one, in carve order: the scores and logits [T, E]
-// fp32, the experts, weights and slots [T, k] 4 bytes each, the rows per expert and the
-// load-balancing gradient [E], the experts' output and input rows [M, C], their activation
-// [M, Fe].
-size_t moe_bytes(const Sizes& s) {
-  if (s.E == 0) return 0;
-  auto a = [](int64_t n, size_t e) { return Arena::aligned(static_cast<size_t>(n) * e); };
-  return 2 * a(s.T * s.E, 4) + 3 * a(s.T * s.k, 4) + 2 * a(s.E, 4) + 2 * a(s.M() * s.C, s.e) +
-         a(s.M() * s.Fe, s.e);
+// Applies fn(field, elements) to each field moe_forward reads or writes, in one order, so that
+// bytes() and the constructor agree: the routing, the experts' rows, and with a shared expert
+// its rows, the combine's rows and weights and its gate. The fields of backward (gradients) are
+// left unset; fch is pre_.
+template <typename Fn>
+void for_each_moe_field(LayerActivations& a, LayerScratch& sc, const GptConfig& c, const Sizes& s,
+                        Fn&& fn) {
+  if (s.E == 0) return;
+  const int64_t T = s.T, k = s.k, shared = s.Fs > 0 ? T : 0;
+  fn(a.moe_scores, T * s.E);
+  fn(sc.moe_logits, T * s.E);
+  fn(a.moe_experts, T * k);
+  fn(a.moe_weights, T * k);
+  fn(a.moe_slots, T * k);
+  fn(a.moe_rows, s.E);
+  fn(a.moe_dscores, s.E);
+  fn(a.moe_out, (s.M() + shared) * s.C);  // the shared expert's rows after the routed ones
+  fn(sc.moe_rows_in, s.M() * s.C);
+  fn(sc.moe_act, s.M() * s.Fe);
+  if (shared == 0) return;
+  fn(a.moe_cslots, T * (k + 1));
+  fn(a.moe_cweights, T * (k + 1));
+  fn(a.moe_shared_pre, T * s.Fs1);
+  fn(sc.moe_shared_act, T * s.Fs);
+  if (!c.moe_shared_gate) return;
+  fn(a.moe_gate, T);
+  fn(a.moe_gate_index, T);
+  fn(sc.moe_gate_logits, T);
+  fn(sc.moe_gate_dg, T);  // the gate's routing writes its unused weights here
+}
+
+// Ref fields in the working precision, the others (float, int32) 4 bytes an element.
+size_t moe_bytes(const GptConfig& c, const Sizes& s) {
+  LayerActivations a;
+  LayerScratch sc;
+  size_t total = 0;
+  for_each_moe_field(a, sc, c, s, [&](auto& field, int64_t n) {
+    const bool ref = std::is_same_v<std::decay_t<decltype(field)>, Ref>;
+    total += Arena::aligned(static_cast<size_t>(n) * (ref ? s.e : 4));
+  });
+  return total;
 }
 
 // The norm the config names: RMSNorm (weight only) or LayerNorm (weight and bias).
@@ -68,7 +105,7 @@ size_t GptDecoder::bytes(const GptConfig& c, int max_positions, int tp_size) {
          + a(static_cast<size_t>(s.pre()) * s.e)  // pre
          + a(static_cast<size_t>(s.V) * s.e)      // logits
          + 2 * a(rows * 4) + a(rows * 4)          // mean, rstd, tokens
-         + moe_bytes(s);
+         + moe_bytes(c, s);
 }
 
 GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int max_positions,
@@ -121,19 +158,13 @@ GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int m
   // int32 ids in a 4-byte slot (the arena carves by float dtypes)
   tokens_ = static_cast<int32_t*>(arena_.carve({s.T}, DType::F32).data());
   if (config.moe()) {
-    // moe_forward's fields; the backward's (gradients) are left unset. int32 in 4-byte slots.
-    auto f32 = [&](int64_t n) { return arena_.carve({n}, DType::F32).f32(); };
-    auto i32 = [&](int64_t n) { return reinterpret_cast<int32_t*>(f32(n)); };
-    moe_acts_.moe_scores = f32(s.T * s.E);
-    moe_scratch_.moe_logits = f32(s.T * s.E);
-    moe_acts_.moe_experts = i32(s.T * s.k);
-    moe_acts_.moe_weights = f32(s.T * s.k);
-    moe_acts_.moe_slots = i32(s.T * s.k);
-    moe_acts_.moe_rows = i32(s.E);
-    moe_acts_.moe_dscores = f32(s.E);
-    moe_acts_.moe_out = carve(s.M() * s.C);
-    moe_scratch_.moe_rows_in = carve(s.M() * s.C);
-    moe_scratch_.moe_act = carve(s.M() * s.Fe);
+    for_each_moe_field(moe_acts_, moe_scratch_, config, s, [&](auto& field, int64_t n) {
+      using Field = std::decay_t<decltype(field)>;
+      if constexpr (std::is_same_v<Field, Ref>)
+        field = carve(n);
+      else  // float and int32 fields in 4-byte slots (the arena carves by float dtypes)
+        field = reinterpret_cast<Field>(arena_.carve({n}, DType::F32).data());
+    });
     moe_acts_.fch = pre_;
     moe_scratch_.moe = &moe_host_;
     moe_dims_ =

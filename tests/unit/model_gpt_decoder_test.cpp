@@ -5,7 +5,8 @@
 // GPT-2, Llama (rope, RMSNorm, SwiGLU, untied head, no biases) with 1, 2 and 4 key/value heads
 // of 4, and mixtures of the two (rope with LayerNorm and GeLU; learned positions with RMSNorm,
 // SwiGLU, grouped-query attention, biases and an untied head), and mixtures of experts (every
-// layer MoE, and every other one beside dense ones); fp32 and bf16.
+// layer MoE, with and without a gated shared expert, and every other one beside dense ones); fp32
+// and bf16.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -78,12 +79,27 @@ GptConfig gpt2_moe_every_other() {
   return c;
 }
 
+// Qwen-MoE's shape: every layer 4 experts, 2 per token, beside a gated shared expert, and a q|k|v
+// bias without the other linear biases.
+GptConfig llama_moe_shared() {
+  GptConfig c = llama_moe();
+  c.moe_ffn_hidden_size = 12;
+  c.moe_shared_ffn = 20;
+  c.moe_shared_gate = true;
+  c.add_qkv_bias = true;
+  return c;
+}
+
 std::vector<Arch> archs() {
-  return {
-      {"gpt2", test::tiny_gpt()},           {"llama_g1", test::tiny_llama(1)},
-      {"llama_g2", test::tiny_llama(2)},    {"llama_g4", test::tiny_llama(4)},
-      {"rope_layernorm", rope_layernorm()}, {"learned_rmsnorm_swiglu", learned_rmsnorm_swiglu()},
-      {"llama_moe", llama_moe()},           {"gpt2_moe_every_other", gpt2_moe_every_other()}};
+  return {{"gpt2", test::tiny_gpt()},
+          {"llama_g1", test::tiny_llama(1)},
+          {"llama_g2", test::tiny_llama(2)},
+          {"llama_g4", test::tiny_llama(4)},
+          {"rope_layernorm", rope_layernorm()},
+          {"learned_rmsnorm_swiglu", learned_rmsnorm_swiglu()},
+          {"llama_moe", llama_moe()},
+          {"gpt2_moe_every_other", gpt2_moe_every_other()},
+          {"llama_moe_shared", llama_moe_shared()}};
 }
 
 // (architecture, the source's max span (0: whole))
