@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "src/checkpoint/hf_mixtral.h"
 #include "src/core/error.h"
 #include "src/core/input_file.h"
 #include "src/core/json_input.h"
@@ -145,7 +146,7 @@ nlohmann::json rope_json(const RopeScaling& r) {
 }  // namespace
 
 bool llama_architecture(const GptConfig& c) {
-  return c.rope() && c.rmsnorm() && c.swiglu && !c.add_bias_linear;
+  return c.rope() && c.rmsnorm() && c.swiglu && !c.add_bias_linear && !c.add_qkv_bias;
 }
 
 std::vector<HfTensor> llama_tensors(const GptConfig& c) {
@@ -269,20 +270,32 @@ GptConfig hf_model_from_config(std::string_view text, const std::string& where) 
   } else if (const auto a = c.find("architectures");
              a != c.end() && a->is_array() && a->size() == 1 && (*a)[0].is_string()) {
     const std::string arch = (*a)[0].get<std::string>();
-    type = arch == "GPT2LMHeadModel" ? "gpt2" : arch == "LlamaForCausalLM" ? "llama" : arch;
+    type = arch == "GPT2LMHeadModel"      ? "gpt2"
+           : arch == "LlamaForCausalLM"   ? "llama"
+           : arch == "MixtralForCausalLM" ? "mixtral"
+                                          : arch;
   }
   if (type == "gpt2") return gpt2_model_from_config(text, where);
-  ZT_REQUIRE(type == "llama",
-             "import: '{}': model_type {} is not one zerotron imports (gpt2, llama)", where,
-             type.empty() ? "(none)" : json_excerpt(nlohmann::json(type)));
+  ZT_REQUIRE(type == "llama" || type == "mixtral",
+             "import: '{}': model_type {} is not one zerotron imports (gpt2, llama, mixtral)",
+             where, type.empty() ? "(none)" : json_excerpt(nlohmann::json(type)));
+  const char* arch = type == "llama" ? "LlamaForCausalLM" : "MixtralForCausalLM";
   if (const auto a = c.find("architectures"); a != c.end() && !a->is_null())
-    ZT_REQUIRE(*a == nlohmann::json::array({"LlamaForCausalLM"}),
-               "import: '{}': 'architectures' is {}, zerotron imports LlamaForCausalLM", where,
-               json_excerpt(*a));
-  return llama_model_from_config(c, where);
+    ZT_REQUIRE(*a == nlohmann::json::array({arch}),
+               "import: '{}': 'architectures' is {}, zerotron imports {} as {}", where,
+               json_excerpt(*a), type, arch);
+  return type == "llama" ? llama_model_from_config(c, where) : mixtral_model_from_config(c, where);
 }
 
 std::vector<HfTensor> hf_tensors(const GptConfig& c, const std::string& where) {
+  if (c.moe()) {
+    ZT_REQUIRE(mixtral_architecture(c),
+               "{} holds a mixture of experts Hugging Face Mixtral does not represent (rope, "
+               "RMSNorm, SwiGLU, no biases, every layer MoE, softmax scores, renormalised top-k "
+               "weights, no shared expert)",
+               where);
+    return mixtral_tensors(c);
+  }
   if (c.gpt2_architecture()) return gpt2_tensors(c.num_layers);
   ZT_REQUIRE(llama_architecture(c),
              "{} holds a model neither Hugging Face GPT-2 nor Llama represents (GPT-2: learned "
@@ -294,7 +307,9 @@ std::vector<HfTensor> hf_tensors(const GptConfig& c, const std::string& where) {
 
 nlohmann::json hf_config(const GptConfig& c, const std::string& dtype,
                          const nlohmann::json& token_ids) {
-  nlohmann::json j = c.gpt2_architecture() ? gpt2_config(c, dtype) : llama_config(c, dtype);
+  nlohmann::json j = c.moe()                 ? mixtral_config(c, dtype)
+                     : c.gpt2_architecture() ? gpt2_config(c, dtype)
+                                             : llama_config(c, dtype);
   for (const auto& [key, id] : token_ids.items()) j[key] = id;
   return j;
 }

@@ -4,7 +4,8 @@
 // weight is [out, in] on both sides, so nothing is transposed; HF's q_proj, k_proj, v_proj are
 // the three row groups of attn.qkv.weight and gate_proj, up_proj the two of mlp.fc.weight.
 // zerotron's rotary embedding is HF's rotate_half, so q and k rows are not permuted.
-// Also the choice between the two Hugging Face formats (GPT-2, Llama) by config.json.
+// Also the choice between the Hugging Face formats (GPT-2, Llama, Mixtral: hf_mixtral.h) by
+// config.json.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -15,8 +16,8 @@
 
 namespace zt {
 
-// What LlamaForCausalLM represents: rotary positions, RMSNorm, SwiGLU, no biases (tied or
-// untied head, any key/value head count).
+// What LlamaForCausalLM represents: rotary positions, RMSNorm, SwiGLU, no biases (not even
+// q|k|v's alone; tied or untied head, any key/value head count).
 bool llama_architecture(const GptConfig& c);
 
 std::vector<HfTensor> llama_tensors(const GptConfig& c);
@@ -30,9 +31,11 @@ nlohmann::json llama_config(const GptConfig& c, const std::string& dtype);
 // max_position_embeddings, padded_vocab_size at vocab_size (the caller pads).
 GptConfig llama_model_from_config(const nlohmann::json& c, const std::string& where);
 
-// Either format, by config.json's model_type (or architectures where model_type is absent).
+// Any of the formats, by config.json's model_type (or architectures where model_type is
+// absent).
 GptConfig hf_model_from_config(std::string_view text, const std::string& where);
-// The tensor table and config.json of a model either format represents; InputError otherwise.
+// The tensor table and config.json of a model one format represents (a mixture of experts:
+// Mixtral); InputError otherwise.
 // `what` opens the error line ("export: 'DIR'"). `token_ids` (bos_token_id, eos_token_id) go into
 // config.json, replacing GPT-2's default of the last token.
 std::vector<HfTensor> hf_tensors(const GptConfig& c, const std::string& what);

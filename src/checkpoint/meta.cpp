@@ -1,5 +1,7 @@
 #include "src/checkpoint/meta.h"
 
+#include <cmath>
+
 #include "src/core/error.h"
 #include "src/core/json_input.h"
 
@@ -82,8 +84,9 @@ nlohmann::json model_to_json(const GptConfig& c) {
   if (c.max_position_embeddings > 0) j["max_position_embeddings"] = c.max_position_embeddings;
   if (c.init_method_std != gpt2.init_method_std) j["init_method_std"] = c.init_method_std;
   // A mixture of experts' architecture (its training settings, the load-balancing coefficient
-  // and the capacity, are the run's flags).
-  if (c.moe())
+  // and the capacity, are the run's flags; the coefficient is recorded where not 0 for an export
+  // to write back as Mixtral's router_aux_loss_coef).
+  if (c.moe()) {
     j["moe"] = {{"num_experts", c.num_experts},
                 {"router_topk", c.moe_topk},
                 {"ffn_hidden_size", c.moe_ffn_hidden()},
@@ -92,6 +95,8 @@ nlohmann::json model_to_json(const GptConfig& c) {
                 {"renormalize", c.moe_renormalize},
                 {"shared_ffn_hidden_size", c.moe_shared_ffn},
                 {"shared_gate", c.moe_shared_gate}};
+    if (c.moe_aux_loss_coeff != 0) j["moe"]["aux_loss_coeff"] = c.moe_aux_loss_coeff;
+  }
   return j;
 }
 
@@ -176,6 +181,12 @@ void architecture_from_json(const nlohmann::json& j, GptConfig& c, const std::st
   ZT_REQUIRE(m.contains("shared_gate") && m["shared_gate"].is_boolean(),
              "'{}': moe.shared_gate must be true or false", where);
   c.moe_shared_gate = m["shared_gate"].get<bool>();
+  if (m.contains("aux_loss_coeff")) {
+    const nlohmann::json& a = m["aux_loss_coeff"];
+    ZT_REQUIRE(a.is_number() && std::isfinite(a.get<double>()) && a.get<double>() >= 0,
+               "'{}': moe.aux_loss_coeff must be a non-negative number", where);
+    c.moe_aux_loss_coeff = static_cast<float>(a.get<double>());
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "src/model/gpt_decoder.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "src/tensor_parallel/mappings.h"
 
@@ -9,18 +10,76 @@ namespace {
 
 // The rows of every workspace tensor: T positions, their C channels, this rank's Cl query and
 // Ckv key/value columns, its F MLP columns and F1 columns of the MLP's first product (2F, gate and
-// up, under SwiGLU).
+// up, under SwiGLU). A MoE model: E experts, k per token, M = T·k routed rows, an expert's Fe
+// columns on this rank (Fe1 its first product's), the shared expert's Fs (Fs1; 0: none); the
+// first product's buffer holds the wider of T·F1 and M·Fe1.
 struct Sizes {
   int64_t T, C, Cl, Ckv, F, F1, V;
   size_t e;
+  int64_t E = 0, k = 0, Fe = 0, Fe1 = 0, Fs = 0, Fs1 = 0;
   int64_t qkv() const { return Cl + 2 * Ckv; }
+  int64_t M() const { return T * k; }
+  int64_t pre() const { return std::max(T * F1, M() * Fe1); }
 };
 
 Sizes sizes_of(const GptConfig& c, int max_positions, int tp_size) {
   const TpDims t = TpDims::of(c, tp_size, 0);
   const int64_t f1 = c.swiglu ? 2 * int64_t{t.ffn} : t.ffn;
-  return {max_positions,       c.hidden,           t.hidden, t.kv_hidden, t.ffn, f1,
+  Sizes s{max_positions,       c.hidden,           t.hidden, t.kv_hidden, t.ffn, f1,
           c.padded_vocab_size, dtype_size(c.dtype)};
+  if (c.moe()) {
+    const int64_t gated = c.swiglu ? 2 : 1;
+    s.E = c.num_experts;
+    s.k = c.moe_topk;
+    s.Fe = t.moe_ffn;
+    s.Fe1 = gated * s.Fe;
+    s.Fs = t.moe_shared;
+    s.Fs1 = gated * s.Fs;
+  }
+  return s;
+}
+
+// Applies fn(field, elements) to each field moe_forward reads or writes, in one order, so that
+// bytes() and the constructor agree: the routing, the experts' rows, and with a shared expert
+// its rows, the combine's rows and weights and its gate. The fields of backward (gradients) are
+// left unset; fch is pre_.
+template <typename Fn>
+void for_each_moe_field(LayerActivations& a, LayerScratch& sc, const GptConfig& c, const Sizes& s,
+                        Fn&& fn) {
+  if (s.E == 0) return;
+  const int64_t T = s.T, k = s.k, shared = s.Fs > 0 ? T : 0;
+  fn(a.moe_scores, T * s.E);
+  fn(sc.moe_logits, T * s.E);
+  fn(a.moe_experts, T * k);
+  fn(a.moe_weights, T * k);
+  fn(a.moe_slots, T * k);
+  fn(a.moe_rows, s.E);
+  fn(a.moe_dscores, s.E);
+  fn(a.moe_out, (s.M() + shared) * s.C);  // the shared expert's rows after the routed ones
+  fn(sc.moe_rows_in, s.M() * s.C);
+  fn(sc.moe_act, s.M() * s.Fe);
+  if (shared == 0) return;
+  fn(a.moe_cslots, T * (k + 1));
+  fn(a.moe_cweights, T * (k + 1));
+  fn(a.moe_shared_pre, T * s.Fs1);
+  fn(sc.moe_shared_act, T * s.Fs);
+  if (!c.moe_shared_gate) return;
+  fn(a.moe_gate, T);
+  fn(a.moe_gate_index, T);
+  fn(sc.moe_gate_logits, T);
+  fn(sc.moe_gate_dg, T);  // the gate's routing writes its unused weights here
+}
+
+// Ref fields in the working precision, the others (float, int32) 4 bytes an element.
+size_t moe_bytes(const GptConfig& c, const Sizes& s) {
+  LayerActivations a;
+  LayerScratch sc;
+  size_t total = 0;
+  for_each_moe_field(a, sc, c, s, [&](auto& field, int64_t n) {
+    const bool ref = std::is_same_v<std::decay_t<decltype(field)>, Ref>;
+    total += Arena::aligned(static_cast<size_t>(n) * (ref ? s.e : 4));
+  });
+  return total;
 }
 
 // The norm the config names: RMSNorm (weight only) or LayerNorm (weight and bias).
@@ -39,13 +98,14 @@ size_t GptDecoder::bytes(const GptConfig& c, int max_positions, int tp_size) {
   const size_t rows = static_cast<size_t>(s.T);
   auto a = [](size_t b) { return Arena::aligned(b); };
   const size_t cache = 2 * static_cast<size_t>(c.num_layers) * a(rows * s.Ckv * s.e);
-  return cache + 4 * a(rows * s.C * s.e)      // x, res2, y, ln
-         + a(rows * s.qkv() * s.e)            // qkv
-         + a(rows * s.Cl * s.e)               // att
-         + a(rows * s.F * s.e)                // ff
-         + a(rows * s.F1 * s.e)               // pre
-         + a(static_cast<size_t>(s.V) * s.e)  // logits
-         + 2 * a(rows * 4) + a(rows * 4);     // mean, rstd, tokens
+  return cache + 4 * a(rows * s.C * s.e)          // x, res2, y, ln
+         + a(rows * s.qkv() * s.e)                // qkv
+         + a(rows * s.Cl * s.e)                   // att
+         + a(rows * s.F * s.e)                    // ff
+         + a(static_cast<size_t>(s.pre()) * s.e)  // pre
+         + a(static_cast<size_t>(s.V) * s.e)      // logits
+         + 2 * a(rows * 4) + a(rows * 4)          // mean, rstd, tokens
+         + moe_bytes(c, s);
 }
 
 GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int max_positions,
@@ -56,7 +116,8 @@ GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int m
       max_positions_(max_positions),
       dims_(TpDims::of(config, layout.tp_size(), layout.tp_rank())),
       rope_freqs_(config.rope_table()),
-      arena_(ctx.pool(), bytes(config, max_positions, layout.tp_size()), MemCategory::KvCache) {
+      arena_(ctx.pool(), bytes(config, max_positions, layout.tp_size()), MemCategory::KvCache),
+      moe_host_(config, max_positions) {
   ZT_CHECK(max_positions > 0 && max_positions <= config.seq_length,
            "a decoder of {} positions over a position table of {}", max_positions,
            config.seq_length);
@@ -90,12 +151,25 @@ GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int m
   qkv_ = carve(s.T * s.qkv());
   att_ = carve(s.T * s.Cl);
   ff_ = carve(s.T * s.F);
-  pre_ = carve(s.T * s.F1);
+  pre_ = carve(s.pre());
   logits_ = carve(s.V);
   mean_ = arena_.carve({s.T}, DType::F32).f32();
   rstd_ = arena_.carve({s.T}, DType::F32).f32();
   // int32 ids in a 4-byte slot (the arena carves by float dtypes)
   tokens_ = static_cast<int32_t*>(arena_.carve({s.T}, DType::F32).data());
+  if (config.moe()) {
+    for_each_moe_field(moe_acts_, moe_scratch_, config, s, [&](auto& field, int64_t n) {
+      using Field = std::decay_t<decltype(field)>;
+      if constexpr (std::is_same_v<Field, Ref>)
+        field = carve(n);
+      else  // float and int32 fields in 4-byte slots (the arena carves by float dtypes)
+        field = reinterpret_cast<Field>(arena_.carve({n}, DType::F32).data());
+    });
+    moe_acts_.fch = pre_;
+    moe_scratch_.moe = &moe_host_;
+    moe_dims_ =
+        LayerDims::of(config_, 1, layout.tp_size(), layout.tp_rank(), tp, ctx.backend(), nullptr);
+  }
   logits_host_.resize(static_cast<size_t>(s.V));
 }
 
@@ -185,14 +259,20 @@ void GptDecoder::layer(int i, int n, ParamSource& params) {
       be_.dropout_add_layernorm_forward(res2_, ln_, mean_, rstd_, x_, y_, w.w(), w.b(), n, C, none);
     }
   }
-  if (config_.swiglu) {
+  if (p.moe.present()) {
+    // The n new rows as one sample; summed over tp inside, as the dense row-parallel output.
+    LayerDims d = moe_dims_;
+    d.T = n;
+    moe_forward(d, params, p.moe, moe_acts_, moe_scratch_, ln_, y_, y_, i);
+  } else if (config_.swiglu) {
     // pre holds each row's gate | up (this rank's F columns of each).
     chunked_linear_forward(be_, params, p.fc, pre_, ln_, n, true);
     be_.swiglu_forward(ff_, pre_, n, dims_.ffn);
+    row_parallel(p.fcproj, y_, ff_, n, params);
   } else {
     chunked_linear_gelu_forward(be_, params, p.fc, ff_, pre_, ln_, n);
+    row_parallel(p.fcproj, y_, ff_, n, params);
   }
-  row_parallel(p.fcproj, y_, ff_, n, params);
   be_.dropout_add_forward(x_, res2_, y_, int64_t{n} * C, none);
 }
 

@@ -9,7 +9,10 @@
 // any policy (resident weights, or a ZeRO stage). Every architecture GptConfig expresses: learned
 // positions or rotary embeddings (applied to the new rows' q and k at their absolute positions
 // before k is cached), LayerNorm or RMSNorm, GeLU or SwiGLU, multi-head or grouped-query attention,
-// with or without linear biases, tied or untied head.
+// with or without linear biases, tied or untied head, and mixture-of-experts layers, run by
+// training's moe_forward over the new rows (B = 1, T = n): dropless routing is per token, so
+// their logits are training's; with a capacity, an append's tokens compete for it among
+// themselves.
 //
 // Tensor parallelism as in training: column-parallel qkv and fc, row-parallel proj and mlp proj
 // (all-reduced over `tp`), the vocab-parallel embedding, and the head (the word embedding or the
@@ -19,7 +22,7 @@
 // One pipeline stage only: the layout must hold every layer.
 //
 // Memory: one arena from ctx.pool() in MemCategory::KvCache, the cache and the workspace of up to
-// max_positions rows, sized by bytes().
+// max_positions rows (a MoE layer's of max_positions · topk routed rows), sized by bytes().
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -29,6 +32,8 @@
 #include "src/core/arena.h"
 #include "src/model/chunked_linear.h"
 #include "src/model/gpt_config.h"
+#include "src/model/layer_activations.h"
+#include "src/model/moe_mlp.h"
 #include "src/model/param_layout.h"
 #include "src/model/param_source.h"
 #include "src/model/transformer_layer.h"
@@ -80,7 +85,13 @@ class GptDecoder {
   Arena arena_;
   std::vector<Ref> k_cache_, v_cache_;                     // per layer [max_positions, Ckv]
   Ref x_, res2_, y_, ln_, qkv_, att_, ff_, pre_, logits_;  // pre_: the fc output [T, F1]
-  float* mean_ = nullptr;                                  // [max_positions]
+  // MoE layers (moe_forward's forward fields only): the routing, the experts' rows and output
+  // (fch is pre_, sized for T·k rows of the experts' first product), the host side.
+  LayerDims moe_dims_{};
+  LayerActivations moe_acts_;
+  LayerScratch moe_scratch_;
+  MoeHost moe_host_;
+  float* mean_ = nullptr;  // [max_positions]
   float* rstd_ = nullptr;
   int32_t* tokens_ = nullptr;       // [max_positions] the step's tokens, in the backend's memory
   std::vector<float> logits_host_;  // [padded vocabulary]

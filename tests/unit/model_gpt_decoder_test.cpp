@@ -4,9 +4,12 @@
 // at a time; the sampler's cuts; the decoder's memory in its own category. Every architecture:
 // GPT-2, Llama (rope, RMSNorm, SwiGLU, untied head, no biases) with 1, 2 and 4 key/value heads
 // of 4, and mixtures of the two (rope with LayerNorm and GeLU; learned positions with RMSNorm,
-// SwiGLU, grouped-query attention, biases and an untied head); fp32 and bf16.
+// SwiGLU, grouped-query attention, biases and an untied head), and mixtures of experts (every
+// layer MoE, with and without a gated shared expert, and every other one beside dense ones); fp32
+// and bf16.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <ostream>
 #include <string>
 #include <tuple>
@@ -56,11 +59,47 @@ GptConfig learned_rmsnorm_swiglu() {
   return c;
 }
 
+// Llama with every layer a mixture of 4 SwiGLU experts, 2 per token (Mixtral's shape).
+GptConfig llama_moe() {
+  GptConfig c = test::tiny_llama(2);
+  c.num_experts = 4;
+  c.moe_topk = 2;
+  return c;
+}
+
+// GPT-2 with layer 0 of 4 GeLU experts of another width, one per token by sigmoid scores, and
+// layer 1 dense.
+GptConfig gpt2_moe_every_other() {
+  GptConfig c = test::tiny_gpt();
+  c.num_experts = 4;
+  c.moe_topk = 1;
+  c.moe_ffn_hidden_size = 24;
+  c.moe_layer_freq = 2;
+  c.moe_sigmoid = true;
+  return c;
+}
+
+// Qwen-MoE's shape: every layer 4 experts, 2 per token, beside a gated shared expert, and a q|k|v
+// bias without the other linear biases.
+GptConfig llama_moe_shared() {
+  GptConfig c = llama_moe();
+  c.moe_ffn_hidden_size = 12;
+  c.moe_shared_ffn = 20;
+  c.moe_shared_gate = true;
+  c.add_qkv_bias = true;
+  return c;
+}
+
 std::vector<Arch> archs() {
-  return {
-      {"gpt2", test::tiny_gpt()},           {"llama_g1", test::tiny_llama(1)},
-      {"llama_g2", test::tiny_llama(2)},    {"llama_g4", test::tiny_llama(4)},
-      {"rope_layernorm", rope_layernorm()}, {"learned_rmsnorm_swiglu", learned_rmsnorm_swiglu()}};
+  return {{"gpt2", test::tiny_gpt()},
+          {"llama_g1", test::tiny_llama(1)},
+          {"llama_g2", test::tiny_llama(2)},
+          {"llama_g4", test::tiny_llama(4)},
+          {"rope_layernorm", rope_layernorm()},
+          {"learned_rmsnorm_swiglu", learned_rmsnorm_swiglu()},
+          {"llama_moe", llama_moe()},
+          {"gpt2_moe_every_other", gpt2_moe_every_other()},
+          {"llama_moe_shared", llama_moe_shared()}};
 }
 
 // (architecture, the source's max span (0: whole))
@@ -85,7 +124,9 @@ TEST_P(Decoder, CachedGreedyEqualsRecomputingThePrefix) {
 
 // In bf16 the decoder and the recomputing forward round at different places (the cached
 // attention keeps its probabilities in fp32, the full one rounds them as GEMM operands): the
-// logits agree to a few bf16 ulps of the largest.
+// logits agree to a few bf16 ulps of the largest, up to the first choice the rounding flips (a
+// near tie: a MoE model's routing sharpens the logits' differences); the rows after it continue
+// other prefixes and are not compared.
 TEST_P(Decoder, Bf16CachedNearRecomputingThePrefix) {
   GptConfig c = std::get<0>(GetParam()).config;
   c.dtype = DType::BF16;
@@ -100,7 +141,11 @@ TEST_P(Decoder, Bf16CachedNearRecomputingThePrefix) {
   // The first choice follows the same prompt on both sides.
   ASSERT_FALSE(got.tokens.empty());
   EXPECT_EQ(got.tokens[0], want.tokens[0]);
-  EXPECT_LE(test::max_rel_diff(got, want), kBf16Tolerance);
+  test::Continuation same = got;
+  const auto first_other = std::mismatch(got.tokens.begin(), got.tokens.end(), want.tokens.begin());
+  same.rows.resize(
+      std::min(got.rows.size(), static_cast<size_t>(first_other.first - got.tokens.begin()) + 1));
+  EXPECT_LE(test::max_rel_diff(same, want), kBf16Tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, Decoder,
