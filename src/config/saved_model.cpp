@@ -57,6 +57,8 @@ void take_saved_model(const GptConfig& saved, const std::vector<std::string>& gi
     take("moe-shared-expert-intermediate-size", o.moe_shared_expert_intermediate_size,
          saved.moe_shared_ffn);
     take("moe-shared-expert-gate", o.moe_shared_expert_gate, saved.moe_shared_gate);
+    // An imported model's own coefficient (Hugging Face's router_aux_loss_coef), unless given.
+    take("moe-aux-loss-coeff", o.moe_aux_loss_coeff, double{saved.moe_aux_loss_coeff});
   }
 
   // What is left different came from a given flag: each that the parameters cannot follow.

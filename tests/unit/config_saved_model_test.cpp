@@ -58,6 +58,38 @@ TEST(SavedModel, EveryModelOptionNotGivenIsTheCheckpoints) {
   EXPECT_EQ(run.hidden_dropout, 0.0f);
 }
 
+// A mixture of experts: its architecture is the checkpoint's, its load-balancing coefficient too
+// unless given (an import's router_aux_loss_coef); a different expert count is refused.
+TEST(SavedModel, AMixtureOfExpertsIsTheCheckpoints) {
+  GptConfig saved = llama();
+  saved.num_experts = 4;
+  saved.moe_topk = 2;
+  saved.moe_ffn_hidden_size = 12;
+  saved.moe_renormalize = false;
+  saved.moe_shared_ffn = 8;
+  saved.moe_shared_gate = true;
+  saved.moe_aux_loss_coeff = 0.02f;
+  saved.add_qkv_bias = true;
+  TrainOptions o;
+  take_saved_model(saved, {}, "ck", o);
+  const GptConfig run = gpt_config_from(o);
+  EXPECT_EQ(run.num_experts, 4);
+  EXPECT_EQ(run.moe_topk, 2);
+  EXPECT_EQ(run.moe_ffn_hidden(), 12);
+  EXPECT_FALSE(run.moe_renormalize);
+  EXPECT_EQ(run.moe_shared_ffn, 8);
+  EXPECT_TRUE(run.moe_shared_gate);
+  EXPECT_EQ(run.moe_aux_loss_coeff, 0.02f);
+  EXPECT_TRUE(run.add_qkv_bias);
+  TrainOptions given;
+  given.moe_aux_loss_coeff = 0.01;
+  take_saved_model(saved, {"moe-aux-loss-coeff"}, "ck", given);
+  EXPECT_EQ(gpt_config_from(given).moe_aux_loss_coeff, 0.01f);
+  TrainOptions other;
+  other.num_experts = 8;
+  EXPECT_THROW(take_saved_model(saved, {"num-experts"}, "ck", other), InputError);
+}
+
 TEST(SavedModel, GivenFlagsThatAgreeOrMayChangeAreKept) {
   TrainOptions o;
   o.swiglu = true;  // given and equal
