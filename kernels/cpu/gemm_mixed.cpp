@@ -245,15 +245,62 @@ void Kernels::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                      beta, C.p, ldc, A.t, C.t);
 }
 
+namespace {
+
+// Calls fn(first, count) over [0, m) in blocks of 4096, 2048, ..., 16 rows (the binary digits of
+// m from 16 up, each 4096 repeated) and one of the 15 or fewer rows left.
+template <typename F>
+void for_each_row_block(int m, F&& fn) {
+  constexpr int kLargest = 4096, kSmallest = 16;
+  int at = 0;
+  for (; m - at >= kLargest; at += kLargest) fn(at, kLargest);
+  for (int b = kLargest / 2; b >= kSmallest; b /= 2)
+    if (m - at >= b) {
+      fn(at, b);
+      at += b;
+    }
+  if (at < m) fn(at, m - at);
+}
+
+// The experts' products, each expert's rows in blocks of a few fixed counts: oneDNN compiles a
+// primitive per GEMM shape, and an expert's row count changes with every routing, so whole
+// experts would compile a primitive in nearly every call (the cache of recent shapes never
+// hits). In blocks every expert shares at most two dozen shapes per weight.
+struct ExpertGemm {
+  using Exec = Kernels::Exec;
+  // The expert's rows are M (forward, input gradient: op(A) = A) or K (the weight gradient:
+  // op(A) = Aᵀ, A and B row blocks of the same rows, summed into C).
+  static void gemm(bool ta, bool tb, int M, int N, int K, float alpha, CRef A, int lda, CRef B,
+                   int ldb, float beta, Ref C, int ldc, Exec exec) {
+    if (!ta) {
+      for_each_row_block(M, [&](int r, int n) {
+        Kernels::gemm(false, tb, n, N, K, alpha, A + int64_t{r} * lda, lda, B, ldb, beta,
+                      C + int64_t{r} * ldc, ldc, exec);
+      });
+      return;
+    }
+    ZT_CHECK(!tb, "expert GEMM: the weight gradient's B is not transposed");
+    bool first = true;
+    for_each_row_block(K, [&](int r, int n) {
+      Kernels::gemm(true, false, M, N, n, alpha, A + int64_t{r} * lda, lda, B + int64_t{r} * ldb,
+                    ldb, first ? beta : 1.0f, C, ldc, exec);
+      first = false;
+    });
+  }
+};
+
+}  // namespace
+
 void Kernels::grouped_gemm(bool trans_b, const int64_t* rows, int E, int N, int K, float alpha,
                            CRef A, CRef B, float beta, Ref C, Exec exec) {
-  grouped_gemm_by_expert<Kernels>(trans_b, rows, E, N, K, alpha, A, B, beta, C, exec);
+  grouped_gemm_by_expert<ExpertGemm>(trans_b, rows, E, N, K, alpha, A, B, beta, C, exec);
 }
 
 void Kernels::grouped_gemm_wgrad(const int64_t* rows, int E, int N, int K, float alpha, CRef dC,
                                  CRef A, float beta, Ref dB, Exec exec) {
-  grouped_gemm_wgrad_by_expert<Kernels>(rows, E, N, K, alpha, dC, A, beta, dB, exec,
-                                        [](Ref r, int64_t n) { std::memset(r.p, 0, r.bytes(n)); });
+  grouped_gemm_wgrad_by_expert<ExpertGemm>(
+      rows, E, N, K, alpha, dC, A, beta, dB, exec,
+      [](Ref r, int64_t n) { std::memset(r.p, 0, r.bytes(n)); });
 }
 
 }  // namespace zt::cpu
