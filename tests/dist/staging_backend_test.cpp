@@ -6,8 +6,8 @@
 // source reused too early would stop the run: the layouts are those whose code differs when the
 // host cannot reach device memory (tensor, pipeline and context parallelism, every ZeRO stage,
 // half-precision reductions, activation checkpoints on the host, the offloaded optimizer and
-// parameters, against the CPU backend's run with every state on the device: the tiers give the
-// device tier's bits).
+// parameters, mixtures of experts, against the CPU backend's run with every state on the device:
+// the tiers give the device tier's bits).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -26,12 +26,14 @@ struct Layout {
   bool bf16 = false;
   std::string optimizer = "none", param = "none";  // --offload-optimizer, --offload-param
   std::string comm = "p2p";                        // --cp-comm-type
+  bool moe = false;  // MoE layers: 4 experts of top 2 with a gated shared expert and a capacity
 };
 
 std::string name(const Layout& l) {
   static const char* acts[] = {"", " ckpt", " Pa", " Pa+cpu"};
-  return fmt::format("tp {} pp {} cp {} {} stage {}{} {} offload {}/{}", l.tp, l.pp, l.cp, l.comm,
-                     l.stage, acts[l.act], l.bf16 ? "bf16" : "fp32", l.optimizer, l.param);
+  return fmt::format("tp {} pp {} cp {} {} stage {}{} {} offload {}/{}{}", l.tp, l.pp, l.cp, l.comm,
+                     l.stage, acts[l.act], l.bf16 ? "bf16" : "fp32", l.optimizer, l.param,
+                     l.moe ? " moe" : "");
 }
 
 TrainOptions options(const Layout& l) {
@@ -54,6 +56,17 @@ TrainOptions options(const Layout& l) {
   o.offload_optimizer = l.optimizer;
   o.offload_param = l.param;
   o.reduce_bucket_size = 700;  // several buckets and partition units
+  if (l.moe) {
+    // The routing comes to the host and its rows back to the device each layer; 4 experts of 40
+    // rows each are several spans of 700 elements, so parts of one expert run too.
+    o.num_experts = 4;
+    o.moe_router_topk = 2;
+    o.moe_ffn_hidden_size = 20;
+    o.moe_aux_loss_coeff = 0.01;
+    o.moe_expert_capacity_factor = 1.0;
+    o.moe_shared_expert_intermediate_size = 16;
+    o.moe_shared_expert_gate = true;
+  }
   return o;
 }
 
@@ -102,6 +115,14 @@ TEST(StagingBackend, ModelParallelLayoutsGiveTheCpuBits) {
                     {.pp = 2, .stage = 1},
                     {.cp = 2, .stage = 3},
                     {.cp = 2, .bf16 = true, .comm = "a2a"}});
+}
+
+// Mixtures of experts: the routing's host side (copies of the routing, the rows per expert and
+// the combine's slots and weights between host and device) under every state policy.
+TEST(StagingBackend, MixturesOfExpertsGiveTheCpuBits) {
+  expect_same_bits({{.stage = 1, .moe = true},
+                    {.tp = 2, .stage = 3, .act = 3, .bf16 = true, .moe = true},
+                    {.pp = 2, .stage = 1, .bf16 = true, .moe = true}});
 }
 
 TEST(StagingBackend, OffloadedStatesGiveTheCpuBits) {

@@ -8,12 +8,14 @@
 //   - activation checkpointing with Pa+cpu (asynchronous offload to pinned memory, prefetch
 //     before recompute) reproduces the all-kept run's losses, with the checkpoints in
 //     host_checkpoints and none on the device;
-//   - a checkpoint saved on the GPU resumes bitwise.
+//   - a checkpoint saved on the GPU resumes bitwise;
+//   - mixtures of experts train to the CPU backend's losses and routing.
 // The TrainDevice is one rank under MPI (singleton mode: no mpirun needed; the host world is
 // MPI's), whose groups are each this rank alone: no NCCL communicator is created (a world of one
 // needs none), so the program's many cases stay far from NCCL's per-process costs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -85,6 +87,33 @@ TEST(TrainCuda, Bf16MatchesTheCpuBackend) {
     c.bf16 = h.bf16 = true;
     c.zero_stage = h.zero_stage = stage;
     expect_same_losses(train(c), train(h), 2e-2, "bf16 stage " + std::to_string(stage));
+  }
+}
+
+// Mixtures of experts (4 experts of top 2, a gated shared expert, a capacity that drops): the
+// routing kernels, the grouped GEMMs on cuBLASLt and the routing's host round trips give the CPU
+// backend's losses and routing. A near-tie the two backends break differently would move the
+// loss by more than rounding: the routing statistics say where that happened.
+TEST(TrainCuda, MixtureOfExpertsMatchesTheCpuBackend) {
+  ZT_REQUIRE_GPU();
+  for (int stage : {0, 3}) {
+    TrainOptions c = small("cuda"), h = small("cpu");
+    for (TrainOptions* o : {&c, &h}) {
+      o->zero_stage = stage;
+      o->num_experts = 4;
+      o->moe_router_topk = 2;
+      o->moe_ffn_hidden_size = 32;
+      o->moe_aux_loss_coeff = 0.01;
+      o->moe_expert_capacity_factor = 1.0;
+      o->moe_shared_expert_intermediate_size = 32;
+      o->moe_shared_expert_gate = true;
+    }
+    const std::vector<StepMetrics> got = train(c), want = train(h);
+    for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+      for (size_t l = 0; l < got[i].moe.layers.size(); ++l)
+        EXPECT_EQ(got[i].moe.layers[l].dropped_fraction, want[i].moe.layers[l].dropped_fraction)
+            << "stage " << stage << " step " << i + 1 << " layer " << l;
+    expect_same_losses(got, want, 1e-4, "MoE fp32 stage " + std::to_string(stage));
   }
 }
 
