@@ -1,12 +1,13 @@
 // zerotron export --load DIR [--ckpt-step N] --output model.safetensors [--bf16|--fp16]: one
 // saved iteration (default: `latest`'s), consolidated (every pipeline, tensor-parallel and ZeRO
 // shard found through the saved layout) into one safetensors file with Hugging Face GPT-2,
-// Llama or Mixtral names and layout (by the model's architecture), plus a config.json beside
-// it, so transformers' GPT2LMHeadModel, LlamaForCausalLM or MixtralForCausalLM
-// .from_pretrained(<that directory>) loads it, and the tokenizer's files (vocab.json,
-// merges.txt, tokenizer_config.json, special_tokens_map.json) when the run's are known, so
-// AutoTokenizer and pipeline() load the directory too. One process, no MPI. Streaming: tensor by
-// tensor, each in chunks of at most kChunkElems, so host memory is bounded whatever the model size.
+// Llama, Mixtral or Qwen2-MoE names and layout (by the model's architecture), plus a config.json
+// beside it, so transformers' GPT2LMHeadModel, LlamaForCausalLM, MixtralForCausalLM or
+// Qwen2MoeForCausalLM .from_pretrained(<that directory>) loads it, and the tokenizer's files
+// (vocab.json, merges.txt, tokenizer_config.json, special_tokens_map.json) when the run's are
+// known, so AutoTokenizer and pipeline() load the directory too. One process, no MPI.
+// Streaming: tensor by tensor, each in chunks of at most kChunkElems, so host memory is bounded
+// whatever the model size.
 #include <fmt/format.h>
 #include <filesystem>
 #include <nlohmann/json.hpp>

@@ -1,9 +1,10 @@
 // zerotron import --input DIR|model.safetensors --save DIR [layout flags]: Hugging Face GPT-2,
-// Llama or Mixtral weights (config.json beside them; a directory: its model.safetensors, or the
-// shards its model.safetensors.index.json names) into a zerotron checkpoint at iteration 0, for any
-// layout, so a model trained elsewhere continues training or is fine-tuned here. The inverse of
-// export. One process, no MPI: every shard file of the layout is written in turn, streaming (the
-// input is mapped, never copied whole; each shard goes out through a constant chunk).
+// Llama, Mixtral or Qwen2-MoE weights (config.json beside them; a directory: its model.safetensors,
+// or the shards its model.safetensors.index.json names) into a zerotron checkpoint at iteration 0,
+// for any layout, so a model trained elsewhere continues training or is fine-tuned here. The
+// inverse of export. One process, no MPI: every shard file of the layout is written in turn,
+// streaming (the input is mapped, never copied whole; each shard goes out through a constant
+// chunk).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -95,9 +96,8 @@ std::vector<fs::path> input_files(const fs::path& input) {
 int import_model(Args args) {
   const std::vector<FlagSpec> specs = {
       {"--input", "PATH",
-       "Hugging Face GPT-2, Llama or Mixtral model: its directory, or its safetensors file "
-       "(config.json "
-       "beside it)",
+       "Hugging Face GPT-2, Llama, Mixtral or Qwen2-MoE model: its directory, or its "
+       "safetensors file (config.json beside it)",
        true},
       {"--save", "DIR", "checkpoint directory to create (iteration 0)", true},
       {"--tensor-model-parallel-size", "N", "layout to write: tensor-parallel size (default 1)"},

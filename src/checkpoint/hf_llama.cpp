@@ -6,6 +6,7 @@
 #include <string>
 
 #include "src/checkpoint/hf_mixtral.h"
+#include "src/checkpoint/hf_qwen2_moe.h"
 #include "src/core/error.h"
 #include "src/core/input_file.h"
 #include "src/core/json_input.h"
@@ -270,29 +271,37 @@ GptConfig hf_model_from_config(std::string_view text, const std::string& where) 
   } else if (const auto a = c.find("architectures");
              a != c.end() && a->is_array() && a->size() == 1 && (*a)[0].is_string()) {
     const std::string arch = (*a)[0].get<std::string>();
-    type = arch == "GPT2LMHeadModel"      ? "gpt2"
-           : arch == "LlamaForCausalLM"   ? "llama"
-           : arch == "MixtralForCausalLM" ? "mixtral"
-                                          : arch;
+    type = arch == "GPT2LMHeadModel"       ? "gpt2"
+           : arch == "LlamaForCausalLM"    ? "llama"
+           : arch == "MixtralForCausalLM"  ? "mixtral"
+           : arch == "Qwen2MoeForCausalLM" ? "qwen2_moe"
+                                           : arch;
   }
   if (type == "gpt2") return gpt2_model_from_config(text, where);
-  ZT_REQUIRE(type == "llama" || type == "mixtral",
-             "import: '{}': model_type {} is not one zerotron imports (gpt2, llama, mixtral)",
+  ZT_REQUIRE(type == "llama" || type == "mixtral" || type == "qwen2_moe",
+             "import: '{}': model_type {} is not one zerotron imports (gpt2, llama, mixtral, "
+             "qwen2_moe)",
              where, type.empty() ? "(none)" : json_excerpt(nlohmann::json(type)));
-  const char* arch = type == "llama" ? "LlamaForCausalLM" : "MixtralForCausalLM";
+  const char* arch = type == "llama"     ? "LlamaForCausalLM"
+                     : type == "mixtral" ? "MixtralForCausalLM"
+                                         : "Qwen2MoeForCausalLM";
   if (const auto a = c.find("architectures"); a != c.end() && !a->is_null())
     ZT_REQUIRE(*a == nlohmann::json::array({arch}),
                "import: '{}': 'architectures' is {}, zerotron imports {} as {}", where,
                json_excerpt(*a), type, arch);
-  return type == "llama" ? llama_model_from_config(c, where) : mixtral_model_from_config(c, where);
+  return type == "llama"     ? llama_model_from_config(c, where)
+         : type == "mixtral" ? mixtral_model_from_config(c, where)
+                             : qwen2_moe_model_from_config(c, where);
 }
 
 std::vector<HfTensor> hf_tensors(const GptConfig& c, const std::string& where) {
   if (c.moe()) {
+    if (qwen2_moe_architecture(c)) return qwen2_moe_tensors(c);
     ZT_REQUIRE(mixtral_architecture(c),
-               "{} holds a mixture of experts Hugging Face Mixtral does not represent (rope, "
-               "RMSNorm, SwiGLU, no biases, every layer MoE, softmax scores, renormalised top-k "
-               "weights, no shared expert)",
+               "{} holds a mixture of experts neither Hugging Face Mixtral nor Qwen2-MoE "
+               "represents (both: rope, RMSNorm, SwiGLU, every layer MoE, softmax scores; "
+               "Mixtral: no biases, renormalised top-k weights, no shared expert; Qwen2-MoE: "
+               "no biases but q|k|v's, a shared expert with its sigmoid gate)",
                where);
     return mixtral_tensors(c);
   }
@@ -307,9 +316,10 @@ std::vector<HfTensor> hf_tensors(const GptConfig& c, const std::string& where) {
 
 nlohmann::json hf_config(const GptConfig& c, const std::string& dtype,
                          const nlohmann::json& token_ids) {
-  nlohmann::json j = c.moe()                 ? mixtral_config(c, dtype)
-                     : c.gpt2_architecture() ? gpt2_config(c, dtype)
-                                             : llama_config(c, dtype);
+  nlohmann::json j = qwen2_moe_architecture(c) ? qwen2_moe_config(c, dtype)
+                     : c.moe()                 ? mixtral_config(c, dtype)
+                     : c.gpt2_architecture()   ? gpt2_config(c, dtype)
+                                               : llama_config(c, dtype);
   for (const auto& [key, id] : token_ids.items()) j[key] = id;
   return j;
 }

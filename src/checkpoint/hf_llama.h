@@ -4,8 +4,8 @@
 // weight is [out, in] on both sides, so nothing is transposed; HF's q_proj, k_proj, v_proj are
 // the three row groups of attn.qkv.weight and gate_proj, up_proj the two of mlp.fc.weight.
 // zerotron's rotary embedding is HF's rotate_half, so q and k rows are not permuted.
-// Also the choice between the Hugging Face formats (GPT-2, Llama, Mixtral: hf_mixtral.h) by
-// config.json.
+// Also the choice between the Hugging Face formats (GPT-2, Llama, Mixtral: hf_mixtral.h,
+// Qwen2-MoE: hf_qwen2_moe.h) by config.json.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -35,7 +35,7 @@ GptConfig llama_model_from_config(const nlohmann::json& c, const std::string& wh
 // absent).
 GptConfig hf_model_from_config(std::string_view text, const std::string& where);
 // The tensor table and config.json of a model one format represents (a mixture of experts:
-// Mixtral); InputError otherwise.
+// Mixtral or Qwen2-MoE); InputError otherwise.
 // `what` opens the error line ("export: 'DIR'"). `token_ids` (bos_token_id, eos_token_id) go into
 // config.json, replacing GPT-2's default of the last token.
 std::vector<HfTensor> hf_tensors(const GptConfig& c, const std::string& what);

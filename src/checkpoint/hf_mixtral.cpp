@@ -56,6 +56,15 @@ nlohmann::json mixtral_config(const GptConfig& c, const std::string& dtype) {
   return j;
 }
 
+float hf_router_aux_loss_coef(const nlohmann::json& c, const std::string& where) {
+  const auto it = c.find("router_aux_loss_coef");
+  if (it == c.end() || it->is_null()) return 0.001f;  // MixtralConfig's and Qwen2MoeConfig's
+  ZT_REQUIRE(it->is_number() && std::isfinite(it->get<double>()) && it->get<double>() >= 0,
+             "import: '{}': 'router_aux_loss_coef' must be a non-negative number, got {}", where,
+             json_excerpt(*it));
+  return static_cast<float>(it->get<double>());
+}
+
 GptConfig mixtral_model_from_config(const nlohmann::json& c, const std::string& where) {
   GptConfig g = llama_model_from_config(c, where);
   g.num_experts = hf_config_int(c, "num_local_experts", where);
@@ -69,14 +78,7 @@ GptConfig mixtral_model_from_config(const nlohmann::json& c, const std::string& 
   g.moe_renormalize = true;
   // Training's input noise, which zerotron's router does not add.
   hf_config_is(c, "router_jitter_noise", 0.0, where, "zerotron's router adds no jitter");
-  if (const auto it = c.find("router_aux_loss_coef"); it != c.end() && !it->is_null()) {
-    ZT_REQUIRE(it->is_number() && std::isfinite(it->get<double>()) && it->get<double>() >= 0,
-               "import: '{}': 'router_aux_loss_coef' must be a non-negative number, got {}", where,
-               json_excerpt(*it));
-    g.moe_aux_loss_coeff = static_cast<float>(it->get<double>());
-  } else {
-    g.moe_aux_loss_coeff = 0.001f;  // MixtralConfig's default
-  }
+  g.moe_aux_loss_coeff = hf_router_aux_loss_coef(c, where);
   return g;
 }
 

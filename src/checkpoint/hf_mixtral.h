@@ -29,4 +29,8 @@ nlohmann::json mixtral_config(const GptConfig& c, const std::string& dtype);
 // naming it.
 GptConfig mixtral_model_from_config(const nlohmann::json& c, const std::string& where);
 
+// router_aux_loss_coef (the load-balancing loss's weight) of a Mixtral or Qwen2-MoE config.json,
+// their default 0.001 where absent or null; InputError for a negative or non-number value.
+float hf_router_aux_loss_coef(const nlohmann::json& c, const std::string& where);
+
 }  // namespace zt
