@@ -150,14 +150,14 @@ def check_export(zt, model, work):
     return 0
 
 
-def check_generate(zt, mpirun):
-    """(d): greedy continuations of a sharper model at tp 1 and 2."""
+def greedy_matches(zt, mpirun, model, prompts):
+    """Greedy continuations of `model` imported, at tp 1 and 2, against transformers' generate:
+    the number that differ."""
     work = tempfile.mkdtemp()
-    model = make_model(11, std=0.2)
     ckpt = os.path.join(work, "ckpt")
     run(zt, "import", "--input", save(model, work), "--save", ckpt)
     eos, failed = VOCAB - 1, 0
-    for prompt in ([5, 6, 7], [40], [17, 18, 3, 4, 5, 6, 250, 1, 2]):
+    for prompt in prompts:
         n = POSITIONS - len(prompt)
         with torch.no_grad():
             out = model.generate(torch.tensor([prompt]), max_new_tokens=n, do_sample=False,
@@ -171,18 +171,19 @@ def check_generate(zt, mpirun):
     return failed
 
 
-def check_refusal(zt, hf_dir, work):
-    """(e): router_jitter_noise other than 0."""
+def refused(zt, hf_dir, work, key, value):
+    """1 unless import of hf_dir with config.json's `key` set to `value` exits 2 with one line
+    naming the key and writes no checkpoint."""
     cfg = json.load(open(os.path.join(hf_dir, "config.json")))
     with open(os.path.join(hf_dir, "config.json"), "w") as f:
-        json.dump({**cfg, "router_jitter_noise": 0.1}, f)
+        json.dump({**cfg, key: value}, f)
     out = os.path.join(work, "ckpt_refused")
     r = subprocess.run([zt, "import", "--input", hf_dir, "--save", out], capture_output=True,
                        text=True)
     lines = r.stderr.strip().splitlines()
     if (r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("zerotron: error:")
-            or "router_jitter_noise" not in lines[0] or os.path.exists(out)):
-        print(f"FAIL: router_jitter_noise 0.1 gave exit {r.returncode}, stderr {r.stderr!r}")
+            or key not in lines[0] or os.path.exists(out)):
+        print(f"FAIL: {key} {value} gave exit {r.returncode}, stderr {r.stderr!r}")
         return 1
     print(f"refused: {lines[0]}")
     return 0
@@ -196,8 +197,10 @@ def main():
     hf_dir = save(model, work)
     failed = check_loss(zt, mpirun, model, hf_dir, work)
     failed += check_export(zt, model, work)
-    failed += check_generate(zt, mpirun)
-    failed += check_refusal(zt, hf_dir, work)
+    # (d): greedy continuations of a sharper model; (e): training's input noise is refused.
+    failed += greedy_matches(zt, mpirun, make_model(11, std=0.2),
+                             ([5, 6, 7], [40], [17, 18, 3, 4, 5, 6, 250, 1, 2]))
+    failed += refused(zt, hf_dir, work, "router_jitter_noise", 0.1)
     if failed:
         return 1
     print("PASS")

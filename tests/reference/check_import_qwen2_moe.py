@@ -22,7 +22,6 @@ Exits 77 (skipped; failed under CI=true) without torch and transformers.
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -36,10 +35,9 @@ except ImportError as e:  # pragma: no cover - depends on the machine
     skip_or_fail(e)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_generate import zerotron_greedy  # noqa: E402  (the same zerotron invocation)
 from check_import_llama import EPS, POSITIONS, SEQ, VOCAB, batch  # noqa: E402
-from check_import_mixtral import (EXPERTS, GB, TOPK, rel, run, safetensors_body,  # noqa: E402
-                                  save, zt_step)
+from check_import_mixtral import (EXPERTS, GB, TOPK, greedy_matches, refused, rel,  # noqa: E402
+                                  run, safetensors_body, save, zt_step)
 
 FFN, SHARED, DENSE = 48, 96, 80
 
@@ -124,44 +122,6 @@ def check_export(zt, model, work):
     return 0
 
 
-def check_generate(zt, mpirun, norm_topk):
-    """(d): greedy continuations of a sharper model at tp 1 and 2."""
-    work = tempfile.mkdtemp()
-    model = make_model(11, norm_topk, std=0.2)
-    ckpt = os.path.join(work, "ckpt")
-    run(zt, "import", "--input", save(model, work), "--save", ckpt)
-    eos, failed = VOCAB - 1, 0
-    for prompt in ([5, 6, 7], [17, 18, 3, 4, 5, 6, 250, 1, 2]):
-        n = POSITIONS - len(prompt)
-        with torch.no_grad():
-            out = model.generate(torch.tensor([prompt]), max_new_tokens=n, do_sample=False,
-                                 eos_token_id=eos, pad_token_id=eos)
-        want = out[0, len(prompt):].tolist()
-        for tp in (1, 2):
-            got = zerotron_greedy(zt, mpirun, ckpt, prompt, n, tp)
-            print(f"generate, prompt {prompt} tp {tp}: {'same' if got == want else 'DIFFERENT'}"
-                  f" ({len(got)} tokens){'' if got == want else f': {got} vs {want}'}")
-            failed += got != want
-    return failed
-
-
-def check_refusal(zt, hf_dir, work):
-    """(e): decoder_sparse_step 2."""
-    cfg = json.load(open(os.path.join(hf_dir, "config.json")))
-    with open(os.path.join(hf_dir, "config.json"), "w") as f:
-        json.dump({**cfg, "decoder_sparse_step": 2}, f)
-    out = os.path.join(work, "ckpt_refused")
-    r = subprocess.run([zt, "import", "--input", hf_dir, "--save", out], capture_output=True,
-                       text=True)
-    lines = r.stderr.strip().splitlines()
-    if (r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("zerotron: error:")
-            or "decoder_sparse_step" not in lines[0] or os.path.exists(out)):
-        print(f"FAIL: decoder_sparse_step 2 gave exit {r.returncode}, stderr {r.stderr!r}")
-        return 1
-    print(f"refused: {lines[0]}")
-    return 0
-
-
 def main():
     zt, mpirun = sys.argv[1], sys.argv[2]
     torch.set_num_threads(1)
@@ -173,8 +133,9 @@ def main():
         hf_dir = save(model, work)
         failed += check_loss(zt, mpirun, model, hf_dir, work)
         failed += check_export(zt, model, work)
-        failed += check_generate(zt, mpirun, norm_topk)
-    failed += check_refusal(zt, hf_dir, work)
+        failed += greedy_matches(zt, mpirun, make_model(11, norm_topk, std=0.2),
+                                 ([5, 6, 7], [17, 18, 3, 4, 5, 6, 250, 1, 2]))
+    failed += refused(zt, hf_dir, work, "decoder_sparse_step", 2)
     if failed:
         return 1
     print("PASS")
