@@ -18,6 +18,10 @@ std::string_view group_kind_name(GroupKind g) {
       return "mp";
     case GroupKind::Cp:
       return "cp";
+    case GroupKind::Ep:
+      return "ep";
+    case GroupKind::Edp:
+      return "edp";
     case GroupKind::kCount:
       break;
   }

@@ -27,7 +27,8 @@
 
 namespace zt::comm {
 
-enum class GroupKind : uint8_t { World, Tp, Dp, Pp, Mp, Cp, kCount };
+// Ep and Edp: expert parallelism's groups inside the data × context group (topology.h).
+enum class GroupKind : uint8_t { World, Tp, Dp, Pp, Mp, Cp, Ep, Edp, kCount };
 constexpr size_t kNumGroupKinds = static_cast<size_t>(GroupKind::kCount);
 std::string_view group_kind_name(GroupKind g);
 

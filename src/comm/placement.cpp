@@ -37,15 +37,16 @@ std::string layout_text(const ParallelGrid& grid, const std::vector<std::string>
   std::set<std::string> distinct(hosts.begin(), hosts.end());
   std::string t = fmt::format("layout: tp={} pp={} dp={}", grid.tp(), grid.pp(), grid.dp());
   if (grid.cp() > 1) t += fmt::format(" cp={}", grid.cp());
+  if (grid.ep() > 1) t += fmt::format(" ep={}", grid.ep());
   t += fmt::format(" over {} rank(s) on {} host(s)", grid.world(), distinct.size());
   // dp: the data × context group under context parallelism (what ZeRO partitions over).
   const std::pair<GroupKind, const char*> kinds[] = {
-      {GroupKind::Tp, "tp"},
-      {GroupKind::Cp, "cp"},
-      {GroupKind::Pp, "pp"},
-      {GroupKind::Dp, grid.cp() > 1 ? "dp x cp" : "dp"}};
+      {GroupKind::Tp, "tp"}, {GroupKind::Cp, "cp"},
+      {GroupKind::Pp, "pp"}, {GroupKind::Dp, grid.cp() > 1 ? "dp x cp" : "dp"},
+      {GroupKind::Ep, "ep"}, {GroupKind::Edp, "edp"}};
   for (const auto& [kind, name] : kinds) {
     if (grid.group_ranks(kind, 0).size() < 2) continue;  // groups of one say nothing
+    if ((kind == GroupKind::Ep || kind == GroupKind::Edp) && grid.ep() == 1) continue;
     t += fmt::format("\n  {}:", name);
     for (int leader : group_leaders(grid, kind)) {
       t += ' ';

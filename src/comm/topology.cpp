@@ -2,8 +2,8 @@
 
 namespace zt::comm {
 
-ParallelGrid::ParallelGrid(int world, int tp, int pp, int cp)
-    : world_(world), tp_(tp), pp_(pp), cp_(cp), dp_(0) {
+ParallelGrid::ParallelGrid(int world, int tp, int pp, int cp, int ep)
+    : world_(world), tp_(tp), pp_(pp), cp_(cp), dp_(0), ep_(ep) {
   ZT_REQUIRE(world >= 1, "world size must be >= 1, got {}", world);
   ZT_REQUIRE(tp >= 1, "--tensor-model-parallel-size must be >= 1, got {}", tp);
   ZT_REQUIRE(pp >= 1, "--pipeline-model-parallel-size must be >= 1, got {}", pp);
@@ -15,6 +15,10 @@ ParallelGrid::ParallelGrid(int world, int tp, int pp, int cp)
              "of {} ranks or change the sizes",
              world, tp, pp, cp, mp, mp);
   dp_ = world / mp;
+  ZT_REQUIRE(ep >= 1 && (dp_ * cp) % ep == 0,
+             "--expert-model-parallel-size {} does not divide the {} data x context ranks; "
+             "choose a divisor",
+             ep, dp_ * cp);
 }
 
 GridCoord ParallelGrid::coord_of(int rank) const {
@@ -40,6 +44,10 @@ int ParallelGrid::group_color(GroupKind kind, int rank) const {
       return c.tp + tp_ * (c.cp + cp_ * c.dp);
     case GroupKind::Mp:
       return c.cp + cp_ * c.dp;
+    case GroupKind::Ep:
+      return (c.tp + tp_ * c.pp) * (dp_ * cp_ / ep_) + dp_group_rank(c) / ep_;
+    case GroupKind::Edp:
+      return (c.tp + tp_ * c.pp) * ep_ + dp_group_rank(c) % ep_;
     case GroupKind::World:
     case GroupKind::kCount:
       break;
@@ -60,6 +68,10 @@ int ParallelGrid::group_key(GroupKind kind, int rank) const {
       return c.pp;
     case GroupKind::Mp:
       return c.tp + tp_ * c.pp;
+    case GroupKind::Ep:
+      return dp_group_rank(c) % ep_;
+    case GroupKind::Edp:
+      return dp_group_rank(c) / ep_;
     case GroupKind::World:
     case GroupKind::kCount:
       break;
@@ -88,6 +100,15 @@ std::vector<int> ParallelGrid::group_ranks(GroupKind kind, int rank) const {
       for (int p = 0; p < pp_; ++p)
         for (int t = 0; t < tp_; ++t) r.push_back(rank_of({t, c.dp, p, c.cp}));
       break;
+    case GroupKind::Ep:
+    case GroupKind::Edp: {
+      const int g = dp_group_rank(c), n = kind == GroupKind::Ep ? ep_ : dp_ * cp_ / ep_;
+      for (int i = 0; i < n; ++i) {
+        const int h = kind == GroupKind::Ep ? g / ep_ * ep_ + i : i * ep_ + g % ep_;
+        r.push_back(rank_of({c.tp, h / cp_, c.pp, h % cp_}));
+      }
+      break;
+    }
     case GroupKind::World:
     case GroupKind::kCount:
       for (int i = 0; i < world_; ++i) r.push_back(i);
@@ -100,10 +121,10 @@ void validate_parallel_sizes(int world, int tp, int pp, int cp) {
   const ParallelGrid grid(world, tp, pp, cp);  // divisibility and ranges
 }
 
-Topology::Topology(Communicator& world, int tp, int pp, Communicator* host_world, int cp)
+Topology::Topology(Communicator& world, int tp, int pp, Communicator* host_world, int cp, int ep)
     : world_(&world),
       host_world_(host_world),
-      grid_((validate_parallel_sizes(world.size(), tp, pp, cp), world.size()), tp, pp, cp) {
+      grid_((validate_parallel_sizes(world.size(), tp, pp, cp), world.size()), tp, pp, cp, ep) {
   ZT_CHECK(world.kind() == GroupKind::World, "Topology needs the world communicator, got {}",
            world.name());
   ZT_CHECK(host_world == nullptr ||
@@ -128,11 +149,18 @@ Topology::Topology(Communicator& world, int tp, int pp, Communicator* host_world
     const bool ends = coord_.pp == 0 || coord_.pp == pp - 1;
     embedding_ = pp_->split(ends ? 0 : 1, coord_.pp, GroupKind::Pp);
   }
+  if (ep > 1) {
+    ep_ = world.split(grid_.group_color(GroupKind::Ep, r), grid_.group_key(GroupKind::Ep, r),
+                      GroupKind::Ep);
+    edp_ = world.split(grid_.group_color(GroupKind::Edp, r), grid_.group_key(GroupKind::Edp, r),
+                       GroupKind::Edp);
+  }
 }
 
 int Topology::groups() const {
   int n = 0;
-  for (const auto* g : {&tp_, &cp_, &dp_, &pp_, &mp_, &embedding_}) n += *g != nullptr ? 1 : 0;
+  for (const auto* g : {&tp_, &cp_, &dp_, &pp_, &mp_, &embedding_, &ep_, &edp_})
+    n += *g != nullptr ? 1 : 0;
   return n;
 }
 
@@ -148,6 +176,12 @@ Communicator& Topology::group(GroupKind kind) const {
       return *pp_;
     case GroupKind::Mp:
       return *mp_;
+    case GroupKind::Ep:
+      if (ep_ != nullptr) return *ep_;
+      break;
+    case GroupKind::Edp:
+      if (edp_ != nullptr) return *edp_;
+      break;
     case GroupKind::World:
     case GroupKind::kCount:
       break;

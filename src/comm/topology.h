@@ -14,8 +14,11 @@
 //       parallelism): gradients are summed and ZeRO partitions over it. It is the data-parallel
 //       group itself at cp = 1.
 //   pp: same (tp, cp, dp), pp_rank varies    mp (model parallel = TP×PP): same (cp, dp)
+//   ep (expert parallelism, ep > 1): ep consecutive members of the dp group (by its order below,
+//       context ranks first), which split a mixture's experts; edp: the dp group's members at the
+//       same place in their ep group, which hold the same experts (docs/design/moe.md)
 // A group's members are ordered by the coordinate(s) that vary (dp: cp_rank + cp·dp_rank; mp:
-// tp_rank + tp·pp_rank).
+// tp_rank + tp·pp_rank; ep and edp: their dp group rank).
 #include <memory>
 #include <vector>
 
@@ -32,12 +35,14 @@ struct GridCoord {
 // size is < 1.
 class ParallelGrid {
  public:
-  ParallelGrid(int world, int tp, int pp, int cp = 1);
+  // `ep` divides dp · cp (InputError otherwise).
+  ParallelGrid(int world, int tp, int pp, int cp = 1, int ep = 1);
   int world() const { return world_; }
   int tp() const { return tp_; }
   int pp() const { return pp_; }
   int cp() const { return cp_; }
   int dp() const { return dp_; }  // the data-parallel degree, without the context ranks
+  int ep() const { return ep_; }
   int rank_of(GridCoord c) const { return c.tp + tp_ * (c.cp + cp_ * (c.dp + dp_ * c.pp)); }
   GridCoord coord_of(int rank) const;
   // World ranks of `rank`'s group of this kind, in group-rank order.
@@ -47,7 +52,8 @@ class ParallelGrid {
   int group_key(GroupKind kind, int rank) const;
 
  private:
-  int world_, tp_, pp_, cp_, dp_;
+  int world_, tp_, pp_, cp_, dp_, ep_;
+  int dp_group_rank(GridCoord c) const { return c.cp + cp_ * c.dp; }
 };
 
 // The checks on --tensor-model-parallel-size / --pipeline-model-parallel-size /
@@ -62,10 +68,14 @@ class Topology {
   // them. `host_world`, when given, is a world group over host memory (MPI) for the host-side
   // bookkeeping collectives (metrics, gradient-norm scalars, checkpoint metadata) of a run whose
   // groups move device memory; it must outlive the Topology too.
-  Topology(Communicator& world, int tp, int pp = 1, Communicator* host_world = nullptr, int cp = 1);
-  // The groups the constructor splits from the world: tp, cp, dp, pp, mp, and with pp > 1 the
-  // embedding group. groups() counts the ones this Topology made.
-  static constexpr int split_groups(int pp) { return pp > 1 ? 6 : 5; }
+  Topology(Communicator& world, int tp, int pp = 1, Communicator* host_world = nullptr, int cp = 1,
+           int ep = 1);
+  // The groups the constructor splits from the world: tp, cp, dp, pp, mp, with pp > 1 the
+  // embedding group, with ep > 1 the ep and edp groups. groups() counts the ones this Topology
+  // made.
+  static constexpr int split_groups(int pp, int ep = 1) {
+    return (pp > 1 ? 6 : 5) + (ep > 1 ? 2 : 0);
+  }
   int groups() const;
 
   const ParallelGrid& grid() const { return grid_; }
@@ -96,6 +106,10 @@ class Topology {
   // pp > 1: the first and last stage of this rank's pipeline (same tp and dp rank), which hold
   // the tied word embedding; null at pp = 1.
   Communicator* embedding() const { return embedding_.get(); }
+  // ep > 1: the ranks splitting the experts, and those holding the same experts; null at ep = 1.
+  Communicator* ep() const { return ep_.get(); }
+  Communicator* edp() const { return edp_.get(); }
+  int ep_size() const { return grid_.ep(); }
   Communicator& group(GroupKind kind) const;
 
   // World ranks of the first and last member of this rank's group of `kind`.
@@ -116,7 +130,7 @@ class Topology {
   Communicator* host_world_ = nullptr;
   ParallelGrid grid_;
   GridCoord coord_;
-  std::unique_ptr<Communicator> tp_, cp_, dp_, pp_, mp_, embedding_;
+  std::unique_ptr<Communicator> tp_, cp_, dp_, pp_, mp_, embedding_, ep_, edp_;
 };
 
 }  // namespace zt::comm

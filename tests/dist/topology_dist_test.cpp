@@ -35,6 +35,29 @@ TEST(Topology, GroupsMatchTheGrid) {
   }
 }
 
+// Expert parallelism's groups: split from the world as the grid says, for every ep dividing the
+// data group (tp 1 and, where the world allows, tp 2 and cp 2).
+TEST(Topology, ExpertGroupsMatchTheGrid) {
+  const int W = world().size(), me = world().rank();
+  for (int tp : {1, 2})
+    for (int cp : {1, 2})
+      for (int ep = 2; ep <= W; ep *= 2) {
+        if (W % (tp * cp) || (W / tp) % ep) continue;
+        comm::Topology topo(world(), tp, 1, nullptr, cp, ep);
+        EXPECT_EQ(topo.groups(), comm::Topology::split_groups(1, ep));
+        for (GroupKind k : {GroupKind::Ep, GroupKind::Edp}) {
+          const auto want = topo.grid().group_ranks(k, me);
+          const comm::Communicator& g = topo.group(k);
+          EXPECT_EQ(g.kind(), k);
+          ASSERT_EQ(static_cast<size_t>(g.size()), want.size()) << g.name();
+          for (int r = 0; r < g.size(); ++r)
+            EXPECT_EQ(g.world_rank_of(r), want[static_cast<size_t>(r)]) << g.name();
+        }
+        EXPECT_EQ(topo.ep()->size(), ep);
+        EXPECT_EQ(topo.edp()->size() * ep, topo.dp().size());
+      }
+}
+
 TEST(Topology, RejectsBadSizesOnEveryRank) {
   const int W = world().size();
   EXPECT_THROW(comm::Topology(world(), 3), InputError);  // 2, 4, 8 % 3 != 0

@@ -104,6 +104,43 @@ TEST(ParallelGrid, ContextRanksSitBetweenTensorAndData) {
         }
 }
 
+// Expert parallelism inside the data × context group: ep groups are ep consecutive members of
+// it, edp groups its members at the same place in their ep group; each rank is in exactly one of
+// each, their colors and keys give those members in that order, and an ep group and an edp group
+// meet in one rank.
+TEST(ParallelGrid, ExpertGroupsSplitTheDataGroup) {
+  for (int world = 1; world <= 32; ++world)
+    for (int tp : {1, 2})
+      for (int cp : {1, 2})
+        for (int pp : {1, 2})
+          for (int ep : {1, 2, 4}) {
+            if (world % (tp * cp * pp) || (world / (tp * pp)) % ep) continue;
+            const ParallelGrid g(world, tp, pp, cp, ep);
+            for (int r = 0; r < world; ++r) {
+              const auto dpg = g.group_ranks(GroupKind::Dp, r);
+              const auto epg = g.group_ranks(GroupKind::Ep, r);
+              const auto edpg = g.group_ranks(GroupKind::Edp, r);
+              ASSERT_EQ(epg.size(), static_cast<size_t>(ep));
+              ASSERT_EQ(edpg.size() * epg.size(), dpg.size());
+              const auto at =
+                  static_cast<size_t>(std::find(dpg.begin(), dpg.end(), r) - dpg.begin());
+              for (size_t i = 0; i < epg.size(); ++i) ASSERT_EQ(epg[i], dpg[at / ep * ep + i]);
+              for (size_t j = 0; j < edpg.size(); ++j) ASSERT_EQ(edpg[j], dpg[j * ep + at % ep]);
+              for (GroupKind k : {GroupKind::Ep, GroupKind::Edp}) {
+                const auto grp = g.group_ranks(k, r);
+                for (int x = 0; x < world; ++x) {
+                  const bool member = std::find(grp.begin(), grp.end(), x) != grp.end();
+                  ASSERT_EQ(g.group_color(k, x) == g.group_color(k, r), member);
+                }
+                for (size_t i = 0; i < grp.size(); ++i)
+                  ASSERT_EQ(g.group_key(k, grp[i]), static_cast<int>(i));
+              }
+            }
+          }
+  EXPECT_THROW(ParallelGrid(8, 1, 1, 1, 3), InputError);
+  EXPECT_THROW(ParallelGrid(8, 2, 2, 1, 4), InputError);
+}
+
 TEST(ParallelGrid, RejectsIndivisibleWorlds) {
   for (int world = 1; world <= 64; ++world)
     for (int tp = 1; tp <= 2 * world; ++tp) {
