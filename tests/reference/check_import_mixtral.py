@@ -80,16 +80,16 @@ def rel(a, b):
     return abs(a - b) / abs(b)
 
 
-def check_loss(zt, mpirun, model, hf_dir, work):
-    """(a) and (b) at tp 1 and 2."""
+def check_loss(zt, mpirun, model, hf_dir, work, aux_loss=load_balancing_loss_func):
+    """(a) and (b) at tp 1 and 2; aux_loss: the model family's load_balancing_loss_func."""
     x, y = batch()
     with torch.no_grad():
         out = model(x, output_router_logits=True)
     loss = torch.nn.functional.cross_entropy(out.logits.double().reshape(-1, VOCAB),
                                              y.reshape(-1)).item()
     # Per layer, per micro-batch (one sample each), then the mean over micro-batches.
-    aux = [sum(load_balancing_loss_func((logits.reshape(GB, SEQ, -1)[b],), EXPERTS,
-                                        TOPK).item() for b in range(GB)) / GB
+    aux = [sum(aux_loss((logits.reshape(GB, SEQ, -1)[b],), EXPERTS, TOPK).item()
+               for b in range(GB)) / GB
            for logits in out.router_logits]
     failed = 0
     for tp in (1, 2):

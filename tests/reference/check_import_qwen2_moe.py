@@ -35,9 +35,9 @@ except ImportError as e:  # pragma: no cover - depends on the machine
     skip_or_fail(e)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_import_llama import EPS, POSITIONS, SEQ, VOCAB, batch  # noqa: E402
-from check_import_mixtral import (EXPERTS, GB, TOPK, greedy_matches, refused, rel,  # noqa: E402
-                                  run, safetensors_body, save, zt_step)
+from check_import_llama import EPS, POSITIONS, VOCAB, batch  # noqa: E402
+from check_import_mixtral import (EXPERTS, TOPK, check_loss, greedy_matches,  # noqa: E402
+                                  refused, run, safetensors_body, save)
 
 FFN, SHARED, DENSE = 48, 96, 80
 
@@ -56,33 +56,6 @@ def make_model(seed, norm_topk, std=0.02):
             if "norm" in name or name.endswith(".bias"):
                 p.add_(0.1 * torch.randn_like(p))
     return model
-
-
-def check_loss(zt, mpirun, model, hf_dir, work):
-    """(a) and (b) at tp 1 and 2."""
-    x, y = batch()
-    with torch.no_grad():
-        out = model(x, output_router_logits=True)
-    loss = torch.nn.functional.cross_entropy(out.logits.double().reshape(-1, VOCAB),
-                                             y.reshape(-1)).item()
-    # Per layer, per micro-batch (one sample each), then the mean over micro-batches.
-    aux = [sum(load_balancing_loss_func((logits.reshape(GB, SEQ, -1)[b],), EXPERTS,
-                                        TOPK).item() for b in range(GB)) / GB
-           for logits in out.router_logits]
-    failed = 0
-    for tp in (1, 2):
-        ckpt = os.path.join(work, f"ckpt_tp{tp}")
-        run(zt, "import", "--input", hf_dir, "--save", ckpt, "--tensor-model-parallel-size", str(tp))
-        m = zt_step(zt, mpirun, ckpt, work, tp)
-        ours = [layer["load_balancing_loss"] for layer in m["moe_layers"]]
-        worst = max([rel(a, b) for a, b in zip(ours, aux)] + [0.0])
-        print(f"tp {tp}: transformers loss {loss:.8f}, zerotron step-1 lm_loss "
-              f"{m['lm_loss']:.8f} ({rel(m['lm_loss'], loss):.2e}); load-balancing losses "
-              f"zerotron {ours}, transformers {aux} (worst {worst:.2e})")
-        if rel(m["lm_loss"], loss) > 1e-5 or len(ours) != len(aux) or worst > 1e-5:
-            print(f"FAIL (tp {tp}): the imported model does not compute transformers' losses")
-            failed += 1
-    return failed
 
 
 def check_export(zt, model, work):
@@ -131,7 +104,7 @@ def main():
         work = tempfile.mkdtemp()
         model = make_model(3, norm_topk)
         hf_dir = save(model, work)
-        failed += check_loss(zt, mpirun, model, hf_dir, work)
+        failed += check_loss(zt, mpirun, model, hf_dir, work, load_balancing_loss_func)
         failed += check_export(zt, model, work)
         failed += greedy_matches(zt, mpirun, make_model(11, norm_topk, std=0.2),
                                  ([5, 6, 7], [17, 18, 3, 4, 5, 6, 250, 1, 2]))
