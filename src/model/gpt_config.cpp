@@ -143,6 +143,9 @@ void validate_moe(const GptConfig& c) {
              c.moe_shared_ffn);
   ZT_REQUIRE(!c.moe_shared_gate || c.moe_shared_ffn > 0,
              "--moe-shared-expert-gate needs --moe-shared-expert-intermediate-size");
+  ZT_REQUIRE(c.expert_parallel >= 1 && c.num_experts % c.expert_parallel == 0,
+             "--num-experts {} is not divisible by --expert-model-parallel-size {}", c.num_experts,
+             c.expert_parallel);
   ZT_REQUIRE(c.moe_capacity_factor >= 0.0f,
              "--moe-expert-capacity-factor must be >= 0 (0: dropless), got {}",
              c.moe_capacity_factor);

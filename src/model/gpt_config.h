@@ -70,6 +70,10 @@ struct GptConfig {
   // token passes through (0: none), scaled by sigmoid(x · g) with moe_shared_gate.
   int moe_shared_ffn = 0;
   bool moe_shared_gate = false;
+  // Megatron's --expert-model-parallel-size: ranks of the data x context group the experts are
+  // split over (each holds num_experts / expert_parallel of them); tokens reach their experts by
+  // all-to-all over those ranks.
+  int expert_parallel = 1;
 
   int head_dim() const { return hidden / heads; }
   // Tokens of each sample one rank holds: seq_length / context_parallel.
@@ -95,7 +99,8 @@ struct GptConfig {
   int moe_shared_fc_rows() const { return swiglu ? 2 * moe_shared_ffn : moe_shared_ffn; }
   // What a MoE layer's combine adds per token: its k routed choices and the shared expert.
   int moe_combine_width() const { return moe_topk + (moe_shared_ffn > 0 ? 1 : 0); }
-  int moe_layers() const;  // how many layers are MoE
+  int moe_layers() const;                                              // how many layers are MoE
+  int local_experts() const { return num_experts / expert_parallel; }  // experts a rank holds
   int moe_ffn_hidden() const {
     return moe_ffn_hidden_size > 0 ? moe_ffn_hidden_size : ffn_hidden();
   }

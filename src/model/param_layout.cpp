@@ -1,5 +1,6 @@
 #include "src/model/param_layout.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 
@@ -45,8 +46,8 @@ void ParamLayout::add(std::string name, Shape full, TpSplit split, ParamInit ini
   params_.push_back(std::move(p));
 }
 
-void ParamLayout::add_experts(std::string name, int experts, Shape one, TpSplit split, float std,
-                              std::vector<int64_t> group_rows) {
+void ParamLayout::add_experts(std::string name, int experts, int all, Shape one, TpSplit split,
+                              float std, std::vector<int64_t> group_rows) {
   // Row-split experts are row groups of one stacked tensor: each expert's groups (or its whole
   // rows) repeated, so full_index and the checkpoints' tp splits need nothing new.
   std::vector<int64_t> groups;
@@ -57,20 +58,30 @@ void ParamLayout::add_experts(std::string name, int experts, Shape one, TpSplit 
     }
   add(std::move(name), {int64_t{experts} * one[0], one[1]}, split, ParamInit::Normal, std, true,
       std::move(groups));
-  params_.back().expert_rows = split == TpSplit::OutputRows ? one[0] / tp_size_ : one[0];
+  ParamSpec& p = params_.back();
+  p.expert_rows = split == TpSplit::OutputRows ? one[0] / tp_size_ : one[0];
+  p.expert = true;
+  // full_index within this rank's experts, then past the experts of the ranks before it.
+  p.full_offset = int64_t{ep_rank_} * p.full_numel();
+  p.full_shape = Shape{int64_t{all} * one[0], one[1]};
+}
+
+bool ParamLayout::has_experts() const {
+  return std::any_of(params_.begin(), params_.end(), [](const ParamSpec& p) { return p.expert; });
 }
 
 int64_t ParamSpec::full_index(int64_t i) const {
-  if (split == TpSplit::Replicated || tp_size == 1) return i;
+  if (split == TpSplit::Replicated || tp_size == 1) return full_offset + i;
   const int64_t cols = shape.rank() == 2 ? shape[1] : 1;
   const int64_t r = i / cols, c = i % cols;
-  if (split == TpSplit::InputColumns) return r * full_shape[1] + int64_t{tp_rank} * cols + c;
+  if (split == TpSplit::InputColumns)
+    return full_offset + r * full_shape[1] + int64_t{tp_rank} * cols + c;
   // Rows split, in groups: local row r is row `within` of group g's shard.
   const int g = row_group_of(r, true);
   const int64_t group_local = full_group_rows(g) / tp_size;
   const int64_t within = r - full_group_begin(g) / tp_size;
   const int64_t full_row = full_group_begin(g) + int64_t{tp_rank} * group_local + within;
-  return full_row * cols + c;
+  return full_offset + full_row * cols + c;
 }
 
 int64_t ParamSpec::full_group_rows(int g) const {
@@ -118,14 +129,18 @@ int ParamLayout::block_index(const std::string& name) const {
   return -1;
 }
 
-ParamLayout ParamLayout::gpt(const GptConfig& c, int tp_size, int tp_rank,
-                             const PipelinePart& part) {
+ParamLayout ParamLayout::gpt(const GptConfig& c, int tp_size, int tp_rank, const PipelinePart& part,
+                             ExpertPart ep) {
   validate_tensor_parallel(c, tp_size);
   validate_pipeline(c, part);
   ZT_CHECK(tp_rank >= 0 && tp_rank < tp_size, "tp rank {} outside [0, {})", tp_rank, tp_size);
+  ZT_CHECK(ep.rank >= 0 && ep.rank < c.expert_parallel, "expert-parallel rank {} outside [0, {})",
+           ep.rank, c.expert_parallel);
   ParamLayout l;
   l.tp_size_ = tp_size;
   l.tp_rank_ = tp_rank;
+  l.ep_size_ = c.expert_parallel;
+  l.ep_rank_ = ep.rank;
   l.part_ = part;
   const int64_t h = c.hidden, f = c.ffn_hidden(), kv = c.kv_hidden();
   const float std = c.init_method_std;
@@ -175,10 +190,10 @@ ParamLayout ParamLayout::gpt(const GptConfig& c, int tp_size, int tp_rank,
       const int64_t fe = c.moe_ffn_hidden();
       l.add(p + "mlp.router.weight", {c.num_experts, h}, S::Replicated, ParamInit::Normal, std,
             true);
-      l.add_experts(p + "mlp.experts.fc.weight", c.num_experts, {c.moe_fc_rows(), h}, S::OutputRows,
-                    std, c.swiglu ? std::vector<int64_t>{fe, fe} : std::vector<int64_t>{});
-      l.add_experts(p + "mlp.experts.proj.weight", c.num_experts, {h, fe}, S::InputColumns,
-                    proj_std);
+      const int el = c.local_experts(), all = c.num_experts;
+      l.add_experts(p + "mlp.experts.fc.weight", el, all, {c.moe_fc_rows(), h}, S::OutputRows, std,
+                    c.swiglu ? std::vector<int64_t>{fe, fe} : std::vector<int64_t>{});
+      l.add_experts(p + "mlp.experts.proj.weight", el, all, {h, fe}, S::InputColumns, proj_std);
       if (c.moe_shared_ffn > 0) {
         // The shared expert: a dense MLP of its own width, split as the dense MLP is; its gate
         // [1, h] replicated.

@@ -61,6 +61,11 @@ struct ParamSpec {
   // chunks hold whole experts (zt::chunk_rows); 1 for every other parameter. Within an expert
   // the rows split as `split` and `group_rows` say for one expert's matrix.
   int64_t expert_rows = 1;
+  // A routed expert's parameter (parameter group "expert"): held by the expert-parallel rank its
+  // experts belong to, whose stack starts at element full_offset of the full tensor, and
+  // partitioned by ZeRO over the ranks holding the same experts. Every other parameter is dense.
+  bool expert = false;
+  int64_t full_offset = 0;
   int tp_size = 1;
   int tp_rank = 0;
   ParamInit init = ParamInit::Zeros;
@@ -119,13 +124,20 @@ struct PipelinePart {
 // Throws zt::InputError when the layers do not divide over size·chunks virtual stages.
 void validate_pipeline(const GptConfig& config, const PipelinePart& part);
 
+// Expert parallelism's rank (docs/design/moe.md): rank `rank` of config.expert_parallel holds
+// experts [rank·E/ep, (rank + 1)·E/ep) of every stack.
+struct ExpertPart {
+  int rank = 0;
+};
+
 class ParamLayout {
  public:
   // The GPT layout of tensor-parallel rank `tp_rank` of `tp_size` (tp = 1: the whole model),
-  // holding pipeline part `part` (default: every layer). Throws zt::InputError when the shape
-  // does not split (validate_tensor_parallel, validate_pipeline).
+  // holding pipeline part `part` (default: every layer) and expert-parallel rank `ep`'s experts.
+  // Throws zt::InputError when the shape does not split (validate_tensor_parallel,
+  // validate_pipeline).
   static ParamLayout gpt(const GptConfig& config, int tp_size = 1, int tp_rank = 0,
-                         const PipelinePart& part = {});
+                         const PipelinePart& part = {}, ExpertPart ep = {});
 
   const std::vector<ParamSpec>& params() const { return params_; }
   const std::vector<BlockRange>& blocks() const { return blocks_; }
@@ -135,6 +147,10 @@ class ParamLayout {
   int tp_size() const { return tp_size_; }
   int tp_rank() const { return tp_rank_; }
   const PipelinePart& pipeline() const { return part_; }
+  int ep_size() const { return ep_size_; }
+  int ep_rank() const { return ep_rank_; }
+  // Whether any parameter is a routed expert's (ParamSpec::expert).
+  bool has_experts() const;
   const ParamSpec& find(const std::string& name) const;
   int num_blocks() const { return static_cast<int>(blocks_.size()); }
   // Block indices of the GPT layout; -1 where this pipeline part does not hold the block.
@@ -151,14 +167,17 @@ class ParamLayout {
   void begin_block(std::string name);
   void add(std::string name, Shape full, TpSplit split, ParamInit init, float std,
            bool weight_decay, std::vector<int64_t> group_rows = {});
-  // A stack of `experts` matrices [rows, cols] split over tp as one of them is.
-  void add_experts(std::string name, int experts, Shape one, TpSplit split, float std,
+  // A stack of this expert-parallel rank's `experts` of `all` matrices [rows, cols], each split
+  // over tp as one of them is.
+  void add_experts(std::string name, int experts, int all, Shape one, TpSplit split, float std,
                    std::vector<int64_t> group_rows = {});
   std::vector<ParamSpec> params_;
   std::vector<BlockRange> blocks_;
   int64_t numel_ = 0;
   int tp_size_ = 1;
   int tp_rank_ = 0;
+  int ep_size_ = 1;
+  int ep_rank_ = 0;
   PipelinePart part_;
 };
 
