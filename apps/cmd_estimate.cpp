@@ -37,7 +37,11 @@ nlohmann::json stage_json(const MemoryPlan& p, double device) {
           {"nccl_bytes", p.nccl_bytes},
           {"fits", device <= 0 || plan_fits(p, device, FitCriterion::Device)},
           {"comm_bytes_per_step",
-           {{"dp", p.comm_dp}, {"tp", p.comm_tp}, {"pp", p.comm_pp}, {"cp", p.comm_cp}}}};
+           {{"dp", p.comm_dp},
+            {"tp", p.comm_tp},
+            {"pp", p.comm_pp},
+            {"cp", p.comm_cp},
+            {"ep", p.comm_ep}}}};
 }
 
 // The largest stage's plan at the top level (the only stage without a pipeline), every stage's
@@ -162,6 +166,7 @@ int estimate(Args args) {
                  plan_fits(p, device, FitCriterion::Device) ? "yes" : "no");
     fmt::print("communication per step: dp {:.3f} GB, tp {:.3f} GB", gb(p.comm_dp), gb(p.comm_tp));
     if (in.cp > 1) fmt::print(", cp {:.3f} GB", gb(p.comm_cp));
+    if (in.model.expert_parallel > 1) fmt::print(", ep {:.3f} GB", gb(p.comm_ep));
     fmt::print("\n");
     print_nccl_line(p);
     return 0;
@@ -203,6 +208,8 @@ int estimate(Args args) {
   row("comm tp /step", [](P q) { return static_cast<double>(q.comm_tp); });
   row("comm pp /step", [](P q) { return static_cast<double>(q.comm_pp); });
   if (in.cp > 1) row("comm cp /step", [](P q) { return static_cast<double>(q.comm_cp); });
+  if (in.model.expert_parallel > 1)
+    row("comm ep /step", [](P q) { return static_cast<double>(q.comm_ep); });
   fmt::print("largest: stage {}, {:.3f} GB", p.stage, gb(p.device_total()));
   if (device > 0)
     fmt::print("; fits in {:.1f} GB: {}", gb(device),

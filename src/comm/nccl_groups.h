@@ -22,15 +22,18 @@ inline bool group_needs_nccl(int members) {
 // The NCCL communicators the rank at pipeline stage `stage` of a tp × dp × pp world creates (dp:
 // the data × context group, `cp` of its ranks the context group): the world and each group the
 // Topology splits (tp, cp, dp, pp, mp and, with pp > 1, the embedding group: the first and last
-// stage, or the middle stages among themselves) that has more than one rank; none for a world of
-// one (the CUDA TrainDevice then uses a SelfCommunicator world).
+// stage, or the middle stages among themselves; with `ep` > 1 expert parallelism's ep and edp
+// groups) that has more than one rank; none for a world of one (the CUDA TrainDevice then uses a
+// SelfCommunicator world).
 struct NcclGroups {
   bool world = false, tp = false, cp = false, dp = false, pp = false, mp = false, embedding = false;
+  bool ep = false, edp = false;
   int count() const {
-    return int{world} + int{tp} + int{cp} + int{dp} + int{pp} + int{mp} + int{embedding};
+    return int{world} + int{tp} + int{cp} + int{dp} + int{pp} + int{mp} + int{embedding} + int{ep} +
+           int{edp};
   }
 };
-inline NcclGroups nccl_groups(int tp, int dp, int pp, int stage, int cp = 1) {
+inline NcclGroups nccl_groups(int tp, int dp, int pp, int stage, int cp = 1, int ep = 1) {
   NcclGroups g;
   g.world = group_needs_nccl(tp * dp * pp);
   if (!g.world) return g;
@@ -41,10 +44,12 @@ inline NcclGroups nccl_groups(int tp, int dp, int pp, int stage, int cp = 1) {
   g.mp = group_needs_nccl(tp * pp);
   const bool end = stage == 0 || stage == pp - 1;
   g.embedding = pp > 1 && group_needs_nccl(end ? 2 : pp - 2);
+  g.ep = ep > 1 && group_needs_nccl(ep);
+  g.edp = ep > 1 && group_needs_nccl(dp / ep);
   return g;
 }
-inline int nccl_communicators(int tp, int dp, int pp, int stage, int cp = 1) {
-  return nccl_groups(tp, dp, pp, stage, cp).count();
+inline int nccl_communicators(int tp, int dp, int pp, int stage, int cp = 1, int ep = 1) {
+  return nccl_groups(tp, dp, pp, stage, cp, ep).count();
 }
 
 // NCCL's own device memory, planned per communicator. NCCL allocates it itself (inside

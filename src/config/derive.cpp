@@ -92,6 +92,7 @@ GptConfig gpt_config_from(const TrainOptions& o) {
   c.moe_capacity_factor = static_cast<float>(o.moe_expert_capacity_factor);
   c.moe_shared_ffn = o.moe_shared_expert_intermediate_size;
   c.moe_shared_gate = o.moe_shared_expert_gate;
+  c.expert_parallel = o.expert_model_parallel_size;
   return c;
 }
 

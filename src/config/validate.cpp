@@ -64,6 +64,18 @@ void validate_layout_options(const TrainOptions& o, int dp) {
              "--num-experts with --context-parallel-size {} is not supported: use context "
              "parallelism with a dense model",
              o.context_parallel_size);
+  // Expert parallelism is carved out of the data x context group (docs/design/moe.md).
+  const int ep = o.expert_model_parallel_size;
+  ZT_REQUIRE(ep == 1 || o.num_experts > 0,
+             "--expert-model-parallel-size {} needs a mixture of experts (--num-experts)", ep);
+  ZT_REQUIRE((dp * o.context_parallel_size) % ep == 0,
+             "--expert-model-parallel-size {} must divide the data-parallel size {} x "
+             "--context-parallel-size {}",
+             ep, dp, o.context_parallel_size);
+  ZT_REQUIRE(ep == 1 || o.sample_interval == 0,
+             "--sample-interval needs every expert on one rank: not with "
+             "--expert-model-parallel-size {}",
+             ep);
   ZT_REQUIRE(!(o.fp16 && o.bf16), "--fp16 and --bf16 are exclusive");
   ZT_REQUIRE(o.micro_batch_size > 0,
              "train_batch_size without train_micro_batch_size_per_gpu needs the data-parallel "

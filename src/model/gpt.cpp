@@ -79,7 +79,8 @@ size_t Gpt::arena_bytes(const GptConfig& c, int micro_batch, int tp_size,
 }
 
 Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
-         const DeviceContext& ctx, comm::Communicator* tp, comm::Communicator* cp)
+         const DeviceContext& ctx, comm::Communicator* tp, comm::Communicator* cp,
+         comm::Communicator* ep)
     : config_(config),
       be_(ctx.backend()),
       dims_(LayerDims::of(config, micro_batch, layout.tp_size(), layout.tp_rank(), tp, be_, cp)),
@@ -92,6 +93,10 @@ Gpt::Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch,
   ZT_CHECK(tp::size_of(tp) == layout.tp_size() && tp::rank_of(tp) == layout.tp_rank(),
            "the layout is for tp rank {} of {} but the tensor-parallel group has rank {} of {}",
            layout.tp_rank(), layout.tp_size(), tp::rank_of(tp), tp::size_of(tp));
+  ZT_CHECK(tp::size_of(ep) == layout.ep_size() && tp::rank_of(ep) == layout.ep_rank(),
+           "the layout is for expert-parallel rank {} of {} but the group has rank {} of {}",
+           layout.ep_rank(), layout.ep_size(), tp::rank_of(ep), tp::size_of(ep));
+  if (layout.ep_size() > 1) dims_.ep = ep;
   const tp::VocabRange vr =
       tp::vocab_range(config.padded_vocab_size, layout.tp_size(), layout.tp_rank());
   vocab_begin_ = vr.begin;

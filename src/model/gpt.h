@@ -46,8 +46,11 @@ class Gpt {
   // context-parallel group of size config.context_parallel, null when that is 1 (the model then
   // holds config.local_seq() tokens of each sample: context_split.h). The model's workspace comes
   // from ctx.pool() (activations) and it computes on ctx.backend().
+  // `ep`: the expert-parallel group of size config.expert_parallel (null when that is 1), whose
+  // rank is the layout's ep_rank().
   Gpt(const GptConfig& config, const ParamLayout& layout, int micro_batch, const DeviceContext& ctx,
-      comm::Communicator* tp = nullptr, comm::Communicator* cp = nullptr);
+      comm::Communicator* tp = nullptr, comm::Communicator* cp = nullptr,
+      comm::Communicator* ep = nullptr);
 
   // One model chunk's pass of one micro-batch (pipeline parallelism). `input` and `output` are
   // [Nl, C] rows in the working precision (Nl = dims().Nl: this rank's rows).

@@ -122,11 +122,13 @@ GptDecoder::GptDecoder(const GptConfig& config, const ParamLayout& layout, int m
            "a decoder of {} positions over a position table of {}", max_positions,
            config.seq_length);
   ZT_CHECK(layout.pipeline().size == 1, "generation runs the whole model on one pipeline stage");
+  ZT_CHECK(layout.ep_size() == 1, "generation runs every expert on one rank");
   ZT_CHECK(tp::size_of(tp) == layout.tp_size() && tp::rank_of(tp) == layout.tp_rank(),
            "the layout is for tp rank {} of {} but the tensor-parallel group has rank {} of {}",
            layout.tp_rank(), layout.tp_size(), tp::rank_of(tp), tp::size_of(tp));
   config_.sequence_parallel = false;
   config_.context_parallel = 1;
+  config_.expert_parallel = 1;
   for (int i = 0; i < config.num_layers; ++i) layers_.push_back(LayerRefs::of(layout, i));
   // Absent by the architecture: the position table under rope, the norms' biases under RMSNorm;
   // the head is the word embedding unless the output layer is untied.

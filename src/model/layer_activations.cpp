@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "src/model/moe_slots.h"
+
 namespace zt {
 namespace {
 
@@ -14,9 +16,13 @@ void for_each_field(LayerActivations& a, const GptConfig& c, int micro_batch, in
   // q|k|v of this rank's heads; under context parallelism as the head groups hold them
   const int64_t qkv =
       c.context_parallel > 1 ? context_qkv_width(c, tp) : hl + 2 * int64_t{d.kv_hidden};
-  int64_t f4 = c.swiglu ? 2 * int64_t{d.ffn} : d.ffn;  // the MLP's first product, per token
+  // The MLP's first product: a dense layer's [n, f4], or the rows this rank's experts run.
+  const int64_t f4 = c.swiglu ? 2 * int64_t{d.ffn} : d.ffn;
   const int64_t E = c.num_experts, k = c.moe_topk;
-  if (c.moe()) f4 = std::max(f4, k * (c.swiglu ? 2 * int64_t{d.moe_ffn} : d.moe_ffn));
+  int64_t fch = n * f4;
+  if (c.moe())
+    fch =
+        std::max(fch, moe_expert_rows_max(c, n) * (c.swiglu ? 2 * int64_t{d.moe_ffn} : d.moe_ffn));
   const int64_t nl = local_rows(c, n, tp);  // the rows outside the tensor-parallel regions
   const int64_t rows = int64_t{micro_batch} * d.heads * c.local_seq();  // attention query rows
   f(a.ln1_mean, nl);
@@ -27,14 +33,14 @@ void for_each_field(LayerActivations& a, const GptConfig& c, int micro_batch, in
   f(a.res2, nl * h);
   f(a.ln2_mean, nl);
   f(a.ln2_rstd, nl);
-  f(a.fch, n * f4);
+  f(a.fch, fch);
   f(a.out, nl * h);
   if (!c.moe()) return;
   f(a.moe_scores, n * E);
   f(a.moe_experts, n * k);
   f(a.moe_weights, n * k);
   f(a.moe_slots, n * k);
-  f(a.moe_rows, E);
+  f(a.moe_rows, c.expert_parallel > 1 ? 2 * E : E);
   f(a.moe_dscores, E);
   const int64_t shared = c.moe_shared_ffn > 0 ? n : 0;
   f(a.moe_out, (n * k + shared) * h);

@@ -33,7 +33,7 @@ struct LayerActivations {
   int32_t* moe_experts = nullptr;
   float* moe_weights = nullptr;
   int32_t* moe_slots = nullptr;
-  int32_t* moe_rows = nullptr;
+  int32_t* moe_rows = nullptr;  // [E] rows sent to each expert; with ep, [E] more received
   float* moe_dscores = nullptr;
   Ref moe_out;  // [M + N_s, C]: the shared expert's output rows follow the M routed ones
   // With a shared expert (kc = k + 1 per token: its output is one more combined row): the

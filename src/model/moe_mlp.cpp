@@ -16,9 +16,16 @@ MoeHost::MoeHost(const GptConfig& c, int64_t tokens) {
   experts.assign(nk, 0);
   weights.assign(nk, 0.0f);
   scores.assign(static_cast<size_t>(tokens) * E, 0.0f);
-  rows32.assign(E, 0);
+  const auto P = static_cast<size_t>(c.expert_parallel);
+  rows32.assign(P > 1 ? 2 * E : E, 0);
   rows.assign(E, 0);
   first.assign(E + 1, 0);
+  if (P > 1) {
+    counts.assign(2 * E, 0.0f);
+    cursor.assign(E, 0);
+    send_elems.assign(P, 0);
+    recv_elems.assign(P, 0);
+  }
   dscores.assign(E, 0.0f);
   if (c.moe_shared_ffn > 0) {
     cslots.assign(static_cast<size_t>(tokens) * (c.moe_topk + 1), 0);
@@ -108,14 +115,113 @@ void experts_backward_params(Backend& be, ParamSource& src, const ExpertProduct&
   });
 }
 
-// The first row of each expert's rows, from the host row counts.
-void first_rows(std::vector<int64_t>& first, const std::vector<int64_t>& rows) {
-  int64_t at = 0;
-  for (size_t e = 0; e < rows.size(); ++e) {
-    first[e] = at;
-    at += rows[e];
+bool expert_parallel(const LayerDims& d) {
+  return d.ep != nullptr && d.ep->size() > 1;
+}
+
+// The experts this rank runs: all E, or its E/ep.
+int local_experts(const LayerDims& d) {
+  return expert_parallel(d) ? d.moe.E / d.ep->size() : d.moe.E;
+}
+
+// From h.rows32 (as forward leaves them): the rows each of this rank's experts runs and where
+// they start, and with expert parallelism the elements sent to and received from each peer.
+void expert_rows(const LayerDims& d, MoeHost& h) {
+  const int E = d.moe.E, El = local_experts(d);
+  const auto at = [&](int i) { return int64_t{h.rows32[static_cast<size_t>(i)]}; };
+  for (int l = 0; l < El; ++l) {
+    int64_t n = 0;
+    if (El == E)
+      n = at(l);
+    else
+      for (int s = 0; s < E / El; ++s) n += at(E + s * El + l);
+    h.rows[static_cast<size_t>(l)] = n;
   }
-  first[rows.size()] = at;
+  int64_t first = 0;
+  for (int l = 0; l < El; ++l) {
+    h.first[static_cast<size_t>(l)] = first;
+    first += h.rows[static_cast<size_t>(l)];
+  }
+  h.first[static_cast<size_t>(El)] = first;
+  if (El == E) return;
+  for (int q = 0; q < E / El; ++q) {
+    int64_t sent = 0, received = 0;
+    for (int l = 0; l < El; ++l) {
+      sent += at(q * El + l);
+      received += at(E + q * El + l);
+    }
+    h.send_elems[static_cast<size_t>(q)] = sent * d.C;
+    h.recv_elems[static_cast<size_t>(q)] = received * d.C;
+  }
+}
+
+// Each rank learns how many rows every peer sends each of its experts: an all-to-all of E/ep
+// counts per peer (in fp32: exact below 2^24 rows), through the device as the rows will go.
+void exchange_counts(const LayerDims& d, MoeHost& h, const LayerScratch& s) {
+  Backend& be = *d.be;
+  const int E = d.moe.E;
+  const auto n = static_cast<size_t>(E);
+  for (size_t e = 0; e < n; ++e) h.counts[e] = static_cast<float>(h.rows32[e]);
+  be.copy_to_device(s.moe_counts, h.counts.data(), n * 4);
+  d.ep->all_to_all(Tensor(s.moe_counts, {E}, DType::F32, be.device()),
+                   Tensor(s.moe_counts + E, {E}, DType::F32, be.device()));
+  be.copy_to_host(h.counts.data() + E, s.moe_counts + E, n * 4);
+  for (size_t e = 0; e < n; ++e) h.rows32[n + e] = static_cast<int32_t>(h.counts[n + e]);
+}
+
+// Rows between this rank and its peers: `send` holds the rows for each peer in peer order, and
+// `recv` takes each peer's; `back` is the return direction (the experts' results going home).
+void exchange_rows(const LayerDims& d, const MoeHost& h, CRef send, Ref recv, bool back) {
+  const std::vector<int64_t>& out = back ? h.recv_elems : h.send_elems;
+  const std::vector<int64_t>& in = back ? h.send_elems : h.recv_elems;
+  int64_t n_out = 0, n_in = 0;
+  for (size_t q = 0; q < out.size(); ++q) {
+    n_out += out[q];
+    n_in += in[q];
+  }
+  const Device dev = d.be->device();
+  d.ep->all_to_all_v(Tensor(const_cast<void*>(send.p), {n_out}, send.t, dev), out,
+                     Tensor(recv.p, {n_in}, recv.t, dev), in);
+}
+
+// Received rows (peer by peer, each peer's expert by expert) into expert-major order (each of
+// this rank's experts' rows peer by peer), or back with `to_peers`.
+void permute_rows(const LayerDims& d, MoeHost& h, Ref dst, CRef src, bool to_peers) {
+  const int E = d.moe.E, El = local_experts(d);
+  const size_t row = src.bytes(d.C);
+  for (int l = 0; l < El; ++l) h.cursor[static_cast<size_t>(l)] = h.first[static_cast<size_t>(l)];
+  int64_t peer_at = 0;
+  for (int q = 0; q < E / El; ++q)
+    for (int l = 0; l < El; ++l) {
+      const int64_t n = h.rows32[static_cast<size_t>(E + q * El + l)];
+      int64_t& expert_at = h.cursor[static_cast<size_t>(l)];
+      const int64_t from = to_peers ? expert_at : peer_at, to = to_peers ? peer_at : expert_at;
+      if (n > 0) d.be->copy((dst + to * d.C).p, (src + from * d.C).p, static_cast<size_t>(n) * row);
+      expert_at += n;
+      peer_at += n;
+    }
+}
+
+// The token rows x to this rank's experts' input rows, expert-major, in s.moe_rows_in: each to
+// its slots (expert-major over all E experts, so peer by peer) and, with expert parallelism,
+// through s.moe_drows (free in forward and in moe_backward_params) to the peers and permuted.
+void rows_to_experts(const LayerDims& d, MoeHost& h, const LayerScratch& s, const int32_t* slots,
+                     CRef x) {
+  Backend& be = *d.be;
+  if (!expert_parallel(d)) {
+    be.moe_dispatch(s.moe_rows_in, x, slots, d.N(), d.moe.k, d.C);
+    return;
+  }
+  be.moe_dispatch(s.moe_drows, x, slots, d.N(), d.moe.k, d.C);
+  exchange_rows(d, h, s.moe_drows, s.moe_recv, false);
+  permute_rows(d, h, s.moe_rows_in, s.moe_recv, false);
+}
+
+// The experts' output rows (expert-major, in s.moe_recv) back to the ranks whose tokens they
+// are, into `dst` in slot order (through s.moe_rows_in).
+void rows_to_peers(const LayerDims& d, MoeHost& h, const LayerScratch& s, Ref dst) {
+  permute_rows(d, h, s.moe_rows_in, s.moe_recv, true);
+  exchange_rows(d, h, s.moe_rows_in, dst, true);
 }
 
 ExpertProduct fc_product(const LayerDims& d, const MoeRefs& p, const MoeHost& h) {
@@ -197,14 +303,19 @@ void for_each_moe_scratch(LayerScratch& s, const GptConfig& c, int micro_batch, 
   const int64_t n = int64_t{micro_batch} * c.local_seq(), h = c.hidden, E = c.num_experts;
   const int64_t k = c.moe_topk, m = n * k, fe = t.moe_ffn, fs = t.moe_shared;
   const int64_t shared = fs > 0 ? n : 0, kc = c.moe_combine_width();
+  const int64_t rows = moe_expert_rows_max(c, n);  // what this rank's experts run
   fn(s.moe_logits, n * E);
   fn(s.moe_dlogits, n * E);
-  fn(s.moe_rows_in, m * h);
+  fn(s.moe_rows_in, rows * h);
   fn(s.moe_drows, (m + shared) * h);
-  fn(s.moe_act, m * fe);
-  fn(s.moe_dact, m * fe);
-  fn(s.moe_dh, m * (c.swiglu ? 2 * fe : fe));
+  fn(s.moe_act, rows * fe);
+  fn(s.moe_dact, rows * fe);
+  fn(s.moe_dh, rows * (c.swiglu ? 2 * fe : fe));
   fn(s.moe_dweights, n * kc);
+  if (c.expert_parallel > 1) {
+    fn(s.moe_recv, rows * h);
+    fn(s.moe_counts, 2 * E);
+  }
   if (shared == 0) return;
   fn(s.moe_rdweights, n * k);
   fn(s.moe_shared_act, n * fs);
@@ -298,16 +409,16 @@ Ref moe_forward(const LayerDims& d, ParamSource& src, const MoeRefs& p, LayerAct
   h.slots.assign(h.experts, h.weights, N, k, E, MoeSlots::capacity(d.moe_capacity, N, k, E));
   for (int e = 0; e < E; ++e) {
     const auto i = static_cast<size_t>(e);
-    h.rows[i] = h.slots.rows[i];
-    h.rows32[i] = static_cast<int32_t>(h.rows[i]);
+    h.rows32[i] = static_cast<int32_t>(h.slots.rows[i]);
     // aux = E · Σ_e (picks_e / N) · mean_t(s_te): its gradient on every score of e, scaled as a
     // token's loss is (dloss per token, N tokens).
     h.dscores[i] = d.moe_aux_coeff * static_cast<float>(E) * static_cast<float>(h.slots.picks[i]) *
                    h.dloss / static_cast<float>(N);
   }
-  first_rows(h.first, h.rows);
+  if (expert_parallel(d)) exchange_counts(d, h, s);
+  expert_rows(d, h);
   be.copy_to_device(a.moe_slots, h.slots.slots.data(), nk * 4);
-  be.copy_to_device(a.moe_rows, h.rows32.data(), static_cast<size_t>(E) * 4);
+  be.copy_to_device(a.moe_rows, h.rows32.data(), h.rows32.size() * 4);
   be.copy_to_device(a.moe_dscores, h.dscores.data(), static_cast<size_t>(E) * 4);
   if (h.recording) {
     be.copy_to_host(h.scores.data(), a.moe_scores, static_cast<size_t>(N) * E * 4);
@@ -327,11 +438,13 @@ Ref moe_forward(const LayerDims& d, ParamSource& src, const MoeRefs& p, LayerAct
     t.routed += static_cast<int64_t>(nk);
     ++t.micro_batches;
   }
-  const int64_t M = h.first[static_cast<size_t>(E)];
-  be.moe_dispatch(s.moe_rows_in, x, a.moe_slots, N, k, C);
+  const int64_t M = h.first[static_cast<size_t>(local_experts(d))];
+  rows_to_experts(d, h, s, a.moe_slots, x);
   experts_forward(be, src, fc_product(d, p, h), a.fch, s.moe_rows_in);
   activation_forward(d, s.moe_act, a.fch, M, d.moe_ffn);
-  experts_forward(be, src, proj_product(d, p, h), a.moe_out, s.moe_act);
+  const bool ep = expert_parallel(d);
+  experts_forward(be, src, proj_product(d, p, h), ep ? s.moe_recv : a.moe_out, s.moe_act);
+  if (ep) rows_to_peers(d, h, s, a.moe_out);
   const bool shared = d.moe_shared > 0;
   if (shared) shared_forward(d, src, p, a, s, x, h);
   be.moe_combine(y, a.moe_out, shared ? a.moe_cslots : a.moe_slots,
@@ -349,12 +462,11 @@ void moe_backward_input(const LayerDims& d, ParamSource& src, const MoeRefs& p,
                         const LayerActivations& a, const LayerScratch& s, CRef dy, Ref dx) {
   Backend& be = *d.be;
   MoeHost& h = *s.moe;
-  const int N = d.N(), C = d.C, E = d.moe.E, k = d.moe.k;
+  const int N = d.N(), C = d.C, k = d.moe.k;
   // The row counts of this layer's forward (another layer's may have run since).
-  be.copy_to_host(h.rows32.data(), a.moe_rows, static_cast<size_t>(E) * 4);
-  for (int e = 0; e < E; ++e) h.rows[static_cast<size_t>(e)] = h.rows32[static_cast<size_t>(e)];
-  first_rows(h.first, h.rows);
-  const int64_t M = h.first[static_cast<size_t>(E)];
+  be.copy_to_host(h.rows32.data(), a.moe_rows, h.rows32.size() * 4);
+  expert_rows(d, h);
+  const int64_t M = h.first[static_cast<size_t>(local_experts(d))];
   activation_forward(d, s.moe_act, a.fch, M, d.moe_ffn);
   const bool shared = d.moe_shared > 0;
   const int kc = d.moe_combine_width();
@@ -372,14 +484,23 @@ void moe_backward_input(const LayerDims& d, ParamSource& src, const MoeRefs& p,
     if (d.moe_shared_gate)
       be.copy_2d(s.moe_gate_dg, 4, s.moe_dweights + k, size_t(kc) * 4, 4, static_cast<size_t>(N));
   }
+  // The rows' gradient to the experts that produced them (expert-major), and back.
+  const bool ep = expert_parallel(d);
+  CRef drows = s.moe_drows;
+  if (ep) {
+    exchange_rows(d, h, s.moe_drows, s.moe_recv, false);
+    permute_rows(d, h, s.moe_rows_in, s.moe_recv, false);
+    drows = s.moe_rows_in;
+  }
   const ExpertProduct proj = proj_product(d, p, h);
-  experts_backward_input(be, src, proj, s.moe_dact, s.moe_drows);
-  experts_backward_params(be, src, proj, s.moe_drows, s.moe_act);
+  experts_backward_input(be, src, proj, s.moe_dact, drows);
+  experts_backward_params(be, src, proj, drows, s.moe_act);
   if (d.swiglu)
     be.swiglu_backward(s.moe_dh, s.moe_dact, a.fch, M, d.moe_ffn);
   else
     be.gelu_backward(s.moe_dh, a.fch, s.moe_dact, M * d.moe_ffn);
-  experts_backward_input(be, src, fc_product(d, p, h), s.moe_drows, s.moe_dh);
+  experts_backward_input(be, src, fc_product(d, p, h), ep ? s.moe_recv : s.moe_drows, s.moe_dh);
+  if (ep) rows_to_peers(d, h, s, s.moe_drows);
   be.moe_combine(dx, s.moe_drows, a.moe_slots, nullptr, N, k, C);
   if (shared) shared_backward_input(d, src, p, a, s, dx);
   be.moe_route_backward(s.moe_logits, a.moe_scores, a.moe_experts, dweights,
@@ -402,14 +523,14 @@ void moe_router_input_grad(const LayerDims& d, ParamSource& src, const MoeRefs& 
 void moe_backward_params(const LayerDims& d, ParamSource& src, const MoeRefs& p,
                          const LayerActivations& a, const LayerScratch& s, CRef x) {
   Backend& be = *d.be;
-  const MoeHost& h = *s.moe;
+  MoeHost& h = *s.moe;
   // Highest parameters first: the shared expert's gate and first weight, then the experts'
   // first weight and the router (moe_router_input_grad made the logits' working copies).
   if (d.moe_shared_gate) add_logit_weight_grad(d, src, p.shared_gate, gate_dlogits(s), 1, x);
   if (d.moe_shared > 0)
     chunked_linear_backward_params(be, src, {p.shared_fc, {}, d.C, d.moe_shared_fc_width()},
                                    s.moe_shared_dpre, x, s.ones, d.N());
-  be.moe_dispatch(s.moe_rows_in, x, a.moe_slots, d.N(), d.moe.k, d.C);
+  rows_to_experts(d, h, s, a.moe_slots, x);
   experts_backward_params(be, src, fc_product(d, p, h), s.moe_dh, s.moe_rows_in);
   add_logit_weight_grad(d, src, p.router, router_dlogits(s), d.moe.E, x);
 }

@@ -27,10 +27,19 @@ class MoeHost {
   std::vector<int32_t> experts;  // [N·k]
   std::vector<float> weights;    // [N·k]
   std::vector<float> scores;     // [N·E] (what the statistics read)
-  std::vector<int32_t> rows32;   // [E] kept rows per expert, as the activations keep them
-  std::vector<int64_t> rows;     // [E] the same, read back in backward
-  std::vector<int64_t> first;    // [E + 1] each expert's first row; the last: all rows
-  std::vector<float> dscores;    // [E]
+  // Kept rows per expert as the activations keep them: [E] sent to each expert; with expert
+  // parallelism [E] more, received from peer s for this rank's expert l at E + s·E/ep + l.
+  std::vector<int32_t> rows32;
+  // The rows this rank's experts run (all E, or its E/ep), and each one's first row; the last
+  // entry: all rows.
+  std::vector<int64_t> rows;
+  std::vector<int64_t> first;
+  // Expert parallelism: the counts' all-to-all staging [2E], and the elements sent to and
+  // received from each peer (all_to_all_v's counts).
+  std::vector<float> counts;
+  std::vector<int64_t> send_elems, recv_elems;
+  std::vector<int64_t> cursor;  // [E] the permutation's next row of each expert
+  std::vector<float> dscores;   // [E]
   // With a shared expert: the combine's rows and weights [N, k + 1], the gate's values [N].
   std::vector<int32_t> cslots;
   std::vector<float> cweights;

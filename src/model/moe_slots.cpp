@@ -60,4 +60,12 @@ int64_t MoeSlots::total_rows() const {
   return n;
 }
 
+int64_t moe_expert_rows_max(const GptConfig& c, int64_t tokens) {
+  const int64_t nk = tokens * c.moe_topk;
+  if (c.expert_parallel == 1) return nk;
+  const int64_t worst = nk * c.expert_parallel;
+  const int64_t cap = MoeSlots::capacity(c.moe_capacity_factor, tokens, c.moe_topk, c.num_experts);
+  return cap < 0 ? worst : std::min(worst, cap * c.num_experts);
+}
+
 }  // namespace zt

@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "src/model/gpt_config.h"
+
 namespace zt {
 
 struct MoeSlots {
@@ -27,5 +29,11 @@ struct MoeSlots {
               int E, int64_t cap);
   int64_t total_rows() const;
 };
+
+// The most rows one rank's experts run for a micro-batch of `tokens` tokens per rank, what the
+// constant dispatch buffers are sized by: its own tokens' N·k without expert parallelism; with
+// it, every expert-parallel peer sending all its rows here (dropless), or at most each expert's
+// capacity from each peer: E·cap over the rank's E/ep experts.
+int64_t moe_expert_rows_max(const GptConfig& c, int64_t tokens);
 
 }  // namespace zt

@@ -84,7 +84,9 @@ struct LayerScratch {
   // gradient; the routing's host side (set by the model).
   float* moe_logits = nullptr;     // [N, E] fp32, then their gradient
   Ref moe_dlogits;                 // [N, E] the gradient in the working precision
-  Ref moe_rows_in;                 // [M, C] the experts' input rows (M = N·k)
+  Ref moe_rows_in;                 // [M, C] the experts' input rows (moe_expert_rows_max)
+  Ref moe_recv;                    // [M, C] rows as the all-to-all delivers them (ep > 1)
+  float* moe_counts = nullptr;     // [2E] rows per expert sent, then received (ep > 1)
   Ref moe_act, moe_dact;           // [M, F'/tp] the experts' activation output and its gradient
   Ref moe_drows;                   // [M + N_s, C] the rows' gradient (N_s = N with a shared expert)
   Ref moe_dh;                      // [M, 2F'/tp] the first product's gradient
@@ -111,6 +113,7 @@ struct LayerDims {
   int head_begin;                    // global index of this rank's first head
   comm::Communicator* tp = nullptr;  // the tensor-parallel group; null at tp = 1
   Backend* be = nullptr;             // never null once made by of()
+  comm::Communicator* ep = nullptr;  // the expert-parallel group; null at ep = 1
   // Rows of the residual stream this rank holds, [first_row, first_row + Nl) of the N: all of
   // them, or N/tp with sequence parallelism.
   bool sequence_parallel = false;

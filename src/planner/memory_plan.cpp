@@ -267,8 +267,9 @@ MemoryPlan plan_memory(const PlanInput& in) {
   if (!in.cuda) p.activations += Gpt::kernel_scratch_bytes(c, in.micro_batch, in.tp);
   p.backend_buffers = in.cuda ? kCudaGemmWorkspaceBytes : 0;
   p.buffers = plan_buffers(in, layout, part, s.param_staging) + p.backend_buffers;
-  p.nccl_communicators =
-      in.cuda ? comm::nccl_communicators(in.tp, in.dp, in.pp, in.stage, in.cp) : 0;
+  p.nccl_communicators = in.cuda ? comm::nccl_communicators(in.tp, in.dp, in.pp, in.stage, in.cp,
+                                                            in.model.expert_parallel)
+                                 : 0;
   p.nccl_bytes = comm::nccl_planned_bytes(p.nccl_communicators);
   // Data parallel, per step: stage 0 all-reduces the gradient (2Ψ); stage 1 reduce-scatters
   // it once and all-gathers the parameters (2Ψ); stage 2 reduce-scatters every micro-batch;
@@ -371,12 +372,26 @@ MemoryPlan plan_memory(const PlanInput& in) {
   }
   // A mixture of experts under tp: per MoE layer and micro-batch one all-reduce of the combine
   // weights' gradient [N, kc] fp32 in backward (kc: k, and the shared expert's; moe_mlp.h).
+  uint64_t moe_layers = 0;
+  for (int k = 0; k < stage.chunks; ++k)
+    for (int i : stage.layers(c, k)) moe_layers += c.moe_layer(i) ? 1 : 0;
   if (in.tp > 1 && c.moe()) {
-    uint64_t moe_layers = 0;
-    for (int k = 0; k < stage.chunks; ++k)
-      for (int i : stage.layers(c, k)) moe_layers += c.moe_layer(i) ? 1 : 0;
     p.comm_tp += a * moe_layers * 2 * N * static_cast<uint64_t>(c.moe_combine_width()) * 4;
     p.tp_collectives += a * moe_layers;
+  }
+  // Expert parallelism, per MoE layer and micro-batch (moe_mlp.cpp): forward one all-to-all of
+  // the E row counts (fp32) and two of rows [·, C] in the working precision (to the experts and
+  // back); backward three of rows (the gradient to the experts and back, the input rows again
+  // for the first weight's gradient); a recomputing store repeats the forward's. What leaves a
+  // rank is what routing sends to other ranks' experts: the plan takes routing even, (ep−1)/ep
+  // of the N·k rows (exact when every token picks every expert).
+  if (c.expert_parallel > 1) {
+    const auto ep = static_cast<uint64_t>(c.expert_parallel);
+    const uint64_t fwd = in.checkpoint_activations ? 2 : 1;
+    const uint64_t rows = N * static_cast<uint64_t>(c.moe_topk) / ep * (ep - 1) * h * e;
+    const uint64_t counts = static_cast<uint64_t>(c.num_experts) / ep * (ep - 1) * 4;
+    p.comm_ep = a * moe_layers * (fwd * (counts + 2 * rows) + 3 * rows);
+    p.ep_collectives = a * moe_layers * (3 * fwd + 3);
   }
   // Pipeline, per micro-batch and model chunk (virtual stage vs of V): the forward receives its
   // input unless vs is the first and sends its output unless it is the last; the backward

@@ -102,14 +102,15 @@ struct MemoryPlan {
   // counts its bytes) and, on the first and last stage, the tied word embedding's gradient
   // all-reduce. comm_cp: the context group's all-to-alls (src/model/context_attention.h) or ring
   // hops (src/model/context_ring.h; each send and each receive counts its bytes).
-  uint64_t comm_dp = 0, comm_tp = 0, comm_pp = 0, comm_cp = 0;
+  // comm_ep: expert parallelism's all-to-alls (src/model/moe_mlp.cpp) at even routing.
+  uint64_t comm_dp = 0, comm_tp = 0, comm_pp = 0, comm_cp = 0, comm_ep = 0;
   // comm_dp by when it can run: behind forward (stage 3's prefetched gathers), behind backward
   // (gradient reductions, stage 3's backward gathers), or after backward (the parameter
   // all-gather of stages 1-2, stage 3's persistent blocks).
   uint64_t comm_dp_forward = 0, comm_dp_backward = 0, comm_dp_after = 0;
   // Collective calls per step, for the latency term of the simulator (cp_collectives in the ring:
   // its sends and receives).
-  uint64_t dp_collectives = 0, tp_collectives = 0, cp_collectives = 0;
+  uint64_t dp_collectives = 0, tp_collectives = 0, cp_collectives = 0, ep_collectives = 0;
   uint64_t pp_messages = 0;     // point-to-point sends and receives per step (comm_pp's)
   uint64_t tied_bytes = 0;      // comm_pp's tied-embedding all-reduce part (first and last stage)
   int stage = 0;                // the pipeline stage this plan is for

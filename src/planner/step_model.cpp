@@ -356,6 +356,12 @@ StepEstimate simulate_step(const PlanInput& in, const ClusterSpec& cl, const Sim
           comm.ms("all_to_all", in.cp, in.tp, static_cast<double>(m.comm_cp) * in.cp / (in.cp - 1),
                   static_cast<double>(m.cp_collectives), in.working) /
           a;
+    // Expert parallelism's all-to-alls (ranks tp apart, as the context group's): the dispatch
+    // waits for them, so they are on the critical path.
+    if (const int ep = c.expert_parallel; ep > 1)
+      x.tp_mb += comm.ms("all_to_all", ep, in.tp, static_cast<double>(m.comm_ep) * ep / (ep - 1),
+                         static_cast<double>(m.ep_collectives), in.working) /
+                 a;
     // AdamW streams master, m, v (read and write), the gradient and the working copy.
     const double opt_elems = static_cast<double>(m.optimizer) / (half ? 12.0 : 8.0);
     const double ns_adam = table_elementwise_ns(cl, in.working, "adamw");

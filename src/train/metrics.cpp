@@ -40,6 +40,7 @@ void MetricsWriter::write(const StepMetrics& m) {
     events_->add_scalar("comm-bytes/tp", static_cast<double>(m.comm_bytes_tp), it);
     events_->add_scalar("comm-bytes/pp", static_cast<double>(m.comm_bytes_pp), it);
     events_->add_scalar("comm-bytes/cp", static_cast<double>(m.comm_bytes_cp), it);
+    events_->add_scalar("comm-bytes/ep", static_cast<double>(m.comm_bytes_ep), it);
     for (const auto& [tag, value] : m.moe.scalars()) events_->add_scalar(tag, value, it);
     events_->flush();
   }
@@ -65,7 +66,8 @@ void MetricsWriter::write(const StepMetrics& m) {
                        {{"dp", m.comm_bytes_dp},
                         {"tp", m.comm_bytes_tp},
                         {"pp", m.comm_bytes_pp},
-                        {"cp", m.comm_bytes_cp}}},
+                        {"cp", m.comm_bytes_cp},
+                        {"ep", m.comm_bytes_ep}}},
                       {"comm_hidden_fraction", m.comm_hidden_fraction},
                       {"comm_exposed_ms", m.comm_exposed_ms},
                       {"pipeline_bubble", m.pipeline_bubble},

@@ -37,7 +37,8 @@ struct StepMetrics {
   // 1.0 without --device-memory.
   double memory_fragmentation = 1.0;
   // Paper-convention bytes this rank sent per group during the step (CommStats).
-  uint64_t comm_bytes_dp = 0, comm_bytes_tp = 0, comm_bytes_pp = 0, comm_bytes_cp = 0;
+  uint64_t comm_bytes_dp = 0, comm_bytes_tp = 0, comm_bytes_pp = 0, comm_bytes_cp = 0,
+           comm_bytes_ep = 0;
   // Of data-parallel communication (gradient reductions; at stage 3 also the parameter gathers),
   // the share that ran behind compute, by each operation's observed completion.
   double comm_hidden_fraction = 0;

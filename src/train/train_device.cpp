@@ -78,7 +78,7 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
     world_ = rt->world(*pool_);
     topo_ = std::make_unique<comm::Topology>(*world_, o.tensor_model_parallel_size,
                                              o.pipeline_model_parallel_size, nullptr,
-                                             o.context_parallel_size);
+                                             o.context_parallel_size, o.expert_model_parallel_size);
     return;
   }
   // NCCL matches point-to-point messages in issue order and a send holds its stream until the
@@ -116,7 +116,7 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
     world_ = comm::NcclCommunicator::world(cuda_->nccl);
     topo_ = std::make_unique<comm::Topology>(*world_, o.tensor_model_parallel_size,
                                              o.pipeline_model_parallel_size, host_world_.get(),
-                                             o.context_parallel_size);
+                                             o.context_parallel_size, o.expert_model_parallel_size);
     ZT_CUDA_CHECK(cudaDeviceSynchronize());  // NCCL's lazy setup done before the second look
     const cuda::DeviceMemory after = cuda::device_memory();
     // The world and the groups with another rank (a group of one is a SelfCommunicator).
@@ -124,6 +124,8 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
     for (comm::GroupKind k : {comm::GroupKind::Tp, comm::GroupKind::Cp, comm::GroupKind::Dp,
                               comm::GroupKind::Pp, comm::GroupKind::Mp})
       nccl_communicators_ += comm::group_needs_nccl(topo_->group(k).size()) ? 1 : 0;
+    for (const comm::Communicator* g : {topo_->ep(), topo_->edp()})
+      nccl_communicators_ += g != nullptr && comm::group_needs_nccl(g->size()) ? 1 : 0;
     if (const comm::Communicator* e = topo_->embedding(); e != nullptr)
       nccl_communicators_ += comm::group_needs_nccl(e->size()) ? 1 : 0;
     nccl_bytes_ = before.free > after.free ? before.free - after.free : 0;

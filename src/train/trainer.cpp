@@ -34,7 +34,8 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
       layout_(
           ParamLayout::gpt(config_, topology.tp_size(), topology.tp_rank(),
                            PipelinePart{topology.pp_size(), topology.pp_rank(), derived_.chunks,
-                                        derived_.first_stage_layers, derived_.last_stage_layers})),
+                                        derived_.first_stage_layers, derived_.last_stage_layers},
+                           ExpertPart{topology.ep() != nullptr ? topology.ep()->rank() : 0})),
       schedule_{o_.lr,
                 o_.min_lr,
                 o_.lr_warmup_iters,
@@ -77,8 +78,8 @@ Trainer::Trainer(const TrainOptions& options, const DeviceContext& ctx, comm::To
     activations_ = std::make_unique<KeepAllActivations>(pool_, config_, o_.micro_batch_size,
                                                         layout_.tp_size(), slots);
   }
-  model_ =
-      std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, ctx_, &topo_.tp(), &topo_.cp());
+  model_ = std::make_unique<Gpt>(config_, layout_, o_.micro_batch_size, ctx_, &topo_.tp(),
+                                 &topo_.cp(), topo_.ep());
   // A context rank reads whole samples and keeps its tokens of them (context_split.h).
   if (model_->dims().cp.active())
     whole_samples_.resize(static_cast<size_t>(2 * o_.micro_batch_size * o_.seq_length));
@@ -311,10 +312,12 @@ StepMetrics Trainer::train_step() {
   m.comm_hidden_fraction = sync.hidden_fraction;
   m.comm_exposed_ms = sync.exposed_ms;
   const comm::CommSnapshot c = meter_.end_step();
-  m.comm_bytes_dp = c.group(comm::GroupKind::Dp).bytes;
+  // Data parallelism's: the dense parameters' over dp, the experts' over edp.
+  m.comm_bytes_dp = c.group(comm::GroupKind::Dp).bytes + c.group(comm::GroupKind::Edp).bytes;
   m.comm_bytes_tp = c.group(comm::GroupKind::Tp).bytes;
   m.comm_bytes_pp = c.group(comm::GroupKind::Pp).bytes;
   m.comm_bytes_cp = c.group(comm::GroupKind::Cp).bytes;
+  m.comm_bytes_ep = c.group(comm::GroupKind::Ep).bytes;
   // Every data-parallel rank saw different samples: the step's loss is their mean.
   const bool pipelined = runner_->shape().stages > 1;
   double l[2] = {loss, busy_ms};

@@ -20,12 +20,13 @@ struct Layout {
   bool sp = false;
   int act = 0;     // 0 kept, 1 checkpointed, 2 Pa, 3 Pa+cpu
   int chunks = 1;  // model chunks per pipeline stage (> 1: the interleaved schedule)
+  int ep = 1;      // expert-parallel ranks, out of the data-parallel ones
 };
 
 std::string name(const Layout& l, const TrainOptions& o) {
   static const char* acts[] = {"", " ckpt", " Pa", " Pa+cpu"};
-  return fmt::format("tp {} pp {}{} dp {} stage {}{}{} capacity {} dropout {} {}", l.tp, l.pp,
-                     l.chunks > 1 ? " interleaved" : "", dist::world().size() / (l.tp * l.pp),
+  return fmt::format("tp {} pp {}{} dp {} ep {} stage {}{}{} capacity {} dropout {} {}", l.tp, l.pp,
+                     l.chunks > 1 ? " interleaved" : "", dist::world().size() / (l.tp * l.pp), l.ep,
                      l.stage, l.sp ? " sp" : "", acts[l.act], o.moe_expert_capacity_factor,
                      o.hidden_dropout, dist::precision_name(o));
 }
@@ -38,11 +39,12 @@ TrainOptions with(TrainOptions o, const Layout& l) {
   o.checkpoint_activations = l.act >= 1;
   o.partition_activations = l.act >= 2;
   o.cpu_checkpointing = l.act == 3;
+  o.expert_model_parallel_size = l.ep;
   return o;
 }
 
 std::vector<StepMetrics> run(const TrainOptions& o, const Layout& l) {
-  comm::Topology topo(dist::world(), l.tp, l.pp);
+  comm::Topology topo(dist::world(), l.tp, l.pp, nullptr, 1, l.ep);
   Trainer t(with(o, l), dist::pool(), topo);
   return t.run(false);
 }
@@ -71,7 +73,7 @@ TrainOptions small_moe(double dropout, double capacity) {
 
 bool fits(const Layout& l) {
   const int world = dist::world().size();
-  return world % (l.tp * l.pp) == 0;
+  return world % (l.tp * l.pp) == 0 && world / (l.tp * l.pp) % l.ep == 0;
 }
 
 void expect_routing_close(const std::vector<StepMetrics>& got, const std::vector<StepMetrics>& want,
@@ -128,6 +130,20 @@ TEST(Moe, SharedExpertMatchesOneRank) {
   o.moe_shared_expert_gate = true;
   o.add_qkv_bias = true;
   expect_layouts(o, {{2}, {2, 1, 1, true}, {1, 1, 3}, {1, 2, 1}, {2, 1, 0, false, 3}});
+}
+
+// Expert parallelism: the experts split over ep ranks of the data-parallel group, tokens to
+// them and back by all-to-all, with tp, pp and ZeRO's stages (the experts' states over the ranks
+// holding the same experts).
+TEST(Moe, ExpertParallelMatchesOneRank) {
+  for (double capacity : {0.0, 1.0})
+    expect_layouts(small_moe(0.0, capacity), {{1, 1, 0, false, 0, 1, 2},
+                                              {1, 1, 1, false, 0, 1, 2},
+                                              {1, 1, 3, false, 0, 1, 2},
+                                              {1, 1, 0, false, 0, 1, 4},
+                                              {1, 1, 1, false, 0, 1, 4},
+                                              {2, 1, 1, true, 0, 1, 2},
+                                              {1, 2, 1, false, 0, 1, 2}});
 }
 
 // bf16: within half_layouts_test.cpp's band (5e-4 relative loss).

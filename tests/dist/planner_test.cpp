@@ -41,6 +41,8 @@ struct Case {
   int experts = 0;                   // --num-experts (every other layer MoE, top-2)
   double capacity = 0;               // --moe-expert-capacity-factor
   bool shared = false;               // a gated shared expert beside the routed ones
+  int ep = 1;                        // --expert-model-parallel-size
+  int topk = 2;                      // --moe-router-topk (= experts: every token to every one)
 };
 
 // Rope, RMSNorm, SwiGLU at Megatron's default width, 4 key/value groups of 8 heads, an untied
@@ -221,11 +223,33 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
        .ckpt = true,
        .sequence_parallel = true,
        .experts = 4,
-       .shared = true}};
+       .shared = true},
+      // expert parallelism: every token to every expert, so the all-to-alls' bytes are the
+      // plan's exactly; the experts' states over the ranks holding the same experts
+      {.tp = 1, .stage = 1, .working = F32, .accumulation = 2, .experts = 4, .ep = 2, .topk = 4},
+      {.tp = 1, .stage = 0, .working = BF16, .experts = 4, .ep = 4, .topk = 4},
+      {.tp = 1, .stage = 3, .working = F32, .ckpt = true, .experts = 4, .ep = 2, .topk = 4},
+      {.tp = 2,
+       .stage = 2,
+       .working = BF16,
+       .accumulation = 2,
+       .sequence_parallel = true,
+       .experts = 4,
+       .ep = 2,
+       .topk = 4},
+      {.tp = 1,
+       .stage = 1,
+       .working = F32,
+       .pp = 2,
+       .experts = 4,
+       .capacity = 1.0,
+       .ep = 2,
+       .topk = 4}};
   for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
     const Case& k = cases[i];
     if (world % (k.tp * k.pp * k.cp) != 0) continue;
     const int dp = world / (k.tp * k.pp * k.cp);
+    if (dp * k.cp % k.ep != 0) continue;
     TrainOptions o =
         layout_options(k.tp, k.pp, k.stage, k.working, k.layers > 0 ? k.layers : (k.pp > 1 ? 4 : 3),
                        dp, k.accumulation);
@@ -245,7 +269,8 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     o.context_parallel_size = k.cp;
     o.cp_comm_type = k.a2a ? "a2a" : "p2p";
     o.num_experts = k.experts;
-    o.moe_router_topk = 2;
+    o.moe_router_topk = k.topk;
+    o.expert_model_parallel_size = k.ep;
     o.moe_ffn_hidden_size = 48;
     o.moe_layer_freq = 2;
     o.moe_aux_loss_coeff = 0.01;
@@ -254,7 +279,7 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     o.moe_shared_expert_gate = k.shared;
     o.param_persistence_threshold = 200;
     validate_train_options(o, dp);
-    comm::Topology topo(dist::world(), k.tp, k.pp, nullptr, k.cp);
+    comm::Topology topo(dist::world(), k.tp, k.pp, nullptr, k.cp, k.ep);
     Trainer t(o, dist::pool(), topo);
     const StepMetrics m = t.run(false).back();
     // This rank's own peaks (the metrics hold the maximum over ranks, i.e. over stages).
@@ -302,6 +327,7 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
     expect_equal(m.comm_bytes_tp, p.comm_tp, "tp bytes", i);
     expect_equal(m.comm_bytes_pp, p.comm_pp, "pp bytes", i);
     expect_equal(m.comm_bytes_cp, p.comm_cp, "cp bytes", i);
+    expect_equal(m.comm_bytes_ep, p.comm_ep, "ep bytes", i);
   }
 }
 
