@@ -20,6 +20,11 @@ MetricsWriter::MetricsWriter(const std::string& path, const std::string& tensorb
 }
 
 void MetricsWriter::write(const StepMetrics& m) {
+  const nlohmann::json comm_bytes = {{"dp", m.comm_bytes_dp},
+                                     {"tp", m.comm_bytes_tp},
+                                     {"pp", m.comm_bytes_pp},
+                                     {"cp", m.comm_bytes_cp},
+                                     {"ep", m.comm_bytes_ep}};
   if (events_) {
     // Megatron-LM's tags where it has the quantity (iteration-time in seconds, throughput in
     // TFLOP/s per device); the rest named in its style.
@@ -36,11 +41,8 @@ void MetricsWriter::write(const StepMetrics& m) {
       events_->add_scalar(
           fmt::format("mem-peak-bytes/{}", mem_category_name(static_cast<MemCategory>(c))),
           static_cast<double>(m.memory_peak[c]), it);
-    events_->add_scalar("comm-bytes/dp", static_cast<double>(m.comm_bytes_dp), it);
-    events_->add_scalar("comm-bytes/tp", static_cast<double>(m.comm_bytes_tp), it);
-    events_->add_scalar("comm-bytes/pp", static_cast<double>(m.comm_bytes_pp), it);
-    events_->add_scalar("comm-bytes/cp", static_cast<double>(m.comm_bytes_cp), it);
-    events_->add_scalar("comm-bytes/ep", static_cast<double>(m.comm_bytes_ep), it);
+    for (const auto& [group, bytes] : comm_bytes.items())
+      events_->add_scalar("comm-bytes/" + group, bytes.get<double>(), it);
     for (const auto& [tag, value] : m.moe.scalars()) events_->add_scalar(tag, value, it);
     events_->flush();
   }
@@ -62,12 +64,7 @@ void MetricsWriter::write(const StepMetrics& m) {
                       {"tflops_per_rank", m.tflops_per_rank},
                       {"num_parameters", m.num_parameters},
                       {"memory", mem},
-                      {"comm_bytes",
-                       {{"dp", m.comm_bytes_dp},
-                        {"tp", m.comm_bytes_tp},
-                        {"pp", m.comm_bytes_pp},
-                        {"cp", m.comm_bytes_cp},
-                        {"ep", m.comm_bytes_ep}}},
+                      {"comm_bytes", comm_bytes},
                       {"comm_hidden_fraction", m.comm_hidden_fraction},
                       {"comm_exposed_ms", m.comm_exposed_ms},
                       {"pipeline_bubble", m.pipeline_bubble},

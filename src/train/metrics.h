@@ -36,7 +36,7 @@ struct StepMetrics {
   // Largest free block over free bytes of the device memory after the step (min over ranks);
   // 1.0 without --device-memory.
   double memory_fragmentation = 1.0;
-  // Paper-convention bytes this rank sent per group during the step (CommStats).
+  // Paper-convention bytes this rank sent per group in the step (CommStats; dp includes edp's).
   uint64_t comm_bytes_dp = 0, comm_bytes_tp = 0, comm_bytes_pp = 0, comm_bytes_cp = 0,
            comm_bytes_ep = 0;
   // Of data-parallel communication (gradient reductions; at stage 3 also the parameter gathers),

@@ -124,10 +124,8 @@ TrainDevice::TrainDevice(const TrainOptions& o, comm::MpiRuntime* rt)
     for (comm::GroupKind k : {comm::GroupKind::Tp, comm::GroupKind::Cp, comm::GroupKind::Dp,
                               comm::GroupKind::Pp, comm::GroupKind::Mp})
       nccl_communicators_ += comm::group_needs_nccl(topo_->group(k).size()) ? 1 : 0;
-    for (const comm::Communicator* g : {topo_->ep(), topo_->edp()})
+    for (const comm::Communicator* g : {topo_->embedding(), topo_->ep(), topo_->edp()})
       nccl_communicators_ += g != nullptr && comm::group_needs_nccl(g->size()) ? 1 : 0;
-    if (const comm::Communicator* e = topo_->embedding(); e != nullptr)
-      nccl_communicators_ += comm::group_needs_nccl(e->size()) ? 1 : 0;
     nccl_bytes_ = before.free > after.free ? before.free - after.free : 0;
   }
   CudaAllocatorOptions a;

@@ -312,7 +312,6 @@ StepMetrics Trainer::train_step() {
   m.comm_hidden_fraction = sync.hidden_fraction;
   m.comm_exposed_ms = sync.exposed_ms;
   const comm::CommSnapshot c = meter_.end_step();
-  // Data parallelism's: the dense parameters' over dp, the experts' over edp.
   m.comm_bytes_dp = c.group(comm::GroupKind::Dp).bytes + c.group(comm::GroupKind::Edp).bytes;
   m.comm_bytes_tp = c.group(comm::GroupKind::Tp).bytes;
   m.comm_bytes_pp = c.group(comm::GroupKind::Pp).bytes;
