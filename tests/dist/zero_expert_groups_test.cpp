@@ -14,7 +14,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "src/model/param_layout.h"
@@ -97,6 +99,9 @@ struct Case {
   int steps;
   double clip;
   bool groups;  // expert_dp set (ep 2); else ep 1 and expert_dp null: today's behaviour
+  // Where the optimizer states and stage 3's parameter shard live (the NVMe tier keeps each
+  // unit's part on its own, by its own length).
+  StateTier optimizer = StateTier::Device, params = StateTier::Device;
 };
 
 void check(const Case& c) {
@@ -121,6 +126,12 @@ void check(const Case& c) {
   z.allgather_bucket_elems = 2 * kUnitElems;
   z.prefetch_bucket_elems = 2 * kUnitElems;
   z.param_persistence_threshold = 100;  // the final norm's unit stays gathered at stage 3
+  const std::string swap = dist::scratch_dir() + "expert_groups_rank" + std::to_string(rank);
+  std::filesystem::create_directories(swap);
+  z.optimizer_tier.tier = c.optimizer;
+  z.param_tier.tier = c.params;
+  z.optimizer_tier.nvme_path = z.param_tier.nvme_path = swap;
+  z.optimizer_tier.chunk_elems = 1024;  // several chunks (whole 4 KiB pages of 3 states)
   ZeroOptimizer opt(layout, c.working, adam, dist::pool(), 99, z);
 
   ZeroConfig zr;  // world of one, but the norm over both ep ranks
@@ -212,6 +223,12 @@ TEST(ZeroExpertGroups, Stage0And2InBf16) {
 TEST(ZeroExpertGroups, UnclippedStage3) {
   if (!four_ranks()) GTEST_SKIP() << "needs 4 ranks";
   check({3, DType::F32, 1, 0.0, true});
+}
+TEST(ZeroExpertGroups, OffloadedStatesAndParameters) {
+  if (!four_ranks()) GTEST_SKIP() << "needs 4 ranks";
+  check({2, DType::F32, 2, 1.0, true, StateTier::Nvme});  // states streamed from NVMe
+  check({3, DType::F32, 2, 1.0, true, StateTier::Nvme, StateTier::Nvme});
+  check({3, DType::BF16, 2, 1.0, true, StateTier::Nvme, StateTier::Nvme});
 }
 TEST(ZeroExpertGroups, WithoutAnExpertGroupEveryGradientSumsOverDp) {
   if (!four_ranks()) GTEST_SKIP() << "needs 4 ranks";
