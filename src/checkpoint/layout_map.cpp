@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "src/core/error.h"
+
 namespace zt {
 
 TpLocation locate_tp(const ParamSpec& p, int tp, int64_t f) {
@@ -41,6 +43,9 @@ ShardLocation locate_shard(const Partition& part, int64_t layout_offset) {
       std::upper_bound(units.begin(), units.end(), padded,
                        [](int64_t x, const PartitionUnit& u) { return x < u.padded_begin; });
   const PartitionUnit& u = *(it - 1);
+  // Part k is dp rank k's only where the unit is cut over dp: an expert unit cut over an expert
+  // group names edp ranks, which a checkpoint's shard files do not.
+  ZT_CHECK(u.parts == part.dp_size(), "checkpoints of expert units cut over edp are not supported");
   const int64_t within = padded - u.padded_begin;
   // The run ends with the rank's part or with the unit's real elements, whichever comes first:
   // the unit's padding is not the next element of the layout.

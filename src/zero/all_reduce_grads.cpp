@@ -8,7 +8,8 @@
 namespace zt {
 
 AllReduceGrads::AllReduceGrads(const ParamLayout& layout, DType working, const DeviceContext& ctx,
-                               comm::Communicator* dp, int64_t bucket_elems, bool overlap)
+                               comm::Communicator* dp, int64_t bucket_elems, bool overlap,
+                               comm::Communicator* expert_dp)
     : layout_(layout), working_(working), be_(ctx.backend()) {
   grads_ = ctx.pool().allocate({layout_.numel()}, working_, MemCategory::Grads);
   if (half()) staging_ = GradStaging(ctx, layout_, bucket_elems);
@@ -19,8 +20,10 @@ AllReduceGrads::AllReduceGrads(const ParamLayout& layout, DType working, const D
     int64_t bucket = 0;
     for (const auto& k : buckets.buckets()) bucket = std::max(bucket, k.end - k.begin);
     dp->reserve_staging(static_cast<size_t>(bucket), DpGradSync::kInFlight);
+    if (expert_dp != nullptr && expert_dp != dp)
+      expert_dp->reserve_staging(static_cast<size_t>(bucket), DpGradSync::kInFlight);
   }
-  sync_ = std::make_unique<DpGradSync>(*dp, layout_, grads(), bucket_elems, overlap);
+  sync_ = std::make_unique<DpGradSync>(*dp, layout_, grads(), bucket_elems, overlap, expert_dp);
 }
 
 float* AllReduceGrads::open(const Span& s) {

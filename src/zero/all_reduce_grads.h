@@ -2,6 +2,7 @@
 // Stage 0's gradient reducer: the whole gradient in the working precision, summed over the
 // data-parallel group in constant-size buckets started as backward completes them (DpGradSync).
 // In half precision each span is added in fp32 staging and rounded once into the kept gradient.
+// The expert parameters' buckets are summed over `expert_dp` instead (null: dp).
 #include <memory>
 #include <vector>
 
@@ -15,7 +16,8 @@ namespace zt {
 class AllReduceGrads final : public GradReducer {
  public:
   AllReduceGrads(const ParamLayout& layout, DType working, const DeviceContext& ctx,
-                 comm::Communicator* dp, int64_t bucket_elems, bool overlap);
+                 comm::Communicator* dp, int64_t bucket_elems, bool overlap,
+                 comm::Communicator* expert_dp = nullptr);
   float* open(const Span& s) override;
   void close(const Span& s) override;
   void begin_microbatch(bool last) override;

@@ -5,8 +5,12 @@
 namespace zt {
 
 DpGradSync::DpGradSync(comm::Communicator& dp, const ParamLayout& layout, Tensor grads,
-                       int64_t bucket_elems, bool overlap)
-    : dp_(dp), grads_(grads), buckets_(layout, bucket_elems), overlap_(overlap) {
+                       int64_t bucket_elems, bool overlap, comm::Communicator* expert)
+    : dp_(dp),
+      expert_(expert != nullptr ? *expert : dp),
+      grads_(grads),
+      buckets_(layout, bucket_elems),
+      overlap_(overlap) {
   const size_t n = buckets_.buckets().size();
   handles_.resize(n);
   order_.assign(n, 0);
@@ -43,7 +47,8 @@ void DpGradSync::launch(int k) {
   const auto i = static_cast<size_t>(k);
   started_[i] = 1;
   order_[i] = ++launches_;
-  handles_[i] = dp_.all_reduce_async(grads_.slice(b.begin, {b.end - b.begin}));
+  comm::Communicator& group = b.expert ? expert_ : dp_;
+  handles_[i] = group.all_reduce_async(grads_.slice(b.begin, {b.end - b.begin}));
 }
 
 void DpGradSync::poll() {

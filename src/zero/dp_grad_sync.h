@@ -29,8 +29,9 @@ class DpGradSync {
  public:
   static constexpr int kInFlight = 2;  // bucket all-reduces in flight at once
 
+  // `expert`: the group the expert parameters' buckets are summed over (null: dp).
   DpGradSync(comm::Communicator& dp, const ParamLayout& layout, Tensor grads, int64_t bucket_elems,
-             bool overlap);
+             bool overlap, comm::Communicator* expert = nullptr);
 
   // Before a micro-batch's backward; only the last micro-batch of a step reduces.
   void begin_backward(bool last_microbatch);
@@ -46,6 +47,7 @@ class DpGradSync {
   void wait(size_t bucket, comm::StampRef needed);
 
   comm::Communicator& dp_;
+  comm::Communicator& expert_;
   Tensor grads_;
   GradBuckets buckets_;
   bool overlap_;

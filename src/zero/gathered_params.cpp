@@ -43,14 +43,15 @@ std::vector<int64_t> GatheredParams::slot_parts(const ParamLayout& layout, const
 }
 
 GatheredParams::GatheredParams(const ParamLayout& layout, const Partition& part, DType working,
-                               const DeviceContext& ctx, comm::Communicator& dp,
+                               const DeviceContext& ctx, const UnitGroups& groups,
                                int64_t persistence_threshold, const PrefetchLimits& limits,
                                const StateTierConfig& tier)
     : layout_(layout),
       part_(part),
       working_(working),
       be_(ctx.backend()),
-      dp_(dp),
+      dp_(groups.dp()),
+      groups_(groups),
       persistent_(persistent_units(layout, part, persistence_threshold)),
       policy_(unit_elems(part), persistent_, part.max_unit(), limits) {
   MemoryPool& pool = ctx.pool();
@@ -151,7 +152,7 @@ void GatheredParams::launch_gather(Slot& s) {
   const auto& pu = part_.units()[static_cast<size_t>(s.unit)];
   Tensor in = shard_->part(s.unit, s.id);
   s.fetching = false;
-  s.pending = dp_.all_gather_async(in, s.buffer.view({pu.padded_len}, working_));
+  s.pending = groups_.of(pu).all_gather_async(in, s.buffer.view({pu.padded_len}, working_));
 }
 
 void GatheredParams::wait_needed(Slot& s) {

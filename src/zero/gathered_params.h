@@ -24,13 +24,14 @@
 #include "src/zero/param_store.h"
 #include "src/zero/partition.h"
 #include "src/zero/prefetch_policy.h"
+#include "src/zero/unit_groups.h"
 
 namespace zt {
 
 class GatheredParams final : public ParamStore {
  public:
   GatheredParams(const ParamLayout& layout, const Partition& part, DType working,
-                 const DeviceContext& ctx, comm::Communicator& dp, int64_t persistence_threshold,
+                 const DeviceContext& ctx, const UnitGroups& groups, int64_t persistence_threshold,
                  const PrefetchLimits& limits, const StateTierConfig& tier = {});
   ~GatheredParams() override;
   // The elements of a unit's part each gather slot's fetch holds (ParamShard's slots): the
@@ -76,7 +77,8 @@ class GatheredParams final : public ParamStore {
   const Partition& part_;
   DType working_;
   Backend& be_;
-  comm::Communicator& dp_;
+  comm::Communicator& dp_;             // the stamps of the overlap log
+  UnitGroups groups_;                  // each unit's collectives
   std::unique_ptr<ParamShard> shard_;  // the own shard, working precision
   std::vector<Slot> shared_;           // PrefetchPolicy::slots() buffers of the largest unit
   std::vector<Slot> kept_;             // one per persistent unit

@@ -3,6 +3,9 @@
 // reduce_bucket_size), cut from the end of the buffer so the first bucket to fill is the first
 // to go: backward completes blocks from the last layer down. A bucket is ready once every block
 // it overlaps has reported its gradient complete; readiness does not depend on order.
+// A bucket never crosses a boundary between parameter groups (dense, expert: ParamSpec::expert),
+// since the groups reduce over different communicators: each run of one group's parameters is
+// cut from its end.
 #include <cstdint>
 #include <vector>
 
@@ -15,6 +18,7 @@ class GradBuckets {
   struct Bucket {
     int64_t begin = 0, end = 0;  // elements of the flat buffer
     int first_block = 0, last_block = 0;
+    bool expert = false;  // of the expert parameter group: reduced over edp
   };
   GradBuckets(const ParamLayout& layout, int64_t bucket_elems);
 

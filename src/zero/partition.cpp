@@ -6,11 +6,18 @@
 
 namespace zt {
 
-Partition::Partition(const ParamLayout& layout, int dp_size, int dp_rank, int64_t unit_elems)
-    : dp_(dp_size), rank_(dp_rank) {
+Partition::Partition(const ParamLayout& layout, int dp_size, int dp_rank, int64_t unit_elems,
+                     int edp_size, int edp_rank)
+    : dp_(dp_size),
+      rank_(dp_rank),
+      edp_(edp_size == 0 ? dp_size : edp_size),
+      edp_rank_(edp_size == 0 ? dp_rank : edp_rank) {
   ZT_CHECK(dp_size >= 1 && dp_rank >= 0 && dp_rank < dp_size, "bad dp rank {} of {}", dp_rank,
            dp_size);
+  ZT_CHECK(edp_ >= 1 && edp_rank_ >= 0 && edp_rank_ < edp_ && dp_ % edp_ == 0,
+           "bad expert-data-parallel rank {} of {} (dp {})", edp_rank_, edp_, dp_);
   ZT_CHECK(unit_elems >= 1, "partition unit must be positive");
+  // Dense units are padded to a multiple of this; expert ones to a divisor of it (edp | dp).
   const int64_t quantum = kAlign * dp_;
   const auto& blocks = layout.blocks();
   const auto& params = layout.params();
@@ -21,15 +28,21 @@ Partition::Partition(const ParamLayout& layout, int dp_size, int dp_rank, int64_
     padded_begin_.push_back(padded_numel_);
     const int first = static_cast<int>(units_.size());
     int64_t begin = blocks[b].begin, len = 0;
+    bool expert = false;  // the group of the unit being filled
     auto close = [&] {
       if (len == 0) return;
       PartitionUnit u;
       u.block = static_cast<int>(b);
       u.layout_begin = begin;
       u.real_len = len;
+      u.expert = expert;
+      u.parts = expert ? edp_ : dp_;
+      u.part = expert ? edp_rank_ : rank_;
+      const int64_t q = kAlign * u.parts;
       u.padded_begin = padded_numel_;
-      u.padded_len = (len + quantum - 1) / quantum * quantum;
-      u.part_len = u.padded_len / dp_;
+      u.padded_len = (len + q - 1) / q * q;
+      u.part_len = u.padded_len / u.parts;
+      has_expert_ = has_expert_ || expert;
       u.shard_offset = shard_numel_;
       shard_numel_ += u.part_len;
       padded_numel_ += u.padded_len;
@@ -44,7 +57,8 @@ Partition::Partition(const ParamLayout& layout, int dp_size, int dp_rank, int64_
       const int64_t step = spec.chunk_rows(unit_elems) * spec.row_len();
       for (int64_t at = 0; at < spec.numel(); at += step) {
         const int64_t n = std::min(step, spec.numel() - at);
-        if (len > 0 && len + n > unit_elems) close();
+        if (len > 0 && (len + n > unit_elems || spec.expert != expert)) close();
+        expert = spec.expert;
         len += n;
       }
     }
@@ -53,7 +67,8 @@ Partition::Partition(const ParamLayout& layout, int dp_size, int dp_rank, int64_
     padded_len_.push_back(padded_numel_ - padded_begin_.back());
   }
   // Buffers are sized by the capacity the flag allows, not by how this model's rows happen to
-  // pack: the same for any hidden size, vocabulary or depth that fills a unit.
+  // pack: the same for any hidden size, vocabulary or depth that fills a unit. An expert unit
+  // pads to a divisor of the dense quantum, so it fits too.
   int64_t longest_row = 0, largest_block = 0;
   for (const auto& p : params) longest_row = std::max(longest_row, p.row_len());
   for (const auto& b : blocks) largest_block = std::max(largest_block, b.numel());
@@ -63,7 +78,7 @@ Partition::Partition(const ParamLayout& layout, int dp_size, int dp_rank, int64_
   // This rank's real elements: intersect each of its parts with the parameters of the unit.
   for (size_t ui = 0; ui < units_.size(); ++ui) {
     const auto& u = units_[ui];
-    const int64_t lo = u.layout_begin + int64_t{rank_} * u.part_len;
+    const int64_t lo = u.layout_begin + int64_t{u.part} * u.part_len;
     const int64_t hi = std::min(lo + u.part_len, u.layout_begin + u.real_len);
     for (const size_t p : params_of_block[static_cast<size_t>(u.block)]) {
       const int64_t a = std::max(lo, params[p].offset);

@@ -27,12 +27,13 @@ int unit_of_span(const ParamLayout& layout, const Partition& part, const Span& s
 
 ReduceScatterAtStep::ReduceScatterAtStep(const ParamLayout& layout, const Partition& part,
                                          DType working, const DeviceContext& ctx,
-                                         comm::Communicator& dp, int64_t span_elems, bool overlap)
+                                         const UnitGroups& groups, int64_t span_elems, bool overlap)
     : layout_(layout),
       part_(part),
       working_(working),
       be_(ctx.backend()),
-      dp_(dp),
+      dp_(groups.dp()),
+      groups_(groups),
       overlap_(overlap) {
   grads_ = ctx.pool().allocate({part_.padded_numel()}, working_, MemCategory::Grads);
   if (half()) staging_ = GradStaging(ctx, layout_, span_elems);
@@ -82,7 +83,7 @@ void ReduceScatterAtStep::launch(int k) {
   launched_[i] = 1;
   order_.push_back(k);
   Tensor in = typed(grads_, u.padded_begin, u.padded_len, working_);
-  handles_[i] = dp_.reduce_scatter_async(in, in.slice(dp_.rank() * u.part_len, {u.part_len}));
+  handles_[i] = groups_.of(u).reduce_scatter_async(in, in.slice(u.part * u.part_len, {u.part_len}));
 }
 
 void ReduceScatterAtStep::zero() {
@@ -120,13 +121,14 @@ const void* ReduceScatterAtStep::grad(const ShardSegment& s) const {
 
 ReduceScatterUnits::ReduceScatterUnits(const ParamLayout& layout, const Partition& part,
                                        DType working, const DeviceContext& ctx,
-                                       comm::Communicator& dp, int64_t span_elems, bool overlap,
+                                       const UnitGroups& groups, int64_t span_elems, bool overlap,
                                        float* scratch, StateTier tier, const StateTierConfig& swap)
     : layout_(layout),
       part_(part),
       working_(working),
       be_(ctx.backend()),
-      dp_(dp),
+      dp_(groups.dp()),
+      groups_(groups),
       overlap_(overlap),
       scratch_(scratch),
       on_host_(tier != StateTier::Device) {
@@ -203,8 +205,8 @@ void ReduceScatterUnits::launch(Reduction& r) {
   fill_[static_cast<size_t>(r.unit)] = -1;
   r.state = Fill::InFlight;
   r.order = ++launches_;
-  r.handle = dp_.reduce_scatter_async(typed(r.input, 0, u.padded_len, working_),
-                                      typed(r.output, 0, u.part_len, working_));
+  r.handle = groups_.of(u).reduce_scatter_async(typed(r.input, 0, u.padded_len, working_),
+                                                typed(r.output, 0, u.part_len, working_));
   if (!overlap_) complete(r);
 }
 

@@ -23,6 +23,7 @@
 #include "src/zero/grad_staging.h"
 #include "src/zero/optimizer_states.h"
 #include "src/zero/swapped_grads.h"
+#include "src/zero/unit_groups.h"
 
 namespace zt {
 
@@ -30,7 +31,7 @@ class ReduceScatterAtStep final : public GradReducer {
  public:
   static constexpr int kInFlight = 2;
   ReduceScatterAtStep(const ParamLayout& layout, const Partition& part, DType working,
-                      const DeviceContext& ctx, comm::Communicator& dp, int64_t span_elems,
+                      const DeviceContext& ctx, const UnitGroups& groups, int64_t span_elems,
                       bool overlap);
   float* open(const Span& s) override;
   void close(const Span& s) override;
@@ -50,7 +51,8 @@ class ReduceScatterAtStep final : public GradReducer {
   const Partition& part_;
   DType working_;
   Backend& be_;
-  comm::Communicator& dp_;
+  comm::Communicator& dp_;  // the stamps of the overlap log
+  UnitGroups groups_;       // each unit's collectives
   bool overlap_;
   Buffer grads_;  // padded space, working precision
   GradStaging staging_;
@@ -70,7 +72,7 @@ class ReduceScatterUnits final : public GradReducer {
   // `tier`: where the own shard lives (grad_tier): the device, host memory, or the NVMe tier
   // (`swap` says where).
   ReduceScatterUnits(const ParamLayout& layout, const Partition& part, DType working,
-                     const DeviceContext& ctx, comm::Communicator& dp, int64_t span_elems,
+                     const DeviceContext& ctx, const UnitGroups& groups, int64_t span_elems,
                      bool overlap, float* scratch, StateTier tier = StateTier::Device,
                      const StateTierConfig& swap = {});
   ~ReduceScatterUnits() override;
@@ -106,7 +108,8 @@ class ReduceScatterUnits final : public GradReducer {
   const Partition& part_;
   DType working_;
   Backend& be_;
-  comm::Communicator& dp_;
+  comm::Communicator& dp_;  // the stamps of the overlap log
+  UnitGroups groups_;       // each unit's collectives
   bool overlap_;
   float* scratch_;
   bool on_host_;

@@ -44,7 +44,7 @@ void ResidentParams::from_host_range(int64_t shard_offset, int64_t len, const vo
 }
 
 PaddedParams::PaddedParams(const ParamLayout& layout, const Partition& part, DType working,
-                           const DeviceContext& ctx, comm::Communicator& dp,
+                           const DeviceContext& ctx, const UnitGroups& groups,
                            int64_t allgather_elems, uint64_t seed, float* chunk,
                            int64_t chunk_elems)
     : layout_(layout),
@@ -52,7 +52,8 @@ PaddedParams::PaddedParams(const ParamLayout& layout, const Partition& part, DTy
       working_(working),
       ctx_(ctx),
       be_(ctx.backend()),
-      dp_(dp),
+      dp_(groups.dp()),
+      groups_(groups),
       allgather_elems_(allgather_elems),
       chunk_(chunk),
       chunk_elems_(chunk_elems) {
@@ -94,7 +95,7 @@ void PaddedParams::from_master(const float* master) {
 
 void* PaddedParams::own_part(int unit, int64_t within) const {
   const auto& u = part_.units()[static_cast<size_t>(unit)];
-  return at(params_.data(), working_, u.padded_begin + int64_t{dp_.rank()} * u.part_len + within);
+  return at(params_.data(), working_, u.padded_begin + int64_t{u.part} * u.part_len + within);
 }
 
 void PaddedParams::from_master_range(int64_t shard_offset, int64_t len, const float* master) {
@@ -125,7 +126,7 @@ void PaddedParams::finish_from_master() {
       inflight_elems = 0;
     }
     inflight.push_back(
-        dp_.all_gather_async(typed(params_, u.padded_begin, u.padded_len, working_)));
+        groups_.of(u).all_gather_async(typed(params_, u.padded_begin, u.padded_len, working_)));
     inflight_elems += u.padded_len;
   }
   for (auto& h : inflight) h.wait();
@@ -148,7 +149,7 @@ void PaddedParams::gather_through(int unit) {
     const auto& u = part_.units()[static_cast<size_t>(gathered_)];
     written_(u.shard_offset + u.part_len);
     inflight.push_back(
-        dp_.all_gather_async(typed(params_, u.padded_begin, u.padded_len, working_)));
+        groups_.of(u).all_gather_async(typed(params_, u.padded_begin, u.padded_len, working_)));
   }
   for (auto& h : inflight) h.wait();
 }

@@ -8,6 +8,7 @@
 #include "src/core/memory_pool.h"
 #include "src/zero/param_store.h"
 #include "src/zero/partition.h"
+#include "src/zero/unit_groups.h"
 
 namespace zt {
 
@@ -43,7 +44,7 @@ class ResidentParams final : public ParamStore {
 class PaddedParams final : public ParamStore {
  public:
   PaddedParams(const ParamLayout& layout, const Partition& part, DType working,
-               const DeviceContext& ctx, comm::Communicator& dp, int64_t allgather_elems,
+               const DeviceContext& ctx, const UnitGroups& groups, int64_t allgather_elems,
                uint64_t seed, float* chunk, int64_t chunk_elems);
   CRef acquire(const Span& s) override;
   void release(const Span&) override {}
@@ -67,7 +68,8 @@ class PaddedParams final : public ParamStore {
   DType working_;
   DeviceContext ctx_;
   Backend& be_;
-  comm::Communicator& dp_;
+  comm::Communicator& dp_;  // the stamps of the overlap log
+  UnitGroups groups_;       // each unit's collectives
   int64_t allgather_elems_;
   float* chunk_;
   int64_t chunk_elems_;

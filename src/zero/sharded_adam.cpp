@@ -220,7 +220,7 @@ void ShardedAdam::adamw_offloaded(const GradReducer& grads, DType grad_dtype, co
 }
 
 StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr, double loss_scale,
-                             bool counts_in_norm, int tp_rank, comm::ScalarReducer* norm,
+                             int tp_rank, comm::ScalarReducer* norm,
                              const std::vector<char>& norm_excluded, const MasterChunkFn& updated,
                              const UpdateRunner& run) {
   const auto& params = layout_.params();
@@ -233,8 +233,7 @@ StepResult ShardedAdam::step(const GradReducer& grads, DType working, double lr,
     if (device) adam_table_[k].grad = grads.grad(s);
     // A tp-replicated parameter's gradient counts once in the global norm: on tp rank 0.
     const ParamSpec& p = params[static_cast<size_t>(s.param)];
-    if (!counts_in_norm || (p.tp_replicated && tp_rank != 0) ||
-        norm_excluded[static_cast<size_t>(s.param)] != 0)
+    if ((p.tp_replicated && tp_rank != 0) || norm_excluded[static_cast<size_t>(s.param)] != 0)
       continue;
     if (resident)
       norm_table_.push_back({grads.grad(s), s.len});

@@ -54,9 +54,8 @@ class ShardedAdam {
   OptimizerStates& states() const { return *states_; }
   const Shard& shard() const { return shard_; }
   // Unscales by loss_scale, clips to the global norm (Σ over world of each rank's share:
-  // `counts_in_norm` says whether this rank's share counts, parameters replicated over tp on tp
-  // rank 0 only,
-  // none of those flagged in `norm_excluded`, by parameter index) and
+  // parameters replicated over tp on tp rank 0 only, none of those flagged in `norm_excluded`,
+  // by parameter index — the caller flags a data-parallel replica counted elsewhere) and
   // applies one AdamW step at lr. On the device: one multi-tensor norm, one read of it, one
   // multi-tensor AdamW over every segment (kernels/ops.inc sum_squares_multi, adamw_multi); with
   // offloaded states, the same AdamW on the host, chunk by chunk. `updated` gets the new master
@@ -64,9 +63,8 @@ class ShardedAdam {
   // states and `run` given, the update goes to `run` once the norm and the skip decision are
   // made, and `updated` is called from there.
   StepResult step(const GradReducer& grads, DType working, double lr, double loss_scale,
-                  bool counts_in_norm, int tp_rank, comm::ScalarReducer* norm,
-                  const std::vector<char>& norm_excluded, const MasterChunkFn& updated,
-                  const UpdateRunner& run = {});
+                  int tp_rank, comm::ScalarReducer* norm, const std::vector<char>& norm_excluded,
+                  const MasterChunkFn& updated, const UpdateRunner& run = {});
   // The master parameters, chunk by chunk in shard order, as `updated` receives them.
   void visit_master(const MasterChunkFn& fn);
   // Offloaded states: the master parameters from the seed, chunk by chunk as the tier streams

@@ -10,6 +10,7 @@
 #include "src/zero/resident_params.h"
 #include "src/zero/swapped_grads.h"
 #include "src/zero/swapped_states.h"
+#include "src/zero/unit_groups.h"
 
 namespace zt {
 namespace {
@@ -45,9 +46,22 @@ ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const Ada
              zero.stage);
   ZT_CHECK(zero.stage == 0 || zero.dp != nullptr, "ZeRO stage {} needs a data-parallel group",
            zero.stage);
+  ZT_CHECK(zero.expert_dp == nullptr ||
+               (zero.dp != nullptr && zero.dp->size() % zero.expert_dp->size() == 0),
+           "the expert-data-parallel group must divide the data-parallel group");
   norm_excluded_.assign(layout_.params().size(), 0);
   if (zero.tied_copy)
     for (int k : zero.tied_params) norm_excluded_.at(static_cast<size_t>(k)) = 1;
+  // Stage 0 all-reduces: every replica of a gradient holds the same sum, so only its group's
+  // first rank counts it in the global norm (dense: dp rank 0; expert: edp rank 0, once per
+  // set of experts).
+  if (kStages[zero.stage].grads == Reducer::AllReduce) {
+    comm::Communicator* edp = zero.expert_dp != nullptr ? zero.expert_dp : zero.dp;
+    const bool dense_counts = zero.dp == nullptr || zero.dp->rank() == 0;
+    const bool expert_counts = edp == nullptr || edp->rank() == 0;
+    for (size_t k = 0; k < layout_.params().size(); ++k)
+      if (!(layout_.params()[k].expert ? expert_counts : dense_counts)) norm_excluded_[k] = 1;
+  }
   if (zero.world != nullptr && zero.world->size() > 1)
     norm_ = std::make_unique<comm::ScalarReducer>(*zero.world, ctx.host(), 1);
   ZT_CHECK(!zero.cast_params || (zero.stage == 0 && working != DType::F32),
@@ -68,7 +82,8 @@ ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const Ada
   }
   if (zero.cast_params) {
     grads_ = std::make_unique<AllReduceGrads>(layout_, grad_dtype_, ctx, zero.dp,
-                                              zero.reduce_bucket_elems, zero.overlap_comm);
+                                              zero.reduce_bucket_elems, zero.overlap_comm,
+                                              zero.expert_dp);
     adam_ = std::make_unique<ShardedAdam>(layout_, Shard::whole(layout_), adam, ctx, nullptr);
     init_parameters_on(ctx, layout_, seed, adam_->master());
     store_ = std::make_unique<CastParams>(layout_, working_, ctx, zero.held_params_elems,
@@ -80,8 +95,9 @@ ZeroOptimizer::ZeroOptimizer(const ParamLayout& layout, DType working, const Ada
   auto params = std::make_unique<ResidentParams>(layout_, working_, ctx);
   float* alias = working_ != DType::F32 || offloaded ? nullptr : params->params().f32();
   store_ = std::move(params);
-  grads_ = std::make_unique<AllReduceGrads>(layout_, grad_dtype_, ctx, zero.dp,
-                                            zero.reduce_bucket_elems, zero.overlap_comm);
+  grads_ =
+      std::make_unique<AllReduceGrads>(layout_, grad_dtype_, ctx, zero.dp, zero.reduce_bucket_elems,
+                                       zero.overlap_comm, zero.expert_dp);
   adam_ = std::make_unique<ShardedAdam>(layout_, Shard::whole(layout_), adam, ctx, alias, tier);
   if (offloaded)
     adam_->init_master(seed);
@@ -97,8 +113,9 @@ void ZeroOptimizer::start_update_thread() {
 
 void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
   const Composition& c = kStages[zero_.stage];
-  comm::Communicator& dp = *zero_.dp;
-  part_.emplace(layout_, dp.size(), dp.rank(), zero_.reduce_bucket_elems);
+  const UnitGroups groups(*zero_.dp, zero_.expert_dp);
+  part_.emplace(layout_, groups.dp().size(), groups.dp().rank(), zero_.reduce_bucket_elems,
+                groups.edp().size(), groups.edp().rank());
   const Partition& part = *part_;
   chunk_ = ctx_.pool().allocate({workspace_elems(part)}, DType::F32, MemCategory::Buffers);
   auto* chunk = static_cast<float*>(chunk_.data());
@@ -134,20 +151,20 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
   }
   if (c.store == Store::Gathered) {
     store_ = std::make_unique<GatheredParams>(
-        layout_, part, working_, ctx_, dp, zero_.param_persistence_threshold,
+        layout_, part, working_, ctx_, groups, zero_.param_persistence_threshold,
         PrefetchLimits{zero_.prefetch_bucket_elems, zero_.max_live_parameters}, zero_.param_tier);
     refresh_working();
   } else {
-    store_ = std::make_unique<PaddedParams>(layout_, part, working_, ctx_, dp,
+    store_ = std::make_unique<PaddedParams>(layout_, part, working_, ctx_, groups,
                                             zero_.allgather_bucket_elems, seed, chunk, chunk_elems);
   }
   if (c.grads == Reducer::ReduceScatterAtStep)
-    grads_ = std::make_unique<ReduceScatterAtStep>(layout_, part, grad_dtype_, ctx_, dp,
+    grads_ = std::make_unique<ReduceScatterAtStep>(layout_, part, grad_dtype_, ctx_, groups,
                                                    zero_.reduce_bucket_elems, zero_.overlap_comm);
   else
     grads_ = std::make_unique<ReduceScatterUnits>(
-        layout_, part, grad_dtype_, ctx_, dp, zero_.reduce_bucket_elems, zero_.overlap_comm, chunk,
-        grad_tier(zero_.stage, zero_.optimizer_tier.tier, ctx_.needs_staging()),
+        layout_, part, grad_dtype_, ctx_, groups, zero_.reduce_bucket_elems, zero_.overlap_comm,
+        chunk, grad_tier(zero_.stage, zero_.optimizer_tier.tier, ctx_.needs_staging()),
         zero_.optimizer_tier);
   if (!grads_->grads_resident()) adam_->read_grads_by_segment(ctx_.host(), grad_dtype_);
   // Stages 1-2: the update writes the padded space behind the next forward, whose acquires
@@ -157,7 +174,7 @@ void ZeroOptimizer::compose_partitioned(const AdamConfig& adam, uint64_t seed) {
       c.store == Store::Padded)
     start_update_thread();
   if (grad_dtype_ != DType::F32)
-    dp.reserve_staging(static_cast<size_t>(part.max_unit()), ReduceScatterUnits::kReductions);
+    groups.reserve_staging(static_cast<size_t>(part.max_unit()), ReduceScatterUnits::kReductions);
 }
 
 ZeroOptimizer::~ZeroOptimizer() = default;
@@ -281,12 +298,11 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale) {
   settle_grads();
   grads_->finish();
   store_->end_step();
-  // Every data-parallel replica of a replicated gradient holds the same sum: only dp rank 0's
-  // copy counts in the global norm.
-  const bool counts_in_norm = !grads_->replicated() || zero_.dp == nullptr || zero_.dp->rank() == 0;
+  // A replicated gradient's copies on ranks other than its group's first are in
+  // norm_excluded_ (the constructor).
   if (!update_) {
-    const StepResult r = adam_->step(*grads_, grad_dtype_, lr, loss_scale, counts_in_norm,
-                                     zero_.tp_rank, norm_.get(), norm_excluded_, to_store());
+    const StepResult r = adam_->step(*grads_, grad_dtype_, lr, loss_scale, zero_.tp_rank,
+                                     norm_.get(), norm_excluded_, to_store());
     if (!r.skipped) store_->finish_from_master();
     return r;
   }
@@ -297,8 +313,8 @@ StepResult ZeroOptimizer::step(double lr, double loss_scale) {
     to_store()(offset, len, master, on_host);
     update_->publish(offset + len);
   };
-  return adam_->step(*grads_, grad_dtype_, lr, loss_scale, counts_in_norm, zero_.tp_rank,
-                     norm_.get(), norm_excluded_, updated, [this](std::function<void()> update) {
+  return adam_->step(*grads_, grad_dtype_, lr, loss_scale, zero_.tp_rank, norm_.get(),
+                     norm_excluded_, updated, [this](std::function<void()> update) {
                        update_->start(std::move(update));
                        updating_ = true;
                        store_->defer_finish([this](int64_t end) { update_->wait_for(end); });
@@ -372,17 +388,18 @@ void ZeroOptimizer::gather_master(float* full) {
   // Offloaded states: each unit's part through host memory into the gather's own place first.
   float* master = adam_->master();
   std::vector<float> part;
-  if (master == nullptr) part.resize(static_cast<size_t>(max_unit / zero_.dp->size()));
+  if (master == nullptr) part.resize(static_cast<size_t>(part_->max_part()));
+  const UnitGroups groups(*zero_.dp, zero_.expert_dp);
   for (const auto& u : part_->units()) {
     Tensor out(tmp, {u.padded_len}, DType::F32, be_.device());
-    float* own = tmp + int64_t{zero_.dp->rank()} * u.part_len;
+    float* own = tmp + int64_t{u.part} * u.part_len;
     if (master != nullptr) {
       own = master + u.shard_offset;
     } else {
       states.read(OptimizerStates::kMaster, u.shard_offset, u.part_len, part.data());
       be_.copy_to_device(own, part.data(), static_cast<size_t>(u.part_len) * 4);
     }
-    zero_.dp->all_gather(Tensor(own, {u.part_len}, DType::F32, be_.device()), out);
+    groups.of(u).all_gather(Tensor(own, {u.part_len}, DType::F32, be_.device()), out);
     be_.copy_to_host(full + u.layout_begin, tmp, static_cast<size_t>(u.real_len) * 4);
   }
 }

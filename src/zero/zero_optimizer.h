@@ -38,7 +38,10 @@ namespace zt {
 
 struct ZeroConfig {
   int stage = 0;
-  comm::Communicator* dp = nullptr;     // the data-parallel group; null: one rank
+  comm::Communicator* dp = nullptr;  // the data-parallel group; null: one rank
+  // The expert parameters' group (ParamSpec::expert): the ranks of dp holding the same experts
+  // (edp). Their gradients are reduced and their states partitioned over it; null: dp.
+  comm::Communicator* expert_dp = nullptr;
   comm::Communicator* world = nullptr;  // for the global gradient norm across dp and tp
   int tp_rank = 0;  // parameters replicated over tp count in the norm on tp rank 0 only
   // Parameters tied to another pipeline stage's copy (the word embedding of the first stage and
@@ -227,7 +230,9 @@ class ZeroOptimizer final : public ParamSource {
   std::unique_ptr<GradReducer> grads_;
   std::unique_ptr<ShardedAdam> adam_;
   std::unique_ptr<comm::ScalarReducer> norm_;
-  std::vector<char> norm_excluded_;  // by parameter: a tied copy, counted on another stage
+  // By parameter: a tied copy, counted on another stage; or, where every rank of a group holds
+  // the whole reduced gradient (stage 0), a replica on a rank other than its group's first.
+  std::vector<char> norm_excluded_;
   // The offloaded update behind the next forward (stage 0), and whether one was started and not
   // yet waited for; zero_grad leaves the zeroing to settle_grads while one runs.
   std::unique_ptr<BackgroundJob> update_;
