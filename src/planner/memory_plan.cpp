@@ -67,6 +67,9 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   const bool staged_grads = half_grads && in.staged_half_reductions;
   const int world = in.tp * in.dp * in.pp;
   const auto dp = static_cast<size_t>(in.dp);
+  // The experts' group (edp) stages its own half reductions, as dp does even at one rank.
+  const auto edp = dp / static_cast<size_t>(in.model.expert_parallel);
+  const size_t edp_stagings = in.model.expert_parallel > 1 ? 1 : 0;
   size_t b = 0;
   // The scalar reducers (the trainer's metrics, the global gradient norm) allocate from the host
   // pool (DeviceContext::host()): the device pool on the CPU backend, pinned host memory on CUDA.
@@ -110,7 +113,8 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
       size_t bucket = 0;
       for (const auto& k : buckets.buckets())
         bucket = std::max(bucket, static_cast<size_t>(k.end - k.begin));
-      b += mpi_staging_bytes(bucket, dp, DpGradSync::kInFlight);
+      b += mpi_staging_bytes(bucket, dp, DpGradSync::kInFlight) +
+           edp_stagings * mpi_staging_bytes(bucket, edp, DpGradSync::kInFlight);
     }
     return b;
   }
@@ -119,7 +123,9 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
   const auto reductions = static_cast<size_t>(ReduceScatterUnits::kReductions);
   b += static_cast<size_t>(ZeroOptimizer::workspace_elems(part)) * 4;
   if (in.zero_stage >= 2 || half_grads) b += staging;
-  if (staged_grads) b += mpi_staging_bytes(max_unit, dp, reductions);
+  if (staged_grads)
+    b += mpi_staging_bytes(max_unit, dp, reductions) +
+         edp_stagings * mpi_staging_bytes(max_unit, edp, reductions);
   if (in.zero_stage >= 2) b += reductions * (max_unit + max_part) * eg;
   if (in.zero_stage == 3) {
     int shared = 0;
@@ -143,11 +149,12 @@ size_t plan_buffers(const PlanInput& in, const ParamLayout& layout, const Partit
 // resident), then per layer the units holding what backward acquires (Gpt::acquired_in_backward),
 // after a checkpointed span's recomputed forward, which gathers all of its layers' units and
 // leaves the last layer's last unit resident for its backward.
+// A unit cut over a group of one (an expert unit when edp is 1) moves nothing.
 struct Gathers {
   uint64_t count = 0, elems = 0;
   void add(const PartitionUnit& u, int64_t times = 1) {
     count += static_cast<uint64_t>(times);
-    elems += static_cast<uint64_t>(times * u.padded_len);
+    if (u.parts > 1) elems += static_cast<uint64_t>(times * u.padded_len);
   }
 };
 
@@ -216,10 +223,10 @@ MemoryPlan plan_memory(const PlanInput& in) {
   const PipelinePart stage{in.pp, in.stage, in.chunks, in.first_stage_layers, in.last_stage_layers};
   const ParamLayout layout = ParamLayout::gpt(in.model, in.tp, 0, stage);
   p.stage = in.stage;
-  const Partition part(layout, in.dp, 0, in.reduce_bucket_elems);
+  // Expert parameters are partitioned over edp, the dp ranks holding the same experts.
+  const Partition part(layout, in.dp, 0, in.reduce_bucket_elems, in.dp / in.model.expert_parallel,
+                       0);
   const size_t e = dtype_size(in.working), eg = dtype_size(in.grad_dtype());
-  const auto numel = static_cast<size_t>(layout.numel());
-  const auto padded = static_cast<size_t>(part.padded_numel());
   p.num_parameters = in.model.num_parameters();
   p.rank_parameters = layout.numel();
   // The model states as the stage's composition allocates them (ZeroOptimizer's stage table).
@@ -275,32 +282,41 @@ MemoryPlan plan_memory(const PlanInput& in) {
   // it once and all-gathers the parameters (2Ψ); stage 2 reduce-scatters every micro-batch;
   // stage 3 gathers every non-persistent block twice per micro-batch (forward, backward), the
   // persistent ones once per step, and reduce-scatters every micro-batch.
+  // The experts' part runs over edp (GroupKind Edp), and moves nothing where edp is one rank.
   if (in.dp > 1) {
     const auto a = static_cast<uint64_t>(in.accumulation);
     const auto units = static_cast<uint64_t>(part.units().size());
+    const bool experts_move = in.dp > in.model.expert_parallel;
+    uint64_t moved = 0, padded_moved = 0;
+    for (const auto& q : layout.params())
+      moved += !q.expert || experts_move ? static_cast<uint64_t>(q.numel()) : 0;
+    for (const auto& u : part.units())
+      padded_moved += u.parts > 1 ? static_cast<uint64_t>(u.padded_len) : 0;
     if (in.zero_stage == 0) {
-      p.comm_dp_backward = 2 * numel * eg;
+      p.comm_dp_backward = 2 * moved * eg;
       const GradBuckets buckets(layout, in.reduce_bucket_elems);
       p.dp_collectives = buckets.buckets().size();
     } else if (in.zero_stage == 1) {
-      p.comm_dp_backward = padded * eg;  // reduce-scatter behind the last micro-batch's backward
-      p.comm_dp_after = padded * e;      // all-gather of the updated parameters
+      // reduce-scatter behind the last micro-batch's backward, all-gather of the updated
+      // parameters
+      p.comm_dp_backward = padded_moved * eg;
+      p.comm_dp_after = padded_moved * e;
       p.dp_collectives = 2 * units;
     } else if (in.zero_stage == 2) {
-      p.comm_dp_backward = a * padded * eg;
-      p.comm_dp_after = padded * e;
+      p.comm_dp_backward = a * padded_moved * eg;
+      p.comm_dp_after = padded_moved * e;
       p.dp_collectives = (a + 1) * units;
     } else {
       uint64_t persistent = 0, persistent_units = 0;
       for (const auto& u : part.units())
         if (layout.blocks()[static_cast<size_t>(u.block)].numel() <=
             in.param_persistence_threshold) {
-          persistent += static_cast<uint64_t>(u.padded_len);
+          persistent += u.parts > 1 ? static_cast<uint64_t>(u.padded_len) : 0;
           ++persistent_units;
         }
       const auto g = stage3_gathers(in, layout, part);
       p.comm_dp_forward = a * g[0].elems * e;
-      p.comm_dp_backward = a * (g[1].elems * e + padded * eg);  // gathers and reduce-scatters
+      p.comm_dp_backward = a * (g[1].elems * e + padded_moved * eg);  // gathers, reduce-scatters
       p.comm_dp_after = persistent * e;
       p.dp_collectives = a * (g[0].count + g[1].count + units) + persistent_units;
     }

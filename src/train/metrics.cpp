@@ -1,11 +1,10 @@
 #include "src/train/metrics.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
-
-#include <nlohmann/json.hpp>
 
 #include "src/core/error.h"
 #include "src/core/progress.h"

@@ -99,6 +99,7 @@ ZeroConfig Trainer::zero_config() const {
   ZeroConfig zero = derived_.zero;
   zero.dp = &topo_.dp();
   zero.world = &topo_.host_world();
+  zero.expert_dp = topo_.edp();
   zero.tp_rank = topo_.tp_rank();
   if (zero.cast_params)
     zero.held_params_elems = Gpt::held_params_elems(config_, layout_, zero.reduce_bucket_elems);
