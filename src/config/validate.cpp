@@ -58,12 +58,6 @@ void validate_layout_options(const TrainOptions& o, int dp) {
              "--num-attention-heads ({}) must divide --hidden-size ({})", o.num_attention_heads,
              o.hidden_size);
   validate_tensor_parallel(gpt_config_from(o), o.tensor_model_parallel_size);
-  // A MoE layer's load-balancing loss and statistics are over a micro-batch's whole sequences;
-  // a context rank holds part of them and nothing sums them over the context group yet.
-  ZT_REQUIRE(o.num_experts == 0 || o.context_parallel_size == 1,
-             "--num-experts with --context-parallel-size {} is not supported: use context "
-             "parallelism with a dense model",
-             o.context_parallel_size);
   // Expert parallelism is carved out of the data x context group (docs/design/moe.md).
   const int ep = o.expert_model_parallel_size;
   ZT_REQUIRE(ep == 1 || o.num_experts > 0,

@@ -20,8 +20,9 @@ MoeHost::MoeHost(const GptConfig& c, int64_t tokens) {
   rows32.assign(P > 1 ? 2 * E : E, 0);
   rows.assign(E, 0);
   first.assign(E + 1, 0);
+  picks.assign(E, 0);
+  if (P > 1 || c.context_parallel > 1) counts.assign(2 * E, 0.0f);
   if (P > 1) {
-    counts.assign(2 * E, 0.0f);
     cursor.assign(E, 0);
     send_elems.assign(P, 0);
     recv_elems.assign(P, 0);
@@ -169,6 +170,23 @@ void exchange_counts(const LayerDims& d, MoeHost& h, const LayerScratch& s) {
   for (size_t e = 0; e < n; ++e) h.rows32[n + e] = static_cast<int32_t>(h.counts[n + e]);
 }
 
+// The choices each expert drew from the micro-batch's whole sequences: this rank's, summed over
+// the context group (exact in fp32 below 2^24), so the load-balancing loss is the one-rank one.
+void count_picks(const LayerDims& d, MoeHost& h, const LayerScratch& s) {
+  const int E = d.moe.E;
+  const auto n = static_cast<size_t>(E);
+  if (!d.cp.active()) {
+    for (size_t e = 0; e < n; ++e) h.picks[e] = h.slots.picks[e];
+    return;
+  }
+  Backend& be = *d.be;
+  for (size_t e = 0; e < n; ++e) h.counts[e] = static_cast<float>(h.slots.picks[e]);
+  be.copy_to_device(s.moe_counts, h.counts.data(), n * 4);
+  d.cp.group->all_reduce(Tensor(s.moe_counts, {E}, DType::F32, be.device()));
+  be.copy_to_host(h.counts.data(), s.moe_counts, n * 4);
+  for (size_t e = 0; e < n; ++e) h.picks[e] = static_cast<int64_t>(h.counts[e]);
+}
+
 // Rows between this rank and its peers: `send` holds the rows for each peer in peer order, and
 // `recv` takes each peer's; `back` is the return direction (the experts' results going home).
 void exchange_rows(const LayerDims& d, const MoeHost& h, CRef send, Ref recv, bool back) {
@@ -312,10 +330,8 @@ void for_each_moe_scratch(LayerScratch& s, const GptConfig& c, int micro_batch, 
   fn(s.moe_dact, rows * fe);
   fn(s.moe_dh, rows * (c.swiglu ? 2 * fe : fe));
   fn(s.moe_dweights, n * kc);
-  if (c.expert_parallel > 1) {
-    fn(s.moe_recv, rows * h);
-    fn(s.moe_counts, 2 * E);
-  }
+  if (c.expert_parallel > 1) fn(s.moe_recv, rows * h);
+  if (c.expert_parallel > 1 || c.context_parallel > 1) fn(s.moe_counts, 2 * E);
   if (shared == 0) return;
   fn(s.moe_rdweights, n * k);
   fn(s.moe_shared_act, n * fs);
@@ -407,13 +423,16 @@ Ref moe_forward(const LayerDims& d, ParamSource& src, const MoeRefs& p, LayerAct
   be.copy_to_host(h.experts.data(), a.moe_experts, nk * 4);
   be.copy_to_host(h.weights.data(), a.moe_weights, nk * 4);
   h.slots.assign(h.experts, h.weights, N, k, E, MoeSlots::capacity(d.moe_capacity, N, k, E));
+  count_picks(d, h, s);
+  // The micro-batch's tokens: this rank's N of each of the context group's.
+  const double tokens = static_cast<double>(N) * d.cp.size;
   for (int e = 0; e < E; ++e) {
     const auto i = static_cast<size_t>(e);
     h.rows32[i] = static_cast<int32_t>(h.slots.rows[i]);
-    // aux = E · Σ_e (picks_e / N) · mean_t(s_te): its gradient on every score of e, scaled as a
-    // token's loss is (dloss per token, N tokens).
-    h.dscores[i] = d.moe_aux_coeff * static_cast<float>(E) * static_cast<float>(h.slots.picks[i]) *
-                   h.dloss / static_cast<float>(N);
+    // aux = E · Σ_e (picks_e / tokens) · mean_t(s_te): its gradient on every score of e, scaled
+    // as a token's loss is (dloss per token).
+    h.dscores[i] = static_cast<float>(d.moe_aux_coeff * E * static_cast<double>(h.picks[i]) *
+                                      h.dloss / tokens);
   }
   if (expert_parallel(d)) exchange_counts(d, h, s);
   expert_rows(d, h);
@@ -428,12 +447,14 @@ Ref moe_forward(const LayerDims& d, ParamSource& src, const MoeRefs& p, LayerAct
     for (int e = 0; e < E; ++e) {
       double mass = 0;
       for (int n = 0; n < N; ++n) mass += h.scores[static_cast<size_t>(n) * E + e];
-      const int64_t picks = h.slots.picks[static_cast<size_t>(e)];
-      aux += static_cast<double>(picks) / N * (mass / N);
+      const int64_t picks = h.picks[static_cast<size_t>(e)];
+      aux += static_cast<double>(picks) / tokens * (mass / tokens);
       most = std::max(most, picks);
     }
-    t.aux += aux * E;
-    t.max_load += static_cast<double>(most) * E / static_cast<double>(nk);
+    // A context rank holds its tokens' share of the loss: every rank of the group counts the
+    // micro-batch, so each adds cp times its share (the means are over ranks' micro-batches).
+    t.aux += aux * E * d.cp.size;
+    t.max_load += static_cast<double>(most) * E / (tokens * k);
     t.dropped += h.slots.dropped;
     t.routed += static_cast<int64_t>(nk);
     ++t.micro_batches;

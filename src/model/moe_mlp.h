@@ -34,12 +34,14 @@ class MoeHost {
   // entry: all rows.
   std::vector<int64_t> rows;
   std::vector<int64_t> first;
-  // Expert parallelism: the counts' all-to-all staging [2E], and the elements sent to and
-  // received from each peer (all_to_all_v's counts).
+  // The counts' staging [2E] (expert parallelism's all-to-all, the context group's sum of the
+  // picks), and with expert parallelism the elements sent to and received from each peer
+  // (all_to_all_v's counts).
   std::vector<float> counts;
   std::vector<int64_t> send_elems, recv_elems;
   std::vector<int64_t> cursor;  // [E] the permutation's next row of each expert
   std::vector<float> dscores;   // [E]
+  std::vector<int64_t> picks;   // [E] choices per expert over the context group's tokens
   // With a shared expert: the combine's rows and weights [N, k + 1], the gate's values [N].
   std::vector<int32_t> cslots;
   std::vector<float> cweights;

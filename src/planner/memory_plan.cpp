@@ -409,6 +409,13 @@ MemoryPlan plan_memory(const PlanInput& in) {
     p.comm_ep = a * moe_layers * (fwd * (counts + 2 * rows) + 3 * rows);
     p.ep_collectives = a * moe_layers * (3 * fwd + 3);
   }
+  // Context parallelism sums each MoE layer's choices per expert over the context group (E fp32,
+  // an all-reduce per forward, recomputed ones included): the load-balancing loss's counts.
+  if (in.cp > 1 && c.moe()) {
+    const uint64_t fwd = in.checkpoint_activations ? 2 : 1;
+    p.comm_cp += a * moe_layers * fwd * 2 * static_cast<uint64_t>(c.num_experts) * 4;
+    p.cp_collectives += a * moe_layers * fwd;
+  }
   // Pipeline, per micro-batch and model chunk (virtual stage vs of V): the forward receives its
   // input unless vs is the first and sends its output unless it is the last; the backward
   // receives the output's gradient unless vs is the last and sends the input's unless it is the

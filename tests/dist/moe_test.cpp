@@ -20,15 +20,17 @@ struct Layout {
   bool sp = false;
   int act = 0;     // 0 kept, 1 checkpointed, 2 Pa, 3 Pa+cpu
   int chunks = 1;  // model chunks per pipeline stage (> 1: the interleaved schedule)
-  int ep = 1;      // expert-parallel ranks, out of the data-parallel ones
+  int ep = 1;      // expert-parallel ranks, out of the data x context ones
+  int cp = 1;      // context-parallel ranks
 };
 
 std::string name(const Layout& l, const TrainOptions& o) {
   static const char* acts[] = {"", " ckpt", " Pa", " Pa+cpu"};
-  return fmt::format("tp {} pp {}{} dp {} ep {} stage {}{}{} capacity {} dropout {} {}", l.tp, l.pp,
-                     l.chunks > 1 ? " interleaved" : "", dist::world().size() / (l.tp * l.pp), l.ep,
-                     l.stage, l.sp ? " sp" : "", acts[l.act], o.moe_expert_capacity_factor,
-                     o.hidden_dropout, dist::precision_name(o));
+  return fmt::format("tp {} pp {}{} cp {} dp {} ep {} stage {}{}{} capacity {} dropout {} {}", l.tp,
+                     l.pp, l.chunks > 1 ? " interleaved" : "", l.cp,
+                     dist::world().size() / (l.tp * l.pp * l.cp), l.ep, l.stage, l.sp ? " sp" : "",
+                     acts[l.act], o.moe_expert_capacity_factor, o.hidden_dropout,
+                     dist::precision_name(o));
 }
 
 TrainOptions with(TrainOptions o, const Layout& l) {
@@ -40,11 +42,12 @@ TrainOptions with(TrainOptions o, const Layout& l) {
   o.partition_activations = l.act >= 2;
   o.cpu_checkpointing = l.act == 3;
   o.expert_model_parallel_size = l.ep;
+  o.context_parallel_size = l.cp;
   return o;
 }
 
 std::vector<StepMetrics> run(const TrainOptions& o, const Layout& l) {
-  comm::Topology topo(dist::world(), l.tp, l.pp, nullptr, 1, l.ep);
+  comm::Topology topo(dist::world(), l.tp, l.pp, nullptr, l.cp, l.ep);
   Trainer t(with(o, l), dist::pool(), topo);
   return t.run(false);
 }
@@ -73,7 +76,7 @@ TrainOptions small_moe(double dropout, double capacity) {
 
 bool fits(const Layout& l) {
   const int world = dist::world().size();
-  return world % (l.tp * l.pp) == 0 && world / (l.tp * l.pp) % l.ep == 0;
+  return world % (l.tp * l.pp * l.cp) == 0 && world / (l.tp * l.pp) % l.ep == 0;
 }
 
 void expect_routing_close(const std::vector<StepMetrics>& got, const std::vector<StepMetrics>& want,
@@ -144,6 +147,17 @@ TEST(Moe, ExpertParallelMatchesOneRank) {
                                               {1, 1, 1, false, 0, 1, 4},
                                               {2, 1, 1, true, 0, 1, 2},
                                               {1, 2, 1, false, 0, 1, 2}});
+}
+
+// Context parallelism: each rank routes its chunks' tokens, the load-balancing loss's counts
+// summed over the context group; with expert parallelism over the data x context ranks too.
+// Dropless: a capacity is per rank's tokens (Megatron's), so it drops other choices than one rank.
+TEST(Moe, ContextParallelMatchesOneRank) {
+  expect_layouts(small_moe(0.0, 0.0), {{1, 1, 0, false, 0, 1, 1, 2},
+                                       {1, 1, 1, false, 0, 1, 2, 2},
+                                       {2, 1, 3, false, 0, 1, 1, 2},
+                                       {1, 1, 1, false, 0, 1, 4, 2},
+                                       {1, 1, 3, false, 1, 1, 2, 2}});
 }
 
 // bf16: within half_layouts_test.cpp's band (5e-4 relative loss).

@@ -244,7 +244,10 @@ TEST(Planner, PredictsMeasuredMemoryAndCommunication) {
        .experts = 4,
        .capacity = 1.0,
        .ep = 2,
-       .topk = 4}};
+       .topk = 4},
+      // context parallelism's sum of each MoE layer's choices per expert, with and without ep
+      {.tp = 1, .stage = 1, .working = BF16, .ckpt = true, .cp = 2, .experts = 4},
+      {.tp = 1, .stage = 3, .working = F32, .cp = 2, .experts = 4, .ep = 2, .topk = 4}};
   for (int i = 0; i < static_cast<int>(std::size(cases)); ++i) {
     const Case& k = cases[i];
     if (world % (k.tp * k.pp * k.cp) != 0) continue;
