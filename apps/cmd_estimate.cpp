@@ -137,9 +137,11 @@ int estimate(Args args) {
     fmt::print("mixture of experts: {} experts, top {}: {} of the parameters active per token\n",
                in.model.num_experts, in.model.moe_topk, in.model.num_parameters(true));
   if (in.pp == 1) {
-    fmt::print(
-        "model: {} parameters ({} on each tensor-parallel rank), tp {} x dp {}, ZeRO stage {}\n",
-        p.num_parameters, p.rank_parameters, in.tp, data_text(in), in.zero_stage);
+    fmt::print("model: {} parameters ({} on each {}), tp {} x dp {}, ZeRO stage {}\n",
+               p.num_parameters, p.rank_parameters,
+               in.model.expert_parallel > 1 ? "rank, its tensor-parallel shard of its experts"
+                                            : "tensor-parallel rank",
+               in.tp, data_text(in), in.zero_stage);
     fmt::print("per rank (GB = 1e9 bytes):\n");
     fmt::print(
         "  params          {:10.3f}\n  grads           {:10.3f}\n  optimizer       {:10.3f}\n",

@@ -110,8 +110,12 @@ PlanInput plan_input_from_args(const PlanArgs& a, std::string_view command) {
 }
 
 std::string data_text(const PlanInput& in) {
-  if (in.cp == 1) return std::to_string(in.dp);
-  return fmt::format("{} x cp {}", in.dp / in.cp, in.cp);
+  std::string s =
+      in.cp == 1 ? std::to_string(in.dp) : fmt::format("{} x cp {}", in.dp / in.cp, in.cp);
+  if (in.model.expert_parallel > 1)
+    s += fmt::format(" (experts: ep {} x edp {})", in.model.expert_parallel,
+                     in.dp / in.model.expert_parallel);
+  return s;
 }
 
 }  // namespace zt::app

@@ -160,12 +160,18 @@ TEST(Moe, ContextParallelMatchesOneRank) {
                                        {1, 1, 3, false, 1, 1, 2, 2}});
 }
 
-// bf16: within half_layouts_test.cpp's band (5e-4 relative loss).
+// bf16: within half_layouts_test.cpp's band (5e-4 relative loss), expert and context
+// parallelism included.
 TEST(Moe, HalfPrecisionWithinTolerance) {
   TrainOptions o = small_moe(0.0, 0.0);
   o.bf16 = true;
   const std::vector<StepMetrics> want = dist::train_run(o, false).steps;
-  for (const Layout& l : std::vector<Layout>{{2, 1, 1, true}, {1, 1, 3}, {1, 2, 1}})
+  for (const Layout& l : std::vector<Layout>{{2, 1, 1, true},
+                                             {1, 1, 3},
+                                             {1, 2, 1},
+                                             {1, 1, 1, false, 0, 1, 2},
+                                             {1, 1, 0, false, 0, 1, 4},
+                                             {1, 1, 3, false, 0, 1, 2, 2}})
     if (fits(l)) dist::expect_close(run(o, l), want, 5e-4, 0, name(l, o));
 }
 
