@@ -28,17 +28,35 @@ struct Gemm {
   double m, n, k, count;  // `count` independent GEMMs of [m,k] x [k,n] (one batched launch)
 };
 
+// The share of a model's layers that are MoE (0 for a dense model).
+double moe_share(const GptConfig& c) {
+  return c.moe() ? static_cast<double>(c.moe_layers()) / c.num_layers : 0.0;
+}
+
 // The linear layers' GEMMs of one transformer layer's forward on one tensor-parallel rank:
-// [N, in] x [in, out] as (m = N, n = out, k = in).
+// [N, in] x [in, out] as (m = N, n = out, k = in). For a mixture of experts the mean layer: its
+// MLP GEMMs weighted by the share of dense and MoE layers, a MoE layer's being the router and
+// each of the rank's E/ep experts on its rows at even routing (N·k of them over its experts:
+// what it receives equals what it sends), and the shared expert.
 std::vector<Gemm> layer_linear_gemms(const GptConfig& c, int micro_batch, int tp) {
   const double N = static_cast<double>(micro_batch) * c.local_seq(), h = c.hidden;
   // q of h rows and k, v of kv_hidden rows each (grouped-query attention: fewer); the MLP's
   // first product has 2f rows under SwiGLU (gate and up: with the second, 3 matrices).
-  const double qkv = c.qkv_rows(), f = c.ffn_hidden(), f1 = c.fc_rows();
-  return {{N, qkv / tp, h, 1},  // qkv (column parallel)
-          {N, h, h / tp, 1},    // attention projection (row parallel)
-          {N, f1 / tp, h, 1},   // fc1 (column parallel; gate|up under SwiGLU)
-          {N, h, f / tp, 1}};   // fc2 (row parallel)
+  const double qkv = c.qkv_rows(), f = c.ffn_hidden(), f1 = c.fc_rows(), moe = moe_share(c);
+  std::vector<Gemm> g{{N, qkv / tp, h, 1},       // qkv (column parallel)
+                      {N, h, h / tp, 1},         // attention projection (row parallel)
+                      {N, f1 / tp, h, 1 - moe},  // fc1 (column parallel; gate|up under SwiGLU)
+                      {N, h, f / tp, 1 - moe}};  // fc2 (row parallel)
+  if (moe == 0) return g;
+  const double experts = c.local_experts(), rows = N * c.moe_topk / experts;
+  g.push_back({N, static_cast<double>(c.num_experts), h, moe});  // the router
+  g.push_back({rows, static_cast<double>(c.moe_fc_rows()) / tp, h, experts * moe});
+  g.push_back({rows, h, static_cast<double>(c.moe_ffn_hidden()) / tp, experts * moe});
+  if (c.moe_shared_ffn > 0) {
+    g.push_back({N, static_cast<double>(c.moe_shared_fc_rows()) / tp, h, moe});
+    g.push_back({N, h, static_cast<double>(c.moe_shared_ffn) / tp, moe});
+  }
+  return g;
 }
 
 // The attention's two batched products, for devices modelled as GEMMs (no measured table). A
@@ -229,8 +247,14 @@ UnitCompute unit_compute(const PlanInput& in, const ClusterSpec& cl, const Devic
   // bias+GeLU, read 2f write f for SwiGLU. A calibration that measured the layer's elementwise
   // kernels per [N, h] element replaces the byte count.
   const double scores = attention_measured ? 0 : 2 * in.micro_batch * heads * s * s;
-  const double f = c.ffn_hidden(), mlp_ew = c.swiglu ? 3 * N * f / in.tp : 2 * N * f / in.tp;
-  const double layer_bytes = act_bytes * (4 * N * h + mlp_ew + 6 * N * h + scores);
+  // A MoE layer's experts see N·k rows of their width, and its dispatch and combine move them
+  // (rows of h written and read by each).
+  const double moe = moe_share(in.model), ew = c.swiglu ? 3 : 2;
+  const double mlp_ew =
+      ew * N / in.tp *
+      ((1 - moe) * c.ffn_hidden() + moe * (c.moe_topk * c.moe_ffn_hidden() + c.moe_shared_ffn));
+  const double moe_rows = moe * 4 * N * c.moe_topk * h;
+  const double layer_bytes = act_bytes * (4 * N * h + mlp_ew + 6 * N * h + scores + moe_rows);
   const double ns_f = table_elementwise_ns(cl, in.working, "layer_fwd");
   const double ns_b = table_elementwise_ns(cl, in.working, "layer_bwd");
   const double ew_f = ns_f >= 0 ? ns_f * N * h * 1e-6 : dev.memory_ms(layer_bytes);
