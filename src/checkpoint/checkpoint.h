@@ -92,9 +92,9 @@ struct SaveHooks {
 std::string save_checkpoint(const std::string& dir, const CheckpointState& state,
                             const SaveHooks& hooks = {});
 // Collective over the world. Loads DIR/latest into `state`'s optimizer. Under the saved layout
-// each rank reads its own shard file straight into its states; under another (tp, pp, dp, zero
-// stage) each rank reads, for each run of elements it owns, only the byte ranges that hold them
-// (through the saved tensor-parallel map and partition), through a constant-size block cache.
+// each rank reads its own shard file straight into its states; under another (tp, pp, dp, ep,
+// zero stage) each rank reads, for each run of elements it owns, only the byte ranges that hold
+// them (through the saved tensor-parallel map and partition), through a constant-size block cache.
 // `accounting` receives the loader's own count of the host bytes it held beyond the states and
 // the bytes it read. Returns the loop state to resume from.
 // `scope` names what is taken besides the weights; what is not taken keeps `state`'s (fresh)

@@ -25,6 +25,14 @@ TpLocation locate_tp(const ParamSpec& p, int tp, int64_t f) {
           (group_local - within % group_local) * cols - col};
 }
 
+EpLocation locate_ep(const ParamSpec& p, int ep, int64_t f) {
+  if (!p.expert || ep == 1) return {0, f, p.full_numel() - f};
+  const int64_t stack = p.full_numel() / ep;
+  const auto q = static_cast<int>(f / stack);
+  const int64_t element = f - q * stack;
+  return {q, element, stack - element};
+}
+
 int64_t full_run(const ParamSpec& p, int64_t i) {
   const int64_t n = p.numel();
   if (p.split == TpSplit::Replicated || p.tp_size == 1) return n - i;
@@ -36,31 +44,35 @@ int64_t full_run(const ParamSpec& p, int64_t i) {
   return (group_local - (row - p.full_group_begin(g) / p.tp_size)) * cols - i % cols;
 }
 
-ShardLocation locate_shard(const Partition& part, int64_t layout_offset) {
+ShardLocation locate_shard(const Partition& part, int64_t layout_offset, int ep, int ep_rank) {
   const int64_t padded = part.padded_of(layout_offset);
   const auto& units = part.units();
   const auto it =
       std::upper_bound(units.begin(), units.end(), padded,
                        [](int64_t x, const PartitionUnit& u) { return x < u.padded_begin; });
   const PartitionUnit& u = *(it - 1);
-  // Part k is dp rank k's only where the unit is cut over dp: an expert unit cut over an expert
-  // group names edp ranks, which a checkpoint's shard files do not.
-  ZT_CHECK(u.parts == part.dp_size(), "checkpoints of expert units cut over edp are not supported");
+  ZT_CHECK(u.parts * (u.expert ? ep : 1) == part.dp_size(),
+           "a unit cut into {} parts under dp {} and ep {}", u.parts, part.dp_size(), ep);
   const int64_t within = padded - u.padded_begin;
+  const auto k = static_cast<int>(within / u.part_len);
   // The run ends with the rank's part or with the unit's real elements, whichever comes first:
   // the unit's padding is not the next element of the layout.
-  return {static_cast<int>(within / u.part_len), u.shard_offset + within % u.part_len,
+  return {u.expert ? k * ep + ep_rank : k, u.shard_offset + within % u.part_len,
           std::min(u.part_len - within % u.part_len, u.real_len - within)};
 }
 
 SavedStage saved_stage(const CheckpointLayout& s, int pp_rank) {
   SavedStage st;
+  // Every ep rank's layout has the same names, shapes and offsets: rank 0's stands for all.
+  GptConfig model = s.model;
+  model.expert_parallel = s.ep;
   st.layout = ParamLayout::gpt(
-      s.model, s.tp, 0,
-      PipelinePart{s.pp, pp_rank, s.chunks, s.first_stage_layers, s.last_stage_layers});
+      model, s.tp, 0,
+      PipelinePart{s.pp, pp_rank, s.chunks, s.first_stage_layers, s.last_stage_layers},
+      ExpertPart{0});
   const int head = st.layout.head_block();
   if (s.stage > 0) {
-    st.part.emplace(st.layout, s.dp, 0, s.partition_unit);
+    st.part.emplace(st.layout, s.dp, 0, s.partition_unit, s.dp / s.ep, 0);
     st.section =
         head < 0
             ? st.part->shard_numel()

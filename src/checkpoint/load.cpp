@@ -229,7 +229,7 @@ ReadResult read_checkpoint(const std::string& dir, const CheckpointState& state,
   const std::vector<std::string> model_changes = check_checkpoint_model(meta, state.model, where);
   const int stage = state.optimizer.stage();
   const bool same =
-      saved.tp() == role.tp && saved.pp() == role.pp &&
+      saved.tp() == role.tp && saved.pp() == role.pp && saved.ep() == role.ep &&
       saved.chunks() == state.optimizer.layout().pipeline().chunks &&
       saved.first_stage_layers() == state.optimizer.layout().pipeline().first_stage_layers &&
       saved.last_stage_layers() == state.optimizer.layout().pipeline().last_stage_layers &&

@@ -244,6 +244,13 @@ CheckpointLayout read_layout(const nlohmann::json& meta, const std::string& wher
   s.last_stage_layers = optional_layers("decoder_last_pipeline_num_layers");
   const std::string why = split_problem(s.split());
   ZT_REQUIRE(why.empty(), "'{}': {}", where, why);
+  if (lay.contains("expert_model_parallel_size")) {
+    s.ep = static_cast<int>(int_field(lay, "expert_model_parallel_size", 1, kMaxExperts, where));
+    ZT_REQUIRE(s.model.num_experts % s.ep == 0 && s.dp % s.ep == 0 && (s.ep == 1 || s.model.moe()),
+               "'{}': expert_model_parallel_size {} does not divide the model's experts ({}) and "
+               "data_parallel_size {}",
+               where, s.ep, s.model.num_experts, s.dp);
+  }
   s.iteration = int_field(meta, "iteration", 0, int64_t{1} << 40, where);
   s.partition_unit = int_field(meta, "partition_unit_elems", 1, int64_t{1} << 40, where);
   return s;
@@ -283,6 +290,7 @@ std::string meta_json(const MetaRecord& r) {
     meta["layout"]["decoder_first_pipeline_num_layers"] = l.first_stage_layers;
   if (l.last_stage_layers > 0)
     meta["layout"]["decoder_last_pipeline_num_layers"] = l.last_stage_layers;
+  if (l.ep > 1) meta["layout"]["expert_model_parallel_size"] = l.ep;
   meta["adam_step"] = r.adam_step;
   meta["partition_unit_elems"] = l.partition_unit;
   const TrainingRecord none;

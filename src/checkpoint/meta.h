@@ -33,6 +33,10 @@ struct CheckpointLayout {
   // decoder_first_pipeline_num_layers / decoder_last_pipeline_num_layers, written when set;
   // absent: 0, an even split).
   int first_stage_layers = 0, last_stage_layers = 0;
+  // Expert parallelism (layout field expert_model_parallel_size, Megatron's name, written where
+  // above 1; absent: 1): dp index D's files hold ep rank D % ep's experts, partitioned over the
+  // dp / ep ranks holding the same experts. A model without experts records 1.
+  int ep = 1;
   PipelineSplit split() const {
     return {model.num_layers, pp, chunks, first_stage_layers, last_stage_layers};
   }

@@ -24,13 +24,15 @@ SavedCheckpoint::SavedCheckpoint(const std::string& iter_dir, const nlohmann::js
   const int tp = saved_.tp, pp = saved_.pp;
   ZT_REQUIRE(meta.contains("shards"), "'{}' lists no shard files", where);
   shards_ = meta["shards"];
-  // Exactly the files this layout writes: one per (tp, pp) rank (stage 0) or per (tp, pp, dp).
-  const int files_dp = saved_.stage == 0 ? 1 : saved_.dp;
+  // Exactly the files this layout writes: one per (tp, pp, ep) rank (stage 0: the states are
+  // replicated over the ranks holding the same experts) or per (tp, pp, dp).
+  const int files_dp = saved_.stage == 0 ? saved_.ep : saved_.dp;
   const int64_t files = int64_t{tp} * pp * files_dp;
   ZT_REQUIRE(shards_.is_object() && static_cast<int64_t>(shards_.size()) == files,
-             "'{}' lists {} shard files, the layout (tp {}, pp {}, dp {}, stage {}) writes {}",
-             where, shards_.is_object() ? shards_.size() : 0, tp, pp, saved_.dp, saved_.stage,
-             files);
+             "'{}' lists {} shard files, the layout (tp {}, pp {}, dp {}, ep {}, stage {}) writes "
+             "{}",
+             where, shards_.is_object() ? shards_.size() : 0, tp, pp, saved_.dp, saved_.ep,
+             saved_.stage, files);
   for (int s = 0; s < pp; ++s)
     for (int r = 0; r < tp; ++r)
       for (int d = 0; d < files_dp; ++d) {
@@ -92,15 +94,18 @@ void SavedCheckpoint::read_full(const SavedTensor& t, int k, int64_t f, int64_t 
   const ParamSpec& p = *t.spec;
   const std::optional<Partition>& part = stages_[static_cast<size_t>(t.stage)].part;
   while (n > 0) {
-    const TpLocation l = locate_tp(p, saved_.tp, f);
-    int64_t take = std::min(n, l.run);
-    const int64_t at = p.offset + l.local;  // the same offset on every tp rank's layout
+    // An expert's element lives in one ep rank's stack, split over tp as a whole tensor is.
+    const EpLocation e = locate_ep(p, saved_.ep, f);
+    const TpLocation l = locate_tp(p, saved_.tp, e.element);
+    int64_t take = std::min({n, l.run, e.run});
+    const int64_t at = p.offset + l.local;  // the same offset on every tp and ep rank's layout
     if (!part) {
-      reader(l.tp_rank, t.stage, 0).read(k, at, take, dst, cache_);
+      // Stage 0: file D holds ep rank D's states (the one copy of each).
+      reader(l.tp_rank, t.stage, e.ep_rank).read(k, at, take, dst, cache_);
     } else {
       // A layout run never crosses a block; it may cross the parts of several dp ranks.
       for (int64_t done = 0; done < take;) {
-        const ShardLocation s = locate_shard(*part, at + done);
+        const ShardLocation s = locate_shard(*part, at + done, saved_.ep, e.ep_rank);
         const int64_t m = std::min(take - done, s.run);
         reader(l.tp_rank, t.stage, s.dp_rank).read(k, s.offset, m, dst + done, cache_);
         done += m;

@@ -39,6 +39,7 @@ class SavedCheckpoint {
   int tp() const { return saved_.tp; }
   int dp() const { return saved_.dp; }
   int pp() const { return saved_.pp; }
+  int ep() const { return saved_.ep; }
   int chunks() const { return saved_.chunks; }
   int first_stage_layers() const { return saved_.first_stage_layers; }
   int last_stage_layers() const { return saved_.last_stage_layers; }

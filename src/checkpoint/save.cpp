@@ -30,6 +30,7 @@ CheckpointLayout layout_of(const CheckpointState& s, const ShardRole& role) {
   l.tp = role.tp;
   l.dp = role.dp;
   l.pp = role.pp;
+  l.ep = role.ep;
   l.chunks = s.optimizer.layout().pipeline().chunks;
   l.first_stage_layers = s.optimizer.layout().pipeline().first_stage_layers;
   l.last_stage_layers = s.optimizer.layout().pipeline().last_stage_layers;

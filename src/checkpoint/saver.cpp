@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/checkpoint/shard_role.h"
 #include "src/core/error.h"
 
 namespace zt {
@@ -27,8 +28,9 @@ CheckpointSaver::CheckpointSaver(const DeviceContext& ctx, bool async, ZeroOptim
                                  int dp_rank) {
   if (!async) return;
   async_ = true;
-  // Stage 0 saves one copy of the replicated states: data-parallel rank 0's (shard_role).
-  const bool writes = !optimizer.state_replicated_over_dp() || dp_rank == 0;
+  // Stage 0 saves one copy of the replicated states: those of edp rank 0 (shard_role).
+  const bool writes =
+      writes_shard(optimizer.state_replicated_over_dp(), dp_rank, optimizer.layout().ep_size());
   size_t bytes = 0;
   if (writes)
     bytes = static_cast<size_t>(optimizer.states().numel()) * 4 * OptimizerStates::kStates;

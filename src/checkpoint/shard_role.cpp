@@ -1,5 +1,7 @@
 #include "src/checkpoint/shard_role.h"
 
+#include "src/core/error.h"
+
 namespace zt {
 
 ShardRole shard_role(const CheckpointState& s) {
@@ -12,9 +14,15 @@ ShardRole shard_role(const CheckpointState& s) {
   r.tp = topo.tp_size();
   r.dp = topo.dp().size();
   r.pp = topo.pp_size();
+  const ParamLayout& layout = s.optimizer.layout();
+  r.ep = layout.ep_size();
+  // The file of dp index D holds ep rank D % ep's experts: this rank's own.
+  ZT_CHECK(r.ep == 1 || layout.ep_rank() == r.dp_rank % r.ep,
+           "dp rank {} holds the experts of ep rank {}, not {}", r.dp_rank, layout.ep_rank(),
+           r.dp_rank % r.ep);
   const bool replicated = s.optimizer.state_replicated_over_dp();
-  r.file_dp = replicated ? 0 : r.dp_rank;
-  r.writes = !replicated || r.dp_rank == 0;
+  r.file_dp = replicated ? r.dp_rank % r.ep : r.dp_rank;
+  r.writes = writes_shard(replicated, r.dp_rank, r.ep);
   return r;
 }
 

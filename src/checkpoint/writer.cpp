@@ -89,8 +89,9 @@ void write_zeros(ShardWriter& w, int64_t n) {
 
 void write_checkpoint(const std::string& dir, const CheckpointLayout& lay,
                       const FullTensorSource& source, const nlohmann::json& token_ids) {
-  ZT_CHECK(lay.pp == 1 && lay.chunks == 1 && lay.iteration == 0,
-           "write_checkpoint writes iteration 0 of a layout without a pipeline");
+  ZT_CHECK(lay.pp == 1 && lay.chunks == 1 && lay.ep == 1 && lay.iteration == 0,
+           "write_checkpoint writes iteration 0 of a layout without a pipeline or expert "
+           "parallelism");
   const GptConfig& model = lay.model;
   prepare_save_dir(dir);
   const CheckpointLock lock(dir);

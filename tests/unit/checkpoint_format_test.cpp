@@ -1,7 +1,8 @@
 // The computed maps a reshaping load and the export read through: locate_tp inverts
 // ParamSpec::full_index for every element of every tensor-parallel rank, full_run and the runs
-// it returns are really contiguous, locate_shard inverts the partition's segments; and the shard
-// file format round-trips any byte range while catching a flipped bit in the block it reads.
+// it returns are really contiguous, locate_shard inverts the partition's segments (with
+// locate_ep, under an expert split too); and the shard file format round-trips any byte range
+// while catching a flipped bit in the block it reads.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "src/checkpoint/meta.h"
 #include "src/checkpoint/shard.h"
 #include "src/config/training_settings.h"
+#include "tests/support/tiny_gpt.h"
 
 namespace zt {
 namespace {
@@ -74,6 +76,55 @@ TEST(CheckpointMap, LocateShardInvertsThePartition) {
       }
     }
   }
+}
+
+GptConfig tiny_moe(int ep) {
+  GptConfig c = test::tiny_llama(2);
+  c.num_experts = 4;
+  c.moe_topk = 2;
+  c.moe_ffn_hidden_size = 12;
+  c.moe_layer_freq = 2;
+  c.expert_parallel = ep;
+  return c;
+}
+
+// Under an expert split, a full-tensor element found from ep rank 0's spec (locate_ep, then
+// locate_tp on its stack) and placed by ep rank 0's partition (locate_shard, experts cut over
+// dp / ep) is the element every (ep, tp, dp) rank keeps in its own shard: the rank and the offset.
+TEST(CheckpointMap, LocateEpAndShardInvertAnExpertSplit) {
+  for (int ep : {1, 2, 4})
+    for (int tp : {1, 2})
+      for (int dp : {ep, 2 * ep}) {
+        const GptConfig c = tiny_moe(ep);
+        const ParamLayout L0 = ParamLayout::gpt(c, tp, 0, {}, ExpertPart{0});
+        const Partition any(L0, dp, 0, 100, dp / ep, 0);
+        int64_t experts = 0;
+        for (int d = 0; d < dp; ++d)
+          for (int r = 0; r < tp; ++r) {
+            const ParamLayout L = ParamLayout::gpt(c, tp, r, {}, ExpertPart{d % ep});
+            const Partition P(L, dp, d, 100, dp / ep, d / ep);
+            for (const ShardSegment& s : P.segments()) {
+              const ParamSpec& p = L.params()[static_cast<size_t>(s.param)];
+              const ParamSpec& p0 = L0.params()[static_cast<size_t>(s.param)];
+              for (int64_t k = 0; k < s.len; ++k) {
+                const int64_t i = s.layout_offset - p.offset + k;
+                const EpLocation e = locate_ep(p0, ep, p.full_index(i));
+                ASSERT_EQ(e.ep_rank, p.expert ? d % ep : 0) << p.name;
+                ASSERT_GE(e.run, 1);
+                const TpLocation t = locate_tp(p0, tp, e.element);
+                if (p.split != TpSplit::Replicated) {
+                  ASSERT_EQ(t.tp_rank, r) << p.name;
+                  ASSERT_EQ(t.local, i) << p.name;
+                }
+                const ShardLocation at = locate_shard(any, p.offset + t.local, ep, e.ep_rank);
+                ASSERT_EQ(at.dp_rank, d) << p.name << " ep " << ep;
+                ASSERT_EQ(at.offset, s.shard_offset + k) << p.name;
+              }
+              if (p.expert) experts += s.len;
+            }
+          }
+        EXPECT_GT(experts, 0);
+      }
 }
 
 // A stage's files hold every element of its shard except the last stage's tied head copy: under
@@ -255,6 +306,22 @@ TEST(CheckpointMeta, FieldsOfTheWrongTypeOrRangeAreRefused) {
        {{"tensor_model_parallel_size", 2}, {"data_parallel_size", 2}, {"zero_stage", 3}}}};
   EXPECT_EQ(read_layout(meta, "m").tp, 2);
   EXPECT_EQ(read_layout(meta, "m").pp, 1);  // absent: written before pipelines
+  EXPECT_EQ(read_layout(meta, "m").ep, 1);  // absent: written before expert parallelism
+  {
+    nlohmann::json moe = meta;
+    moe["model"] = model_to_json(tiny_moe(1));
+    moe["layout"]["expert_model_parallel_size"] = 2;
+    EXPECT_EQ(read_layout(moe, "m").ep, 2);
+    EXPECT_FALSE(model_from_json(moe["model"], "m").expert_parallel > 1);  // not the model's
+    for (const nlohmann::json& bad_ep : std::vector<nlohmann::json>{0, 3, 4, "2", 2.5}) {
+      nlohmann::json bad = moe;  // 3 and 4 do not divide dp 2 (3 nor the 4 experts)
+      bad["layout"]["expert_model_parallel_size"] = bad_ep;
+      EXPECT_THROW(read_layout(bad, "m"), InputError) << bad_ep.dump();
+    }
+    nlohmann::json dense = meta;  // no experts to split
+    dense["layout"]["expert_model_parallel_size"] = 2;
+    EXPECT_THROW(read_layout(dense, "m"), InputError);
+  }
   {
     nlohmann::json pp = meta;
     pp["layout"]["pipeline_model_parallel_size"] = 2;
