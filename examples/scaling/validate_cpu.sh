@@ -6,8 +6,8 @@
 #      attention, the layer's elementwise kernels, cross-entropy, AdamW, each collective by size
 #      over the job and over pairs, point-to-point, memcpy). No training step is timed for it.
 #   2. For each layout (tp 2; dp 4 with ZeRO 0/1/2/3; pp 2 1F1B and interleaved; sequence
-#      parallel; Pa; Pa+cpu; bf16), the median step of bench_train beside simulate's prediction
-#      on that calibration, and the error.
+#      parallel; Pa; Pa+cpu; bf16; a mixture of experts at ep 1, ep 4 and tp 2 x ep 2), the median
+#      step of bench_train beside simulate's prediction on that calibration, and the error.
 # Prints the table and, as its last line, one JSON object {"max_abs_error": ..., "layouts": N,
 # ...} with the CPU model, ISA and the load average seen before each run (the machine may be
 # shared: the load is part of the result). A benchmark, not a test: rerun on a quiet machine.
@@ -37,6 +37,9 @@ calibrate() {
     --micro-batch 2 --tp 1,2 --dtypes fp32,bf16 >"$out/cpu_cluster.json"
 }
 
+# A mixture of experts of the same active size: 8 experts of half the dense MLP's width, top 2,
+# capacity 1.0 (the routing near even, as simulate assumes).
+moe="--num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 512 --moe-expert-capacity-factor 1.0"
 # 2. Layouts: name | tp | pp | zero stage | extra flags (both bench_train and simulate).
 layouts=(
   "tp2|2|1|0|"
@@ -51,6 +54,9 @@ layouts=(
   "tp2-pa-cpu|2|1|0|--checkpoint-activations --partition-activations --cpu-checkpointing"
   "tp2-bf16|2|1|0|--bf16"
   "dp4-z3-bf16|1|1|3|--bf16"
+  "moe-dp4-z1|1|1|1|$moe"
+  "moe-ep4-z1|1|1|1|$moe --expert-model-parallel-size 4"
+  "moe-tp2-ep2|2|1|1|$moe --expert-model-parallel-size 2"
 )
 csv=$out/cpu_validation.csv
 echo "layout,tp,dp,pp,zero_stage,flags,load,measured_ms,predicted_ms,error_pct" >"$csv"
