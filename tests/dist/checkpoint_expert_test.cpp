@@ -38,20 +38,9 @@ bool fits(const Layout& l) {
   return world % l.tp == 0 && (world / l.tp) % l.ep == 0;
 }
 
-// moe_test.cpp's small MoE: Llama's shape, 4 layers of which 0 and 2 hold 4 experts of width
-// 48, top 2, the load-balancing loss on; lr 1e-3 keeps the routing away from ties between
-// layouts.
+// The layout tests' small MoE (test::small_moe) at layout `l`.
 TrainOptions small_moe(const Layout& l, double dropout, int iters) {
-  TrainOptions o = test::small_gpt(dropout, iters);
-  o.num_layers = 4;
-  o.num_attention_heads = 8;
-  test::set_llama_shape(o, 4);
-  o.num_experts = 4;
-  o.moe_router_topk = 2;
-  o.moe_ffn_hidden_size = 48;
-  o.moe_layer_freq = 2;
-  o.moe_aux_loss_coeff = 0.01;
-  o.lr = 1e-3;
+  TrainOptions o = test::small_moe(dropout, iters);
   o.lr_warmup_iters = 2;
   o.lr_decay_iters = iters;
   o.reduce_bucket_size = 700;  // several partition units per block, experts' cut over edp

@@ -52,25 +52,10 @@ std::vector<StepMetrics> run(const TrainOptions& o, const Layout& l) {
   return t.run(false);
 }
 
-// Llama's shape (8 heads in 4 key/value groups), 4 layers of which 0 and 2 are MoE: 4 experts of
-// width 48, top 2, the load-balancing loss at 0.01.
+// test::small_moe over 10 steps, at a capacity factor (0: dropless).
 TrainOptions small_moe(double dropout, double capacity) {
-  TrainOptions o = test::small_gpt(dropout, 10);
-  o.num_layers = 4;
-  o.num_attention_heads = 8;
-  test::set_llama_shape(o, 4);
-  o.num_experts = 4;
-  o.moe_router_topk = 2;
-  o.moe_ffn_hidden_size = 48;
-  o.moe_layer_freq = 2;
-  o.moe_aux_loss_coeff = 0.01;
+  TrainOptions o = test::small_moe(dropout, 10);
   o.moe_expert_capacity_factor = capacity;
-  // A router's choice is a step function of its input: where two experts' scores nearly tie, a
-  // rounding-level difference between layouts picks the other one and the loss moves by far
-  // more than rounding. Adam turns rounding-level gradient differences into parameter
-  // differences up to lr per step, so the ties a layout meets grow with lr: at the small model's
-  // 3e-3 one of the 2,560 choices of 10 steps flipped at tp 4; at 1e-3 none does.
-  o.lr = 1e-3;
   return o;
 }
 

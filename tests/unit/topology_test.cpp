@@ -9,6 +9,17 @@
 namespace zt::comm {
 namespace {
 
+// Rank r's group of kind k: the ranks sharing its color are exactly its members, and their keys
+// give the members in group order.
+void expect_colors_and_keys(const ParallelGrid& g, GroupKind k, int r, int world) {
+  const auto grp = g.group_ranks(k, r);
+  for (int x = 0; x < world; ++x) {
+    const bool member = std::find(grp.begin(), grp.end(), x) != grp.end();
+    ASSERT_EQ(g.group_color(k, x) == g.group_color(k, r), member) << "rank " << x;
+  }
+  for (size_t i = 0; i < grp.size(); ++i) ASSERT_EQ(g.group_key(k, grp[i]), static_cast<int>(i));
+}
+
 TEST(ParallelGrid, EveryLayoutOfManyWorlds) {
   for (int world = 1; world <= 64; ++world)
     for (int tp = 1; tp <= world; ++tp)
@@ -91,15 +102,8 @@ TEST(ParallelGrid, ContextRanksSitBetweenTensorAndData) {
               ASSERT_EQ(g.coord_of(x).pp, c.pp);
             }
             for (GroupKind k :
-                 {GroupKind::Tp, GroupKind::Cp, GroupKind::Dp, GroupKind::Pp, GroupKind::Mp}) {
-              const auto grp = g.group_ranks(k, r);
-              for (int x = 0; x < world; ++x) {
-                const bool member = std::find(grp.begin(), grp.end(), x) != grp.end();
-                ASSERT_EQ(g.group_color(k, x) == g.group_color(k, r), member);
-              }
-              for (size_t i = 0; i < grp.size(); ++i)
-                ASSERT_EQ(g.group_key(k, grp[i]), static_cast<int>(i));
-            }
+                 {GroupKind::Tp, GroupKind::Cp, GroupKind::Dp, GroupKind::Pp, GroupKind::Mp})
+              expect_colors_and_keys(g, k, r, world);
           }
         }
 }
@@ -126,15 +130,8 @@ TEST(ParallelGrid, ExpertGroupsSplitTheDataGroup) {
                   static_cast<size_t>(std::find(dpg.begin(), dpg.end(), r) - dpg.begin());
               for (size_t i = 0; i < epg.size(); ++i) ASSERT_EQ(epg[i], dpg[at / ep * ep + i]);
               for (size_t j = 0; j < edpg.size(); ++j) ASSERT_EQ(edpg[j], dpg[j * ep + at % ep]);
-              for (GroupKind k : {GroupKind::Ep, GroupKind::Edp}) {
-                const auto grp = g.group_ranks(k, r);
-                for (int x = 0; x < world; ++x) {
-                  const bool member = std::find(grp.begin(), grp.end(), x) != grp.end();
-                  ASSERT_EQ(g.group_color(k, x) == g.group_color(k, r), member);
-                }
-                for (size_t i = 0; i < grp.size(); ++i)
-                  ASSERT_EQ(g.group_key(k, grp[i]), static_cast<int>(i));
-              }
+              for (GroupKind k : {GroupKind::Ep, GroupKind::Edp})
+                expect_colors_and_keys(g, k, r, world);
             }
           }
   EXPECT_THROW(ParallelGrid(8, 1, 1, 1, 3), InputError);
